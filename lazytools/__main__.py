@@ -1,0 +1,7 @@
+"""`python -m lazytools`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

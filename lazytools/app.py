@@ -1,0 +1,72 @@
+"""Assembly: settings → sources → catalog → server → transport. The CLI calls these, one each."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import mcp_types as types
+
+from .catalog import Catalog, Group
+from .functions import function_tool
+from .server import LazyServer, build_server
+from .settings import Settings
+
+__all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "serve"]
+
+logger = logging.getLogger("lazytools")
+
+_BUNDLED_ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+
+def configure_logging(level: str) -> None:
+    """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else."""
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def bundled_catalog(files_root: Path, catalog: Catalog | None = None) -> Catalog:
+    """The example catalog shipped with lazytools (`examples/`), its file tools confined to `files_root`."""
+    import lazytools_examples
+
+    catalog = catalog if catalog is not None else Catalog()
+    for category, functions in lazytools_examples.build_catalog(files_root).items():
+        group = Group(category, lazytools_examples.CATEGORY_SUMMARIES.get(category, ""))
+        entries = [function_tool(fn, group=category, annotations=_BUNDLED_ANNOTATIONS) for fn in functions]
+        catalog.set_group(group, entries)
+    return catalog
+
+
+@asynccontextmanager
+async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
+    """The catalog for these settings, with its sources connected for as long as the context is open."""
+    catalog = Catalog()
+    if settings.config is None:
+        bundled_catalog(settings.files_root.resolve(), catalog)
+        yield catalog
+        return
+    from .gateway import open_gateway
+
+    async with open_gateway(settings, catalog):
+        yield catalog
+
+
+@asynccontextmanager
+async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
+    async with open_catalog(settings) as catalog:
+        yield build_server(catalog, settings)
+
+
+async def serve(settings: Settings) -> None:
+    async with open_server(settings) as server:
+        logger.info("serving %d tools over %s", len(server.catalog), settings.transport)
+        if settings.transport == "http":
+            from .transports.http import serve_http
+
+            await serve_http(server, settings)
+        else:
+            from .transports.stdio import serve_stdio
+
+            await serve_stdio(server)

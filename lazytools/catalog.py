@@ -1,0 +1,117 @@
+"""The catalog: every tool lazytools can serve, by unique public name, grouped by source."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from .entry import ToolEntry
+from .errors import ConfigError, UnknownToolError
+
+__all__ = ["MAX_NAME_LENGTH", "Catalog", "Group", "check_tool_name", "suggest"]
+
+MAX_NAME_LENGTH = 64
+"""SEP-986 allows 128 characters, but many clients cap tool names at 64."""
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+def check_tool_name(name: str) -> None:
+    if not _NAME_RE.fullmatch(name) or len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(
+            f"Tool name {name!r} is invalid: use 1-{MAX_NAME_LENGTH} characters of A-Z a-z 0-9 _ - ."
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A source of tools: an upstream server or an in-process category."""
+
+    name: str
+    summary: str = ""
+
+
+def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
+    """Closest names to `name`: case-insensitive exact match first, then suffix and fuzzy matches."""
+    pool = list(candidates)
+    lowered = {c.lower(): c for c in pool}
+    found: list[str] = []
+    if name.lower() in lowered:
+        found.append(lowered[name.lower()])
+    # A model often drops or guesses the namespace prefix ("read_file" for "fs__read_file").
+    tail = name.lower().rsplit("__", 1)[-1]
+    found += [c for c in pool if c.lower().endswith("__" + tail) or c.lower() == tail]
+    found += difflib.get_close_matches(name, pool, n=limit, cutoff=0.6)
+    found += [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=limit, cutoff=0.6)]
+    return list(dict.fromkeys(found))[:limit]
+
+
+class Catalog:
+    """Entries by name, replaced a whole group at a time; listeners hear of every change."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, ToolEntry] = {}
+        self._groups: dict[str, Group] = {}
+        self._by_group: dict[str, list[ToolEntry]] = {}
+        self._listeners: list[Callable[[Catalog], None]] = []
+        self.version = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[ToolEntry]:
+        return iter(self._entries.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    @property
+    def groups(self) -> list[Group]:
+        return list(self._groups.values())
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def in_group(self, group: str) -> list[ToolEntry]:
+        return list(self._by_group.get(group, ()))
+
+    def get(self, name: str) -> ToolEntry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise UnknownToolError(name, suggest(name, self._entries)) from None
+
+    def on_change(self, listener: Callable[[Catalog], None]) -> None:
+        self._listeners.append(listener)
+
+    def set_group(self, group: Group, entries: Iterable[ToolEntry]) -> None:
+        """Replace every entry of `group` with `entries` (an empty list keeps the group, with no tools)."""
+        new = list(entries)
+        seen: set[str] = set()
+        for entry in new:
+            check_tool_name(entry.name)
+            if entry.group != group.name:
+                raise ConfigError(f"Tool {entry.name!r} belongs to group {entry.group!r}, not {group.name!r}")
+            owner = self._entries.get(entry.name)
+            if entry.name in seen or (owner is not None and owner.group != group.name):
+                raise ConfigError(f"Tool name {entry.name!r} is used twice (group {group.name!r})")
+            seen.add(entry.name)
+        kept = {name: e for name, e in self._entries.items() if e.group != group.name}
+        kept.update((entry.name, entry) for entry in new)
+        self._entries = kept
+        self._groups[group.name] = group
+        self._by_group[group.name] = new
+        self._changed()
+
+    def remove_group(self, name: str) -> None:
+        self._entries = {n: e for n, e in self._entries.items() if e.group != name}
+        self._groups.pop(name, None)
+        self._by_group.pop(name, None)
+        self._changed()
+
+    def _changed(self) -> None:
+        self.version += 1
+        for listener in self._listeners:
+            listener(self)

@@ -1,0 +1,58 @@
+"""What the catalog holds: one `ToolEntry` per tool, whatever its source."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+
+__all__ = ["CallFn", "ToolEntry", "first_sentence"]
+
+CallFn = Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]
+"""How to run a tool: validated arguments in, an MCP result out. Raising is allowed; the server converts."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEntry:
+    """A tool as lazytools knows it: its public name, where it comes from and how to call it."""
+
+    name: str
+    """Public, unique name (SEP-986 characters, at most 64 long)."""
+    group: str
+    """The upstream server or the in-process category the tool belongs to."""
+    description: str
+    input_schema: Mapping[str, Any]
+    call: CallFn = field(compare=False, repr=False)
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    annotations: types.ToolAnnotations | None = None
+    source_name: str | None = None
+    """The name the tool has at its source (the upstream's own name); `None` when it equals `name`."""
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the description, for compact listings."""
+        return first_sentence(self.description)
+
+    def to_mcp(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=dict(self.input_schema),
+            output_schema=dict(self.output_schema) if self.output_schema is not None else None,
+            annotations=self.annotations,
+        )
+
+
+def first_sentence(text: str, limit: int = 160) -> str:
+    line = " ".join(text.strip().split("\n\n", 1)[0].split())
+    for stop in (". ", "? ", "! "):
+        cut = line.find(stop)
+        if 0 < cut < limit:
+            return line[: cut + 1]
+    if len(line) > limit:
+        return line[: limit - 1].rstrip() + "…"
+    return line

@@ -1,0 +1,94 @@
+"""Every exception lazytools raises on purpose, in one place.
+
+    LazyToolsError
+    ├── ConfigError (ValueError)          bad settings or config file; names the field
+    ├── UnknownToolError (KeyError)       a tool name that is not in the catalog; carries close matches
+    ├── ToolNotEnabledError               a catalog tool called directly before search_tools enabled it
+    ├── ToolArgumentsError (ValueError)   arguments that do not match the tool's input schema
+    ├── ToolExecutionError                a tool (in-process or upstream) failed while running
+    └── UpstreamError                     an upstream MCP server could not serve a call
+        ├── UpstreamUnavailableError      not connected: failed to start, crashed, or is reconnecting
+        └── UpstreamTimeoutError          did not answer within the per-call timeout
+
+Inside the library these carry meaning and propagate; the server converts them to `isError` tool results and
+the CLI to messages and exit codes. Nothing else converts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ConfigError",
+    "LazyToolsError",
+    "ToolArgumentsError",
+    "ToolExecutionError",
+    "ToolNotEnabledError",
+    "UnknownToolError",
+    "UpstreamError",
+    "UpstreamTimeoutError",
+    "UpstreamUnavailableError",
+]
+
+
+class LazyToolsError(Exception):
+    """Base class of every lazytools error."""
+
+
+class ConfigError(LazyToolsError, ValueError):
+    """Settings or a config file are invalid."""
+
+
+class UnknownToolError(LazyToolsError, KeyError):
+    """A tool name that the catalog does not hold."""
+
+    def __init__(self, name: str, suggestions: Sequence[str] = ()) -> None:
+        self.name = name
+        self.suggestions = list(suggestions)
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        message = f"Unknown tool {self.name!r}."
+        if self.suggestions:
+            message += " Did you mean: " + ", ".join(self.suggestions) + "?"
+        else:
+            message += " Call search_tools to find tools by what they do."
+        return message
+
+
+class ToolNotEnabledError(LazyToolsError):
+    """A catalog tool was called directly in a dynamic session before search_tools enabled it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        return (
+            f"Tool {self.name!r} is not enabled in this session. Call search_tools first "
+            f'(for example search_tools(tool_names=["{self.name}"])), or call it through invoke_tool.'
+        )
+
+
+class ToolArgumentsError(LazyToolsError, ValueError):
+    """Arguments that do not match a tool's input schema."""
+
+
+class ToolExecutionError(LazyToolsError):
+    """A tool raised while running; the message is the tool's own."""
+
+
+class UpstreamError(LazyToolsError):
+    """An upstream MCP server could not serve a request."""
+
+    def __init__(self, server: str, message: str) -> None:
+        self.server = server
+        super().__init__(f"Upstream server {server!r}: {message}")
+
+
+class UpstreamUnavailableError(UpstreamError):
+    """The upstream is not connected (failed to start, crashed, or is reconnecting)."""
+
+
+class UpstreamTimeoutError(UpstreamError):
+    """The upstream did not answer in time."""

@@ -1,0 +1,132 @@
+"""In-process tools: typed Python functions become catalog entries (schema from type hints via pydantic)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, get_type_hints
+
+import anyio.to_thread
+import mcp_types as types
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from .entry import ToolEntry
+from .errors import ToolArgumentsError, ToolExecutionError
+
+__all__ = ["FunctionGroup", "function_tool", "to_result"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def function_tool(
+    fn: Callable[..., Any],
+    *,
+    group: str,
+    name: str | None = None,
+    description: str | None = None,
+    annotations: types.ToolAnnotations | None = None,
+) -> ToolEntry:
+    """Describe `fn` as a tool: its parameters' type hints give the input schema, its docstring the description."""
+    model = _arguments_model(fn)
+    schema = _clean_schema(model.model_json_schema())
+    is_async = inspect.iscoroutinefunction(fn)
+
+    async def call(arguments: dict[str, Any]) -> types.CallToolResult:
+        try:
+            parsed = model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolArgumentsError(_describe_validation(exc)) from exc
+        kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        try:
+            if is_async:
+                value = await fn(**kwargs)
+            else:
+                # A thread keeps one slow function from stalling every other session on the event loop.
+                value = await anyio.to_thread.run_sync(lambda: fn(**kwargs))
+        except Exception as exc:  # the tool's own failure: keep its message, hide our frames
+            raise ToolExecutionError(f"{type(exc).__name__}: {exc}") from exc
+        return to_result(value)
+
+    doc = inspect.getdoc(fn) or ""
+    return ToolEntry(
+        name=name or fn.__name__,
+        group=group,
+        description=description or doc or fn.__name__.replace("_", " "),
+        input_schema=schema,
+        call=call,
+        annotations=annotations,
+    )
+
+
+class FunctionGroup:
+    """Collects functions registered with the `tool` decorator; `entries` feeds them to a catalog."""
+
+    def __init__(self, group: str, *, summary: str = "", annotations: types.ToolAnnotations | None = None) -> None:
+        self.group = group
+        self.summary = summary
+        self._annotations = annotations
+        self.entries: list[ToolEntry] = []
+
+    def tool(self, fn: F) -> F:
+        self.add(fn)
+        return fn
+
+    def add(self, fn: Callable[..., Any], **options: Any) -> ToolEntry:
+        options.setdefault("annotations", self._annotations)
+        entry = function_tool(fn, group=self.group, **options)
+        self.entries.append(entry)
+        return entry
+
+
+def to_result(value: Any) -> types.CallToolResult:
+    """A function's return value as an MCP result: text always, structured content for objects."""
+    if isinstance(value, types.CallToolResult):
+        return value
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, str):
+        return types.CallToolResult(content=[types.TextContent(text=value)])
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    structured = value if isinstance(value, dict) else None
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
+
+
+def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"{fn.__name__}: *args and **kwargs cannot become tool parameters")
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
+    return create_model(f"{fn.__name__}_arguments", __config__=config, **fields)
+
+
+def _clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's generated titles: they repeat the names and cost tokens on every listing."""
+
+    def strip(node: Any, in_properties: bool = False) -> Any:
+        if isinstance(node, dict):
+            return {
+                key: strip(value, key == "properties")
+                for key, value in node.items()
+                if not (key == "title" and not in_properties and isinstance(value, str))
+            }
+        if isinstance(node, list):
+            return [strip(item) for item in node]
+        return node
+
+    cleaned: dict[str, Any] = strip(dict(schema))
+    cleaned.setdefault("properties", {})
+    return cleaned
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        parts.append(f"{where}: {error['msg']}")
+    return "Invalid arguments: " + "; ".join(parts)

@@ -1,0 +1,200 @@
+"""The meta-tools, search_tools and invoke_tool: plain functions over catalog, index and session state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+
+from .catalog import Catalog
+from .entry import ToolEntry
+from .errors import ToolArgumentsError, UnknownToolError
+from .manifest import manifest
+from .search import SearchIndex
+from .settings import Surface
+from .validation import compact_json, validate_arguments
+
+__all__ = [
+    "INVOKE_TOOL",
+    "META_TOOL_NAMES",
+    "SEARCH_TOOLS",
+    "SearchOutcome",
+    "invoke_tool",
+    "invoke_tool_definition",
+    "search_schema",
+    "search_tools",
+    "search_tools_definition",
+    "signature",
+]
+
+SEARCH_TOOLS = "search_tools"
+INVOKE_TOOL = "invoke_tool"
+META_TOOL_NAMES = frozenset({SEARCH_TOOLS, INVOKE_TOOL})
+
+_READ_ONLY = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+def search_schema(max_limit: int, default_limit: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "The capability you need, in plain words."},
+            "group": {"type": "string", "description": "Only tools of this group."},
+            "tool_names": {"type": "array", "items": {"type": "string"}, "description": "Exact tool names."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": max_limit, "default": default_limit},
+        },
+        "additionalProperties": False,
+    }
+
+
+def search_tools_definition(catalog: Catalog, max_limit: int, default_limit: int, surface: Surface) -> types.Tool:
+    how = (
+        "Matches are added to your tool list; call them directly."
+        if surface == "dynamic"
+        else "Call matches with invoke_tool; results include their input schemas."
+    )
+    description = (
+        f"Find tools by what they do. {len(catalog)} tools are available but hidden until found. {how}\n"
+        "Give a query (plain words), a group, or exact tool_names (cheapest when you know them).\n"
+        "Groups (tool count): summary\n" + manifest(catalog)
+    )
+    return types.Tool(
+        name=SEARCH_TOOLS,
+        title="Search tools",
+        description=description,
+        input_schema=search_schema(max_limit, default_limit),
+        annotations=_READ_ONLY,
+    )
+
+
+def invoke_tool_definition() -> types.Tool:
+    return types.Tool(
+        name=INVOKE_TOOL,
+        title="Invoke a tool",
+        description="Call a tool found by search_tools: its name and its arguments as an object.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "tool_name": {"type": "string", "description": "Exact name from search_tools."},
+                "arguments": {"type": "object", "description": "Arguments matching the tool's input schema."},
+            },
+            "required": ["tool_name"],
+            "additionalProperties": False,
+        },
+        # The invoked tool may do anything, so the bridge claims nothing about side effects.
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    text: str
+    found: list[ToolEntry]
+
+
+def search_tools(
+    catalog: Catalog,
+    index: SearchIndex,
+    arguments: Mapping[str, Any],
+    *,
+    surface: Surface,
+    default_limit: int,
+    max_limit: int,
+    bridge: bool,
+) -> SearchOutcome:
+    """Run a search; the caller enables `found` in the session (dynamic surface) and sends the notification."""
+    args = validate_arguments(SEARCH_TOOLS, search_schema(max_limit, default_limit), arguments)
+    query = str(args.get("query") or "").strip()
+    group = args.get("group")
+    names: list[str] = list(args.get("tool_names") or [])
+    limit = min(int(args.get("limit", default_limit)), max_limit)
+    if not query and group is None and not names:
+        raise ToolArgumentsError("search_tools needs a query, a group or tool_names (at least one).")
+
+    notes: list[str] = []
+    if group is not None and group not in {g.name for g in catalog.groups}:
+        close = [g.name for g in catalog.groups if group.lower() in g.name.lower() or g.name.lower() in group.lower()]
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ToolArgumentsError(f"Unknown group {group!r}.{hint} Groups: {', '.join(g.name for g in catalog.groups)}")
+
+    found: list[ToolEntry] = []
+    for name in names:
+        try:
+            found.append(catalog.get(name))
+        except UnknownToolError as exc:
+            notes.append(str(exc))
+    if query:
+        hits = index.search(query, limit=limit, groups=[group] if group is not None else None)
+        found += [hit.entry for hit in hits]
+    elif group is not None:
+        members = catalog.in_group(group)
+        found += members[:limit]
+        if len(members) > limit:
+            notes.append(f"Group {group!r} has {len(members)} tools; showing {limit}. Add a query to narrow it.")
+    found = list({entry.name: entry for entry in found}.values())
+    return SearchOutcome(_render(found, notes, query, surface, bridge), found)
+
+
+def _render(found: Sequence[ToolEntry], notes: list[str], query: str, surface: Surface, bridge: bool) -> str:
+    if not found:
+        lines = [f"No tools match {query!r}." if query else "No tools found."]
+        lines += notes
+        lines.append("Try other words (what the tool does), or a group from the search_tools description.")
+        return "\n".join(lines)
+    names = ", ".join(entry.name for entry in found)
+    if surface == "dynamic":
+        head = f"Enabled: {names}. They are in your tool list now (re-list if needed)."
+        if bridge:
+            head += " If your list has not refreshed yet, call them through invoke_tool(tool_name, arguments)."
+    else:
+        head = f"Found: {names}. Call them with invoke_tool(tool_name, arguments)."
+    lines = [head, *notes]
+    for entry in found:
+        lines.append(f"- {signature(entry)} [{entry.group}]: {entry.summary}")
+        if surface == "proxy":
+            lines.append(f"  input_schema: {compact_json(dict(entry.input_schema))}")
+    return "\n".join(lines)
+
+
+def signature(entry: ToolEntry) -> str:
+    """`name(a: string, b?: integer)`: a parameter summary a model can call from."""
+    properties = entry.input_schema.get("properties") or {}
+    required = set(entry.input_schema.get("required") or ())
+    params = []
+    if isinstance(properties, Mapping):
+        for pname, spec in properties.items():
+            mark = "" if pname in required else "?"
+            params.append(f"{pname}{mark}: {_type_of(spec)}")
+    return f"{entry.name}({', '.join(params)})"
+
+
+def _type_of(spec: Any) -> str:
+    if not isinstance(spec, Mapping):
+        return "any"
+    if "enum" in spec:
+        return "|".join(compact_json(v) for v in spec["enum"])
+    if "const" in spec:
+        return compact_json(spec["const"])
+    if "anyOf" in spec or "oneOf" in spec:
+        options = [_type_of(s) for s in spec.get("anyOf", spec.get("oneOf", []))]
+        return "|".join(dict.fromkeys(o for o in options))
+    kind = spec.get("type", "any")
+    if isinstance(kind, list):
+        return "|".join(map(str, kind))
+    if kind == "array":
+        return f"{_type_of(spec.get('items', {}))}[]"
+    return str(kind)
+
+
+def invoke_tool(catalog: Catalog, arguments: Mapping[str, Any]) -> tuple[ToolEntry, dict[str, Any]]:
+    """Resolve invoke_tool's target and validate its arguments; the caller runs `entry.call(args)`."""
+    args = validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments)
+    name = args["tool_name"]
+    if name in META_TOOL_NAMES:
+        raise ToolArgumentsError(f"{name} is a meta-tool: call it directly, not through invoke_tool.")
+    entry = catalog.get(name)
+    return entry, validate_arguments(entry.name, entry.input_schema, args.get("arguments"))

@@ -1,0 +1,261 @@
+"""The MCP server wiring: tools/list and tools/call over catalog, index and session state.
+
+Knows nothing of transports: stdio and HTTP hand it streams. Errors become `isError` results here and only here.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+
+from .catalog import Catalog, suggest
+from .clients import client_table
+from .entry import ToolEntry
+from .errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
+from .metatools import (
+    INVOKE_TOOL,
+    META_TOOL_NAMES,
+    SEARCH_TOOLS,
+    invoke_tool,
+    invoke_tool_definition,
+    search_tools,
+    search_tools_definition,
+)
+from .search import LiveIndex
+from .sessions import MemorySessionStore, SessionState, SessionStore
+from .settings import Settings, Surface
+from .surface import choose_surface, is_stateless_era
+from .validation import validate_arguments
+
+__all__ = ["INSTRUCTIONS", "LazyServer", "build_server"]
+
+logger = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+Most tools are hidden to keep your context small. To do something, call search_tools with what you need in \
+plain words (or exact tool_names). Found tools are added to your tool list, or, when results say so, are \
+called through invoke_tool(tool_name, arguments). Search again whenever you need a different capability."""
+
+_SESSION_KEY = "lazytools.session"
+
+
+def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection:
+    """The connection behind a request: stable per stdio pipe and per HTTP session (ctx.session is not)."""
+    return ctx.session._connection  # noqa: SLF001 - the SDK offers no public accessor in 2.3.0
+
+
+class LazyServer(Server[Any]):
+    """A low-level MCP server that shows a small tool surface and grows it per session."""
+
+    def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None) -> None:
+        super().__init__(
+            "lazytools",
+            version=_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        self.catalog = catalog
+        self.settings = settings
+        self.store: SessionStore = store if store is not None else MemorySessionStore()
+        self.index = LiveIndex(catalog)
+        self._table = client_table(settings.client_surfaces)
+        self._definitions: dict[tuple[int, Surface], list[types.Tool]] = {}
+        self.pinned = self._check_pinned(settings.always_available_tools)
+        catalog.on_change(self._catalog_changed)
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        # Every transport calls this; some with no arguments. listChanged must be advertised on all of them.
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
+
+    # -- sessions -------------------------------------------------------------------------------------------
+
+    def session_for(self, ctx: ServerRequestContext[Any, Any]) -> SessionState | None:
+        """This request's session state, created on first sight; None where the protocol allows no session."""
+        if is_stateless_era(ctx.protocol_version):
+            return None
+        connection = connection_of(ctx)
+        if ctx.request is not None and connection.session_id is None:
+            return None  # stateless HTTP in the handshake era: every request is a new connection
+        key = connection.state.get(_SESSION_KEY)
+        state = self.store.get(key) if key is not None else None
+        if state is not None:
+            return state
+        key = connection.session_id or uuid.uuid4().hex
+        info = connection.client_params.client_info if connection.client_params is not None else None
+        client_name = info.name if info is not None else None
+        surface = choose_surface(
+            mode=self.settings.mode,
+            protocol_version=ctx.protocol_version,
+            has_session=True,
+            client_name=client_name,
+            table=self._table,
+            default=self.settings.default_surface,
+        )
+
+        async def notify() -> None:
+            await connection.outbound.notify("notifications/tools/list_changed", None)
+
+        state = SessionState(key=key, surface=surface, client_name=client_name, notify=notify)
+        connection.state[_SESSION_KEY] = key
+        self.store.put(state)
+        connection.exit_stack.callback(self.store.drop, key)
+        logger.info("session %s: client %r, %s surface", key[:8], client_name, surface)
+        return state
+
+    # -- tools/list -----------------------------------------------------------------------------------------
+
+    def surface_tools(self, state: SessionState | None) -> list[types.Tool]:
+        surface: Surface = state.surface if state is not None else "proxy"
+        tools = list(self._static_tools(surface))
+        if state is not None and surface == "dynamic":
+            for name in state.enabled:
+                if name in self.catalog and name not in self.pinned:
+                    tools.append(self.catalog.get(name).to_mcp())
+        return tools
+
+    def _static_tools(self, surface: Surface) -> list[types.Tool]:
+        cache_key = (self.catalog.version, surface)
+        if cache_key not in self._definitions:
+            self._definitions = {k: v for k, v in self._definitions.items() if k[0] == self.catalog.version}
+            settings = self.settings
+            tools = [self.catalog.get(name).to_mcp() for name in self.pinned if name in self.catalog]
+            tools.append(search_tools_definition(self.catalog, settings.search_max_limit, settings.search_limit,
+                                                 surface))
+            if surface == "proxy" or settings.dynamic_bridge:
+                tools.append(invoke_tool_definition())
+            self._definitions[cache_key] = tools
+        return self._definitions[cache_key]
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.surface_tools(self.session_for(ctx)))
+
+    # -- tools/call -----------------------------------------------------------------------------------------
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        state = self.session_for(ctx)
+        try:
+            return await self.call(state, params.name, params.arguments, ctx)
+        except LazyToolsError as exc:
+            logger.info("tools/call %s failed: %s", params.name, type(exc).__name__)
+            return _error(str(exc))
+        except Exception as exc:  # a bug of ours must not end the session: report it, keep serving
+            logger.exception("tools/call %s: unexpected error", params.name)
+            return _error(f"Internal error in lazytools while calling {params.name}: {type(exc).__name__}: {exc}")
+
+    async def call(
+        self,
+        state: SessionState | None,
+        name: str,
+        arguments: dict[str, Any] | None,
+        ctx: ServerRequestContext[Any, Any] | None = None,
+    ) -> types.CallToolResult:
+        surface: Surface = state.surface if state is not None else "proxy"
+        if name == SEARCH_TOOLS:
+            return await self._search(state, surface, arguments or {}, ctx)
+        if name == INVOKE_TOOL and (surface == "proxy" or self.settings.dynamic_bridge):
+            entry, args = invoke_tool(self.catalog, arguments or {})
+            return await entry.call(args)
+        entry = self._callable_entry(state, surface, name)
+        return await entry.call(validate_arguments(entry.name, entry.input_schema, arguments))
+
+    def _callable_entry(self, state: SessionState | None, surface: Surface, name: str) -> ToolEntry:
+        if name in self.pinned or (state is not None and surface == "dynamic" and name in state.enabled):
+            return self.catalog.get(name)
+        if name in self.catalog:
+            if surface == "dynamic":
+                raise ToolNotEnabledError(name)
+            raise LazyToolsError(f"Tool {name!r} is not in this session's list: call invoke_tool(tool_name="
+                                 f"{name!r}, arguments={{...}}).")
+        visible = [*self.pinned, *META_TOOL_NAMES, *(state.enabled if state is not None else ())]
+        raise UnknownToolError(name, suggest(name, [*visible, *self.catalog.names()]))
+
+    async def _search(
+        self,
+        state: SessionState | None,
+        surface: Surface,
+        arguments: dict[str, Any],
+        ctx: ServerRequestContext[Any, Any] | None,
+    ) -> types.CallToolResult:
+        settings = self.settings
+        outcome = search_tools(
+            self.catalog,
+            self.index.current,
+            arguments,
+            surface=surface,
+            default_limit=settings.search_limit,
+            max_limit=settings.search_max_limit,
+            bridge=settings.dynamic_bridge,
+        )
+        if state is not None and surface == "dynamic":
+            new = state.enable([entry.name for entry in outcome.found if entry.name not in self.pinned])
+            if new:
+                # Sent before the result is returned, so the client can re-list as the model reads the result.
+                if ctx is not None:
+                    await ctx.session.send_tool_list_changed()
+                elif state.notify is not None:
+                    await state.notify()
+        return types.CallToolResult(content=[types.TextContent(text=outcome.text)])
+
+    # -- catalog changes ------------------------------------------------------------------------------------
+
+    def _catalog_changed(self, catalog: Catalog) -> None:
+        self._definitions.clear()
+
+    async def notify_dynamic_sessions(self) -> int:
+        """Tell every live dynamic session that its list changed (after the catalog changed)."""
+        sent = 0
+        for state in self.store:
+            if state.surface == "dynamic" and state.notify is not None:
+                await state.notify()
+                sent += 1
+        return sent
+
+    def _check_pinned(self, names: Sequence[str]) -> list[str]:
+        for name in names:
+            if name in META_TOOL_NAMES:
+                raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS: {name!r} is a meta-tool and is always listed")
+            if name not in self.catalog:
+                close = suggest(name, self.catalog.names())
+                hint = f" Closest: {', '.join(close)}." if close else ""
+                raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS names an unknown tool {name!r}.{hint}")
+        return list(dict.fromkeys(names))
+
+
+def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None) -> LazyServer:
+    reserved = META_TOOL_NAMES & set(catalog.names())
+    if reserved:
+        raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
+    return LazyServer(catalog, settings, store=store)
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lazytools")
+    except PackageNotFoundError:
+        return "0.0.0"

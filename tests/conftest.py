@@ -1,0 +1,102 @@
+"""Shared fixtures: a small catalog of real in-process tools, settings that ignore the user's .env, clients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from pydantic import Field
+
+from lazytools import Catalog, FunctionGroup, Group, LazyServer, Settings, build_server
+
+
+def make_settings(**overrides: Any) -> Settings:
+    return Settings(_env_file=None, **overrides)  # type: ignore[call-arg]
+
+
+def small_catalog() -> Catalog:
+    weather = FunctionGroup("weather", summary="Forecasts and conditions for a city.")
+
+    @weather.tool
+    def get_forecast(city: Annotated[str, Field(description="City name")], days: int = 3) -> dict[str, Any]:
+        """Get the weather forecast for a city for the next days."""
+        return {"city": city, "days": days, "forecast": ["sunny"] * days}
+
+    @weather.tool
+    def get_alerts(region: str) -> str:
+        """Get active severe weather alerts for a region."""
+        return f"no alerts for {region}"
+
+    text = FunctionGroup("text", summary="Text utilities.")
+
+    @text.tool
+    def word_count(text: str) -> int:
+        """Count the words in a text."""
+        return len(text.split())
+
+    @text.tool
+    def reverse_text(text: str) -> str:
+        """Reverse a text, character by character."""
+        return text[::-1]
+
+    @text.tool
+    def explode(message: str) -> str:
+        """Always fails, to test error results."""
+        raise RuntimeError(f"boom: {message}")
+
+    issues = FunctionGroup("tracker", summary="Issue tracker.")
+
+    @issues.tool
+    def create_issue(title: str, body: str = "") -> dict[str, Any]:
+        """Create a new issue in the tracker with a title and body."""
+        return {"created": title, "body": body}
+
+    @issues.tool
+    def list_issues(state: str = "open") -> list[str]:
+        """List issues in the tracker, filtered by state."""
+        return [f"{state} issue"]
+
+    catalog = Catalog()
+    for group in (weather, text, issues):
+        catalog.set_group(Group(group.group, group.summary), group.entries)
+    return catalog
+
+
+@pytest.fixture
+def catalog() -> Catalog:
+    return small_catalog()
+
+
+@pytest.fixture
+def server_factory() -> Callable[..., LazyServer]:
+    def factory(**overrides: Any) -> LazyServer:
+        return build_server(small_catalog(), make_settings(**overrides))
+
+    return factory
+
+
+class Recorder:
+    """Collects what the server sends besides responses, with the order it arrived in."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.events.append("list_changed")
+
+    def mark(self, event: str) -> None:
+        self.events.append(event)
+
+
+def client(server: LazyServer, name: str = "Visual Studio Code", *, recorder: Recorder | None = None,
+           mode: str = "legacy") -> Client:
+    return Client(server, mode=mode, client_info=types.Implementation(name=name, version="1.0"),
+                  message_handler=recorder)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))

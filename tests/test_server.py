@@ -1,0 +1,219 @@
+"""The MCP server through a real in-memory client: surfaces, sessions, meta-tools and every bad input."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import mcp_types as types
+import pytest
+
+from lazytools import ConfigError, build_server
+
+from .conftest import Recorder, client, make_settings, small_catalog, text_of
+
+
+async def names(c) -> list[str]:  # type: ignore[no-untyped-def]
+    return [tool.name for tool in (await c.list_tools(cache_mode="bypass")).tools]
+
+
+async def test_first_list_is_search_plus_bridge(server_factory) -> None:
+    async with client(server_factory()) as c:
+        assert await names(c) == ["search_tools", "invoke_tool"]
+        assert c.server_capabilities.tools is not None and c.server_capabilities.tools.list_changed is True
+        assert c.instructions and "search_tools" in c.instructions
+
+
+async def test_search_enables_notifies_before_result_and_relist_shows(server_factory) -> None:
+    recorder = Recorder()
+    async with client(server_factory(), recorder=recorder) as c:
+        result = await c.call_tool("search_tools", {"query": "weather forecast for a city"})
+        recorder.mark("result")
+        assert not result.is_error
+        assert "get_forecast" in text_of(result)
+        assert recorder.events[:2] == ["list_changed", "result"]
+        listed = await names(c)
+        assert "get_forecast" in listed and listed[:2] == ["search_tools", "invoke_tool"]
+        called = await c.call_tool("get_forecast", {"city": "Oslo", "days": 2})
+        assert not called.is_error
+        assert called.structured_content == {"city": "Oslo", "days": 2, "forecast": ["sunny", "sunny"]}
+
+
+async def test_enabled_tools_accumulate_and_repeat_search_sends_no_notification(server_factory) -> None:
+    recorder = Recorder()
+    async with client(server_factory(), recorder=recorder) as c:
+        await c.call_tool("search_tools", {"tool_names": ["word_count"]})
+        await c.call_tool("search_tools", {"tool_names": ["create_issue"]})
+        assert recorder.events == ["list_changed", "list_changed"]
+        await c.call_tool("search_tools", {"tool_names": ["word_count"]})
+        assert recorder.events == ["list_changed", "list_changed"]
+        assert set(await names(c)) >= {"word_count", "create_issue"}
+
+
+async def test_sessions_are_isolated_even_concurrently(server_factory) -> None:
+    server = server_factory()
+    first, second = Recorder(), Recorder()
+    async with client(server, recorder=first) as a, client(server, recorder=second) as b:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(a.call_tool, "search_tools", {"tool_names": ["word_count"]})
+            tg.start_soon(b.call_tool, "search_tools", {"tool_names": ["create_issue"]})
+        assert "word_count" in await names(a) and "create_issue" not in await names(a)
+        assert "create_issue" in await names(b) and "word_count" not in await names(b)
+        assert first.events == ["list_changed"] and second.events == ["list_changed"]
+        refused = await b.call_tool("word_count", {"text": "a b"})
+        assert refused.is_error and "search_tools" in text_of(refused)
+    assert len(server.store) == 0  # state is freed when the sessions end
+
+
+async def test_proxy_client_gets_static_list_schemas_and_invoke(server_factory) -> None:
+    recorder = Recorder()
+    async with client(server_factory(), "claude-ai", recorder=recorder) as c:
+        before = await names(c)
+        assert before == ["search_tools", "invoke_tool"]
+        result = await c.call_tool("search_tools", {"query": "count words"})
+        text = text_of(result)
+        assert "word_count" in text and "input_schema:" in text and '"required":["text"]' in text
+        assert await names(c) == before and recorder.events == []
+        called = await c.call_tool("invoke_tool", {"tool_name": "word_count", "arguments": {"text": "a b c"}})
+        assert not called.is_error and text_of(called) == "3"
+
+
+async def test_stateless_era_client_gets_proxy_surface(server_factory) -> None:
+    async with client(server_factory(), "Visual Studio Code", mode="2026-07-28") as c:
+        assert await names(c) == ["search_tools", "invoke_tool"]
+        result = await c.call_tool("search_tools", {"query": "reverse text"})
+        assert "input_schema:" in text_of(result)
+        assert await names(c) == ["search_tools", "invoke_tool"]
+        called = await c.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "abc"}})
+        assert text_of(called) == "cba"
+
+
+@pytest.mark.parametrize(("mode", "client_name", "expected"), [
+    ("proxy", "Visual Studio Code", ["search_tools", "invoke_tool"]),
+    ("dynamic", "claude-ai", ["search_tools", "invoke_tool", "word_count"]),
+])
+async def test_mode_overrides_client_table(server_factory, mode: str, client_name: str, expected: list[str]) -> None:
+    async with client(server_factory(mode=mode), client_name) as c:
+        await c.call_tool("search_tools", {"tool_names": ["word_count"]})
+        assert await names(c) == expected
+
+
+async def test_client_table_is_overridable(server_factory) -> None:
+    async with client(server_factory(client_surfaces={"claude-ai": "dynamic"}), "claude-ai") as c:
+        await c.call_tool("search_tools", {"tool_names": ["word_count"]})
+        assert "word_count" in await names(c)
+
+
+async def test_dynamic_without_bridge_lists_exactly_search_and_enabled(server_factory) -> None:
+    async with client(server_factory(dynamic_bridge=False)) as c:
+        assert await names(c) == ["search_tools"]
+        result = await c.call_tool("search_tools", {"tool_names": ["reverse_text"]})
+        assert "invoke_tool" not in text_of(result)
+        assert await names(c) == ["search_tools", "reverse_text"]
+        refused = await c.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "x"}})
+        assert refused.is_error and "Unknown tool 'invoke_tool'" in text_of(refused)
+
+
+async def test_always_available_tools_are_listed_and_callable(server_factory) -> None:
+    async with client(server_factory(always_available_tools=["word_count"]), "claude-ai") as c:
+        assert await names(c) == ["word_count", "search_tools", "invoke_tool"]
+        assert text_of(await c.call_tool("word_count", {"text": "one two"})) == "2"
+
+
+def test_unknown_always_available_tool_is_a_startup_error_with_close_names() -> None:
+    with pytest.raises(ConfigError, match="word_cont.*Closest: word_count"):
+        build_server(small_catalog(), make_settings(always_available_tools=["word_cont"]))
+
+
+async def test_bad_inputs_get_clear_answers(server_factory) -> None:
+    async with client(server_factory()) as c:
+        unknown = await c.call_tool("invoke_tool", {"tool_name": "word_cnt", "arguments": {"text": "a"}})
+        assert unknown.is_error and "Did you mean: word_count" in text_of(unknown)
+        direct_unknown = await c.call_tool("reverse_txt", {"text": "a"})
+        assert direct_unknown.is_error and "reverse_text" in text_of(direct_unknown)
+        bad = await c.call_tool("invoke_tool", {"tool_name": "get_forecast", "arguments": {"days": "many"}})
+        message = text_of(bad)
+        assert bad.is_error and "'city' is a required property" in message and "days: 'many' is not of type" in message
+        assert "Input schema:" in message
+        not_enabled = await c.call_tool("word_count", {"text": "a"})
+        assert not_enabled.is_error and "Call search_tools first" in text_of(not_enabled)
+        raised = await c.call_tool("invoke_tool", {"tool_name": "explode", "arguments": {"message": "x"}})
+        assert raised.is_error and "RuntimeError: boom: x" in text_of(raised)
+        empty = await c.call_tool("search_tools", {})
+        assert empty.is_error and "needs a query, a group or tool_names" in text_of(empty)
+        extra = await c.call_tool("search_tools", {"query": "x", "colour": "red"})
+        assert extra.is_error and "colour" in text_of(extra)
+        limit = await c.call_tool("search_tools", {"query": "text", "limit": 0})
+        assert limit.is_error and "limit" in text_of(limit)
+        group = await c.call_tool("search_tools", {"group": "wether"})
+        assert group.is_error and "Unknown group 'wether'" in text_of(group) and "weather" in text_of(group)
+        meta = await c.call_tool("invoke_tool", {"tool_name": "search_tools", "arguments": {}})
+        assert meta.is_error and "meta-tool" in text_of(meta)
+        missing = await c.call_tool("search_tools", {"tool_names": ["get_forecst"]})
+        assert "Unknown tool 'get_forecst'. Did you mean: get_forecast" in text_of(missing)
+        # ...and the server still serves after all of that.
+        ok = await c.call_tool("invoke_tool", {"tool_name": "word_count", "arguments": {"text": "a b"}})
+        assert text_of(ok) == "2"
+
+
+async def test_search_combinations(server_factory) -> None:
+    async with client(server_factory(), "claude-ai") as c:
+        by_group = text_of(await c.call_tool("search_tools", {"group": "weather"}))
+        assert "get_forecast" in by_group and "get_alerts" in by_group and "word_count" not in by_group
+        filtered = text_of(await c.call_tool("search_tools", {"query": "list issues", "group": "tracker"}))
+        assert "list_issues" in filtered and "get_forecast" not in filtered
+        outside = text_of(await c.call_tool("search_tools", {"query": "issues", "group": "weather"}))
+        assert "No tools match" in outside
+        both = text_of(await c.call_tool("search_tools", {"query": "weather", "tool_names": ["word_count"]}))
+        assert both.index("word_count") < both.index("get_forecast")
+        limited = text_of(await c.call_tool("search_tools", {"group": "text", "limit": 1}))
+        assert "has 3 tools; showing 1" in limited
+        nothing = text_of(await c.call_tool("search_tools", {"query": "zzzz qqqq"}))
+        assert "No tools match" in nothing
+
+
+async def test_search_description_holds_a_compact_manifest(server_factory) -> None:
+    async with client(server_factory()) as c:
+        search = (await c.list_tools()).tools[0]
+        assert search.description is not None
+        assert "weather (2): Forecasts and conditions for a city." in search.description
+        assert "text (3): Text utilities." in search.description
+        assert search.annotations is not None and search.annotations.read_only_hint is True
+        invoke = (await c.list_tools()).tools[1]
+        assert invoke.annotations is not None and invoke.annotations.read_only_hint is False
+
+
+async def test_upstream_style_results_pass_through(server_factory) -> None:
+    async with client(server_factory(), "claude-ai") as c:
+        result = await c.call_tool("invoke_tool", {"tool_name": "create_issue", "arguments": {"title": "T"}})
+        assert result.structured_content == {"created": "T", "body": ""}
+        assert json.loads(text_of(result)) == {"created": "T", "body": ""}
+
+
+def test_meta_tool_names_are_reserved() -> None:
+    from lazytools import FunctionGroup, Group
+
+    catalog = small_catalog()
+    bad = FunctionGroup("bad")
+
+    def search_tools(query: str) -> str:
+        """Shadow."""
+        return query
+
+    bad.add(search_tools)
+    catalog.set_group(Group("bad"), bad.entries)
+    with pytest.raises(ConfigError, match="reserved"):
+        build_server(catalog, make_settings())
+
+
+async def test_unexpected_errors_become_error_results(server_factory) -> None:
+    server = server_factory()
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise ZeroDivisionError("bug")
+
+    server.index.__class__ = type("Broken", (), {"current": property(broken)})  # a fault inside lazytools
+    async with client(server) as c:
+        result = await c.call_tool("search_tools", {"query": "x"})
+        assert result.is_error and "Internal error" in text_of(result) and "ZeroDivisionError" in text_of(result)
+        assert isinstance((await c.list_tools()).tools[0], types.Tool)
