@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import validators
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, UnknownType
 from referencing.exceptions import Unresolvable
 
 from .errors import ToolArgumentsError
@@ -33,7 +33,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any) -> 
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     try:
         errors = sorted(cls(schema).iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
-    except (SchemaError, Unresolvable):  # an upstream's broken schema must not block the call; the upstream will judge
+    except (SchemaError, UnknownType, Unresolvable):  # an upstream's broken schema must not block the call; the upstream will judge
         return arguments
     if not errors:
         return arguments

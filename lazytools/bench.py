@@ -1,0 +1,127 @@
+"""`lazytools bench`: the figures quoted in the README, measured on this machine (not asserted in tests)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+from .app import bundled_catalog
+from .metatools import invoke_tool_definition
+from .report import surface_cost
+from .server import LazyServer, build_server
+from .sessions import SessionState
+from .settings import Settings
+from .tokens import TOKENIZER, count_tokens
+
+__all__ = ["percentiles", "run_benchmarks"]
+
+_QUERIES = ["convert a temperature", "hash a string with sha256", "parse a CSV file into JSON",
+            "what time is it in Tokyo", "validate a regular expression", "list files in a directory"]
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    """(p50, p99) of samples, in the samples' unit."""
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return statistics.median(ordered), p99
+
+
+def _server(files_root: Path) -> LazyServer:
+    settings = Settings(_env_file=None, files_root=files_root)  # type: ignore[call-arg]
+    return build_server(bundled_catalog(files_root), settings)
+
+
+def token_figures(server: LazyServer) -> str:
+    lines = [f"## Tokens ({TOKENIZER()}, tools/list JSON)"]
+    for surface in ("dynamic", "proxy"):
+        cost = surface_cost(server, surface)
+        lines.append(f"first tools/list, {surface:>7}: {cost.tokens:>6} tokens vs {cost.full_tokens} for all "
+                     f"{cost.catalog_size} tools = {cost.share:.1%}")
+    bridge = count_tokens(invoke_tool_definition().model_dump_json(by_alias=True, exclude_none=True))
+    lines.append(f"invoke_tool bridge definition: {bridge} tokens (listed in dynamic sessions too)")
+    for surface in ("dynamic", "proxy"):
+        state = SessionState(key="bench", surface=surface)
+        sizes = [_result_tokens(server, state, query) for query in _QUERIES]
+        lines.append(f"search_tools result (5 matches), {surface:>7}: mean {statistics.mean(sizes):.0f} tokens")
+    return "\n".join(lines)
+
+
+def _result_tokens(server: LazyServer, state: SessionState, query: str) -> int:
+    async def go() -> int:
+        result = await server.call(state, "search_tools", {"query": query})
+        return count_tokens("".join(c.text for c in result.content if isinstance(c, types.TextContent)))
+
+    return anyio.run(go)
+
+
+async def _round_trips(client: Client, names: list[str], changed: Callable[[], Awaitable[None]]) -> list[float]:
+    samples = []
+    for name in names:
+        start = time.perf_counter()
+        await client.call_tool("search_tools", {"tool_names": [name]})
+        await changed()
+        await client.list_tools(cache_mode="bypass")
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+async def round_trip_figures(files_root: Path, quick: bool) -> str:
+    """search → list_changed → re-list, timed from the client, over stdio and in memory."""
+    server = _server(files_root)
+    names = [entry.name for entry in server.catalog][: 20 if quick else 60]
+    lines = ["## search → notification → re-list round trip (client-side, ms)"]
+    for label in ("stdio", "in-memory"):
+        arrived = anyio.Event()
+        box: dict[str, anyio.Event] = {"e": arrived}
+
+        async def handler(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                box["e"].set()
+
+        async def changed() -> None:
+            await box["e"].wait()
+            box["e"] = anyio.Event()
+
+        target: Any = server if label == "in-memory" else StdioServerParameters(
+            command=sys.executable, args=["-m", "lazytools", "--log-level", "WARNING"], cwd=str(files_root),
+            env={"LAZYTOOLS_FILES_ROOT": str(files_root)})
+        async with Client(target, mode="legacy", message_handler=handler,
+                          client_info=types.Implementation(name="Visual Studio Code", version="1")) as client:
+            await client.list_tools()
+            samples = await _round_trips(client, names, changed)
+        p50, p99 = percentiles(samples)
+        lines.append(f"{label:>9}: p50 {p50:.2f} ms, p99 {p99:.2f} ms over {len(samples)} searches")
+    return "\n".join(lines)
+
+
+async def run_benchmarks(quick: bool = False) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        sections = [f"lazytools bench ({'quick' if quick else 'full'}), Python {sys.version.split()[0]}",
+                    await anyio.to_thread.run_sync(token_figures, _server(root)),
+                    await round_trip_figures(root, quick)]
+    for module, function in (("bench_search", "search_benchmarks"), ("bench_gateway", "gateway_benchmarks"),
+                             ("bench_http", "http_benchmarks")):
+        sections.append(await _optional(module, function, quick))
+    return "\n\n".join(section for section in sections if section)
+
+
+async def _optional(module: str, function: str, quick: bool) -> str:
+    import importlib
+    import inspect
+
+    try:
+        bench = getattr(importlib.import_module(f"lazytools.{module}"), function)
+    except (ImportError, AttributeError):
+        return ""
+    result = bench(quick)
+    return str(await result) if inspect.isawaitable(result) else str(result)

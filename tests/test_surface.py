@@ -1,0 +1,32 @@
+"""Which surface a connection gets."""
+
+from __future__ import annotations
+
+import pytest
+
+from lazytools.clients import client_table
+from lazytools.surface import choose_surface
+
+TABLE = client_table({})
+
+
+@pytest.mark.parametrize(("mode", "version", "has_session", "client", "expected"), [
+    ("auto", "2025-11-25", True, "Visual Studio Code", "dynamic"),
+    ("auto", "2025-11-25", True, "claude-ai", "proxy"),
+    ("auto", "2025-11-25", True, "CLAUDE-AI", "proxy"),
+    ("auto", "2025-11-25", True, "someone-new", "dynamic"),
+    ("auto", "2025-11-25", True, None, "dynamic"),
+    ("auto", "2026-07-28", True, "Visual Studio Code", "proxy"),
+    ("dynamic", "2026-07-28", True, "Visual Studio Code", "proxy"),
+    ("auto", "2025-11-25", False, "Visual Studio Code", "proxy"),
+    ("dynamic", "2025-11-25", True, "claude-ai", "dynamic"),
+    ("proxy", "2025-06-18", True, "Visual Studio Code", "proxy"),
+])
+def test_choose_surface(mode: str, version: str, has_session: bool, client: str | None, expected: str) -> None:
+    assert choose_surface(mode=mode, protocol_version=version, has_session=has_session,  # type: ignore[arg-type]
+                          client_name=client, table=TABLE, default="dynamic") == expected
+
+
+def test_default_surface_for_unknown_clients() -> None:
+    assert choose_surface(mode="auto", protocol_version="2025-11-25", has_session=True, client_name="x",
+                          table=TABLE, default="proxy") == "proxy"
