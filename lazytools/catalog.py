@@ -6,11 +6,12 @@ import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from .entry import ToolEntry
 from .errors import ConfigError, UnknownToolError
 
-__all__ = ["MAX_NAME_LENGTH", "Catalog", "Group", "check_tool_name", "suggest"]
+__all__ = ["MAX_NAME_LENGTH", "Catalog", "Group", "ToolSource", "check_tool_name", "suggest"]
 
 MAX_NAME_LENGTH = 64
 """SEP-986 allows 128 characters, but many clients cap tool names at 64."""
@@ -46,6 +47,14 @@ def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
     found += difflib.get_close_matches(name, pool, n=limit, cutoff=0.6)
     found += [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=limit, cutoff=0.6)]
     return list(dict.fromkeys(found))[:limit]
+
+
+class ToolSource(Protocol):
+    """Anything that holds one group's entries, such as `FunctionGroup`."""
+
+    group: str
+    summary: str
+    entries: list[ToolEntry]
 
 
 class Catalog:
@@ -104,6 +113,10 @@ class Catalog:
         self._groups[group.name] = group
         self._by_group[group.name] = new
         self._changed()
+
+    def add(self, source: ToolSource) -> None:
+        """Add (or replace) the group of a source such as a `FunctionGroup`."""
+        self.set_group(Group(source.group, source.summary), source.entries)
 
     def remove_group(self, name: str) -> None:
         self._entries = {n: e for n, e in self._entries.items() if e.group != name}

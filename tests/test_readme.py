@@ -1,0 +1,37 @@
+"""The README's snippets are the files in examples/, and its quick-start commands are the ones CI runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def _json_blocks() -> list[str]:
+    return re.findall(r"```json\n(.*?)```", README, flags=re.S)
+
+
+@pytest.mark.parametrize("example", ["vscode-mcp.json", "claude_desktop_config.json"])
+def test_client_snippets_are_the_example_files(example: str) -> None:
+    text = (ROOT / "examples" / example).read_text()
+    assert text in _json_blocks()
+    config = json.loads(text)
+    (server,) = (config.get("servers") or config["mcpServers"]).values()
+    assert server["command"].endswith("/.venv/bin/lazytools")
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    commands = re.findall(r"```sh\n(.*?)\n```", README, flags=re.S)
+    test_command = next(c for c in commands if "pytest" in c)
+    assert test_command in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_author_snippet_matches_the_example() -> None:
+    example = (ROOT / "examples" / "my_server.py").read_text()
+    for line in ("@inventory.tool", "catalog.add(inventory)", "anyio.run(serve_stdio, build_server(catalog, Settings()))"):
+        assert line in example and line in README
