@@ -15,6 +15,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import ListenHandler
 
 from .catalog import Catalog, suggest
 from .clients import client_table
@@ -32,6 +33,7 @@ from .metatools import (
 from .search import LiveIndex
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .settings import Settings, Surface
+from .subscriptions import LocalSubscriptionBus, ToolsListChanged
 from .surface import choose_surface, is_stateless_era
 from .validation import validate_arguments
 
@@ -56,12 +58,15 @@ class LazyServer(Server[Any]):
     """A low-level MCP server that shows a small tool surface and grows it per session."""
 
     def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None) -> None:
+        # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
+        self.events = LocalSubscriptionBus()
         super().__init__(
             "lazytools",
             version=_version(),
             instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_subscriptions_listen=ListenHandler(self.events),
         )
         self.catalog = catalog
         self.settings = settings
@@ -220,6 +225,7 @@ class LazyServer(Server[Any]):
 
     def _catalog_changed(self, catalog: Catalog) -> None:
         self._definitions.clear()
+        self.events.publish_nowait(ToolsListChanged())
 
     async def notify_dynamic_sessions(self) -> int:
         """Tell every live dynamic session that its list changed (after the catalog changed)."""

@@ -50,6 +50,7 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=0, le=65535)
     auth_token: SecretStr | None = None
     allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     session_idle_timeout: float = Field(default=1800.0, gt=0)
     max_sessions: int = Field(default=10_000, ge=1)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
@@ -57,7 +58,7 @@ class Settings(BaseSettings):
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
-    @field_validator("always_available_tools", "allowed_origins", mode="before")
+    @field_validator("always_available_tools", "allowed_origins", "allowed_hosts", mode="before")
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         if isinstance(value, str):
