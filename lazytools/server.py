@@ -157,23 +157,34 @@ class LazyServer(Server[Any]):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        state = self.session_for(ctx)
+        return await self.handle_call(self.session_for(ctx), params.name, params.arguments, ctx)
+
+    async def handle_call(
+        self,
+        state: SessionState | None,
+        name: str,
+        arguments: Any,
+        ctx: ServerRequestContext[Any, Any] | None = None,
+    ) -> types.CallToolResult:
+        """`call`, with every error turned into an `isError` result: the boundary to the client."""
         try:
-            return await self.call(state, params.name, params.arguments, ctx)
+            return await self.call(state, name, arguments, ctx)
         except LazyToolsError as exc:
-            logger.info("tools/call %s failed: %s", params.name, type(exc).__name__)
+            # Arguments can hold secrets: the log names the tool and the error class, never the arguments.
+            logger.info("tools/call %s failed: %s", name, type(exc).__name__)
             return _error(str(exc))
         except Exception as exc:  # a bug of ours must not end the session: report it, keep serving
-            logger.exception("tools/call %s: unexpected error", params.name)
-            return _error(f"Internal error in lazytools while calling {params.name}: {type(exc).__name__}: {exc}")
+            logger.exception("tools/call %s: unexpected error", name)
+            return _error(f"Internal error in lazytools while calling {name}: {type(exc).__name__}: {exc}")
 
     async def call(
         self,
         state: SessionState | None,
         name: str,
-        arguments: dict[str, Any] | None,
+        arguments: Any,
         ctx: ServerRequestContext[Any, Any] | None = None,
     ) -> types.CallToolResult:
+        """Serve one tools/call; raises the library's errors (see `handle_call` for the boundary)."""
         surface: Surface = state.surface if state is not None else "proxy"
         if name == SEARCH_TOOLS:
             return await self._search(state, surface, arguments or {}, ctx)
