@@ -1,0 +1,231 @@
+"""Streamable HTTP transport: a Starlette app (`/mcp`, `/healthz`) for a LazyServer, served by uvicorn.
+
+`/mcp` holds two SDK session managers over the same server. Handshake-era clients that `initialize` get a
+session (`Mcp-Session-Id`) with its own enabled tools; it ends on DELETE or after `session_idle_timeout`
+without a request in flight. A handshake-era request without a session goes to a stateless manager and so
+sees the static proxy surface; 2026-07-28 requests (routed by the SDK on `MCP-Protocol-Version`) see it too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import PARSE_ERROR
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..settings import Settings
+from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
+
+__all__ = ["MCP_PATH", "McpEndpoint", "build_app", "running_http", "serve_http"]
+
+logger = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+_SHUTDOWN_GRACE = 5.0
+"""Seconds uvicorn waits for open streams (GET streams never end by themselves) before closing them on exit."""
+
+
+class McpEndpoint:
+    """ASGI app at `/mcp`: checks a POST's body, then hands the request to the session or the stateless manager."""
+
+    def __init__(self, sessions: StreamableHTTPSessionManager, stateless: StreamableHTTPSessionManager,
+                 *, max_body_bytes: int) -> None:
+        self.sessions = sessions
+        self.stateless = stateless
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] != "POST":
+            await self.sessions.handle_request(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        body = await self._read_body(headers, receive)
+        refusal = _check_post(headers, body, self.max_body_bytes)
+        if isinstance(refusal, JSONResponse):
+            await refusal(scope, receive, send)
+            return
+        manager = self.sessions
+        if MCP_SESSION_ID_HEADER not in headers and not _is_initialize(refusal):
+            # No session and no handshake: nothing to keep between requests, so the static proxy surface.
+            manager = self.stateless
+        await manager.handle_request(scope, _replay(body, receive), send)
+
+    async def _read_body(self, headers: Headers, receive: Receive) -> bytes | None:
+        """The whole body, or None once it passes the limit (the rest is not read)."""
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def _check_post(headers: Headers, body: bytes | None, limit: int) -> JSONResponse | Any:
+    """The decoded JSON-RPC message, or the error response that refuses it."""
+    content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if content_type != "application/json":
+        return jsonrpc_error(415, "Unsupported Media Type: Content-Type must be application/json")
+    if body is None:
+        return jsonrpc_error(413, f"Request body larger than {limit} bytes")
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
+        return jsonrpc_error(400, "Parse error: the body is not JSON", code=PARSE_ERROR)
+    if isinstance(decoded, list):
+        return jsonrpc_error(400, "Invalid Request: JSON-RPC batches are not supported")
+    if not _is_jsonrpc_message(decoded):
+        return jsonrpc_error(400, 'Invalid Request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0" and a '
+                                  '"method" (or a "result"/"error" with an "id")')
+    return decoded
+
+
+def _is_jsonrpc_message(decoded: Any) -> bool:
+    if not isinstance(decoded, dict) or decoded.get("jsonrpc") != "2.0":
+        return False
+    if "method" in decoded:
+        return isinstance(decoded["method"], str)
+    return "id" in decoded and ("result" in decoded or "error" in decoded)
+
+
+def _is_initialize(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("method") == "initialize"
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that yields the body already read, then whatever the connection sends next (a disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _healthz(request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+def build_app(server: Server[Any], settings: Settings) -> Starlette:
+    """The ASGI app for `server`: streamable HTTP at `/mcp`, a health check at `/healthz`."""
+    # Host and Origin are checked by HTTPGuard for every route, so the SDK's own check (with narrower defaults
+    # that would refuse a Host without a port) stays off; it still checks Content-Type and Accept.
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    common: dict[str, Any] = {
+        "json_response": settings.json_response,
+        "security_settings": security,
+        "max_request_body_size": settings.max_body_bytes,
+    }
+    sessions = StreamableHTTPSessionManager(
+        server, session_idle_timeout=settings.session_idle_timeout, max_sessions=settings.max_sessions, **common
+    )
+    stateless = StreamableHTTPSessionManager(server, stateless=True, **common)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with sessions.run(), stateless.run():
+            yield
+
+    token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
+    middleware = [
+        Middleware(
+            HTTPGuard,
+            bind_host=settings.host,
+            allowed_hosts=settings.allowed_hosts,
+            allowed_origins=settings.allowed_origins,
+            token=token,
+            protected_prefix=MCP_PATH,
+        )
+    ]
+    if settings.allowed_origins:
+        # Browser clients on the listed origins must read Mcp-Session-Id and send it (and a token) back.
+        middleware.insert(0, Middleware(
+            CORSMiddleware,
+            allow_origins=settings.allowed_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["authorization", "content-type", "accept", "last-event-id", "mcp-protocol-version",
+                           MCP_SESSION_ID_HEADER],
+            expose_headers=[MCP_SESSION_ID_HEADER, "www-authenticate"],
+        ))
+    endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes)
+    routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"])]
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    return app
+
+
+def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        # uvicorn's own logging config writes access lines to stdout; ours sends everything to stderr.
+        log_config=None,
+        log_level=log_level.lower(),
+        access_log=log_level.upper() == "DEBUG",
+        timeout_graceful_shutdown=_SHUTDOWN_GRACE,
+    )
+
+
+async def serve_http(server: Server[Any], settings: Settings) -> None:
+    """Serve `server` over streamable HTTP on settings.host:settings.port until interrupted."""
+    if settings.host.lower() not in LOOPBACK_NAMES and settings.auth_token is None:
+        logger.warning("serving on %s without LAZYTOOLS_AUTH_TOKEN: anyone who can reach this address can call "
+                       "every tool", settings.host)
+    app = build_app(server, settings)
+    config = _uvicorn_config(app, settings.host, settings.port, settings.log_level)
+    logger.info("streamable HTTP at http://%s:%d%s", _url_host(settings.host), settings.port, MCP_PATH)
+    await uvicorn.Server(config).serve()
+
+
+@asynccontextmanager
+async def running_http(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
+                       startup_timeout: float = 10.0) -> AsyncIterator[str]:
+    """Run `app` with uvicorn in this event loop (port 0: a free port); yields its base URL, stops on exit."""
+    server = uvicorn.Server(_uvicorn_config(app, host, port, "WARNING"))
+    async with AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        tg.start_soon(server.serve)
+        with anyio.fail_after(startup_timeout):
+            while not server.started:
+                await anyio.sleep(0.005)
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            yield f"http://{_url_host(host)}:{bound}"
+        finally:
+            server.should_exit = True
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
