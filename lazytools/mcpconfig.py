@@ -1,0 +1,385 @@
+"""The MCP servers config file users already have (Claude Desktop, Cursor, VS Code), validated into server specs.
+
+Accepted shapes, in a JSON file that may carry comments and trailing commas (VS Code writes JSONC):
+
+    {"mcpServers": {NAME: {"command", "args", "env", "cwd"} | {"url", "headers"}}}      Claude Desktop, Cursor
+    {"servers":    {NAME: {"type": "stdio" | "http" | "sse", ...}}}                      VS Code
+
+Per server, lazytools also reads `description`, `defer_loading`, `include`, `exclude`, `timeout`, `prefix` and
+`disabled`. String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment. Anything
+wrong is a `ConfigError` that names the file, the server and the field.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from .errors import ConfigError
+
+__all__ = [
+    "GatewayConfig",
+    "HttpServer",
+    "ServerConfig",
+    "StdioServer",
+    "expand_variables",
+    "load_config",
+    "parse_config",
+    "public_tool_name",
+    "server_prefix",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_PREFIX_LENGTH = 24
+"""Keeps `prefix__tool` readable and leaves most of the 64 characters to the tool's own name."""
+
+_MAX_NAME = 64
+_INVALID_CHARS = re.compile(r"[^A-Za-z0-9_.\-]")
+_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+# Keys other clients write into the same entries; they mean nothing to lazytools and are not typos.
+_OTHER_CLIENTS_KEYS = frozenset({"alwaysAllow", "autoApprove", "dev", "gallery", "transportType", "version"})
+
+
+def _scalar_text(value: Any) -> Any:
+    # Hand-written configs often say "PORT": 8080; the process environment only holds strings.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+Text = Annotated[str, BeforeValidator(_scalar_text)]
+
+
+class _Server(BaseModel):
+    """What every server entry may say, whatever its transport."""
+
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
+                              extra="ignore", frozen=True)
+
+    name: str
+    """The key in the config file: the group name in the catalog and in search results."""
+    description: str | None = None
+    """Overrides the description the server gives of itself in the search_tools manifest."""
+    prefix: str | None = None
+    """Public tool names are `prefix__tool`; defaults to the server name made safe."""
+    defer_loading: bool | None = None
+    """False lists this server's tools from the start; None follows the global `defer_all`."""
+    include: list[str] | None = None
+    """Only these tools (names or fnmatch patterns, upstream or public names); None means all."""
+    exclude: list[str] = Field(default_factory=list)
+    """Never these tools, whatever `include` says."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds per tool call; None uses the global call timeout."""
+    disabled: bool = False
+
+    @field_validator("prefix")
+    @classmethod
+    def _valid_prefix(cls, value: str | None) -> str | None:
+        if value is not None and server_prefix(value) != value:
+            raise ValueError(f"use 1-{MAX_PREFIX_LENGTH} characters of A-Z a-z 0-9 . - and single inner underscores")
+        return value
+
+    @property
+    def tool_prefix(self) -> str:
+        return self.prefix or server_prefix(self.name)
+
+    def allows(self, tool: str) -> bool:
+        """Whether the include/exclude lists let `tool` (the upstream's own name) through."""
+        names = (tool, public_tool_name(self.tool_prefix, tool))
+
+        def matches(patterns: list[str]) -> bool:
+            return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names)
+
+        return (self.include is None or matches(self.include)) and not matches(self.exclude)
+
+    def unmatched_includes(self, tools: list[str]) -> list[str]:
+        """Include patterns that match none of `tools`: most likely typos, worth a warning."""
+        return [p for p in self.include or () if not any(
+            fnmatch.fnmatchcase(name, p) for tool in tools for name in (tool, public_tool_name(self.tool_prefix, tool))
+        )]
+
+
+class StdioServer(_Server):
+    """A server lazytools starts as a subprocess and talks to over stdin/stdout."""
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1)
+    args: list[Text] = Field(default_factory=list)
+    env: dict[str, Text] = Field(default_factory=dict)
+    """Merged over a minimal inherited environment (PATH, HOME, USER, …), as the MCP SDK does."""
+    env_file: Path | None = None
+    """VS Code's `envFile`: a dotenv file whose variables are added under `env`."""
+    cwd: Path | None = None
+
+
+class HttpServer(_Server):
+    """A server lazytools connects to by URL: streamable HTTP, or the older HTTP+SSE transport."""
+
+    type: Literal["http", "sse"] = "http"
+    url: str
+    headers: dict[str, Text] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+ServerConfig = StdioServer | HttpServer
+
+
+class GatewayConfig(BaseModel):
+    """Every enabled server of one config file, in file order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: Path | None = None
+    servers: dict[str, ServerConfig] = Field(default_factory=dict)
+
+
+# -- names ----------------------------------------------------------------------------------------------------------
+
+
+def server_prefix(name: str) -> str:
+    """A server name made safe as a tool-name prefix: no `__` inside and no `_` at either end, so the first
+    `__` of a public name always ends the prefix and two servers can never produce the same public name."""
+    safe = re.sub(r"_+", "_", _INVALID_CHARS.sub("_", name)).strip("_")
+    if len(safe) > MAX_PREFIX_LENGTH or not safe:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:6]
+        safe = (safe[: MAX_PREFIX_LENGTH - 7].rstrip("_") + "-" + digest).lstrip("-")
+    return safe
+
+
+def public_tool_name(prefix: str, tool: str) -> str:
+    """`prefix__tool`, at most 64 characters of A-Z a-z 0-9 _ . -. A name that had to be changed (characters
+    replaced or cut) also gets a hash of the original, so two upstream names cannot end up the same."""
+    clean = _INVALID_CHARS.sub("_", tool) or "_"
+    name = f"{prefix}__{clean}"
+    if clean == tool and len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
+    return f"{name[: _MAX_NAME - 9]}_{digest}"
+
+
+# -- reading --------------------------------------------------------------------------------------------------------
+
+
+def load_config(path: Path, environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Read, expand and validate a config file. `environ` defaults to the process environment."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"Cannot read config file {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(_strip_jsonc(text))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    return parse_config(data, environ=os.environ if environ is None else environ, path=path)
+
+
+def parse_config(data: Any, *, environ: Mapping[str, str], path: Path | None = None) -> GatewayConfig:
+    """Validate already-parsed JSON. Relative `cwd` and `envFile` resolve against the file's directory."""
+    where = str(path) if path is not None else "config"
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a JSON object with \"mcpServers\" or \"servers\"")
+    sections = [key for key in ("mcpServers", "servers") if key in data]
+    if not sections:
+        raise ConfigError(f"{where}: no \"mcpServers\" (Claude Desktop, Cursor) or \"servers\" (VS Code) object")
+    entries: dict[str, Any] = {}
+    for section in sections:
+        block = data[section]
+        if not isinstance(block, dict):
+            raise ConfigError(f"{where}: \"{section}\" must be an object of servers by name")
+        for name, raw in block.items():
+            if name in entries:
+                raise ConfigError(f"{where}: server {name!r} is defined twice")
+            entries[name] = raw
+    base = path.parent if path is not None else Path.cwd()
+    servers: dict[str, ServerConfig] = {}
+    prefixes: dict[str, str] = {}
+    for name, raw in entries.items():
+        if isinstance(raw, dict) and raw.get("disabled") is True:
+            continue  # not started, so its variables need not be set either
+        server = _parse_server(where, name, raw, environ, base)
+        other = prefixes.setdefault(server.tool_prefix, name)
+        if other != name:
+            raise ConfigError(f"{where}: servers {other!r} and {name!r} would share the tool-name prefix "
+                              f"{server.tool_prefix!r}; rename one or set \"prefix\"")
+        servers[name] = server
+    return GatewayConfig(path=path, servers=servers)
+
+
+def _parse_server(where: str, name: str, raw: Any, environ: Mapping[str, str], base: Path) -> ServerConfig:
+    here = f"{where}: server {name!r}"
+    if not name.strip():
+        raise ConfigError(f"{where}: a server has an empty name")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{here}: expected an object with \"command\" (stdio) or \"url\" (HTTP)")
+    expanded = _expand_tree(raw, here, environ, _workspace(base))
+    kind = _transport(here, expanded)
+    model: type[StdioServer] | type[HttpServer] = StdioServer if kind == "stdio" else HttpServer
+    known = {f for f in model.model_fields} | {to_camel(f) for f in model.model_fields}
+    unknown = sorted(set(expanded) - known - _OTHER_CLIENTS_KEYS)
+    if unknown:
+        logger.warning("%s: ignoring unknown keys %s", here, ", ".join(unknown))
+    fields = {key: value for key, value in expanded.items() if key != "name"} | {"name": name, "type": kind}
+    try:
+        server = model.model_validate(fields)
+    except ValidationError as exc:
+        raise ConfigError(f"{here}: " + "; ".join(_describe(error) for error in exc.errors())) from exc
+    if isinstance(server, StdioServer):
+        server = _resolve_stdio_paths(here, server, base)
+    return server
+
+
+def _transport(here: str, raw: dict[str, Any]) -> Literal["stdio", "http", "sse"]:
+    declared = raw.get("type")
+    if "command" in raw and "url" in raw:
+        raise ConfigError(f"{here}: has both \"command\" and \"url\"; a server is either a process or a URL")
+    if declared is None:
+        if "command" in raw:
+            return "stdio"
+        if "url" in raw:
+            # Cursor and others infer the transport; a path ending in /sse is the old HTTP+SSE transport by convention.
+            return "sse" if str(raw["url"]).rstrip("/").endswith("/sse") else "http"
+        raise ConfigError(f"{here}: needs \"command\" (a stdio server) or \"url\" (an HTTP server)")
+    kinds = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamablehttp": "http",
+             "streamable_http": "http", "sse": "sse"}
+    kind = kinds.get(str(declared).lower())
+    if kind is None:
+        raise ConfigError(f"{here}, field type: {declared!r} is not one of stdio, http (streamable HTTP), sse")
+    if kind == "stdio" and "command" not in raw:
+        raise ConfigError(f"{here}: type stdio needs \"command\"")
+    if kind != "stdio" and "url" not in raw:
+        raise ConfigError(f"{here}: type {declared} needs \"url\"")
+    return kind  # type: ignore[return-value]
+
+
+def _resolve_stdio_paths(here: str, server: StdioServer, base: Path) -> StdioServer:
+    updates: dict[str, Any] = {}
+    if server.cwd is not None and not server.cwd.is_absolute():
+        updates["cwd"] = base / server.cwd
+    if server.env_file is not None:
+        env_file = server.env_file if server.env_file.is_absolute() else base / server.env_file
+        from dotenv import dotenv_values
+
+        if not env_file.is_file():
+            raise ConfigError(f"{here}, field envFile: {env_file} is not a file")
+        loaded = {key: value for key, value in dotenv_values(env_file).items() if value is not None}
+        updates["env"] = loaded | server.env  # the entry's own env wins over the file
+        updates["env_file"] = env_file
+    return server.model_copy(update=updates) if updates else server
+
+
+def _describe(error: Any) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "entry"
+    return f"field {where}: {error['msg']}"
+
+
+# -- ${VAR} expansion -----------------------------------------------------------------------------------------------
+
+
+def expand_variables(text: str, environ: Mapping[str, str], *, workspace: Path | None = None) -> str:
+    """Expand `${VAR}`, `${env:VAR}`, `${VAR:-default}`, and VS Code's `${workspaceFolder}`, `${userHome}`,
+    `${pathSeparator}`. An unset variable without a default is an error (a `ValueError` naming it)."""
+
+    def replace(match: re.Match[str]) -> str:
+        body = match.group(1).strip()
+        if body.startswith("input:"):
+            raise ValueError(f"${{{body}}} is a VS Code prompt, which lazytools cannot show; "
+                             f"put the value in an environment variable and write ${{env:NAME}}")
+        if body == "workspaceFolder":
+            return str(workspace or Path.cwd())
+        if body == "userHome":
+            return str(Path.home())
+        if body in ("pathSeparator", "/"):
+            return os.sep
+        name, has_default, default = body.removeprefix("env:").partition(":-")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"${{{body}}} is not a variable lazytools knows (use ${{NAME}} or ${{env:NAME}})")
+        value = environ.get(name)
+        if value is None or (has_default and value == ""):
+            if has_default:
+                return default
+            raise ValueError(f"environment variable {name} is not set (write ${{{name}:-}} to allow it empty)")
+        return value
+
+    return _VARIABLE.sub(replace, text)
+
+
+def _expand_tree(value: Any, here: str, environ: Mapping[str, str], workspace: Path, at: str = "") -> Any:
+    if isinstance(value, str):
+        try:
+            return expand_variables(value, environ, workspace=workspace)
+        except ValueError as exc:
+            raise ConfigError(f"{here}, field {at or 'value'}: {exc}") from None
+    if isinstance(value, dict):
+        return {key: _expand_tree(item, here, environ, workspace, f"{at}.{key}" if at else str(key))
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [_expand_tree(item, here, environ, workspace, f"{at}.{i}") for i, item in enumerate(value)]
+    return value
+
+
+def _workspace(base: Path) -> Path:
+    # VS Code keeps its file in <workspace>/.vscode/mcp.json; anywhere else the file's own folder is the workspace.
+    return base.parent if base.name == ".vscode" else base
+
+
+# -- JSONC ----------------------------------------------------------------------------------------------------------
+
+
+def _strip_jsonc(text: str) -> str:
+    """Drop // and /* */ comments and trailing commas outside strings; line numbers stay where they were."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        ch = text[i]
+        if in_string:
+            out.append(ch)
+            if ch == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+        elif text.startswith("//", i):
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append("".join(c for c in text[i:end] if c == "\n"))
+            i = end
+            continue
+        elif ch in "}]":
+            # A comma followed only by whitespace before a closing bracket is a trailing comma.
+            j = len(out) - 1
+            while j >= 0 and out[j] in " \t\r\n":
+                j -= 1
+            if j >= 0 and out[j] == ",":
+                out[j] = " "
+            out.append(ch)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)

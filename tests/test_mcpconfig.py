@@ -1,0 +1,215 @@
+"""The config file: every format users already have, ${VAR} expansion, public names, and clear errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lazytools import ConfigError
+from lazytools.mcpconfig import (
+    HttpServer,
+    StdioServer,
+    expand_variables,
+    load_config,
+    parse_config,
+    public_tool_name,
+    server_prefix,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+
+def parse(data: dict[str, Any], **environ: str) -> dict[str, StdioServer | HttpServer]:
+    return dict(parse_config(data, environ=environ, path=Path("/cfg/mcp.json")).servers)
+
+
+def error_of(data: Any, **environ: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data, environ=environ, path=Path("/cfg/mcp.json"))
+    return str(caught.value)
+
+
+# -- formats ------------------------------------------------------------------------------------------------------
+
+
+def test_claude_desktop_and_cursor_format() -> None:
+    servers = parse({"mcpServers": {
+        "files": {"command": "npx", "args": ["-y", "server-files", "/tmp"], "env": {"DEBUG": "1", "PORT": 8080},
+                  "cwd": "work"},
+        "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer x"}},
+        "legacy": {"url": "https://example.com/sse"},
+    }})
+    files, remote, legacy = servers["files"], servers["remote"], servers["legacy"]
+    assert isinstance(files, StdioServer) and files.command == "npx" and files.args == ["-y", "server-files", "/tmp"]
+    assert files.env == {"DEBUG": "1", "PORT": "8080"}  # numbers become the strings an environment holds
+    assert files.cwd == Path("/cfg/work")  # relative to the config file
+    assert isinstance(remote, HttpServer) and remote.type == "http" and remote.headers["Authorization"] == "Bearer x"
+    assert isinstance(legacy, HttpServer) and legacy.type == "sse"
+
+
+def test_vscode_format_with_comments_trailing_commas_and_workspace(tmp_path: Path) -> None:
+    folder = tmp_path / "project" / ".vscode"
+    folder.mkdir(parents=True)
+    (folder / "mcp.json").write_text("""{
+      // VS Code writes JSONC
+      "inputs": [],
+      "servers": {
+        "git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git", "${workspaceFolder}"],},
+        /* a remote one */
+        "api": {"type": "http", "url": "http://localhost:9000/mcp", "headers": {"X-Key": "${env:API_KEY}"}},
+        "old": {"type": "sse", "url": "http://localhost:9001/events"},
+      },
+    }""")
+    config = load_config(folder / "mcp.json", environ={"API_KEY": "k1"})
+    git, api, old = config.servers["git"], config.servers["api"], config.servers["old"]
+    assert isinstance(git, StdioServer) and git.args == ["mcp-server-git", str(tmp_path / "project")]
+    assert isinstance(api, HttpServer) and api.type == "http" and api.headers == {"X-Key": "k1"}
+    assert isinstance(old, HttpServer) and old.type == "sse"
+
+
+def test_type_aliases_and_lazytools_options() -> None:
+    servers = parse({"servers": {
+        "a": {"type": "streamable-http", "url": "http://h/mcp", "deferLoading": False, "timeout": 5,
+              "include": ["get_*"], "exclude": ["get_secret"], "description": "Alpha.", "prefix": "al"},
+        "b": {"type": "streamableHttp", "url": "http://h/mcp", "defer_loading": True},
+    }})
+    a, b = servers["a"], servers["b"]
+    assert a.type == "http" and b.type == "http"
+    assert a.defer_loading is False and b.defer_loading is True and a.timeout == 5 and a.tool_prefix == "al"
+    assert a.description == "Alpha."
+    assert a.allows("get_user") and not a.allows("get_secret") and not a.allows("delete_user")
+    by_public = parse({"mcpServers": {"gh": {"command": "x", "exclude": ["gh__delete_*"]}}})["gh"]
+    assert not by_public.allows("delete_repo") and by_public.allows("create_repo")  # public names work too
+
+
+def test_disabled_servers_are_skipped_even_with_unset_variables() -> None:
+    servers = parse({"mcpServers": {"off": {"command": "x", "env": {"T": "${NOT_SET}"}, "disabled": True},
+                                    "on": {"command": "y"}}})
+    assert list(servers) == ["on"]
+
+
+def test_both_sections_merge_and_env_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / "secrets.env").write_text("TOKEN=from-file\nOTHER=2\n")
+    (tmp_path / "mcp.json").write_text(json.dumps({
+        "mcpServers": {"a": {"command": "x"}},
+        "servers": {"b": {"type": "stdio", "command": "y", "envFile": "secrets.env", "env": {"OTHER": "3"}}},
+    }))
+    config = load_config(tmp_path / "mcp.json", environ={})
+    b = config.servers["b"]
+    assert list(config.servers) == ["a", "b"]
+    assert isinstance(b, StdioServer) and b.env == {"TOKEN": "from-file", "OTHER": "3"}
+
+
+def test_unknown_keys_warn_but_other_clients_keys_do_not(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="lazytools.mcpconfig"):
+        parse({"mcpServers": {"a": {"command": "x", "exlude": ["t"], "autoApprove": ["t"]}}})
+    assert "'a': ignoring unknown keys exlude" in caplog.text and "autoApprove" not in caplog.text
+
+
+def test_the_sample_config_parses() -> None:
+    config = load_config(ROOT / "examples" / "mcp.json", environ={"GITHUB_TOKEN": "t", "HOME": "/home/u"})
+    assert config.servers and all(server.name for server in config.servers.values())
+
+
+# -- ${VAR} -------------------------------------------------------------------------------------------------------
+
+
+def test_variables_expand_from_the_environment() -> None:
+    env = {"HOME": "/home/u", "TOKEN": "s3", "EMPTY": ""}
+    assert expand_variables("${HOME}/x:${env:TOKEN}", env) == "/home/u/x:s3"
+    assert expand_variables("${MISSING:-fallback}|${EMPTY:-d}|${MISSING:-}", env) == "fallback|d|"
+    assert expand_variables("no variables, $HOME stays", env) == "no variables, $HOME stays"
+    servers = parse({"mcpServers": {"a": {"command": "${BIN}/server", "args": ["--token", "${TOKEN}"],
+                                          "env": {"KEY": "${TOKEN}"}}}}, BIN="/opt/bin", TOKEN="s3")
+    a = servers["a"]
+    assert isinstance(a, StdioServer) and a.command == "/opt/bin/server" and a.args == ["--token", "s3"]
+    assert a.env == {"KEY": "s3"}
+
+
+def test_unset_variable_names_server_field_and_variable() -> None:
+    message = error_of({"mcpServers": {"github": {"command": "x", "env": {"GITHUB_TOKEN": "${GH_TOKEN}"}}}})
+    assert message.startswith("/cfg/mcp.json: server 'github', field env.GITHUB_TOKEN:")
+    assert "environment variable GH_TOKEN is not set" in message
+    prompt = error_of({"servers": {"api": {"type": "http", "url": "http://h", "headers": {"K": "${input:key}"}}}})
+    assert "field headers.K" in prompt and "VS Code prompt" in prompt
+    odd = error_of({"mcpServers": {"a": {"command": "x", "args": ["${not a var}"]}}})
+    assert "field args.0" in odd and "not a variable" in odd
+
+
+# -- broken files -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    ([], "expected a JSON object"),
+    ({"tools": {}}, 'no "mcpServers"'),
+    ({"mcpServers": []}, '"mcpServers" must be an object'),
+    ({"mcpServers": {"a": "npx server"}}, "server 'a': expected an object"),
+    ({"mcpServers": {"a": {"args": ["x"]}}}, "server 'a': needs \"command\""),
+    ({"mcpServers": {"a": {"command": "x", "url": "http://h"}}}, "server 'a': has both"),
+    ({"servers": {"a": {"type": "websocket", "url": "ws://h"}}}, "server 'a', field type: 'websocket'"),
+    ({"servers": {"a": {"type": "http", "command": "x"}}}, "type http needs \"url\""),
+    ({"mcpServers": {"a": {"command": "x", "args": "--flag"}}}, "server 'a': field args: Input should be a valid list"),
+    ({"mcpServers": {"a": {"command": ""}}}, "server 'a': field command:"),
+    ({"mcpServers": {"a": {"command": "x", "timeout": -1}}}, "field timeout: Input should be greater than 0"),
+    ({"mcpServers": {"a": {"command": "x", "env": {"K": ["v"]}}}}, "field env.K: Input should be a valid string"),
+    ({"mcpServers": {"a": {"url": "ftp://h/x"}}}, "field url: Value error, must be an http"),
+    ({"mcpServers": {"a": {"command": "x", "prefix": "a__b"}}}, "field prefix:"),
+    ({"mcpServers": {"a": {"command": "x", "include": "t"}}}, "field include: Input should be a valid list"),
+    ({"mcpServers": {"a b": {"command": "x"}, "a_b": {"command": "y"}}}, "'a b' and 'a_b' would share"),
+    ({"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "y"}}}, "server 'a' is defined twice"),
+])
+def test_broken_configs_name_server_and_field(data: Any, expected: str) -> None:
+    message = error_of(data)
+    assert message.startswith("/cfg/mcp.json")
+    assert expected in message
+
+
+def test_unreadable_and_invalid_json_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="Cannot read config file"):
+        load_config(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text('{\n  "mcpServers": {\n    "a": {"command": "x" "args": []}\n  }\n}')
+    with pytest.raises(ConfigError, match=r"bad.json: not valid JSON at line 3, column 26: Expecting .,. delimiter"):
+        load_config(tmp_path / "bad.json")
+
+
+def test_comment_markers_inside_strings_are_kept(tmp_path: Path) -> None:
+    (tmp_path / "mcp.json").write_text('{"mcpServers": {"a": {"url": "http://h/x//y/*z*/", "headers": {"K": "a,}"}}}}')
+    a = load_config(tmp_path / "mcp.json", environ={}).servers["a"]
+    assert isinstance(a, HttpServer) and a.url == "http://h/x//y/*z*/" and a.headers == {"K": "a,}"}
+
+
+# -- public names -------------------------------------------------------------------------------------------------
+
+
+def test_public_names_keep_the_upstream_name_readable() -> None:
+    assert public_tool_name("github", "create_issue") == "github__create_issue"
+    weird = public_tool_name("fs", "read file/now")
+    assert weird.startswith("fs__read_file_now_") and NAME_RE.fullmatch(weird)
+    assert weird != public_tool_name("fs", "read_file_now") and weird != public_tool_name("fs", "read file:now")
+    long = public_tool_name("server", "x" * 100)
+    assert len(long) == 64 and long.startswith("server__xxx") and long != public_tool_name("server", "x" * 101)
+    assert server_prefix("My Server (prod)") == "My_Server_prod" and server_prefix("a__b_") == "a_b"
+    assert server_prefix("日本") and NAME_RE.fullmatch(server_prefix("日本"))
+    assert len(server_prefix("a-very-long-server-name-indeed-and-more")) <= 24
+
+
+@given(st.lists(st.tuples(st.text(min_size=1, max_size=40), st.text(min_size=1, max_size=90)), max_size=30))
+def test_public_names_are_valid_and_never_collide(pairs: list[tuple[str, str]]) -> None:
+    seen: dict[str, tuple[str, str]] = {}
+    for server, tool in pairs:
+        prefix = server_prefix(server)
+        assert "__" not in prefix and not prefix.startswith("_") and not prefix.endswith("_")
+        name = public_tool_name(prefix, tool)
+        assert NAME_RE.fullmatch(name), name
+        # The first `__` always ends the prefix, so distinct (prefix, tool) pairs give distinct names.
+        assert name.split("__", 1)[0] == prefix
+        other = seen.setdefault(name, (prefix, tool))
+        assert other == (prefix, tool), (name, other)
