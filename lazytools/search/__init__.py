@@ -1,8 +1,8 @@
-"""Tool search: text analysis, BM25 postings and the index the meta-tools query."""
+"""Tool search: text analysis, BM25 postings, query expansion, name matching and the index the meta-tools query."""
 
 from .analysis import split_words, stem, tokenize
 from .bm25 import BM25Postings
-from .index import FIELD_WEIGHTS, Hit, LiveIndex, SearchIndex, document_terms
+from .index import FIELD_WEIGHTS, Hit, LiveIndex, SearchIndex, build_index, document_terms
 
 __all__ = [
     "FIELD_WEIGHTS",
@@ -10,6 +10,7 @@ __all__ = [
     "Hit",
     "LiveIndex",
     "SearchIndex",
+    "build_index",
     "document_terms",
     "split_words",
     "stem",

@@ -9,14 +9,24 @@ import snowballstemmer
 
 __all__ = ["STOP_WORDS", "split_words", "stem", "tokenize"]
 
-# Words that carry no capability: English function words and the filler of requests to a model
-# ("I want to", "can you please", "help me"). Kept small on purpose: "list", "get", "find" stay.
+# English function words, and the filler of requests to a model ("I want to", "can you please", "hi, could you
+# help me"). Capability words stay even when they are vague: "list", "get", "find", "show", "data" all name
+# what a tool does in some catalog.
 STOP_WORDS = frozenset(
     """
-    a an and are as at be been being but by can could do does did for from had has have he her his how i if in
-    into is it its itself just let me might my need needs of on or our ours please shall she should so some such
-    than that the their them then there these they this those to too us via was we were what when where which
-    while who whom why will with would you your yours want wants wanted like help able also any
+    a about above after again against all am an and any are aren as at be because been before being below
+    between both but by can cannot could couldn did didn do does doesn doing don down during each else etc
+    ever every few for from further had hadn has hasn have haven having he her here hers herself him himself
+    his how i if in into is isn it its itself just let ll me might more most much must mustn my myself need
+    needs needed no nor not now of off on once only or other ought our ours ourselves out over own per re
+    same shall shan she should shouldn so some such than that the their theirs them themselves then there
+    these they this those through to too under until up upon us very via was wasn we were weren what whatever
+    when whenever where whether which while who whom whose why will with within without won would wouldn you
+    your yours yourself yourselves
+    want wants wanted wanting like would love wish trying try able also already really actually maybe perhaps
+    please kindly hi hello hey thanks thank ok okay dear chatgpt assistant someone something anything
+    everything somebody anybody thing things way ways sure possible help helps helping assist
+    tool tools plugin plugins
     """.split()
 )
 

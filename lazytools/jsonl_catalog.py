@@ -1,0 +1,157 @@
+"""Catalogs from JSONL files: one tool per line (`id`, `name`, `description`, optional `input_schema`, `server`).
+
+Such files describe tools that lazytools cannot run (benchmark catalogs, exported tool lists). They are loaded to
+measure search on them (`lazytools eval`) and to serve them, so that a client can be tried against a large,
+realistic catalog; calling one of these tools fails with a clear "no implementation" error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from .catalog import MAX_NAME_LENGTH, Catalog, Group
+from .entry import ToolEntry
+from .errors import ConfigError, ToolExecutionError
+
+__all__ = ["JsonlCatalog", "JsonlTool", "load_jsonl_catalog", "read_jsonl", "read_tools"]
+
+_EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class JsonlTool:
+    """One line of a tools file, checked but not yet given a public name."""
+
+    id: str
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    server: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class JsonlCatalog:
+    """A catalog built from a tools file, with the file's tool id of every public name."""
+
+    catalog: Catalog
+    ids: Mapping[str, str]
+    """Public tool name → the `id` it has in the file (evaluation scores by id)."""
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line; a line that is not a JSON object is a ConfigError."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
+        if not isinstance(record, dict):
+            raise ConfigError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
+        yield number, record
+
+
+def _text(path: Path, number: int, record: Mapping[str, Any], key: str, *, required: bool) -> str | None:
+    value = record.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise ConfigError(f"{path}:{number}: {key!r} must be a non-empty string")
+    return value
+
+
+def read_tools(path: Path) -> list[JsonlTool]:
+    """The tools of a JSONL file; unknown keys are ignored, duplicate ids and bad fields are errors."""
+    tools: list[JsonlTool] = []
+    seen: set[str] = set()
+    for number, record in read_jsonl(path):
+        tool_id = record.get("id")
+        if isinstance(tool_id, int) and not isinstance(tool_id, bool):
+            tool_id = str(tool_id)
+        if not isinstance(tool_id, str) or not tool_id:
+            raise ConfigError(f"{path}:{number}: 'id' must be a non-empty string")
+        if tool_id in seen:
+            raise ConfigError(f"{path}:{number}: tool id {tool_id!r} appears twice")
+        seen.add(tool_id)
+        name = _text(path, number, record, "name", required=False) or tool_id
+        description = _text(path, number, record, "description", required=False) or ""
+        schema = record.get("input_schema", record.get("inputSchema"))
+        if schema is None:
+            schema = _EMPTY_SCHEMA
+        if not isinstance(schema, dict):
+            raise ConfigError(f"{path}:{number}: 'input_schema' must be a JSON object")
+        server = _text(path, number, record, "server", required=False)
+        tools.append(JsonlTool(tool_id, name, description, schema, server))
+    return tools
+
+
+def _clean_name(text: str) -> str:
+    return _INVALID_NAME_CHARS.sub("_", text.strip()).strip("_") or "tool"
+
+
+def _public_names(tools: list[JsonlTool]) -> list[str]:
+    """Unique SEP-986 names: the tool's own name, prefixed with its server where two servers share it."""
+    counts: dict[str, int] = {}
+    for tool in tools:
+        counts[_clean_name(tool.name)] = counts.get(_clean_name(tool.name), 0) + 1
+    names: list[str] = []
+    taken: set[str] = set()
+    for tool in tools:
+        base = _clean_name(tool.name)
+        if counts[base] > 1 and tool.server:
+            base = f"{_clean_name(tool.server)}__{base}"
+        base = base[:MAX_NAME_LENGTH]
+        name, suffix = base, 2
+        while name in taken:
+            tail = f"_{suffix}"
+            name, suffix = base[: MAX_NAME_LENGTH - len(tail)] + tail, suffix + 1
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def _no_implementation(name: str, path: Path) -> Any:
+    async def call(arguments: dict[str, Any]) -> types.CallToolResult:
+        raise ToolExecutionError(
+            f"{name} has no implementation: it comes from the catalog file {path.name}, which describes tools "
+            "without running them. Use it to try search, not to do the task."
+        )
+
+    return call
+
+
+def load_jsonl_catalog(path: Path, catalog: Catalog | None = None) -> JsonlCatalog:
+    """Load `path` into `catalog` (a new one by default), one group per `server` (the file's stem otherwise)."""
+    tools = read_tools(path)
+    catalog = catalog if catalog is not None else Catalog()
+    default_group = _clean_name(path.stem)
+    by_group: dict[str, list[ToolEntry]] = {}
+    ids: dict[str, str] = {}
+    for tool, name in zip(tools, _public_names(tools), strict=True):
+        group = _clean_name(tool.server) if tool.server else default_group
+        entry = ToolEntry(
+            name=name,
+            group=group,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            call=_no_implementation(name, path),
+            source_name=tool.name if tool.name != name else None,
+        )
+        by_group.setdefault(group, []).append(entry)
+        ids[name] = tool.id
+    for group, entries in by_group.items():
+        catalog.set_group(Group(group, f"Tools from {path.name} (no implementation)"), entries)
+    return JsonlCatalog(catalog, ids)

@@ -1,0 +1,74 @@
+"""Tool names in a query: a model that knows a name should get that tool first, whatever BM25 says."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+
+__all__ = ["EXACT", "MENTION", "PREFIX", "NameMatcher"]
+
+EXACT = 3
+"""The whole query is the tool's name, in any case and with any separators ("create issue" = create_issue)."""
+MENTION = 2
+"""The query contains the name as an identifier ("then call github__create_issue")."""
+PREFIX = 1
+"""The query is one identifier that starts a name ("create_iss")."""
+
+MIN_PREFIX = 3
+MAX_PREFIX_MATCHES = 50
+"""A prefix shared by more names than this ("get") says nothing about which tool is meant."""
+
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_.\-]+")
+_SEPARATORS = re.compile(r"[^a-z0-9]+")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
+def _compact(text: str) -> str:
+    return _SEPARATORS.sub("", text.lower())
+
+
+def _looks_like_identifier(token: str) -> bool:
+    """Plain words ("search") are left to BM25; snake, kebab, dotted and camelCase names are names."""
+    return any(sep in token.strip("_.-") for sep in "_.-") or _CAMEL.search(token) is not None
+
+
+class NameMatcher:
+    """Looks up names (public and source names of each tool, by position) in a query."""
+
+    def __init__(self, names: Sequence[Sequence[str]]) -> None:
+        self._lower: dict[str, set[int]] = {}
+        self._compact: dict[str, set[int]] = {}
+        for position, aliases in enumerate(names):
+            for name in aliases:
+                self._lower.setdefault(name.lower(), set()).add(position)
+                if _compact(name):
+                    self._compact.setdefault(_compact(name), set()).add(position)
+        self._sorted = sorted(self._compact)
+
+    def matches(self, query: str) -> dict[int, int]:
+        """Tool position → how surely the query names it (EXACT, MENTION or PREFIX)."""
+        found: dict[int, int] = {}
+
+        def mark(positions: set[int], tier: int) -> None:
+            for position in positions:
+                found[position] = max(found.get(position, 0), tier)
+
+        text = " ".join(query.split()).strip("'\"`")
+        mark(self._lower.get(text.lower(), set()) | self._compact.get(_compact(text), set()), EXACT)
+        for token in _IDENTIFIER.findall(text):
+            token = token.strip(".-")
+            if _looks_like_identifier(token):
+                mark(self._lower.get(token.lower(), set()), MENTION)
+        if " " not in text and len(_compact(text)) >= MIN_PREFIX:
+            mark(self._prefixed(_compact(text)), PREFIX)
+        return found
+
+    def _prefixed(self, prefix: str) -> set[int]:
+        start = bisect.bisect_left(self._sorted, prefix)
+        positions: set[int] = set()
+        for key in self._sorted[start : start + MAX_PREFIX_MATCHES + 1]:
+            if not key.startswith(prefix):
+                break
+            positions |= self._compact[key]
+        return positions if len(positions) <= MAX_PREFIX_MATCHES else set()

@@ -1,0 +1,64 @@
+"""What a query asks for: weighted index terms (its words, synonyms, corrections) and the needs it lists."""
+
+from __future__ import annotations
+
+import re
+
+from .analysis import tokenize
+from .synonyms import synonyms_of
+from .vocabulary import Vocabulary
+
+__all__ = [
+    "MAX_TERMS_TO_CORRECT",
+    "PREFIX_WEIGHT",
+    "SYNONYM_WEIGHT",
+    "TYPO_WEIGHT",
+    "clauses",
+    "weighted_terms",
+]
+
+SYNONYM_WEIGHT = 0.5
+"""A synonym ("remove" for "delete") counts half as much as the word itself."""
+TYPO_WEIGHT = 0.7
+PREFIX_WEIGHT = 0.5
+MAX_TERMS_TO_CORRECT = 4
+"""Only queries of at most this many terms get spelling guesses. In a long sentence, a word the catalog does
+not know is usually a real word its tools just do not use ("last" is no typo of "list"); a short keyword query
+("wether paris") is where typos hurt and where a guess is worth making."""
+
+_CLAUSE_BREAK = re.compile(
+    r"[.;:?!]+\s+|,\s+|\s+\b(?:and then|and also|as well as|and|also|then|plus)\b\s+", re.IGNORECASE
+)
+MIN_CLAUSE_TERMS = 2
+
+
+def weighted_terms(query: str, vocabulary: Vocabulary) -> dict[str, float]:
+    """Index terms for `query`, each with its weight (repeated words add up, as in BM25)."""
+    weights: dict[str, float] = {}
+
+    def add(term: str, weight: float) -> None:
+        weights[term] = weights.get(term, 0.0) + weight
+
+    terms = tokenize(query)
+    guess = len(terms) <= MAX_TERMS_TO_CORRECT
+    for term in terms:
+        if term in vocabulary:
+            add(term, 1.0)
+        elif guess:
+            fixes = vocabulary.corrections(term)[:2]
+            for fix in fixes:
+                add(fix, TYPO_WEIGHT)
+            if not fixes:
+                # A word cut short ("kube", "calend") or the head of a longer name.
+                for completion in vocabulary.completions(term):
+                    add(completion, PREFIX_WEIGHT)
+        for synonym in synonyms_of(term):
+            if synonym in vocabulary:
+                add(synonym, SYNONYM_WEIGHT)
+    return weights
+
+
+def clauses(query: str) -> list[str]:
+    """The separate needs of a long request ("… the stock price, and the latest news about it"), or [] for one."""
+    parts = [part for part in _CLAUSE_BREAK.split(query) if len(tokenize(part)) >= MIN_CLAUSE_TERMS]
+    return parts if len(parts) > 1 else []

@@ -1,0 +1,106 @@
+"""The catalog's own vocabulary as a dictionary: typo correction, prefix completion, compound splitting.
+
+Everything here is derived from the words of the catalog being searched, nothing from a fixed word list, so it
+adapts to any catalog: "wether" is corrected to "weather" only because some tool talks about the weather.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+
+__all__ = ["Vocabulary", "edit_distance", "split_compound"]
+
+MIN_TYPO_LENGTH = 4
+"""Shorter words have too many neighbours one edit away ("cat": car, cut, chat) to be corrected safely."""
+
+MIN_PREFIX_LENGTH = 3
+MAX_COMPLETIONS = 3
+
+
+def edit_distance(a: str, b: str, limit: int = 2) -> int:
+    """Optimal-string-alignment distance (insert, delete, substitute, swap neighbours), capped at limit + 1."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = 0 if ca == cb else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def _deletes(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+class Vocabulary:
+    """Terms of an index with fast lookups of near misses (one edit away) and completions of a prefix."""
+
+    def __init__(self, terms: Iterable[str]) -> None:
+        self.terms = frozenset(terms)
+        self._sorted = sorted(self.terms)
+        self._by_delete: dict[str, list[str]] | None = None
+
+    def __contains__(self, term: object) -> bool:
+        return term in self.terms
+
+    def _delete_index(self) -> dict[str, list[str]]:
+        # Symmetric deletes (the SymSpell idea): two words one edit apart share a string with one letter
+        # removed, so near misses are dictionary look-ups instead of a scan. Built on first use only.
+        if self._by_delete is None:
+            index: dict[str, list[str]] = {}
+            for term in self._sorted:
+                if len(term) >= MIN_TYPO_LENGTH - 1:
+                    for variant in _deletes(term) | {term}:
+                        index.setdefault(variant, []).append(term)
+            self._by_delete = index
+        return self._by_delete
+
+    def corrections(self, word: str) -> list[str]:
+        """Terms one edit away from `word` (a word not in the vocabulary), closest spelling first."""
+        if len(word) < MIN_TYPO_LENGTH or word in self.terms:
+            return []
+        index = self._delete_index()
+        candidates: set[str] = set()
+        for variant in _deletes(word) | {word}:
+            candidates.update(index.get(variant, ()))
+        close = [term for term in candidates if edit_distance(word, term, 1) <= 1]
+        return sorted(close, key=lambda term: (abs(len(term) - len(word)), term))
+
+    def completions(self, prefix: str, limit: int = MAX_COMPLETIONS) -> list[str]:
+        """Up to `limit` terms that start with `prefix` (and are longer), shortest first."""
+        if len(prefix) < MIN_PREFIX_LENGTH:
+            return []
+        start = bisect.bisect_right(self._sorted, prefix)
+        found: list[str] = []
+        for term in self._sorted[start:]:
+            if not term.startswith(prefix):
+                break
+            found.append(term)
+        return sorted(found, key=len)[:limit]
+
+
+def split_compound(word: str, known: frozenset[str] | set[str], min_part: int = 3) -> list[str]:
+    """`word` cut into known words ("seoanalysis" → seo, analysis), fewest parts; [] when it cannot be cut."""
+    n = len(word)
+    if n < 2 * min_part:
+        return []
+    # best[i]: fewest parts covering word[:i]
+    best: list[list[str] | None] = [None] * (n + 1)
+    best[0] = []
+    for end in range(min_part, n + 1):
+        for start in range(0, end - min_part + 1):
+            head = best[start]
+            piece = word[start:end]
+            if head is not None and piece in known and (best[end] is None or len(head) + 1 < len(best[end])):  # type: ignore[arg-type]
+                best[end] = [*head, piece]
+    parts = best[n]
+    return parts if parts is not None and len(parts) > 1 else []
