@@ -43,8 +43,14 @@ def bundled_catalog(files_root: Path, catalog: Catalog | None = None) -> Catalog
 async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
     """The catalog for these settings, with its sources connected for as long as the context is open."""
     catalog = Catalog()
+    if settings.tools_jsonl is not None:
+        from .jsonl_catalog import load_jsonl_catalog
+
+        # A JSONL catalog takes the place of the bundled examples; upstream servers still join it.
+        load_jsonl_catalog(settings.tools_jsonl, catalog)
     if settings.config is None:
-        bundled_catalog(settings.files_root.resolve(), catalog)
+        if settings.tools_jsonl is None:
+            bundled_catalog(settings.files_root.resolve(), catalog)
         yield catalog
         return
     from .gateway import open_gateway

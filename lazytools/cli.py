@@ -25,6 +25,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int)
     parser.add_argument("--mode", choices=["auto", "dynamic", "proxy"])
     parser.add_argument("--files-root", type=Path, help="root directory of the bundled file tools")
+    parser.add_argument("--tools-jsonl", type=Path, help="serve the tools described in this JSONL file")
+    parser.add_argument("--semantic", action="store_true", default=None,
+                        help="fuse BM25 with word embeddings (pip install 'lazytools[semantic]')")
     parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--env-file", type=Path, default=Path(".env"), help="default: .env")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -39,13 +42,14 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--queries", type=Path, required=True, help="queries JSONL (id, query, relevant_tool_ids)")
     evaluate.add_argument("--every", type=int, default=1, help="use every Nth query of the single-tool split")
     evaluate.add_argument("--misses", type=int, default=10, help="how many worst misses to print")
+    evaluate.add_argument("--split", help="only queries of this split (e.g. single, multi)")
     bench = commands.add_parser("bench", help="run the benchmarks and print their figures")
     bench.add_argument("--quick", action="store_true", help="fewer repetitions")
     return parser
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    fields = ("config", "transport", "host", "port", "mode", "files_root", "log_level")
+    fields = ("config", "transport", "host", "port", "mode", "files_root", "log_level", "tools_jsonl", "semantic")
     overrides: dict[str, Any] = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
     return Settings(_env_file=args.env_file, **overrides)  # type: ignore[call-arg]
 
@@ -73,14 +77,16 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         await app.serve(settings)
     elif args.command == "search":
         async with app.open_catalog(settings) as catalog:
-            print(report.search_report(catalog, args.query, limit=args.limit, group=args.group))
+            print(report.search_report(catalog, args.query, limit=args.limit, group=args.group,
+                                       semantic=settings.semantic))
     elif args.command == "surface":
         async with app.open_server(settings) as server:
             print(report.surface_report(server))
     elif args.command == "eval":
         from .evaluate import run_eval
 
-        print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses))
+        print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses, split=args.split,
+                       semantic=settings.semantic))
     elif args.command == "bench":
         from .bench import run_benchmarks
 

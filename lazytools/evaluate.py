@@ -141,6 +141,7 @@ def run_eval(
     mode = "BM25 + semantic" if semantic else "BM25"
     title = (
         f"Search quality ({mode}) on {len(loaded.catalog)} tools from {tools_path.name}, "
-        f"{len(queries)} queries from {queries_path.name}" + (f" (every {every}th single)" if every > 1 else "")
+        f"{len(queries)} queries from {queries_path.name}"
+        + (f" (1 in {every} single-tool queries)" if every > 1 and split != "multi" else "")
     )
     return report(evaluate(queries, ranker), title=title, misses=misses)

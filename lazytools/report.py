@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .catalog import Catalog
 from .metatools import signature
-from .search import SearchIndex
+from .search import build_index
 from .server import LazyServer
 from .sessions import SessionState
 from .settings import Surface
@@ -15,8 +15,9 @@ from .tokens import TOKENIZER, tools_tokens
 __all__ = ["SurfaceCost", "search_report", "surface_cost", "surface_report"]
 
 
-def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None = None) -> str:
-    hits = SearchIndex(catalog).search(query, limit=limit, groups=[group] if group else None)
+def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None = None,
+                  semantic: bool = False) -> str:
+    hits = build_index(catalog, semantic=semantic).search(query, limit=limit, groups=[group] if group else None)
     if not hits:
         return f"No tools match {query!r}."
     width = max(len(str(rank)) for rank in range(1, len(hits) + 1))

@@ -71,7 +71,7 @@ class LazyServer(Server[Any]):
         self.catalog = catalog
         self.settings = settings
         self.store: SessionStore = store if store is not None else MemorySessionStore()
-        self.index = LiveIndex(catalog)
+        self.index = LiveIndex(catalog, semantic=settings.semantic)
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface], list[types.Tool]] = {}
         self.pinned = self._check_pinned(settings.always_available_tools)

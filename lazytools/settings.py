@@ -36,9 +36,11 @@ class Settings(BaseSettings):
     # Search
     search_limit: int = Field(default=5, ge=1)
     search_max_limit: int = Field(default=20, ge=1)
+    semantic: bool = False
 
     # Sources
     config: Path | None = None
+    tools_jsonl: Path | None = None
     files_root: Path = Field(default_factory=Path.cwd)
     defer_all: bool = True
     call_timeout: float = Field(default=60.0, gt=0)
