@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import mcp_types as types
 
 from .catalog import Catalog, Group
@@ -75,4 +77,21 @@ async def serve(settings: Settings) -> None:
         else:
             from .transports.stdio import serve_stdio
 
-            await serve_stdio(server)
+            await _until_signalled(serve_stdio(server))
+
+
+async def _until_signalled(serving: Awaitable[None]) -> None:
+    """Run `serving` until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs uncancelled."""
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        logger.info("received %s, shutting down", signal.Signals(signum).name)
+                        scope.cancel()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            await serving
+            tg.cancel_scope.cancel()

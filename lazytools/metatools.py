@@ -18,6 +18,7 @@ from .validation import compact_json, validate_arguments
 
 __all__ = [
     "INVOKE_TOOL",
+    "MAX_QUERY_CHARS",
     "META_TOOL_NAMES",
     "SEARCH_TOOLS",
     "SearchOutcome",
@@ -28,6 +29,9 @@ __all__ = [
     "search_tools_definition",
     "signature",
 ]
+
+MAX_QUERY_CHARS = 8000
+"""Long task descriptions fit; a megabyte of text does not reach the analyser."""
 
 SEARCH_TOOLS = "search_tools"
 INVOKE_TOOL = "invoke_tool"
@@ -42,9 +46,11 @@ def search_schema(max_limit: int, default_limit: int) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "The capability you need, in plain words."},
+            "query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
+                      "description": "The capability you need, in plain words."},
             "group": {"type": "string", "description": "Only tools of this group."},
-            "tool_names": {"type": "array", "items": {"type": "string"}, "description": "Exact tool names."},
+            "tool_names": {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": 50,
+                           "description": "Exact tool names."},
             "limit": {"type": "integer", "minimum": 1, "maximum": max_limit, "default": default_limit},
         },
         "additionalProperties": False,

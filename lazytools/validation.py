@@ -40,8 +40,14 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any) -> 
     problems = []
     for error in errors[:_MAX_REPORTED]:
         where = "/".join(str(part) for part in error.absolute_path)
-        problems.append(f"{where}: {error.message}" if where else error.message)
+        message = _shorten(error.message)
+        problems.append(f"{where}: {message}" if where else message)
     more = f" (and {len(errors) - _MAX_REPORTED} more)" if len(errors) > _MAX_REPORTED else ""
     raise ToolArgumentsError(
         f"Invalid arguments for {tool}: " + "; ".join(problems) + more + f". Input schema: {compact_json(schema)}"
     )
+
+
+def _shorten(message: str, limit: int = 300) -> str:
+    # jsonschema quotes the offending value: a huge value must not become a huge error for the model.
+    return message if len(message) <= limit else message[: limit - 20] + f"… ({len(message)} chars)"

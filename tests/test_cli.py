@@ -1,0 +1,45 @@
+"""The shell commands: search the catalog, and what a fresh session costs in tokens."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from lazytools.cli import main
+
+
+def test_search_prints_ranked_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["--files-root", str(tmp_path), "search", "convert temperature celsius", "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith("1.") and "temperature" in first
+    assert len(re.findall(r"^\s*\d+\.", out, flags=re.M)) <= 3
+
+
+def test_search_with_no_match(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["search", "qqqzzz"]) == 0
+    assert "No tools match 'qqqzzz'" in capsys.readouterr().out
+
+
+def test_surface_reports_tokens_against_the_whole_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["surface"]) == 0
+    out = capsys.readouterr().out
+    assert "cl100k_base" in out
+    shares = [float(s) for s in re.findall(r"\(([\d.]+)%\)", out)]
+    assert len(shares) == 2 and all(0 < share < 100 for share in shares)
+
+
+def test_unknown_setting_value_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LAZYTOOLS_DEFAULT_SURFACE", "sometimes")
+    assert main(["surface"]) == 2
+    assert "default_surface" in capsys.readouterr().err

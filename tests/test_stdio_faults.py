@@ -1,0 +1,100 @@
+"""Garbage on stdin, and shutdown: every bad line gets a JSON-RPC error or is dropped, then service goes on."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+INIT = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+LIST = {"jsonrpc": "2.0", "id": 99, "method": "tools/list"}
+
+GARBAGE = {
+    "not json": "this is not json",
+    "truncated": '{"jsonrpc": "2.0", "id": 2',
+    "wrong version": json.dumps({"jsonrpc": "1.0", "id": 3, "method": "tools/list"}),
+    "unknown method": json.dumps({"jsonrpc": "2.0", "id": 4, "method": "no/such/method"}),
+    "array": json.dumps([1, 2, 3]),
+    "id only": json.dumps({"id": 5}),
+    "arguments not an object": json.dumps({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                                           "params": {"name": "search_tools", "arguments": "x"}}),
+    "huge query": json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                              "params": {"name": "search_tools", "arguments": {"query": "x" * 2_000_000}}}),
+    "deeply nested": "[" * 100_000 + "]" * 100_000,
+    "binary junk": "\x00\x01\x02\xff",
+}
+
+
+def _exchange(tmp_path: Path, lines: list[str], wait_for: frozenset[int] = frozenset({1, 99})
+              ) -> tuple[list[dict[str, object]], str]:
+    """Send the handshake, `lines` and a tools/list; read until the ids in `wait_for` are answered; close stdin."""
+    with subprocess.Popen([sys.executable, "-m", *ARGS], cwd=tmp_path, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace") as proc:
+        return _drive(proc, lines, wait_for)
+
+
+def _drive(proc: subprocess.Popen[str], lines: list[str], wait_for: frozenset[int]
+           ) -> tuple[list[dict[str, object]], str]:
+    watchdog = threading.Timer(120, proc.kill)  # a hung server fails the test instead of hanging it
+    watchdog.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write("\n".join([*(json.dumps(m) for m in INIT), *lines, json.dumps(LIST)]) + "\n")
+        proc.stdin.flush()
+        messages: list[dict[str, object]] = []
+        while not wait_for <= {m.get("id") for m in messages}:
+            line = proc.stdout.readline()
+            assert line, f"server stopped early: {proc.stderr.read()[-2000:]}"
+            messages.append(json.loads(line))  # every line on stdout must be a JSON message
+        proc.stdin.close()  # EOF: the server must exit by itself, cleanly
+        assert proc.wait(timeout=60) == 0
+        return messages, proc.stderr.read()
+    finally:
+        watchdog.cancel()
+        proc.kill()
+
+
+ARGS = ["lazytools"]
+
+
+@pytest.mark.parametrize("name", list(GARBAGE))
+def test_garbage_is_answered_or_dropped_and_service_goes_on(tmp_path: Path, name: str) -> None:
+    messages, _ = _exchange(tmp_path, [GARBAGE[name]])
+    by_id = {m.get("id"): m for m in messages}
+    assert "result" in by_id[99] and by_id[99]["result"]["tools"][0]["name"] == "search_tools"  # type: ignore[index]
+    for message in messages:
+        if message.get("id") not in (1, 99):
+            assert "error" in message or message["result"]["isError"] is True  # type: ignore[index]
+            assert len(json.dumps(message)) < 20_000  # a huge input does not come back as a huge error
+
+
+def test_unknown_method_gets_method_not_found(tmp_path: Path) -> None:
+    messages, _ = _exchange(tmp_path, [GARBAGE["unknown method"]])
+    (error,) = [m for m in messages if m.get("id") == 4]
+    assert error["error"]["code"] == -32601  # type: ignore[index]
+
+
+def test_sigterm_exits_cleanly(tmp_path: Path) -> None:
+    with subprocess.Popen([sys.executable, "-m", *ARGS], cwd=tmp_path, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            for message in [*INIT, LIST]:
+                proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+            assert answers[1]["id"] == 99  # serving: now stop it
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+            assert "received SIGTERM" in proc.stderr.read()
+        finally:
+            proc.kill()
