@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ class ToolEntry:
     annotations: types.ToolAnnotations | None = None
     source_name: str | None = None
     """The name the tool has at its source (the upstream's own name); `None` when it equals `name`."""
+    pinned: bool = False
+    """Listed from the start in every surface, like ALWAYS_AVAILABLE_TOOLS (an upstream with defer_loading false)."""
 
     @property
     def summary(self) -> str:
@@ -47,12 +50,15 @@ class ToolEntry:
         )
 
 
+# A sentence ends at ". ", "? " or "! ", but not after an abbreviation such as "e.g." or "etc.".
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bapprox)[.?!](?=\s)")
+
+
 def first_sentence(text: str, limit: int = 160) -> str:
     line = " ".join(text.strip().split("\n\n", 1)[0].split())
-    for stop in (". ", "? ", "! "):
-        cut = line.find(stop)
-        if 0 < cut < limit:
-            return line[: cut + 1]
+    end = _SENTENCE_END.search(line)
+    if end is not None and end.start() < limit:
+        return line[: end.start() + 1]
     if len(line) > limit:
         return line[: limit - 1].rstrip() + "…"
     return line
