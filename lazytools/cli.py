@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--every", type=int, default=1, help="use every Nth query of the single-tool split")
     evaluate.add_argument("--misses", type=int, default=10, help="how many worst misses to print")
     evaluate.add_argument("--split", help="only queries of this split (e.g. single, multi)")
+    evaluate.add_argument("--semantic", action="store_true", dest="eval_semantic", help="as the global --semantic")
     bench = commands.add_parser("bench", help="run the benchmarks and print their figures")
     bench.add_argument("--quick", action="store_true", help="fewer repetitions")
     return parser
@@ -86,7 +87,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         from .evaluate import run_eval
 
         print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses, split=args.split,
-                       semantic=settings.semantic))
+                       semantic=settings.semantic or args.eval_semantic))
     elif args.command == "bench":
         from .bench import run_benchmarks
 

@@ -101,17 +101,19 @@ def evaluate(queries: Sequence[LabelledQuery], ranker: Ranker) -> dict[str, Scor
 
 
 def _worst(results: Sequence[QueryResult], limit: int) -> list[QueryResult]:
-    """Misses first: no relevant tool in the top 10, then the lowest reciprocal ranks."""
-    return sorted(results, key=lambda r: (r.reciprocal_rank(), r.recall(CUTOFFS[-1])))[:limit]
+    """Imperfect queries, worst first: no relevant tool in the top 10, then the lowest reciprocal ranks."""
+    imperfect = [r for r in results if r.reciprocal_rank() < 1.0 or r.recall(CUTOFFS[-1]) < 1.0]
+    return sorted(imperfect, key=lambda r: (r.reciprocal_rank(), r.recall(CUTOFFS[-1])))[:limit]
 
 
 def report(scores: Mapping[str, Scores], *, title: str, misses: int) -> str:
     header = f"{'split':<8} {'n':>6}  " + "  ".join(f"R@{k:<3}" for k in CUTOFFS) + "  MRR@10"
     lines = [title, header, *(s.row() for s in scores.values())]
     everything = scores.get("all") or next(iter(scores.values()), None)
-    if misses > 0 and everything is not None and everything.results:
-        lines.append(f"\nWorst {misses} (relevant → top 3 returned):")
-        for result in _worst(everything.results, misses):
+    worst = _worst(everything.results, misses) if misses > 0 and everything is not None else []
+    if worst:
+        lines.append(f"\nWorst {len(worst)} (relevant → top 3 returned):")
+        for result in worst:
             wanted = ", ".join(sorted(result.query.relevant))
             got = ", ".join(result.ranked[:3]) or "nothing"
             lines.append(f"- [{result.query.id}] {result.query.query!r}\n    {wanted} → {got}")

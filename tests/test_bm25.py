@@ -1,0 +1,77 @@
+"""BM25Postings against rank-bm25 itself (parity), and the IDF trap of catalogs with one, two or three tools."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from lazytools.search import BM25Postings, SearchIndex, document_terms, tokenize
+
+from .fixtures.catalogs import realistic, tool
+
+QUERIES = [
+    "create an issue in the github repository",
+    "list issues",
+    "read a file and write another file",
+    "get the weather forecast for Oslo for the next three days",
+    "post a message to the team channel then add a reaction",
+    "run a sql query against the database and list its tables",
+    "file",  # a term most documents hold: rank-bm25's epsilon floor for common terms
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_postings_scores_equal_rank_bm25_on_a_realistic_catalog(query: str) -> None:
+    corpus = [document_terms(entry) for entry in realistic()]
+    terms = tokenize(query)
+    expected = BM25Okapi(corpus).get_scores(terms)
+    got = BM25Postings(corpus).scores(terms)
+    assert np.allclose(got, expected, rtol=1e-12, atol=1e-12)
+    assert got.max() > 0
+
+
+def test_parity_holds_for_other_parameters() -> None:
+    corpus = [document_terms(entry) for entry in realistic()]
+    terms = tokenize(QUERIES[3])
+    expected = BM25Okapi(corpus, k1=0.9, b=0.4, epsilon=0.1).get_scores(terms)
+    assert np.allclose(BM25Postings(corpus, k1=0.9, b=0.4, epsilon=0.1).scores(terms), expected)
+
+
+def test_empty_corpus_scores_nothing() -> None:
+    assert BM25Postings([]).scores(["x"]).size == 0
+    assert BM25Postings([[], []]).scores(["x"]).tolist() == [0.0, 0.0]
+
+
+def test_rank_bm25_itself_scores_shared_words_zero_or_less_in_tiny_catalogs() -> None:
+    # The trap the fallback exists for: with rank-bm25 alone, "weather" matches nothing in these catalogs.
+    corpus = [tokenize("weather forecast for a city"), tokenize("weather alerts for a region")]
+    assert max(BM25Okapi(corpus).get_scores(tokenize("weather"))) <= 0
+    assert BM25Postings(corpus).scores(tokenize("weather")).min() > 0
+
+
+def test_one_tool_catalog_finds_its_tool() -> None:
+    index = SearchIndex([tool("get_forecast", "Get the weather forecast for a city.")])
+    assert [hit.entry.name for hit in index.search("weather forecast")] == ["get_forecast"]
+    assert index.search("compress a video") == []
+
+
+def test_two_tool_catalog_ranks_the_better_match_first_and_keeps_the_other() -> None:
+    index = SearchIndex([
+        tool("get_alerts", "Get severe weather alerts for a region."),
+        tool("get_forecast", "Get the weather forecast for a city."),
+    ])
+    assert [hit.entry.name for hit in index.search("weather forecast")] == ["get_forecast", "get_alerts"]
+    assert {hit.entry.name for hit in index.search("weather")} == {"get_alerts", "get_forecast"}
+
+
+def test_three_tool_catalog_where_every_tool_shares_the_query_words() -> None:
+    index = SearchIndex([
+        tool("list_files", "List files in a directory."),
+        tool("read_file", "Read a file."),
+        tool("delete_file", "Delete a file."),
+    ])
+    hits = index.search("read a file")
+    assert [hit.entry.name for hit in hits][0] == "read_file"
+    assert {hit.entry.name for hit in hits} == {"list_files", "read_file", "delete_file"}
+    assert all(hit.score > 0 for hit in hits)

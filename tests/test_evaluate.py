@@ -1,0 +1,142 @@
+"""`lazytools eval` and JSONL catalogs: metrics, query selection, the report, loading errors, and serving one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lazytools import ConfigError
+from lazytools.app import open_server
+from lazytools.cli import main
+from lazytools.evaluate import LabelledQuery, QueryResult, evaluate, read_queries, run_eval
+from lazytools.jsonl_catalog import load_jsonl_catalog
+
+from .conftest import client, make_settings, text_of
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TOOLS = FIXTURES / "eval_tools.jsonl"
+QUERIES = FIXTURES / "eval_queries.jsonl"
+
+
+def labelled(relevant: set[str], split: str = "single") -> LabelledQuery:
+    return LabelledQuery("q", "text", frozenset(relevant), split)
+
+
+def test_recall_and_reciprocal_rank_by_definition() -> None:
+    result = QueryResult(labelled({"b", "z"}), ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "z"])
+    assert result.recall(1) == 0.0
+    assert result.recall(5) == 0.5
+    assert result.recall(10) == 0.5  # "z" is 11th
+    assert result.reciprocal_rank() == 0.5
+    assert QueryResult(labelled({"x"}), ["a"] * 10 + ["x"]).reciprocal_rank() == 0.0
+
+
+def test_evaluate_averages_per_split_and_overall() -> None:
+    queries = [labelled({"a"}), labelled({"b"}), labelled({"a", "b"}, "multi")]
+    scores = evaluate(queries, lambda text: ["a", "c"])
+    assert scores["single"].recall(1) == 0.5
+    assert scores["multi"].recall(5) == 0.5
+    assert scores["all"].recall(1) == pytest.approx(1.5 / 3)
+    assert scores["all"].mrr == pytest.approx(2 / 3)  # the multi query's first relevant tool is first
+    assert "all" not in evaluate(queries[:2], lambda text: ["a"])
+
+
+def test_every_nth_single_query_and_all_multi_queries() -> None:
+    assert [q.id for q in read_queries(QUERIES)] == ["q1", "q2", "q3", "q4", "q5", "m1"]
+    assert [q.id for q in read_queries(QUERIES, every=2)] == ["q1", "q3", "q5", "m1"]
+    assert [q.id for q in read_queries(QUERIES, every=2, split="multi")] == ["m1"]
+    with pytest.raises(ConfigError):
+        read_queries(QUERIES, every=0)
+
+
+def test_run_eval_reports_figures_and_worst_misses() -> None:
+    report = run_eval(TOOLS, QUERIES, every=2, misses=5)
+    lines = report.splitlines()
+    assert lines[0].startswith("Search quality (BM25) on 8 tools")
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:5]}
+    # q1 and q3 (a typo) are found first; q5 has nothing to match; m1's two tools are both in the top 5.
+    assert rows["single"] == ["3", "0.667", "0.667", "0.667", "0.667"]
+    assert rows["multi"] == ["1", "0.500", "1.000", "1.000", "1.000"]
+    assert rows["all"] == ["4", "0.625", "0.750", "0.750", "0.750"]
+    assert "Worst 1" in report and "[q5] 'sing me a lullaby'" in report and "news → nothing" in report
+
+
+def test_run_eval_scores_by_tool_id_not_name() -> None:
+    # Both "list_issues" tools share a name; their ids tell them apart (and their public names get a prefix).
+    loaded = load_jsonl_catalog(TOOLS)
+    assert loaded.ids["github__list_issues"] == "gh-list" and loaded.ids["jira__list_issues"] == "jira-list"
+    assert loaded.ids["create_issue"] == "gh-create"
+
+
+def test_eval_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--tools", str(TOOLS), "--queries", str(QUERIES), "--split", "multi", "--misses", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].split() == ["multi", "1", "0.500", "1.000", "1.000", "1.000"]
+    assert "single" not in out and "Worst" not in out
+
+
+def test_eval_command_with_the_semantic_extra(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--tools", str(TOOLS), "--queries", str(QUERIES), "--every", "2", "--semantic"]) == 0
+    out = capsys.readouterr().out
+    assert "(BM25 + semantic)" in out
+    assert "news → nothing" not in out  # every tool is ranked once embeddings take part
+
+
+def test_eval_command_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "queries.jsonl"
+    bad.write_text('{"id": "1", "query": "x"}\n')
+    assert main(["eval", "--tools", str(TOOLS), "--queries", str(bad)]) == 2
+    assert "queries.jsonl:1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"id": "a", "name": "x"}\nnot json\n', r"tools\.jsonl:2: not valid JSON"),
+        ('[1, 2]\n', r"tools\.jsonl:1: expected a JSON object"),
+        ('{"name": "x"}\n', r"tools\.jsonl:1: 'id' must be"),
+        ('{"id": "a"}\n{"id": "a"}\n', r"tools\.jsonl:2: tool id 'a' appears twice"),
+        ('{"id": "a", "input_schema": []}\n', r"'input_schema' must be a JSON object"),
+        ('{"id": "a", "description": 3}\n', r"'description' must be"),
+    ],
+)
+def test_broken_tools_file_names_the_line(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "tools.jsonl"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        load_jsonl_catalog(path)
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="Cannot read"):
+        load_jsonl_catalog(tmp_path / "absent.jsonl")
+
+
+def test_names_are_made_valid_and_unique(tmp_path: Path) -> None:
+    path = tmp_path / "odd.jsonl"
+    records = [{"id": "1", "name": "Weather Tool!"}, {"id": "2", "name": "PDF&URL"}, {"id": "3", "name": "x" * 80},
+               {"id": "4", "name": "PDF&URL"}, {"id": 5}]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n\n")
+    loaded = load_jsonl_catalog(path)
+    assert list(loaded.ids) == ["Weather_Tool", "PDF_URL", "x" * 64, "PDF_URL_2", "5"]
+    assert {entry.group for entry in loaded.catalog} == {"odd"}
+    assert loaded.catalog.get("Weather_Tool").source_name == "Weather Tool!"
+
+
+async def test_jsonl_catalog_is_served_and_its_tools_say_they_have_no_implementation() -> None:
+    settings = make_settings(tools_jsonl=TOOLS)
+    async with open_server(settings) as server:
+        assert len(server.catalog) == 8 and {g.name for g in server.catalog.groups} >= {"github", "jira"}
+        async with client(server, "claude-ai") as c:
+            found = await c.call_tool("search_tools", {"query": "weather forecast"})
+            assert "get_forecast" in text_of(found)
+            called = await c.call_tool("invoke_tool", {"tool_name": "get_forecast", "arguments": {}})
+            assert called.is_error
+            assert "no implementation" in text_of(called) and "eval_tools.jsonl" in text_of(called)
+
+
+def test_tools_jsonl_flag_serves_that_catalog_to_search(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--tools-jsonl", str(TOOLS), "search", "stock price", "--limit", "1"]) == 0
+    assert "stock_quote" in capsys.readouterr().out

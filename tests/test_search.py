@@ -1,0 +1,164 @@
+"""Ranking behaviours of the search index: names first, typos, synonyms, groups, long requests, stop words."""
+
+from __future__ import annotations
+
+import pytest
+
+from lazytools import Catalog, Group
+from lazytools.search import LiveIndex, SearchIndex, tokenize
+from lazytools.search.query import clauses
+from lazytools.search.vocabulary import Vocabulary, edit_distance, split_compound
+
+from .fixtures.catalogs import realistic, tool
+
+
+def names(index: SearchIndex, query: str, limit: int = 5, **options: object) -> list[str]:
+    return [hit.entry.name for hit in index.search(query, limit=limit, **options)]  # type: ignore[arg-type]
+
+
+INDEX = SearchIndex(realistic())
+
+
+def test_exact_name_comes_first_even_against_better_worded_tools() -> None:
+    # "list_issues" alone would rank github's tool (more words match); the exact name wins.
+    assert names(INDEX, "jira__list_issues")[0] == "jira__list_issues"
+    assert names(INDEX, "JIRA__LIST_ISSUES")[0] == "jira__list_issues"
+
+
+def test_name_written_as_words_counts_as_exact() -> None:
+    assert names(INDEX, "github create issue")[0] == "github__create_issue"
+    index = SearchIndex([tool("get_alerts", "Severe weather alerts."), tool("get_forecast", "Weather forecast.")])
+    assert names(index, "get forecast")[0] == "get_forecast"
+
+
+def test_name_mentioned_as_identifier_inside_a_request_comes_first() -> None:
+    query = "please call slack__add_reaction on the last message in the thread"
+    assert names(INDEX, query)[0] == "slack__add_reaction"
+
+
+def test_plain_word_that_is_also_a_name_is_not_forced_first() -> None:
+    index = SearchIndex([tool("search", "Search the web."), tool("get_forecast", "Get the weather forecast.")])
+    assert names(index, "search the weather forecast")[0] == "get_forecast"
+    assert names(index, "search")[0] == "search"  # but the whole query being the name is exact
+
+
+def test_prefix_of_a_name_finds_it() -> None:
+    assert names(INDEX, "github__create_iss")[0] == "github__create_issue"
+    assert names(INDEX, "filesystem__li")[0] == "filesystem__list_directory"
+
+
+def test_prefix_shared_by_too_many_names_is_not_a_name_match() -> None:
+    many = SearchIndex([tool(f"get_item_{i}", "Fetch a record.") for i in range(60)] + [tool("ping", "Pong.")])
+    assert many._names.matches("get_it") == {}
+    assert many._names.matches("get_item_7") == {7: 3}
+    assert many._names.matches("get_item_5") == {5: 3, 50: 1, 51: 1, 52: 1, 53: 1, 54: 1, 55: 1, 56: 1, 57: 1, 58: 1,
+                                                  59: 1}
+
+
+def test_typo_is_corrected_against_the_catalog_vocabulary() -> None:
+    assert names(INDEX, "wether forecast")[0] == "weather__get_forecast"
+    assert names(INDEX, "screnshot")[0] == "browser__screenshot"
+
+
+def test_long_sentences_do_not_get_spelling_guesses() -> None:
+    # "tablet" is one edit from "table"; in a long sentence it is a real word the catalog lacks, not a typo.
+    assert INDEX.query_terms("a short tablet") != INDEX.query_terms("short tablet nothing else here at all")
+    long_terms = INDEX.query_terms("I would like a tablet to read comics on long flights over the ocean")
+    assert "tabl" not in long_terms
+
+
+def test_word_cut_short_is_completed() -> None:
+    assert names(INDEX, "screensh")[0] == "browser__screenshot"
+
+
+def test_synonyms_bridge_common_verbs() -> None:
+    assert names(INDEX, "remove a file")[0] == "filesystem__delete_file"
+    assert names(INDEX, "fetch the thread replies")[0] == "slack__get_thread_replies"
+    assert "jira__create_ticket" in names(INDEX, "new jira ticket", limit=2)
+    terms = INDEX.query_terms("remove")
+    assert terms["delet"] < 1.0  # a synonym counts less than the word itself
+
+
+def test_query_stop_words_are_ignored() -> None:
+    assert tokenize("Hi! Can you please help me, I want to get the weather") == tokenize("get weather")
+    assert names(INDEX, "can you please help me read a file")[0] == "filesystem__read_file"
+
+
+def test_group_named_in_query_boosts_its_tools() -> None:
+    assert names(INDEX, "list issues")[0] == "jira__list_issues"  # the shorter description wins on words alone
+    assert names(INDEX, "list issues on github")[0] == "github__list_issues"
+    assert names(INDEX, "jira: list issues")[0] == "jira__list_issues"
+
+
+def test_group_named_in_query_multiplies_its_tools_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lazytools.search.index as index_module
+
+    query = "list issues on github"
+    position = [entry.name for entry in INDEX.entries].index("github__list_issues")
+    boosted = INDEX.lexical_scores(query)[position]
+    monkeypatch.setattr(index_module, "GROUP_BOOST", 0.0)
+    assert boosted == pytest.approx(1.5 * INDEX.lexical_scores(query)[position])
+
+
+def test_group_filter_keeps_only_that_group() -> None:
+    found = names(INDEX, "list", limit=10, groups=["slack"])
+    assert found and all(name.startswith("slack__") for name in found)
+    assert names(INDEX, "weather forecast", groups=["github"]) == []
+
+
+def test_long_request_with_two_needs_gets_both_tools() -> None:
+    query = ("I need the weather forecast for Lisbon for the weekend, and then post a message to the "
+             "travel channel on Slack with the summary")
+    assert clauses(query) and len(clauses(query)) >= 2
+    top = names(INDEX, query, limit=3)
+    assert "weather__get_forecast" in top and "slack__post_message" in top
+
+
+def test_glued_names_are_cut_into_catalog_words() -> None:
+    index = SearchIndex([
+        tool("seoanalysis", "Analyze the rankings of a website."),
+        tool("keyword_planner", "Plan SEO keywords and ad campaigns."),
+        tool("site_ping", "Check that a website is up."),
+    ])
+    assert names(index, "analysis")[0] == "seoanalysis"
+    assert split_compound("seoanalysis", {"seo", "analysis"}) == ["seo", "analysis"]
+    assert split_compound("seoanalysis", {"seo"}) == []
+
+
+def test_nothing_matching_returns_nothing() -> None:
+    assert INDEX.search("zzzqqq") == []
+    assert INDEX.search("") == []
+    assert INDEX.search("weather", limit=0) == []
+    assert SearchIndex([]).search("weather") == []
+
+
+def test_equal_scores_keep_catalog_order() -> None:
+    index = SearchIndex([tool(f"twin_{i}", "Identical description.") for i in range(4)])
+    assert names(index, "identical description", limit=4) == ["twin_0", "twin_1", "twin_2", "twin_3"]
+
+
+def test_parameters_and_their_descriptions_are_searchable() -> None:
+    assert names(INDEX, "IANA timezone")[0] == "time__get_current_time"
+
+
+def test_live_index_rebuilds_after_the_catalog_changes() -> None:
+    catalog = Catalog()
+    catalog.set_group(Group("misc"), [tool("alpha", "First tool.")])
+    live = LiveIndex(catalog)
+    first = live.current
+    assert live.current is first and names(first, "beta") == []
+    catalog.set_group(Group("misc"), [tool("alpha", "First tool."), tool("beta", "Second tool.")])
+    assert live.current is not first
+    assert names(live.current, "beta") == ["beta"]
+
+
+def test_vocabulary_lookups() -> None:
+    vocabulary = Vocabulary(["weather", "forecast", "whether", "screenshot"])
+    assert vocabulary.corrections("wether") == ["weather", "whether"]
+    assert vocabulary.corrections("weather") == []  # known words are not corrected
+    assert vocabulary.corrections("cat") == []  # too short to guess
+    assert vocabulary.completions("scr") == ["screenshot"]
+    assert vocabulary.completions("sc") == []
+    assert edit_distance("forecast", "forcast") == 1
+    assert edit_distance("form", "from") == 1  # neighbours swapped
+    assert edit_distance("weather", "cloudy", limit=2) == 3

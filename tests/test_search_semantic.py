@@ -1,0 +1,131 @@
+"""The semantic extra: fusion logic on a tiny fake embedding table, then the real WordLlama weights offline."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lazytools import ConfigError
+from lazytools.search import SearchIndex, build_index
+from lazytools.search.fusion import fuse_semantic, with_clauses, zscores
+from lazytools.search.index import embedding_text
+from lazytools.search.semantic import StaticEmbedder, default_embedder, load_wordllama
+
+from .conftest import client, make_settings, text_of
+from .fixtures.catalogs import realistic, tool
+
+# Two dimensions of meaning: vehicles+renting along x, weather along y. Synonyms share a row.
+_ROWS = {"car": [1.0, 0.0], "automobile": [1.0, 0.0], "rent": [0.9, 0.1], "hire": [0.9, 0.1],
+         "weather": [0.0, 1.0], "forecast": [0.0, 1.0], "rain": [0.1, 1.0]}
+_IDS = {word: i for i, word in enumerate(_ROWS)}
+
+
+def fake_embedder() -> StaticEmbedder:
+    def encode(text: str) -> list[int]:
+        return [_IDS[word] for word in re.findall(r"[a-z]+", text.lower()) if word in _IDS]
+
+    return StaticEmbedder(np.array(list(_ROWS.values())), encode, name="fake")
+
+
+def catalog() -> list:  # type: ignore[type-arg]
+    return [tool("car_rental", "Rent a car at an airport."), tool("get_forecast", "Weather forecast for a city."),
+            tool("unit_convert", "Convert between units.")]
+
+
+def test_embedder_means_and_normalises_token_rows() -> None:
+    vectors = fake_embedder().embed(["car", "car weather", "nothing known"])
+    assert np.allclose(vectors[0], [1.0, 0.0])
+    assert np.allclose(vectors[1], [np.sqrt(0.5), np.sqrt(0.5)])
+    assert np.allclose(vectors[2], [0.0, 0.0])  # no tokens: a zero vector, not NaN
+
+
+def test_semantic_finds_what_no_word_matches() -> None:
+    lexical = SearchIndex(catalog())
+    semantic = SearchIndex(catalog(), embedder=fake_embedder())
+    assert lexical.search("automobile hire") == []
+    assert [hit.entry.name for hit in semantic.search("automobile hire")][0] == "car_rental"
+    assert [hit.entry.name for hit in semantic.search("rain tomorrow")][0] == "get_forecast"
+    assert semantic.semantic and not lexical.semantic
+
+
+def test_names_still_come_first_with_the_semantic_extra() -> None:
+    index = SearchIndex(catalog(), embedder=fake_embedder())
+    assert [hit.entry.name for hit in index.search("unit_convert")][0] == "unit_convert"
+    assert [hit.entry.name for hit in index.search("car hire", groups=["misc"], limit=1)] == ["car_rental"]
+
+
+def test_semantic_weight_zero_is_bm25_order() -> None:
+    index = SearchIndex(realistic(), embedder=fake_embedder(), semantic_weight=0.0)
+    plain = SearchIndex(realistic())
+    query = "read a file and list the directory"
+    assert [h.entry.name for h in index.search(query, limit=3)] == [h.entry.name for h in plain.search(query, limit=3)]
+
+
+def test_tiny_catalogs_with_the_semantic_extra() -> None:
+    one = SearchIndex([tool("car_rental", "Rent a car.")], embedder=fake_embedder())
+    assert [hit.entry.name for hit in one.search("automobile")] == ["car_rental"]
+    two = SearchIndex(catalog()[:2], embedder=fake_embedder())
+    assert [hit.entry.name for hit in two.search("forecast")] == ["get_forecast", "car_rental"]
+
+
+def test_zscores_and_fusion() -> None:
+    assert zscores(np.array([2.0, 2.0, 2.0])).tolist() == [0.0, 0.0, 0.0]
+    z = zscores(np.array([1.0, 2.0, 3.0]))
+    assert np.isclose(z.mean(), 0.0) and np.isclose(z.std(), 1.0)
+    lexical, cosine = np.array([0.0, 10.0, 0.0]), np.array([0.9, 0.1, 0.2])
+    assert np.argmax(fuse_semantic(lexical, cosine, 1.0)) == 0
+    assert np.argmax(fuse_semantic(lexical, cosine, 0.0)) == 1
+    assert np.allclose(fuse_semantic(lexical * 7, cosine, 0.5), fuse_semantic(lexical, cosine, 0.5))  # scale-free
+
+
+def test_clause_scores_lift_the_best_tool_of_each_need() -> None:
+    whole = np.array([10.0, 1.0, 0.0])
+    fused = with_clauses(whole, [np.array([5.0, 0.0, 0.0]), np.array([0.0, 2.0, 0.0])], weight=0.5)
+    assert fused.tolist() == [15.0, 6.0, 0.0]
+    assert with_clauses(whole, []).tolist() == whole.tolist()
+
+
+def test_embedding_text_keeps_the_start_of_long_descriptions() -> None:
+    entry = tool("read_file", "Read a file. " + "Details. " * 100)
+    text = embedding_text(entry)
+    assert text.startswith("read file: Read a file.") and len(text) < 450
+
+
+# -- the real weights, shipped in the wordllama wheel (installed by the `test` and `semantic` extras) ----------
+
+
+def test_wordllama_loads_offline_and_embeds_meaning() -> None:
+    embedder = default_embedder()
+    assert embedder.dimensions == 256 and default_embedder() is embedder
+    vectors = embedder.embed(["weather forecast for tomorrow", "will it rain tomorrow", "compress a video file"])
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+
+
+def test_wordllama_search_on_a_realistic_catalog() -> None:
+    index = build_index(realistic(), semantic=True)
+    assert [hit.entry.name for hit in index.search("will it rain in Lisbon tomorrow", limit=2)][0].startswith(
+        "weather__")
+    assert [hit.entry.name for hit in index.search("capture an image of the web page", limit=3)].count(
+        "browser__screenshot") == 1
+
+
+def test_missing_weights_are_a_config_error_naming_the_extra(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"lazytools\[semantic\]"):
+        load_wordllama(tmp_path)
+
+
+async def test_server_with_semantic_setting_searches_by_meaning(server_factory) -> None:  # type: ignore[no-untyped-def]
+    async with client(server_factory(semantic=True), "mcp") as c:
+        result = await c.call_tool("search_tools", {"query": "is it going to be sunny", "limit": 2})
+        assert not result.is_error
+        assert "get_forecast" in text_of(result)
+    async with client(server_factory(), "mcp") as c:
+        result = await c.call_tool("search_tools", {"query": "is it going to be sunny", "limit": 2})
+        assert "get_forecast" not in text_of(result)
+
+
+def test_semantic_setting_is_off_by_default() -> None:
+    assert make_settings().semantic is False
