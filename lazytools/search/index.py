@@ -71,30 +71,35 @@ def _fields(entry: ToolEntry) -> dict[str, str]:
     }
 
 
-def _name_terms(name: str, known: frozenset[str] | set[str]) -> list[str]:
-    """A name's words, plus the known words glued inside them ("seoanalysis" → seo, analysis)."""
-    words = split_words(name)
-    glued = [part for word in words if len(word) >= _MIN_COMPOUND for part in split_compound(word, known)]
-    return [stem(word) for word in (*words, *glued) if word not in STOP_WORDS and len(word) > 1]
+def _field_words(entry: ToolEntry) -> dict[str, list[str]]:
+    return {field: split_words(text) for field, text in _fields(entry).items()}
 
 
-def _known_words(entries: Sequence[ToolEntry]) -> set[str]:
+def _known_words(field_words: Iterable[Mapping[str, list[str]]]) -> set[str]:
     """Words the catalog's descriptions use: the dictionary that glued-together names are cut with."""
-    words: set[str] = set()
-    for entry in entries:
-        fields = _fields(entry)
+    known: set[str] = set()
+    for words in field_words:
         for field in ("title", "description", "parameters"):
-            words.update(word for word in split_words(fields[field]) if len(word) >= 3)
-    return words
+            known.update(word for word in words[field] if len(word) >= 3)
+    return known
+
+
+def _terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> list[str]:
+    terms: list[str] = []
+    for field, field_words in words.items():
+        if field == "name":
+            # A name's words, plus the known words glued inside them ("seoanalysis" → seo, analysis).
+            field_words = field_words + [
+                part for word in field_words if len(word) >= _MIN_COMPOUND for part in split_compound(word, known)
+            ]
+        stems = [stem(word) for word in field_words if word not in STOP_WORDS and len(word) > 1]
+        terms.extend(stems * FIELD_WEIGHTS[field])
+    return terms
 
 
 def document_terms(entry: ToolEntry, known: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """The terms one tool is indexed under, each field repeated by its weight."""
-    terms: list[str] = []
-    for field, text in _fields(entry).items():
-        field_terms = _name_terms(text, known) if field == "name" else tokenize(text)
-        terms.extend(field_terms * FIELD_WEIGHTS[field])
-    return terms
+    return _terms(_field_words(entry), known)
 
 
 def embedding_text(entry: ToolEntry) -> str:
@@ -117,8 +122,9 @@ class SearchIndex:
         semantic_weight: float = SEMANTIC_WEIGHT,
     ) -> None:
         self.entries: list[ToolEntry] = list(entries)
-        known = _known_words(self.entries)
-        self._bm25 = BM25Postings([document_terms(entry, known) for entry in self.entries])
+        words = [_field_words(entry) for entry in self.entries]
+        known = _known_words(words)
+        self._bm25 = BM25Postings([_terms(entry_words, known) for entry_words in words])
         self.vocabulary = Vocabulary(self._bm25.vocabulary)
         self._names = NameMatcher([(e.name, e.source_name or e.name) for e in self.entries])
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
@@ -163,7 +169,10 @@ class SearchIndex:
         scores = self.lexical_scores(query)
         candidates = scores > 0
         if self._vectors is not None and self.embedder is not None:
-            similarity = (self._vectors @ self.embedder.embed([query])[0]).astype(np.float64)
+            # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which
+            # made it 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
+            query_vector = self.embedder.embed([query])[0]
+            similarity = np.einsum("ij,j->i", self._vectors, query_vector).astype(np.float64)
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True

@@ -1,0 +1,126 @@
+"""Search latency on synthetic catalogs of 100, 1,000 and 10,000 tools (BM25, and BM25 + embeddings if installed).
+
+The catalogs are generated here, from a fixed seed, in the shape of real MCP servers: `server__verb_object`
+names, one-sentence descriptions, a few described parameters. Queries mix the kinds a model sends: short
+keyword queries, exact names, typos and long multi-need requests.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+
+from .entry import ToolEntry
+from .search import SearchIndex, build_index
+
+__all__ = ["search_benchmarks", "synthetic_catalog", "synthetic_queries"]
+
+_VERBS = "get list create update delete search find send read write move copy run start stop sync export import".split()
+_OBJECTS = (
+    "issue pull_request branch commit file directory message channel thread reaction table row query schema "
+    "event calendar invoice customer order payment ticket page screenshot document image video user team "
+    "project label comment release build deployment alert metric log dashboard contact note task"
+).split()
+_SERVERS = (
+    "github gitlab jira linear slack discord postgres mysql stripe notion drive calendar browser sentry "
+    "grafana hubspot salesforce zendesk figma vercel docker kubernetes aws gcp azure filesystem memory time"
+).split()
+_PHRASES = (
+    "in a repository", "for the current user", "with optional filters", "by id", "in the workspace",
+    "from the database", "with pagination", "and return its details", "in a project", "for a date range",
+)
+_WORDS = (
+    "status priority owner created updated archived public private draft open closed recent default limit "
+    "cursor format region account organization environment version timezone language currency amount"
+).split()
+
+
+async def _unused(arguments: dict[str, Any]) -> types.CallToolResult:
+    raise RuntimeError("benchmark tools are never called")
+
+
+def synthetic_catalog(size: int, seed: int = 7) -> list[ToolEntry]:
+    """`size` distinct tools spread over servers, like a gateway in front of many MCP servers."""
+    rng = random.Random(seed)
+    entries: list[ToolEntry] = []
+    seen: set[str] = set()
+    while len(entries) < size:
+        server, verb, obj = rng.choice(_SERVERS), rng.choice(_VERBS), rng.choice(_OBJECTS)
+        name = f"{server}{len(entries) // (len(_SERVERS) * 400) or ''}__{verb}_{obj}"
+        if name in seen:
+            name = f"{name}_{len(entries)}"
+        seen.add(name)
+        words = " ".join(rng.sample(_WORDS, 4))
+        description = (f"{verb.capitalize()} a {obj.replace('_', ' ')} {rng.choice(_PHRASES)} in {server}. "
+                       f"Supports {words}.")
+        parameters = {w: {"type": "string", "description": f"The {w} of the {obj.replace('_', ' ')}."}
+                      for w in rng.sample(_WORDS, 3)}
+        entries.append(ToolEntry(name=name, group=server, description=description,
+                                 input_schema={"type": "object", "properties": parameters}, call=_unused))
+    return entries
+
+
+def synthetic_queries(entries: list[ToolEntry], count: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    queries: list[str] = []
+    for i in range(count):
+        entry = rng.choice(entries)
+        server, _, rest = entry.name.partition("__")
+        kind = i % 4
+        if kind == 0:
+            queries.append(f"{rest.replace('_', ' ')} {server}")
+        elif kind == 1:
+            queries.append(entry.name)
+        elif kind == 2:
+            word = rest.split("_")[-1]
+            cut = max(1, len(word) // 2)
+            queries.append(f"{word[:cut]}{word[cut + 1:]} {server}")  # one letter dropped
+        else:
+            other = rng.choice(entries)
+            queries.append(f"Can you please {entry.description.split('.')[0].lower()} and then "
+                           f"{other.description.split('.')[0].lower()}, and tell me when it is done?")
+    return queries
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+
+
+def _time(search: Callable[[str], object], queries: list[str]) -> tuple[float, float]:
+    for query in queries[:20]:  # warm caches (stemmer, typo index) as a running server would have them
+        search(query)
+    samples = []
+    for query in queries:
+        start = time.perf_counter()
+        search(query)
+        samples.append((time.perf_counter() - start) * 1000)
+    return _percentiles(samples)
+
+
+def search_benchmarks(quick: bool) -> str:
+    """The `## Search latency` section of `lazytools bench`: index build time and search p50/p99 per size."""
+    semantic = importlib.util.find_spec("wordllama") is not None
+    lines = ["## Search latency (synthetic catalogs, limit 5, ms)",
+             f"{'tools':>6}  {'mode':<16} {'build':>9}  {'p50':>7}  {'p99':>7}  queries"]
+    for size in (100, 1_000, 10_000):
+        entries = synthetic_catalog(size)
+        queries = synthetic_queries(entries, 100 if quick else 400)
+        modes: list[tuple[str, Callable[[], SearchIndex]]] = [("bm25", lambda: SearchIndex(entries))]
+        if semantic:
+            modes.append(("bm25+semantic", lambda: build_index(entries, semantic=True)))
+        for label, build in modes:
+            start = time.perf_counter()
+            index = build()
+            built = (time.perf_counter() - start) * 1000
+            p50, p99 = _time(lambda q: index.search(q, limit=5), queries)
+            lines.append(f"{size:>6}  {label:<16} {built:>7.0f}ms  {p50:>7.3f}  {p99:>7.3f}  {len(queries)}")
+    if not semantic:
+        lines.append("(semantic mode not measured: pip install 'lazytools[semantic]')")
+    return "\n".join(lines)
