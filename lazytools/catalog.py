@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,6 +65,7 @@ class Catalog:
         self._groups: dict[str, Group] = {}
         self._by_group: dict[str, list[ToolEntry]] = {}
         self._listeners: list[Callable[[Catalog], None]] = []
+        self._announce_listeners: list[Callable[[], Awaitable[None]]] = []
         self.version = 0
 
     def __len__(self) -> int:
@@ -94,6 +95,16 @@ class Catalog:
 
     def on_change(self, listener: Callable[[Catalog], None]) -> None:
         self._listeners.append(listener)
+
+    def on_announce(self, listener: Callable[[], Awaitable[None]]) -> None:
+        """Await `listener` whenever a source announces a change it made while serving (see `announce`)."""
+        self._announce_listeners.append(listener)
+
+    async def announce(self) -> None:
+        """Sources whose tools change while serving (an upstream's list_changed, a reconnection) call this after
+        `set_group`, so async listeners such as the server can tell connected clients. Sync listeners already ran."""
+        for listener in list(self._announce_listeners):
+            await listener()
 
     def set_group(self, group: Group, entries: Iterable[ToolEntry]) -> None:
         """Replace every entry of `group` with `entries` (an empty list keeps the group, with no tools)."""

@@ -74,8 +74,10 @@ class LazyServer(Server[Any]):
         self.index = LiveIndex(catalog, semantic=settings.semantic)
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface], list[types.Tool]] = {}
-        self.pinned = self._check_pinned(settings.always_available_tools)
+        self._always_available = self._check_pinned(settings.always_available_tools)
+        self.pinned = self._pinned_now()
         catalog.on_change(self._catalog_changed)
+        catalog.on_announce(self._sources_changed)
 
     def create_initialization_options(
         self,
@@ -236,6 +238,7 @@ class LazyServer(Server[Any]):
 
     def _catalog_changed(self, catalog: Catalog) -> None:
         self._definitions.clear()
+        self.pinned = self._pinned_now()
         self.events.publish_nowait(ToolsListChanged())
 
     async def notify_dynamic_sessions(self) -> int:
@@ -247,14 +250,34 @@ class LazyServer(Server[Any]):
                 sent += 1
         return sent
 
+    async def _sources_changed(self) -> None:
+        # A source's tools changed while serving (an upstream's list_changed or reconnection). Every surface lists
+        # search_tools, whose description counts the catalog, and the pinned tools: tell every session that can hear.
+        for state in self.store:
+            if state.notify is not None:
+                try:
+                    await state.notify()
+                except Exception as exc:  # a client that went away must not keep the others from hearing
+                    logger.info("session %s: list_changed not delivered: %s", state.key[:8], exc)
+
+    def _pinned_now(self) -> list[str]:
+        """ALWAYS_AVAILABLE_TOOLS that the catalog holds now, then the tools their source pins."""
+        configured = [name for name in self._always_available if name in self.catalog]
+        return list(dict.fromkeys([*configured, *(entry.name for entry in self.catalog if entry.pinned)]))
+
     def _check_pinned(self, names: Sequence[str]) -> list[str]:
+        # A group without tools is a source that is not serving yet (an upstream that failed to start).
+        waiting = [group.name for group in self.catalog.groups if not self.catalog.in_group(group.name)]
         for name in names:
             if name in META_TOOL_NAMES:
                 raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS: {name!r} is a meta-tool and is always listed")
             if name not in self.catalog:
                 close = suggest(name, self.catalog.names())
                 hint = f" Closest: {', '.join(close)}." if close else ""
-                raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS names an unknown tool {name!r}.{hint}")
+                if not waiting:
+                    raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS names an unknown tool {name!r}.{hint}")
+                logger.warning("ALWAYS_AVAILABLE_TOOLS names %r, which no source serves yet (not serving: %s); "
+                               "it is listed once it appears.%s", name, ", ".join(waiting), hint)
         return list(dict.fromkeys(names))
 
 

@@ -1,0 +1,91 @@
+"""The gateway: every upstream server of the config file, connected at once, filling one catalog group each."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+
+from .catalog import Catalog
+from .errors import ConfigError
+from .mcpconfig import GatewayConfig, load_config
+from .settings import Settings
+from .upstream import Backoff, Upstream
+
+__all__ = ["Backoff", "Gateway", "open_gateway"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Gateway:
+    """The upstreams of an open gateway, in config order."""
+
+    upstreams: list[Upstream]
+
+    def __getitem__(self, name: str) -> Upstream:
+        for upstream in self.upstreams:
+            if upstream.name == name:
+                return upstream
+        raise KeyError(name)
+
+    @property
+    def serving(self) -> list[Upstream]:
+        return [u for u in self.upstreams if u.status == "up"]
+
+    @property
+    def down(self) -> list[Upstream]:
+        return [u for u in self.upstreams if u.status != "up"]
+
+
+@asynccontextmanager
+async def open_gateway(
+    settings: Settings,
+    catalog: Catalog,
+    *,
+    config: GatewayConfig | None = None,
+    backoff: Backoff = Backoff(),
+    one_by_one: bool = False,
+) -> AsyncIterator[Gateway]:
+    """Connect every upstream of `settings.config` (or `config`) concurrently and keep them connected.
+
+    Returns once each upstream has connected or failed its first attempt (each bounded by `connect_timeout`).
+    Failures are logged and retried in the background; the others serve. `one_by_one` connects them in turn
+    instead, for the start-up benchmark.
+    """
+    if config is None:
+        if settings.config is None:
+            raise ConfigError("The gateway needs a config file (--config or LAZYTOOLS_CONFIG)")
+        config = load_config(settings.config)
+    if not config.servers:
+        logger.warning("%s lists no enabled servers", config.path or "the config")
+    upstreams = [Upstream(server, catalog=catalog, settings=settings, backoff=backoff)
+                 for server in config.servers.values()]
+    async with anyio.create_task_group() as tg:
+        # Each first attempt has its own connect_timeout deadline; stopping a hung process after it can take a few
+        # more seconds, which start-up need not wait for.
+        with anyio.move_on_after(settings.connect_timeout * (len(upstreams) if one_by_one else 1) + 0.5):
+            for upstream in upstreams:
+                tg.start_soon(upstream.run, name=f"upstream {upstream.name}")
+                if one_by_one:
+                    await upstream.started.wait()
+            for upstream in upstreams:
+                await upstream.started.wait()
+        gateway = Gateway(upstreams)
+        _log_start(gateway, catalog)
+        try:
+            yield gateway
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def _log_start(gateway: Gateway, catalog: Catalog) -> None:
+    serving, down = gateway.serving, gateway.down
+    tools = sum(len(catalog.in_group(u.name)) for u in serving)
+    message = f"gateway: {len(serving)} of {len(gateway.upstreams)} upstream servers serving {tools} tools"
+    if down:
+        message += "; not serving yet: " + ", ".join(f"{u.name} ({u.error or 'still starting'})" for u in down)
+    logger.log(logging.WARNING if down else logging.INFO, message)

@@ -1,0 +1,358 @@
+"""One upstream MCP server: connect, put its tools in the catalog, forward calls, reconnect when it drops.
+
+Each `Upstream.run` is one task that owns the connection for its whole life (anyio wants a connection's task
+groups entered and left by the same task): connect within `connect_timeout`, list tools, then wait for the
+upstream to announce a tool-list change or for the connection to end; on failure, retry with backoff. Calls
+come from other tasks (the server's request handlers) and share the connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
+from pydantic import ValidationError
+
+from .catalog import Catalog, Group
+from .entry import ToolEntry, first_sentence
+from .errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
+from .mcpconfig import HttpServer, ServerConfig, public_tool_name
+from .settings import Settings
+
+__all__ = ["Backoff", "Upstream", "describe_failure"]
+
+logger = logging.getLogger(__name__)
+
+_CLIENT_INFO = types.Implementation(name="lazytools-gateway", version="0.1")
+_MAX_PAGES = 100
+"""Bound on tools/list pagination: a server whose cursor never ends cannot hang a refresh."""
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Seconds between reconnection attempts: `first`, doubling up to `most`. A connection that worked and then
+    dropped is retried at once; only repeated failures wait."""
+
+    first: float = 1.0
+    most: float = 60.0
+
+    def after(self, failures: int) -> float:
+        return min(self.first * 2 ** max(failures - 1, 0), self.most)
+
+
+Status = Literal["starting", "up", "down"]
+
+
+class Upstream:
+    """The connection to one configured server and the catalog group it fills."""
+
+    def __init__(self, config: ServerConfig, *, catalog: Catalog, settings: Settings,
+                 backoff: Backoff = Backoff()) -> None:
+        self.config = config
+        self.name = config.name
+        self.catalog = catalog
+        self.backoff = backoff
+        self.call_timeout = config.timeout or settings.call_timeout
+        self.connect_timeout = settings.connect_timeout
+        self.pinned = config.defer_loading is False or (config.defer_loading is None and not settings.defer_all)
+        self.status: Status = "starting"
+        self.error: str | None = None
+        """Why the last attempt failed or the connection ended; None while up."""
+        self.started = anyio.Event()
+        """Set when the first attempt is over, whether it connected or not."""
+        self.connections = 0
+        self._client: Client | None = None
+        self._wake = anyio.Event()
+        self._signal = anyio.Event()
+        self._relist = False
+        self._lost = False
+        self._attempts_started = 0
+        self._attempts_over = 0
+        self._attempt_over = anyio.Event()
+
+    # -- the connection's life --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect and serve until cancelled, reconnecting after failures."""
+        if self.name not in {group.name for group in self.catalog.groups}:
+            # An empty group says "this source exists but serves nothing yet"; its tools arrive when it does.
+            self.catalog.set_group(Group(self.name, self.config.description or ""), [])
+        failures = 0
+        while True:
+            self._wake = anyio.Event()
+            self._attempts_started += 1
+            try:
+                await self._connect_and_serve()
+                failures = 0  # it was up: the first retry is immediate
+                reason = "the connection closed (the server exited or crashed)"
+            except Exception as exc:  # any failure of one upstream is its own, never the gateway's
+                failures += 1
+                reason = describe_failure(exc)
+            self._went_down(reason, failures)
+            if failures:
+                with anyio.move_on_after(self.backoff.after(failures)):
+                    await self._wake.wait()  # a call to one of its tools retries at once ("on next use")
+
+    async def _connect_and_serve(self) -> None:
+        self._lost, self._relist = False, False
+        self._signal = anyio.Event()
+        # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
+        with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
+            async with Client(_watched(self._transport(), self._connection_lost), mode="legacy", cache=None,
+                              client_info=_CLIENT_INFO, message_handler=self._on_message) as client:
+                await self._refresh(client)
+                scope.deadline = math.inf
+                self._came_up(client)
+                try:
+                    await self._serve(client)
+                finally:
+                    self._client = None
+        if scope.cancelled_caught:
+            raise TimeoutError(f"did not start and answer initialize and tools/list within {self.connect_timeout:g} s")
+
+    async def _serve(self, client: Client) -> None:
+        while not self._lost:
+            await self._signal.wait()
+            self._signal = anyio.Event()
+            if self._relist and not self._lost:
+                self._relist = False
+                try:
+                    with anyio.fail_after(self.connect_timeout):
+                        await self._refresh(client)
+                except Exception as exc:  # keep serving the tools we know; the next change retries
+                    logger.warning("upstream %r: re-listing tools failed: %s", self.name, describe_failure(exc))
+
+    def _came_up(self, client: Client) -> None:
+        self._client = client
+        self.connections += 1
+        self.status, self.error = "up", None
+        level = logging.INFO if self.connections == 1 else logging.WARNING
+        logger.log(level, "upstream %r: %s, %d tools", self.name,
+                   "connected" if self.connections == 1 else "reconnected", len(self.catalog.in_group(self.name)))
+        self._finish_attempt()
+
+    def _went_down(self, reason: str, failures: int) -> None:
+        first_failure = self.status == "starting"
+        came_up = self._attempts_over == self._attempts_started  # this attempt connected, then dropped
+        self.status, self.error = "down", reason
+        retry = f"retrying in {self.backoff.after(failures):g} s" if failures else "reconnecting"
+        verb = "failed to start" if first_failure else ("is down" if failures else "disconnected")
+        level = logging.WARNING if failures <= 1 else logging.INFO
+        logger.log(level, "upstream %r %s: %s; %s", self.name, verb, reason, retry)
+        if not came_up:
+            self._finish_attempt()
+
+    def _finish_attempt(self) -> None:
+        self._attempts_over += 1
+        over, self._attempt_over = self._attempt_over, anyio.Event()
+        over.set()
+        self.started.set()
+
+    def _connection_lost(self) -> None:
+        self._lost = True
+        self._signal.set()
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._relist = True
+            self._signal.set()
+        elif isinstance(message, Exception):
+            logger.debug("upstream %r: transport error: %s", self.name, message)
+
+    def _transport(self) -> AbstractAsyncContextManager[Any]:
+        config = self.config
+        if isinstance(config, HttpServer):
+            if config.type == "sse":
+                return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout)
+            return _streamable_http(config.url, dict(config.headers))
+        params = StdioServerParameters(command=config.command, args=list(config.args), env=dict(config.env) or None,
+                                       cwd=config.cwd)
+        # Its stderr is ours: an upstream's own messages are what a user needs to see when it fails.
+        return stdio_client(params, errlog=sys.stderr)
+
+    # -- tools ------------------------------------------------------------------------------------------------
+
+    async def _refresh(self, client: Client) -> None:
+        """List the upstream's tools and replace this server's catalog group if anything changed."""
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+            tools += page.tools
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        group = Group(self.name, self._summary(client))
+        entries = self._entries(tools)
+        if group in self.catalog.groups and entries == self.catalog.in_group(self.name):
+            return  # a reconnection or a list_changed that changed nothing: no index rebuild, no notifications
+        self.catalog.set_group(group, entries)
+        await self.catalog.announce()
+
+    def _summary(self, client: Client) -> str:
+        info = client.server_info
+        for text in (self.config.description, info.description if info else None, client.instructions,
+                     info.title if info else None):
+            if text and text.strip():
+                return first_sentence(text, limit=200)
+        return ""
+
+    def _entries(self, tools: list[types.Tool]) -> list[ToolEntry]:
+        config = self.config
+        allowed = [tool for tool in tools if config.allows(tool.name)]
+        for pattern in config.unmatched_includes([tool.name for tool in tools]):
+            logger.warning("upstream %r: include %r matches none of its tools", self.name, pattern)
+        entries: list[ToolEntry] = []
+        taken: set[str] = set()
+        seen: set[str] = set()
+        for tool in allowed:
+            if tool.name in seen:
+                logger.warning("upstream %r lists tool %r twice; keeping the first", self.name, tool.name)
+                continue
+            seen.add(tool.name)
+            name = _unique(public_tool_name(config.tool_prefix, tool.name), taken)
+            taken.add(name)
+            entries.append(ToolEntry(
+                name=name,
+                group=self.name,
+                description=tool.description or tool.title or "",
+                input_schema=tool.input_schema,
+                call=partial(self.call, tool.name),
+                title=tool.title,
+                output_schema=tool.output_schema,
+                annotations=tool.annotations,
+                source_name=tool.name,
+                pinned=self.pinned,
+            ))
+        return entries
+
+    # -- calls ------------------------------------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Forward a call; the upstream's result (isError, content, structuredContent) comes back unchanged."""
+        client = await self._connected()
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
+        try:
+            with anyio.fail_after(self.call_timeout):
+                # send_request, not call_tool: the client's own output-schema check would rewrite or reject
+                # results; a gateway passes them on as they are and lets the end client judge.
+                return await client.session.send_request(request, types.CallToolResult)
+        except TimeoutError:
+            raise UpstreamTimeoutError(self.name, f"{tool!r} did not answer within {self.call_timeout:g} s "
+                                                  "(the call was cancelled)") from None
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                if self._client is client:  # not a late answer from a connection already replaced
+                    self._connection_lost()
+                raise UpstreamUnavailableError(self.name, f"the connection closed during {tool!r} (the server "
+                                                          "exited or crashed); reconnecting") from None
+            raise UpstreamError(self.name, f"{tool!r} failed with error {exc.code}: {exc.error.message}") from None
+        except ValidationError as exc:
+            raise UpstreamError(self.name, f"{tool!r} returned a malformed result: "
+                                           f"{exc.errors()[0]['msg'] if exc.errors() else exc}") from None
+
+    async def _connected(self) -> Client:
+        if self._client is None or self._lost:
+            # Down: wake the reconnect loop now ("on next use") and wait, within the call's own time budget, for
+            # the first attempt that starts after this call: one spawn per call at most, never a retry storm.
+            target = self._attempts_started + 1
+            self._wake.set()
+            with anyio.move_on_after(min(self.call_timeout, self.connect_timeout)):
+                while (self._client is None or self._lost) and self._attempts_over < target:
+                    await self._attempt_over.wait()
+        client = self._client
+        if client is None or self._lost:
+            raise UpstreamUnavailableError(self.name, f"not connected ({self.error or 'starting'}); lazytools "
+                                                      "keeps retrying in the background")
+        return client
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    # Only reachable when two upstream names sanitise and hash to the same public name; keeps collisions impossible.
+    candidate, n = name, 2
+    while candidate in taken:
+        suffix = f"-{n}"
+        candidate, n = name[: 64 - len(suffix)] + suffix, n + 1
+    return candidate
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line saying why a connection failed, from the innermost useful exception."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+        return "it exited or closed the connection before answering (a command prints why on stderr)"
+    if isinstance(exc, MCPError):
+        return f"error {exc.code}: {exc.error.message}"
+    if isinstance(exc, TimeoutError) and str(exc):
+        return str(exc)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@asynccontextmanager
+async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    # The SDK leaves a caller-made HTTP client open; this one carries the config's headers and is ours to close.
+    async with create_mcp_http_client(headers=headers or None) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
+
+
+@asynccontextmanager
+async def _watched(transport: AbstractAsyncContextManager[Any], on_end: Callable[[], None]) -> AsyncIterator[Any]:
+    """The transport's streams, with a read stream that reports its end: how a crashed stdio server is noticed
+    without a request in flight."""
+    async with transport as (read_stream, write_stream):
+        yield _WatchedReadStream(read_stream, on_end), write_stream
+
+
+class _WatchedReadStream:
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)  # e.g. `last_context`, which the dispatcher reads when present
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except (StopAsyncIteration, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,176 @@
+"""The gateway when upstreams misbehave: crash mid-session, hang, fail to start, go away, change their tools."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.abc import TaskStatus
+
+from lazytools import build_server
+from lazytools.gateway import Backoff
+
+from .conftest import Recorder, client, text_of
+from .upstreams.helpers import eventually, http_toy, listed, opened, toy
+
+
+async def test_an_upstream_that_crashes_mid_session_is_named_and_comes_back_on_next_use(tmp_path: Path) -> None:
+    servers = {"alpha": toy("alpha", "--tools", "echo,crash"), "beta": toy("beta", "--tools", "echo")}
+    async with opened(tmp_path, servers) as o:
+        async with client(o.server) as c:
+            await c.call_tool("search_tools", {"tool_names": ["alpha__echo", "alpha__crash", "beta__echo"]})
+            crashed = await c.call_tool("alpha__crash", {})
+            assert crashed.is_error
+            assert text_of(crashed).startswith("Upstream server 'alpha': the connection closed during 'crash'")
+            assert text_of(await c.call_tool("beta__echo", {"text": "unaffected"})) == "unaffected"
+            # The next call to alpha waits for the reconnection it triggers, then goes through.
+            again = await c.call_tool("alpha__echo", {"text": "back"})
+            assert not again.is_error and text_of(again) == "back"
+            assert o.gateway["alpha"].connections == 2 and o.gateway["alpha"].status == "up"
+            assert {"alpha__echo", "alpha__crash", "beta__echo"} <= set(await listed(c))  # still enabled
+
+
+async def test_an_upstream_killed_between_calls_is_noticed_and_reconnected_without_a_call(tmp_path: Path) -> None:
+    async with opened(tmp_path, {"alpha": toy("alpha", "--tools", "echo,pid")}) as o:
+        alpha = o.gateway["alpha"]
+        pid = int(text_of(await o.catalog.get("alpha__pid").call({})))
+        os.kill(pid, signal.SIGKILL)
+        # Nothing is in flight: the end of the process's stdout alone starts the reconnection.
+        await eventually(lambda: alpha.connections == 2 and alpha.status == "up")
+        assert int(text_of(await o.catalog.get("alpha__pid").call({}))) != pid
+
+
+async def test_a_call_retries_at_once_a_server_waiting_out_its_backoff(tmp_path: Path) -> None:
+    flag = tmp_path / "ready"
+    flag.touch()
+    servers = {"alpha": toy("alpha", "--tools", "echo,pid", "--require-file", str(flag))}
+    async with opened(tmp_path, servers, backoff=Backoff(first=600, most=600), connect_timeout=15) as o:
+        alpha = o.gateway["alpha"]
+        flag.unlink()
+        os.kill(int(text_of(await o.catalog.get("alpha__pid").call({}))), signal.SIGKILL)
+        await eventually(lambda: alpha.error is not None and "before answering" in alpha.error)  # the retry failed
+        flag.touch()  # it could start now, but its next retry is ten minutes away...
+        result = await o.catalog.get("alpha__echo").call({"text": "now"})  # ...unless a call asks for it
+        assert text_of(result) == "now" and alpha.connections == 2
+
+
+async def test_a_hung_tool_times_out_with_the_server_named_and_everything_else_keeps_working(tmp_path: Path) -> None:
+    servers = {"alpha": toy("alpha", "--tools", "echo,hang", timeout=2), "beta": toy("beta", "--tools", "echo")}
+    async with opened(tmp_path, servers, call_timeout=60) as o:
+        async with client(o.server, "claude-ai") as c:
+            outcome: dict[str, str] = {}
+
+            async def hang() -> None:
+                result = await c.call_tool("invoke_tool", {"tool_name": "alpha__hang"})
+                assert result.is_error
+                outcome["hang"] = text_of(result)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(hang)
+                for server in ("beta", "alpha"):  # another server, and the same one, answer meanwhile
+                    result = await c.call_tool("invoke_tool", {"tool_name": f"{server}__echo",
+                                                               "arguments": {"text": server}})
+                    assert text_of(result) == server and "hang" not in outcome
+            assert outcome["hang"] == ("Upstream server 'alpha': 'hang' did not answer within 2 s "
+                                       "(the call was cancelled)")
+            assert text_of(await c.call_tool("invoke_tool", {"tool_name": "alpha__echo",
+                                                             "arguments": {"text": "after"}})) == "after"
+
+
+async def test_upstreams_that_fail_to_start_are_reported_skipped_and_arrive_when_they_recover(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    flag = tmp_path / "ready"
+    servers = {
+        "good": toy("good", "--tools", "echo"),
+        "missing": {"command": str(tmp_path / "no-such-server")},
+        "late": toy("late", "--tools", "echo,add", "--require-file", str(flag)),
+    }
+    with caplog.at_level(logging.INFO):
+        async with opened(tmp_path, servers, always_available_tools=["late__echo"]) as o:
+            assert "upstream 'missing' failed to start: command not found" in caplog.text
+            assert "upstream 'late' failed to start: it exited or closed the connection before answering" in caplog.text
+            assert "not serving yet: missing" in caplog.text
+            # Pinning a tool of a server that is not up yet warns instead of refusing to start.
+            assert "ALWAYS_AVAILABLE_TOOLS names 'late__echo', which no source serves yet" in caplog.text
+            assert o.catalog.names() == ["good__echo"]
+            recorder = Recorder()
+            async with client(o.server, recorder=recorder) as c:
+                assert await listed(c) == ["search_tools", "invoke_tool"]
+                assert text_of(await c.call_tool("invoke_tool", {"tool_name": "good__echo",
+                                                                 "arguments": {"text": "ok"}})) == "ok"
+                flag.touch()
+                await eventually(lambda: "late__add" in o.catalog)
+                await eventually(lambda: recorder.events == ["list_changed"])
+                assert await listed(c) == ["late__echo", "search_tools", "invoke_tool"]  # pinned now that it exists
+                assert text_of(await c.call_tool("late__echo", {"text": "here"})) == "here"
+            assert o.gateway["missing"].status == "down" and o.gateway["late"].status == "up"
+
+
+async def test_an_upstream_that_never_answers_initialize_is_skipped(tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    servers = {"good": toy("good", "--tools", "echo"), "stuck": toy("stuck", "--hang-on-start")}
+    with caplog.at_level(logging.WARNING):
+        async with opened(tmp_path, servers, connect_timeout=4) as o:
+            assert o.catalog.names() == ["good__echo"] and o.gateway["good"].status == "up"
+            assert o.gateway["stuck"].status != "up"
+            await eventually(lambda: "upstream 'stuck' failed to start: did not start and answer initialize and "
+                                     "tools/list within 4 s" in caplog.text)
+            assert text_of(await o.catalog.get("good__echo").call({"text": "fine"})) == "fine"
+
+
+async def test_an_http_upstream_that_goes_away_gives_clear_errors_and_the_others_serve(tmp_path: Path) -> None:
+    stop, stopped = anyio.Event(), anyio.Event()
+
+    async def serve_web(*, task_status: TaskStatus[str]) -> None:
+        async with http_toy("web", tools=["echo"]) as url:
+            task_status.started(url)
+            await stop.wait()
+        stopped.set()
+
+    async with anyio.create_task_group() as tg:
+        url = await tg.start(serve_web)
+        async with opened(tmp_path, {"web": {"url": url}, "alpha": toy("alpha", "--tools", "echo")}) as o:
+            async with client(o.server, "claude-ai") as c:
+                call = {"tool_name": "web__echo", "arguments": {"text": "up"}}
+                assert text_of(await c.call_tool("invoke_tool", call)) == "up"
+                stop.set()
+                await stopped.wait()
+                gone = await c.call_tool("invoke_tool", call)
+                assert gone.is_error and text_of(gone).startswith("Upstream server 'web': ")
+                down = await c.call_tool("invoke_tool", call)
+                assert down.is_error and text_of(down).startswith("Upstream server 'web': not connected (")
+                assert "keeps retrying" in text_of(down)
+                assert text_of(await c.call_tool("invoke_tool", {"tool_name": "alpha__echo",
+                                                                 "arguments": {"text": "alive"}})) == "alive"
+
+
+async def test_tool_list_changes_relist_reindex_keep_enabled_tools_and_notify(tmp_path: Path) -> None:
+    async with opened(tmp_path, {"alpha": toy("alpha", "--tools", "echo,grow,shrink")}) as o:
+        server = o.server
+        recorder, proxy_recorder = Recorder(), Recorder()
+        async with client(server, recorder=recorder) as c, client(server, "claude-ai", recorder=proxy_recorder) as p:
+            await p.list_tools()
+            await c.call_tool("search_tools", {"tool_names": ["alpha__echo", "alpha__grow", "alpha__shrink"]})
+            assert recorder.events == ["list_changed"]
+            assert text_of(await c.call_tool("alpha__grow", {})) == "grown"
+            await eventually(lambda: "alpha__extra" in o.catalog)
+            await eventually(lambda: recorder.events == ["list_changed"] * 2)
+            await eventually(lambda: proxy_recorder.events == ["list_changed"])  # its search_tools text changed
+            assert await listed(c) == ["search_tools", "invoke_tool", "alpha__echo", "alpha__grow", "alpha__shrink"]
+            found = text_of(await c.call_tool("search_tools", {"query": "increment an integer"}))
+            assert found.startswith("Enabled: alpha__extra.")
+            assert text_of(await c.call_tool("alpha__extra", {"x": 41})) == "42"
+
+            assert text_of(await c.call_tool("alpha__shrink", {"tool": "echo"})) == "shrunk"
+            await eventually(lambda: "alpha__echo" not in o.catalog)
+            await eventually(lambda: len(recorder.events) == 4)
+            assert await listed(c) == ["search_tools", "invoke_tool", "alpha__grow", "alpha__shrink", "alpha__extra"]
+            gone = await c.call_tool("alpha__echo", {"text": "x"})
+            assert gone.is_error and "Unknown tool 'alpha__echo'" in text_of(gone)
+            assert "alpha__echo" not in text_of(await c.call_tool("search_tools", {"query": "echo a text back"}))
+        indexed = [entry.name for entry in build_server(o.catalog, o.settings).index.current.entries]
+        assert "alpha__extra" in indexed and "alpha__echo" not in indexed

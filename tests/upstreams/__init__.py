@@ -1,0 +1,1 @@
+"""Tiny real MCP servers that the gateway tests start as upstreams."""
