@@ -17,7 +17,7 @@ from typing import Any
 import mcp_types as types
 
 from .catalog import MAX_NAME_LENGTH, Catalog, Group
-from .entry import ToolEntry
+from .entry import CallFn, ToolEntry
 from .errors import ConfigError, ToolExecutionError
 
 __all__ = ["JsonlCatalog", "JsonlTool", "load_jsonl_catalog", "read_jsonl", "read_tools"]
@@ -123,7 +123,7 @@ def _public_names(tools: list[JsonlTool]) -> list[str]:
     return names
 
 
-def _no_implementation(name: str, path: Path) -> Any:
+def _no_implementation(name: str, path: Path) -> CallFn:
     async def call(arguments: dict[str, Any]) -> types.CallToolResult:
         raise ToolExecutionError(
             f"{name} has no implementation: it comes from the catalog file {path.name}, which describes tools "

@@ -28,7 +28,8 @@ def zscores(scores: Scores) -> Scores:
     spread = float(scores.std()) if scores.size else 0.0
     if spread <= 1e-12:
         return np.zeros_like(scores)
-    return (scores - scores.mean()) / spread
+    centred: Scores = (scores - scores.mean()) / spread
+    return centred
 
 
 def fuse_semantic(lexical: Scores, similarity: Scores, weight: float = SEMANTIC_WEIGHT) -> Scores:
