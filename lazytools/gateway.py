@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from .catalog import Catalog
 from .errors import ConfigError
 from .mcpconfig import GatewayConfig, load_config
 from .settings import Settings
-from .upstream import Backoff, Upstream
+from .upstream import CHAIN_VARIABLE, Backoff, Upstream
 
 __all__ = ["Backoff", "Gateway", "open_gateway"]
 
@@ -47,7 +48,7 @@ async def open_gateway(
     catalog: Catalog,
     *,
     config: GatewayConfig | None = None,
-    backoff: Backoff = Backoff(),
+    backoff: Backoff | None = None,
     one_by_one: bool = False,
 ) -> AsyncIterator[Gateway]:
     """Connect every upstream of `settings.config` (or `config`) concurrently and keep them connected.
@@ -60,9 +61,10 @@ async def open_gateway(
         if settings.config is None:
             raise ConfigError("The gateway needs a config file (--config or LAZYTOOLS_CONFIG)")
         config = load_config(settings.config)
+    chain = _fronted_chain(config)
     if not config.servers:
         logger.warning("%s lists no enabled servers", config.path or "the config")
-    upstreams = [Upstream(server, catalog=catalog, settings=settings, backoff=backoff)
+    upstreams = [Upstream(server, catalog=catalog, settings=settings, backoff=backoff or Backoff(), chain=chain)
                  for server in config.servers.values()]
     async with anyio.create_task_group() as tg:
         # Each first attempt has its own connect_timeout deadline; stopping a hung process after it can take a few
@@ -80,6 +82,22 @@ async def open_gateway(
             yield gateway
         finally:
             tg.cancel_scope.cancel()
+
+
+def _fronted_chain(config: GatewayConfig) -> str:
+    """The config files fronted by the lazytools processes above this one, plus this one's, for stdio upstreams.
+
+    A config that starts lazytools on itself (one VS Code file holding lazytools and its upstreams, say) would
+    spawn lazytools after lazytools without end: the second one refuses to start instead.
+    """
+    chain = [part for part in os.environ.get(CHAIN_VARIABLE, "").split(os.pathsep) if part]
+    if config.path is None:
+        return os.pathsep.join(chain)
+    path = str(config.path.resolve())
+    if path in chain:
+        raise ConfigError(f"{config.path}: this file starts lazytools, which would front this file again; give "
+                          "lazytools a config without its own entry (or mark that entry \"disabled\": true)")
+    return os.pathsep.join([*chain, path])
 
 
 def _log_start(gateway: Gateway, catalog: Catalog) -> None:

@@ -34,25 +34,29 @@ from .errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableErro
 from .mcpconfig import HttpServer, ServerConfig, public_tool_name
 from .settings import Settings
 
-__all__ = ["Backoff", "Upstream", "describe_failure"]
+__all__ = ["CHAIN_VARIABLE", "Backoff", "Upstream", "describe_failure"]
 
 logger = logging.getLogger(__name__)
 
 _CLIENT_INFO = types.Implementation(name="lazytools-gateway", version="0.1")
+CHAIN_VARIABLE = "LAZYTOOLS_FRONTED_CONFIGS"
+"""Set for stdio upstreams: the config files of the lazytools processes above them, to refuse endless recursion."""
 _MAX_PAGES = 100
 """Bound on tools/list pagination: a server whose cursor never ends cannot hang a refresh."""
 
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Seconds between reconnection attempts: `first`, doubling up to `most`. A connection that worked and then
-    dropped is retried at once; only repeated failures wait."""
+    """Seconds between reconnection attempts: `first`, doubling up to `most`. A connection that stayed up for
+    `stable` seconds and then dropped is retried at once; one that keeps dropping sooner backs off like a failure,
+    so a server that crashes right after starting is not respawned in a tight loop."""
 
     first: float = 1.0
     most: float = 60.0
+    stable: float = 10.0
 
     def after(self, failures: int) -> float:
-        return min(self.first * 2 ** max(failures - 1, 0), self.most)
+        return min(self.first * 2.0 ** max(failures - 1, 0), self.most)
 
 
 Status = Literal["starting", "up", "down"]
@@ -62,7 +66,7 @@ class Upstream:
     """The connection to one configured server and the catalog group it fills."""
 
     def __init__(self, config: ServerConfig, *, catalog: Catalog, settings: Settings,
-                 backoff: Backoff = Backoff()) -> None:
+                 backoff: Backoff = Backoff(), chain: str = "") -> None:
         self.config = config
         self.name = config.name
         self.catalog = catalog
@@ -76,7 +80,9 @@ class Upstream:
         self.started = anyio.Event()
         """Set when the first attempt is over, whether it connected or not."""
         self.connections = 0
+        self.chain = chain
         self._client: Client | None = None
+        self._up_since: float | None = None
         self._wake = anyio.Event()
         self._signal = anyio.Event()
         self._relist = False
@@ -98,18 +104,18 @@ class Upstream:
             self._attempts_started += 1
             try:
                 await self._connect_and_serve()
-                failures = 0  # it was up: the first retry is immediate
                 reason = "the connection closed (the server exited or crashed)"
             except Exception as exc:  # any failure of one upstream is its own, never the gateway's
-                failures += 1
                 reason = describe_failure(exc)
+            stayed_up = self._up_since is not None and anyio.current_time() - self._up_since >= self.backoff.stable
+            failures = 0 if stayed_up else failures + 1
             self._went_down(reason, failures)
             if failures:
                 with anyio.move_on_after(self.backoff.after(failures)):
                     await self._wake.wait()  # a call to one of its tools retries at once ("on next use")
 
     async def _connect_and_serve(self) -> None:
-        self._lost, self._relist = False, False
+        self._lost, self._relist, self._up_since = False, False, None
         self._signal = anyio.Event()
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
@@ -139,6 +145,7 @@ class Upstream:
 
     def _came_up(self, client: Client) -> None:
         self._client = client
+        self._up_since = anyio.current_time()
         self.connections += 1
         self.status, self.error = "up", None
         level = logging.INFO if self.connections == 1 else logging.WARNING
@@ -151,7 +158,7 @@ class Upstream:
         came_up = self._attempts_over == self._attempts_started  # this attempt connected, then dropped
         self.status, self.error = "down", reason
         retry = f"retrying in {self.backoff.after(failures):g} s" if failures else "reconnecting"
-        verb = "failed to start" if first_failure else ("is down" if failures else "disconnected")
+        verb = "failed to start" if first_failure else ("disconnected" if came_up else "is down")
         level = logging.WARNING if failures <= 1 else logging.INFO
         logger.log(level, "upstream %r %s: %s; %s", self.name, verb, reason, retry)
         if not came_up:
@@ -180,8 +187,8 @@ class Upstream:
             if config.type == "sse":
                 return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout)
             return _streamable_http(config.url, dict(config.headers))
-        params = StdioServerParameters(command=config.command, args=list(config.args), env=dict(config.env) or None,
-                                       cwd=config.cwd)
+        params = StdioServerParameters(command=config.command, args=list(config.args),
+                                       env={**config.env, CHAIN_VARIABLE: self.chain}, cwd=config.cwd)
         # Its stderr is ours: an upstream's own messages are what a user needs to see when it fails.
         return stdio_client(params, errlog=sys.stderr)
 

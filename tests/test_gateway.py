@@ -95,7 +95,8 @@ async def test_excluded_tools_can_never_be_found_enabled_or_invoked(tmp_path: Pa
 
 
 async def test_defer_loading_false_lists_a_servers_tools_from_the_start(tmp_path: Path) -> None:
-    servers = {"clock": toy("clock", "--tools", "echo,add", defer_loading=False), "lazy": toy("lazy", "--tools", "echo")}
+    servers = {"clock": toy("clock", "--tools", "echo,add", defer_loading=False),
+               "lazy": toy("lazy", "--tools", "echo")}
     async with opened(tmp_path, servers) as o:
         for name in ("Visual Studio Code", "claude-ai"):
             async with client(o.server, name) as c:
@@ -138,8 +139,8 @@ async def test_headers_env_and_cwd_reach_the_upstream_with_variables_expanded(tm
     async with http_toy("web", tools=["whoami"]) as url:
         servers = {
             "web": {"type": "http", "url": url, "headers": {"X-Toy-Token": "${TEST_TOY_TOKEN}"}},
-            "local": {"type": "stdio", **toy("local", "--tools", "whoami"), "env": {"TOY_SECRET": "${env:TEST_TOY_TOKEN}"},
-                      "cwd": "workdir"},
+            "local": {"type": "stdio", **toy("local", "--tools", "whoami"), "cwd": "workdir",
+                      "env": {"TOY_SECRET": "${env:TEST_TOY_TOKEN}"}},
         }
         async with opened(tmp_path, servers, section="servers") as o:
             async with client(o.server, "claude-ai") as c:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 from pathlib import Path
 
 import anyio
@@ -45,17 +46,24 @@ async def test_an_upstream_killed_between_calls_is_noticed_and_reconnected_witho
 
 
 async def test_a_call_retries_at_once_a_server_waiting_out_its_backoff(tmp_path: Path) -> None:
-    flag = tmp_path / "ready"
-    flag.touch()
-    servers = {"alpha": toy("alpha", "--tools", "echo,pid", "--require-file", str(flag))}
+    servers = {"alpha": toy("alpha", "--tools", "echo,pid")}
     async with opened(tmp_path, servers, backoff=Backoff(first=600, most=600), connect_timeout=15) as o:
         alpha = o.gateway["alpha"]
-        flag.unlink()
         os.kill(int(text_of(await o.catalog.get("alpha__pid").call({}))), signal.SIGKILL)
-        await eventually(lambda: alpha.error is not None and "before answering" in alpha.error)  # the retry failed
-        flag.touch()  # it could start now, but its next retry is ten minutes away...
+        await eventually(lambda: alpha.status == "down")  # it dropped soon after starting: next try in 10 minutes...
         result = await o.catalog.get("alpha__echo").call({"text": "now"})  # ...unless a call asks for it
         assert text_of(result) == "now" and alpha.connections == 2
+
+
+async def test_a_server_that_keeps_dying_soon_after_start_backs_off_instead_of_respawning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        async with opened(tmp_path, {"flaky": toy("flaky", "--exit-after-list")},
+                          backoff=Backoff(first=600, most=600)) as o:
+            await eventually(lambda: "upstream 'flaky' disconnected" in caplog.text)
+            assert "upstream 'flaky' disconnected: the connection closed (the server exited or crashed); " \
+                   "retrying in 600 s" in caplog.text
+            assert o.gateway["flaky"].connections == 1
 
 
 async def test_a_hung_tool_times_out_with_the_server_named_and_everything_else_keeps_working(tmp_path: Path) -> None:
@@ -174,3 +182,14 @@ async def test_tool_list_changes_relist_reindex_keep_enabled_tools_and_notify(tm
             assert "alpha__echo" not in text_of(await c.call_tool("search_tools", {"query": "echo a text back"}))
         indexed = [entry.name for entry in build_server(o.catalog, o.settings).index.current.entries]
         assert "alpha__extra" in indexed and "alpha__echo" not in indexed
+
+
+async def test_a_config_that_starts_lazytools_on_itself_does_not_recurse(tmp_path: Path,
+                                                                           capfd: pytest.CaptureFixture[str]) -> None:
+    me = {"command": sys.executable, "args": ["-m", "lazytools", "--config", str(tmp_path / "mcp.json")],
+          "cwd": str(tmp_path)}
+    servers = {"me": me, "alpha": toy("alpha", "--tools", "echo")}
+    async with opened(tmp_path, servers, backoff=Backoff(first=600, most=600)) as o:
+        await eventually(lambda: o.gateway["me"].status == "down")
+        assert o.catalog.names() == ["alpha__echo"]
+    assert "this file starts lazytools, which would front this file again" in capfd.readouterr().err

@@ -213,3 +213,14 @@ def test_public_names_are_valid_and_never_collide(pairs: list[tuple[str, str]]) 
         assert name.split("__", 1)[0] == prefix
         other = seen.setdefault(name, (prefix, tool))
         assert other == (prefix, tool), (name, other)
+
+
+def test_readme_section_shows_the_sample_config_and_client_snippets_that_parse() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Fronting your own servers", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```json\n(.*?)```", section, flags=re.S)
+    assert (ROOT / "examples" / "mcp.json").read_text() in blocks and len(blocks) == 3
+    for block in blocks:
+        config = parse_config(json.loads(block), environ={"GITHUB_TOKEN": "t", "HOME": "/home/u"},
+                              path=Path("/work/.vscode/mcp.json"))
+        assert config.servers

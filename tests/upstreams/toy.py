@@ -1,7 +1,7 @@
 """A small real MCP server for the gateway tests. Flags choose its name, its tools and how it misbehaves.
 
     python -m tests.upstreams.toy --name alpha [--tools echo,add] [--instructions TEXT] [--description TEXT]
-                                  [--require-file PATH] [--hang-on-start]
+                                  [--require-file PATH] [--hang-on-start] [--exit-after-list]
 
 `build(...)` gives the same server in-process (the HTTP tests serve it with uvicorn).
 """
@@ -12,6 +12,7 @@ import argparse
 import base64
 import os
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -43,9 +44,10 @@ def _schema(**properties: str) -> dict[str, Any]:
 class Toy:
     """One toy server's state: its name and the tools it offers right now."""
 
-    def __init__(self, name: str, tools: list[str] | None) -> None:
+    def __init__(self, name: str, tools: list[str] | None, *, exit_after_list: bool = False) -> None:
         self.name = name
         self.offered = [t for t in (tools or ALL_TOOLS) if t != "extra"]
+        self.exit_after_list = exit_after_list
 
     def tool(self, name: str) -> types.Tool:
         description, schema, _ = _TOOLS[name]
@@ -56,6 +58,8 @@ class Toy:
                           else None)
 
     async def list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        if self.exit_after_list:  # die just after this answer has gone out: a server that crashes soon after start
+            threading.Timer(0.3, os._exit, (4,)).start()
         return types.ListToolsResult(tools=[self.tool(name) for name in self.offered])
 
     async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
@@ -147,8 +151,8 @@ ALL_TOOLS = list(_TOOLS)
 
 
 def build(name: str, *, tools: list[str] | None = None, instructions: str | None = None,
-          description: str | None = None) -> Server[Any]:
-    toy = Toy(name, tools)
+          description: str | None = None, exit_after_list: bool = False) -> Server[Any]:
+    toy = Toy(name, tools, exit_after_list=exit_after_list)
     server: Server[Any] = Server(name, version="1.0", description=description, instructions=instructions,
                                  on_list_tools=toy.list_tools, on_call_tool=toy.call_tool)
     return server
@@ -170,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--description")
     parser.add_argument("--require-file", type=Path, help="exit at once unless this file exists")
     parser.add_argument("--hang-on-start", action="store_true", help="never answer initialize")
+    parser.add_argument("--exit-after-list", action="store_true", help="exit soon after answering tools/list")
     args = parser.parse_args(argv)
     if args.require_file is not None and not args.require_file.exists():
         sys.stderr.write(f"toy {args.name}: {args.require_file} is missing, exiting\n")
@@ -178,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
         time.sleep(3600)
     tools = args.tools.split(",") if args.tools else None
     anyio.run(_serve_stdio, build(args.name, tools=tools, instructions=args.instructions,
-                                  description=args.description))
+                                  description=args.description, exit_after_list=args.exit_after_list))
 
 
 if __name__ == "__main__":
