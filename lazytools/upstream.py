@@ -25,7 +25,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .catalog import Catalog, Group
@@ -82,6 +83,8 @@ class Upstream:
         self.connections = 0
         self.chain = chain
         self._client: Client | None = None
+        self._mode = "legacy"
+        """The handshake era first: every server speaks it but those that are 2026-07-28 only."""
         self._up_since: float | None = None
         self._wake = anyio.Event()
         self._signal = anyio.Event()
@@ -106,6 +109,11 @@ class Upstream:
                 await self._connect_and_serve()
                 reason = "the connection closed (the server exited or crashed)"
             except Exception as exc:  # any failure of one upstream is its own, never the gateway's
+                if self._mode == "legacy" and _refused_handshake(exc):
+                    logger.info("upstream %r refuses the initialize handshake; connecting in the 2026 era", self.name)
+                    self._mode = "auto"
+                    self._attempts_started -= 1  # the same attempt, in the other era
+                    continue
                 reason = describe_failure(exc)
             stayed_up = self._up_since is not None and anyio.current_time() - self._up_since >= self.backoff.stable
             failures = 0 if stayed_up else failures + 1
@@ -119,13 +127,17 @@ class Upstream:
         self._signal = anyio.Event()
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
-            async with Client(_watched(self._transport(), self._connection_lost), mode="legacy", cache=None,
+            async with Client(_watched(self._transport(), self._connection_lost), mode=self._mode, cache=None,
                               client_info=_CLIENT_INFO, message_handler=self._on_message) as client:
                 await self._refresh(client)
                 scope.deadline = math.inf
                 self._came_up(client)
                 try:
-                    await self._serve(client)
+                    async with anyio.create_task_group() as tg:
+                        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                            tg.start_soon(self._listen, client)  # 2026-07-28: changes come on a listen stream
+                        await self._serve(client)
+                        tg.cancel_scope.cancel()
                 finally:
                     self._client = None
         if scope.cancelled_caught:
@@ -142,6 +154,15 @@ class Upstream:
                         await self._refresh(client)
                 except Exception as exc:  # keep serving the tools we know; the next change retries
                     logger.warning("upstream %r: re-listing tools failed: %s", self.name, describe_failure(exc))
+
+    async def _listen(self, client: Client) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._relist = True
+                    self._signal.set()
+        except Exception as exc:  # its tools still work; only their changes go unnoticed until a reconnection
+            logger.warning("upstream %r: cannot follow tool list changes: %s", self.name, describe_failure(exc))
 
     def _came_up(self, client: Client) -> None:
         self._client = client
@@ -296,6 +317,13 @@ def _unique(name: str, taken: set[str]) -> str:
         suffix = f"-{n}"
         candidate, n = name[: 64 - len(suffix)] + suffix, n + 1
     return candidate
+
+
+def _refused_handshake(exc: BaseException) -> bool:
+    """Whether `exc` is a server's answer that it does not do the initialize handshake (a 2026-07-28-only server)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return isinstance(exc, MCPError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION
 
 
 def describe_failure(exc: BaseException) -> str:

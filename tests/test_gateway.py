@@ -18,7 +18,7 @@ from lazytools.catalog import MAX_NAME_LENGTH
 from lazytools.manifest import manifest
 
 from .conftest import Recorder, client, make_settings, text_of
-from .upstreams.helpers import TOY, direct, http_toy, listed, opened, toy
+from .upstreams.helpers import TOY, direct, eventually, http_toy, listed, opened, toy
 from .upstreams.toy import LONG_NAME, WEIRD_NAME
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -179,3 +179,31 @@ def test_cli_fronts_a_config_file_and_reports_a_broken_one(tmp_path: Path) -> No
     broken = run("search", "x")
     assert broken.returncode == 2
     assert "server 'alpha': field args: Input should be a valid list" in broken.stderr
+
+
+async def test_an_upstream_that_speaks_only_the_2026_era_is_reached_and_followed(tmp_path: Path) -> None:
+    async with opened(tmp_path, {"modern": toy("modern", "--modern-only", "--tools", "echo,grow")}) as o:
+        modern = o.gateway["modern"]
+        assert modern.status == "up" and modern.connections == 1
+        assert text_of(await o.catalog.get("modern__echo").call({"text": "hi"})) == "hi"
+        assert text_of(await o.catalog.get("modern__grow").call({})) == "grown"
+        # No session to notify in this era: the change arrives on the subscriptions/listen stream.
+        await eventually(lambda: "modern__extra" in o.catalog)
+
+
+async def test_an_upstream_on_the_older_http_sse_transport(tmp_path: Path) -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    from lazytools.transports.http import running_http
+
+    old = MCPServer("old-sse", instructions="An older server on HTTP+SSE.")
+
+    @old.tool()
+    def shout(text: str) -> str:
+        """Shout a text back in capitals."""
+        return text.upper()
+
+    async with running_http(old.sse_app()) as base:
+        async with opened(tmp_path, {"old": {"url": base + "/sse"}}) as o:  # a /sse URL means the SSE transport
+            assert o.catalog.names() == ["old__shout"] and o.catalog.groups[0].summary == "An older server on HTTP+SSE."
+            assert text_of(await o.catalog.get("old__shout").call({"text": "hi"})) == "HI"

@@ -1,7 +1,7 @@
 """A small real MCP server for the gateway tests. Flags choose its name, its tools and how it misbehaves.
 
     python -m tests.upstreams.toy --name alpha [--tools echo,add] [--instructions TEXT] [--description TEXT]
-                                  [--require-file PATH] [--hang-on-start] [--exit-after-list]
+                                  [--require-file PATH] [--hang-on-start] [--exit-after-list] [--modern-only]
 
 `build(...)` gives the same server in-process (the HTTP tests serve it with uvicorn).
 """
@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.message import SessionMessage
 
 __all__ = ["ALL_TOOLS", "LONG_NAME", "WEIRD_NAME", "build", "main"]
 
@@ -48,6 +51,8 @@ class Toy:
         self.name = name
         self.offered = [t for t in (tools or ALL_TOOLS) if t != "extra"]
         self.exit_after_list = exit_after_list
+        self.bus = InMemorySubscriptionBus()
+        """Where 2026-07-28 clients hear of changes (their `subscriptions/listen` streams)."""
 
     def tool(self, name: str) -> types.Tool:
         description, schema, _ = _TOOLS[name]
@@ -111,14 +116,18 @@ class Toy:
     async def grow(self, ctx: ServerRequestContext[Any], args: dict[str, Any]) -> types.CallToolResult:
         if "extra" not in self.offered:
             self.offered.append("extra")
-        await ctx.session.send_tool_list_changed()
+        await self.announce(ctx)
         return _text("grown")
 
     async def shrink(self, ctx: ServerRequestContext[Any], args: dict[str, Any]) -> types.CallToolResult:
         if args["tool"] in self.offered:
             self.offered.remove(args["tool"])
-        await ctx.session.send_tool_list_changed()
+        await self.announce(ctx)
         return _text("shrunk")
+
+    async def announce(self, ctx: ServerRequestContext[Any]) -> None:
+        await ctx.session.send_tool_list_changed()  # handshake era (dropped in the 2026 era)
+        await self.bus.publish(ToolsListChanged())  # 2026-07-28 listen streams
 
     async def extra(self, ctx: Any, args: dict[str, Any]) -> types.CallToolResult:
         return _text(str(args["x"] + 1))
@@ -154,16 +163,40 @@ def build(name: str, *, tools: list[str] | None = None, instructions: str | None
           description: str | None = None, exit_after_list: bool = False) -> Server[Any]:
     toy = Toy(name, tools, exit_after_list=exit_after_list)
     server: Server[Any] = Server(name, version="1.0", description=description, instructions=instructions,
-                                 on_list_tools=toy.list_tools, on_call_tool=toy.call_tool)
+                                 on_list_tools=toy.list_tools, on_call_tool=toy.call_tool,
+                                 on_subscriptions_listen=ListenHandler(toy.bus))
     return server
 
 
-async def _serve_stdio(server: Server[Any]) -> None:
+async def _serve_stdio(server: Server[Any], *, modern_only: bool = False) -> None:
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
+        if modern_only:
+            read_stream = _refusing_initialize(tg, read_stream, write_stream)  # type: ignore[assignment]
         options = server.create_initialization_options(NotificationOptions(tools_changed=True))
         await server.run(read_stream, write_stream, options)
+        tg.cancel_scope.cancel()
+
+
+def _refusing_initialize(tg: Any, read_stream: Any, write_stream: Any) -> Any:
+    """The client's messages minus `initialize`, which is answered the way a 2026-07-28-only server would."""
+    send, receive = anyio.create_memory_object_stream[Any](0)
+
+    async def pump() -> None:
+        async with send:
+            async for item in read_stream:
+                message = getattr(item, "message", None)
+                if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
+                    error = types.ErrorData(code=types.UNSUPPORTED_PROTOCOL_VERSION, message="2026-07-28 only",
+                                            data={"supported": ["2026-07-28"], "requested": "handshake"})
+                    await write_stream.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=message.id,
+                                                                              error=error)))
+                    continue
+                await send.send(item)
+
+    tg.start_soon(pump)
+    return receive
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -175,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--require-file", type=Path, help="exit at once unless this file exists")
     parser.add_argument("--hang-on-start", action="store_true", help="never answer initialize")
     parser.add_argument("--exit-after-list", action="store_true", help="exit soon after answering tools/list")
+    parser.add_argument("--modern-only", action="store_true", help="refuse initialize: speak 2026-07-28 only")
     args = parser.parse_args(argv)
     if args.require_file is not None and not args.require_file.exists():
         sys.stderr.write(f"toy {args.name}: {args.require_file} is missing, exiting\n")
@@ -182,8 +216,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.hang_on_start:
         time.sleep(3600)
     tools = args.tools.split(",") if args.tools else None
-    anyio.run(_serve_stdio, build(args.name, tools=tools, instructions=args.instructions,
-                                  description=args.description, exit_after_list=args.exit_after_list))
+    server = build(args.name, tools=tools, instructions=args.instructions, description=args.description,
+                   exit_after_list=args.exit_after_list)
+    anyio.run(partial(_serve_stdio, server, modern_only=args.modern_only))
 
 
 if __name__ == "__main__":
