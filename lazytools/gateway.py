@@ -66,6 +66,7 @@ async def open_gateway(
         logger.warning("%s lists no enabled servers", config.path or "the config")
     upstreams = [Upstream(server, catalog=catalog, settings=settings, backoff=backoff or Backoff(), chain=chain)
                  for server in config.servers.values()]
+    failed: Exception | None = None
     async with anyio.create_task_group() as tg:
         # Each first attempt has its own connect_timeout deadline; stopping a hung process after it can take a few
         # more seconds, which start-up need not wait for.
@@ -80,8 +81,14 @@ async def open_gateway(
         _log_start(gateway, catalog)
         try:
             yield gateway
+        except Exception as exc:
+            # Raised by the caller's block (a ConfigError from build_server, say): re-raised as itself below, not
+            # inside the ExceptionGroup a task group would wrap it in, so callers can catch what they expect.
+            failed = exc
         finally:
             tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
 
 
 def _fronted_chain(config: GatewayConfig) -> str:

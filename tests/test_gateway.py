@@ -12,7 +12,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from lazytools import ToolEntry
+from lazytools import ConfigError, ToolEntry
 from lazytools.app import open_catalog, open_server
 from lazytools.catalog import MAX_NAME_LENGTH
 from lazytools.manifest import manifest
@@ -207,3 +207,10 @@ async def test_an_upstream_on_the_older_http_sse_transport(tmp_path: Path) -> No
         async with opened(tmp_path, {"old": {"url": base + "/sse"}}) as o:  # a /sse URL means the SSE transport
             assert o.catalog.names() == ["old__shout"] and o.catalog.groups[0].summary == "An older server on HTTP+SSE."
             assert text_of(await o.catalog.get("old__shout").call({"text": "hi"})) == "HI"
+
+
+async def test_an_error_inside_the_open_gateway_comes_out_as_itself(tmp_path: Path) -> None:
+    # All upstreams are up, so a pinned name that matches nothing is a plain start-up error, not an exception group.
+    with pytest.raises(ConfigError, match="unknown tool 'alpha__ecoh'. Closest: alpha__echo"):
+        async with opened(tmp_path, {"alpha": toy("alpha", "--tools", "echo")}, always_available_tools=["alpha__ecoh"]):
+            pass
