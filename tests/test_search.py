@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lazytools import Catalog, Group
-from lazytools.search import LiveIndex, SearchIndex, tokenize
+from lazytools.search import LiveIndex, SearchIndex, stem, tokenize
 from lazytools.search.query import clauses
 from lazytools.search.vocabulary import Vocabulary, edit_distance, split_compound
 
@@ -79,6 +79,24 @@ def test_synonyms_bridge_common_verbs() -> None:
     assert terms["delet"] < 1.0  # a synonym counts less than the word itself
 
 
+def test_synonyms_bridge_common_subjects_of_tools() -> None:
+    index = SearchIndex([
+        tool("hotel_finder", "Find hotels and other lodging near a place."),
+        tool("flight_status", "Status of a flight by its number."),
+        tool("db_query", "Run SQL against a db."),
+    ])
+    assert names(index, "somewhere to stay: accommodation in Rome")[0] == "hotel_finder"
+    assert names(index, "count the rows in the database")[0] == "db_query"
+    assert names(index, "is my airline on time")[0] == "flight_status"
+
+
+def test_words_with_a_technical_second_sense_are_not_expanded() -> None:
+    from lazytools.search.synonyms import synonyms_of
+
+    for word in ("share", "class", "book", "review", "property", "deal", "home"):
+        assert synonyms_of(stem(word)) == frozenset(), word
+
+
 def test_query_stop_words_are_ignored() -> None:
     assert tokenize("Hi! Can you please help me, I want to get the weather") == tokenize("get weather")
     assert names(INDEX, "can you please help me read a file")[0] == "filesystem__read_file"
@@ -112,6 +130,42 @@ def test_long_request_with_two_needs_gets_both_tools() -> None:
     assert clauses(query) and len(clauses(query)) >= 2
     top = names(INDEX, query, limit=3)
     assert "weather__get_forecast" in top and "slack__post_message" in top
+
+
+def test_name_spelled_out_in_a_sentence_lifts_that_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lazytools.search.index as index_module
+
+    def build() -> SearchIndex:
+        return SearchIndex([
+            tool("send_message", "Deliver a text to one person."),
+            tool("channel_post", "Post a message to a channel of the team workspace, with the team's formatting."),
+            tool("list_users", "List the people of the workspace."),
+            tool("upload_file", "Upload a file to a channel."),
+        ])
+
+    query = "send a message to the team channel"
+    assert names(build(), query)[0] == "send_message"  # every word of its name is in the request
+    monkeypatch.setattr(index_module, "NAME_WORDS_BOOST", 0.0)
+    assert names(build(), query)[0] == "channel_post"  # on words alone, the longer description wins
+
+
+def test_name_words_need_all_words_and_at_least_two() -> None:
+    from lazytools.search.names import NameWords
+
+    words = NameWords([frozenset({"creat", "issu"}), frozenset({"search"}), frozenset(), frozenset({"list", "issu"})])
+    assert words.covered({"creat", "issu", "bug"}).tolist() == [True, False, False, False]
+    assert words.covered({"search", "list"}).tolist() == [False, False, False, False]  # one-word names: plain words
+    assert words.covered(set()).tolist() == [False] * 4
+
+
+def test_glued_name_words_count_when_the_query_spells_their_parts() -> None:
+    from lazytools.search.index import _field_words, _known_words, _name_terms
+
+    entries = [tool("seoanalysis", "SEO analysis of a page."), tool("timezone_list", "Every timezone name.")]
+    words = [_field_words(entry) for entry in entries]
+    known = _known_words(words)
+    assert _name_terms(words[0], known) == {"seo", "analysi"}  # cut: the descriptions use both parts
+    assert _name_terms(words[1], known) == {"timezon", "list"}  # kept whole: the descriptions use the word
 
 
 def test_glued_names_are_cut_into_catalog_words() -> None:

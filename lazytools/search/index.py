@@ -21,14 +21,14 @@ from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem, tokenize
 from .bm25 import BM25Postings
 from .fusion import SEMANTIC_WEIGHT, fuse_semantic, with_clauses
-from .names import NameMatcher
+from .names import NameMatcher, NameWords
 from .query import clauses, weighted_terms
 from .vocabulary import Vocabulary, split_compound
 
 if TYPE_CHECKING:
     from .semantic import StaticEmbedder
 
-__all__ = ["FIELD_WEIGHTS", "GROUP_BOOST", "Hit", "LiveIndex", "SearchIndex", "document_terms"]
+__all__ = ["FIELD_WEIGHTS", "GROUP_BOOST", "NAME_WORDS_BOOST", "Hit", "LiveIndex", "SearchIndex", "document_terms"]
 
 Scores = npt.NDArray[np.float64]
 
@@ -39,6 +39,9 @@ repeated description saturates term frequency and lengthens every document."""
 
 GROUP_BOOST = 0.5
 """Tools of a group the query names ("github issues") score this much more (a share of their own score)."""
+
+NAME_WORDS_BOOST = 0.5
+"""Tools all of whose name's words the query holds ("create an issue" for create_issue) score this much more."""
 
 _MIN_COMPOUND = 6
 
@@ -97,6 +100,16 @@ def _terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> 
     return terms
 
 
+def _name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> frozenset[str]:
+    """The stems a query must hold to name this tool in words (create_issue → create, issue), with glued words
+    that the descriptions never use cut into words they do ("seoanalysis" → seo, analysis)."""
+    parts: list[str] = []
+    for word in words["name"]:
+        glued = len(word) >= _MIN_COMPOUND and word not in known
+        parts.extend((split_compound(word, known) if glued else []) or [word])
+    return frozenset(stem(word) for word in parts if word not in STOP_WORDS and len(word) > 1)
+
+
 def document_terms(entry: ToolEntry, known: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """The terms one tool is indexed under, each field repeated by its weight."""
     return _terms(_field_words(entry), known)
@@ -127,6 +140,7 @@ class SearchIndex:
         self._bm25 = BM25Postings([_terms(entry_words, known) for entry_words in words])
         self.vocabulary = Vocabulary(self._bm25.vocabulary)
         self._names = NameMatcher([(e.name, e.source_name or e.name) for e in self.entries])
+        self._name_words = NameWords([_name_terms(entry_words, known) for entry_words in words])
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
         self._group_terms = {
             group: frozenset(terms) for group in set(self._groups.tolist()) if (terms := tokenize(group))
@@ -151,10 +165,11 @@ class SearchIndex:
         whole = self._bm25_scores(query)
         parts = [self._bm25_scores(part) for part in clauses(query)]
         scores = with_clauses(whole, parts)
-        mentioned = [group for group, terms in self._group_terms.items() if terms <= set(tokenize(query))]
+        terms = set(tokenize(query))
+        mentioned = [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
         if mentioned:
             scores = scores * np.where(np.isin(self._groups, mentioned), 1.0 + GROUP_BOOST, 1.0)
-        return scores
+        return scores * np.where(self._name_words.covered(terms), 1.0 + NAME_WORDS_BOOST, 1.0)
 
     def _bm25_scores(self, query: str) -> Scores:
         scores = np.zeros(len(self.entries), dtype=np.float64)

@@ -1,12 +1,15 @@
-"""Tool names in a query: a model that knows a name should get that tool first, whatever BM25 says."""
+"""Tool names in a query: a named tool comes first whatever BM25 says; one whose name's words it holds is lifted."""
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-__all__ = ["EXACT", "MENTION", "PREFIX", "NameMatcher"]
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["EXACT", "MENTION", "MIN_NAME_WORDS", "PREFIX", "NameMatcher", "NameWords"]
 
 EXACT = 3
 """The whole query is the tool's name, in any case and with any separators ("create issue" = create_issue)."""
@@ -16,6 +19,8 @@ PREFIX = 1
 """The query is one identifier that starts a name ("create_iss")."""
 
 MIN_PREFIX = 3
+MIN_NAME_WORDS = 2
+"""A one-word name ("search", "fetch") spelled in a query is just that word, which BM25 already counts."""
 MAX_PREFIX_MATCHES = 50
 """A prefix shared by more names than this ("get") says nothing about which tool is meant."""
 
@@ -72,3 +77,31 @@ class NameMatcher:
                 break
             positions |= self._compact[key]
         return positions if len(positions) <= MAX_PREFIX_MATCHES else set()
+
+
+class NameWords:
+    """Which tools have every word of their name among a query's terms ("create an issue" → create_issue).
+
+    A model that describes a tool by its name's words, spread through a sentence, is naming it as surely as
+    one that types the identifier, but no identifier match sees it. Counted through a small inverted index
+    (term → tools whose name has it), so a query costs one add per query term, not a loop over the tools.
+    """
+
+    def __init__(self, name_terms: Sequence[frozenset[str]]) -> None:
+        self._size = len(name_terms)
+        self._needed = np.array([len(terms) for terms in name_terms], dtype=np.int64)
+        postings: dict[str, list[int]] = {}
+        for position, terms in enumerate(name_terms):
+            for term in terms:
+                postings.setdefault(term, []).append(position)
+        self._postings = {term: np.asarray(ids, dtype=np.int64) for term, ids in postings.items()}
+
+    def covered(self, terms: Iterable[str]) -> npt.NDArray[np.bool_]:
+        """True for each tool whose name has at least MIN_NAME_WORDS terms, all of them in `terms`."""
+        found = np.zeros(self._size, dtype=np.int64)
+        for term in set(terms):
+            ids = self._postings.get(term)
+            if ids is not None:
+                found[ids] += 1
+        covered: npt.NDArray[np.bool_] = (found == self._needed) & (self._needed >= MIN_NAME_WORDS)
+        return covered
