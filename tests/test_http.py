@@ -145,6 +145,10 @@ async def test_two_sessions_enable_different_tools_and_hear_only_their_own_notif
         await names(a)  # one more round trip on the other session before looking
         assert first.events == ["list_changed"]
         assert len(server.store) == 2
+        async with httpx2.AsyncClient() as http:
+            response, _ = await rpc(http, url, "tools/list")
+        assert response.headers["content-type"].startswith("application/json" if json_response
+                                                           else "text/event-stream")
     assert len(server.store) == 0
 
 
@@ -173,10 +177,9 @@ async def test_fifty_concurrent_sessions_do_not_leak_tools_or_notifications(json
             refused = await client.call_tool(other, {"text": "x"})
             assert refused.is_error and "not enabled" in text_of(refused)
 
-    async with serving(server) as url:
-        async with anyio.create_task_group() as tg:
-            for i in range(count):
-                tg.start_soon(one, i, url)
+    async with serving(server) as url, anyio.create_task_group() as tg:
+        for i in range(count):
+            tg.start_soon(one, i, url)
     assert seen == {i: ["search_tools", "invoke_tool", f"tool_{i:02d}"] for i in range(count)}
     assert [r.events for r in recorders] == [["list_changed"]] * count
     assert len(server.store) == 0
@@ -287,12 +290,16 @@ async def test_stateless_era_listener_is_told_when_the_catalog_changes() -> None
 async def test_handshake_session_and_listener_coexist_on_one_server() -> None:
     server = lazy()
     recorder = Recorder()
-    async with serving(server) as url, session(url, recorder=recorder) as legacy:
-        async with Client(url, mode="2026-07-28") as modern, modern.listen(tools_list_changed=True) as subscription:
-            await legacy.call_tool("search_tools", {"tool_names": ["word_count"]})
-            await eventually(lambda: recorder.events == ["list_changed"])
-            server.catalog.remove_group("weather")
-            with anyio.fail_after(10):
-                assert isinstance(await subscription.__anext__(), ToolsListChanged)
-            assert await names(modern) == ["search_tools", "invoke_tool"]
-            assert "word_count" in await names(legacy)
+    async with (
+        serving(server) as url,
+        session(url, recorder=recorder) as legacy,
+        Client(url, mode="2026-07-28") as modern,
+        modern.listen(tools_list_changed=True) as subscription,
+    ):
+        await legacy.call_tool("search_tools", {"tool_names": ["word_count"]})
+        await eventually(lambda: recorder.events == ["list_changed"])
+        server.catalog.remove_group("weather")
+        with anyio.fail_after(10):
+            assert isinstance(await subscription.__anext__(), ToolsListChanged)
+        assert await names(modern) == ["search_tools", "invoke_tool"]
+        assert "word_count" in await names(legacy)

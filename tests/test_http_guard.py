@@ -123,7 +123,7 @@ def test_host_rules(options: dict[str, Any], host: str, expected: bool) -> None:
         raise AssertionError("not called")
 
     guard = HTTPGuard(app, **options)
-    assert guard._host_allowed(host) is expected  # noqa: SLF001 - the rule table, without a socket per row
+    assert guard._host_allowed(host) is expected  # the rule table, without a server per row
 
 
 # -- body limit and malformed requests -----------------------------------------------------------------------------

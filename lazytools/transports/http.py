@@ -38,7 +38,7 @@ __all__ = ["MCP_PATH", "McpEndpoint", "build_app", "running_http", "serve_http"]
 logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
-_SHUTDOWN_GRACE = 5.0
+_SHUTDOWN_GRACE = 5
 """Seconds uvicorn waits for open streams (GET streams never end by themselves) before closing them on exit."""
 
 
@@ -56,13 +56,20 @@ class McpEndpoint:
             await self.sessions.handle_request(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
+            await jsonrpc_error(415, "Unsupported Media Type: Content-Type must be application/json")(
+                scope, receive, send)
+            return
         body = await self._read_body(headers, receive)
-        refusal = _check_post(headers, body, self.max_body_bytes)
-        if isinstance(refusal, JSONResponse):
-            await refusal(scope, receive, send)
+        if body is None:
+            await jsonrpc_error(413, f"Request body larger than {self.max_body_bytes} bytes")(scope, receive, send)
+            return
+        message = _decode(body)
+        if isinstance(message, JSONResponse):
+            await message(scope, receive, send)
             return
         manager = self.sessions
-        if MCP_SESSION_ID_HEADER not in headers and not _is_initialize(refusal):
+        if MCP_SESSION_ID_HEADER not in headers and not _is_initialize(message):
             # No session and no handshake: nothing to keep between requests, so the static proxy surface.
             manager = self.stateless
         await manager.handle_request(scope, _replay(body, receive), send)
@@ -88,13 +95,8 @@ class McpEndpoint:
         return b"".join(chunks)
 
 
-def _check_post(headers: Headers, body: bytes | None, limit: int) -> JSONResponse | Any:
-    """The decoded JSON-RPC message, or the error response that refuses it."""
-    content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if content_type != "application/json":
-        return jsonrpc_error(415, "Unsupported Media Type: Content-Type must be application/json")
-    if body is None:
-        return jsonrpc_error(413, f"Request body larger than {limit} bytes")
+def _decode(body: bytes) -> JSONResponse | Any:
+    """The JSON-RPC message in `body`, or the error response that refuses it."""
     try:
         decoded = json.loads(body)
     except (ValueError, RecursionError):
