@@ -14,7 +14,7 @@ from .errors import ConfigError
 from .jsonl_catalog import load_jsonl_catalog, read_jsonl
 from .search import build_index
 
-__all__ = ["CUTOFFS", "LabelledQuery", "QueryResult", "Scores", "evaluate", "read_queries", "run_eval"]
+__all__ = ["CUTOFFS", "HALVES", "LabelledQuery", "QueryResult", "Scores", "evaluate", "read_queries", "run_eval"]
 
 CUTOFFS = (1, 5, 10)
 """Recall is reported at these ranks; MRR is cut at the last one."""
@@ -65,10 +65,20 @@ class Scores:
         return f"{self.label:<8} {len(self.results):>6}  {recalls}  {self.mrr:.3f}"
 
 
-def read_queries(path: Path, *, every: int = 1, split: str | None = None) -> list[LabelledQuery]:
-    """Labelled queries; `every` keeps every Nth query of the single-tool split (file order, first one kept)."""
+HALVES = ("even", "odd")
+"""A query set cut in two, to tune on one half and check on the other: each split's kept queries, numbered from
+0 in file order, go to the even or the odd half by their number."""
+
+
+def read_queries(
+    path: Path, *, every: int = 1, split: str | None = None, half: str | None = None
+) -> list[LabelledQuery]:
+    """Labelled queries; `every` keeps every Nth query of the single-tool split (file order, first one kept);
+    `half` ("even" or "odd") then keeps every other query of each split."""
     if every < 1:
         raise ConfigError("--every must be at least 1")
+    if half is not None and half not in HALVES:
+        raise ConfigError(f"--half must be one of {', '.join(HALVES)}")
     queries: list[LabelledQuery] = []
     singles = 0
     for number, record in read_jsonl(path):
@@ -84,7 +94,18 @@ def read_queries(path: Path, *, every: int = 1, split: str | None = None) -> lis
             if (singles - 1) % every:
                 continue
         queries.append(LabelledQuery(str(record.get("id", number)), text, ids, str(kind)))
-    return queries
+    return queries if half is None else _half(queries, HALVES.index(half))
+
+
+def _half(queries: Sequence[LabelledQuery], parity: int) -> list[LabelledQuery]:
+    seen: dict[str, int] = {}
+    kept: list[LabelledQuery] = []
+    for query in queries:
+        number = seen.get(query.split, 0)
+        seen[query.split] = number + 1
+        if number % 2 == parity:
+            kept.append(query)
+    return kept
 
 
 def evaluate(queries: Sequence[LabelledQuery], ranker: Ranker) -> dict[str, Scores]:
@@ -128,11 +149,12 @@ def run_eval(
     misses: int = 10,
     split: str | None = None,
     semantic: bool = False,
+    half: str | None = None,
 ) -> str:
     """The `lazytools eval` report: figures per split and the worst misses."""
     loaded = load_jsonl_catalog(tools_path)
     index = build_index(loaded.catalog, semantic=semantic)
-    queries = read_queries(queries_path, every=every, split=split)
+    queries = read_queries(queries_path, every=every, split=split, half=half)
     if not queries:
         raise ConfigError(f"{queries_path}: no queries selected")
     depth = CUTOFFS[-1]
@@ -145,5 +167,6 @@ def run_eval(
         f"Search quality ({mode}) on {len(loaded.catalog)} tools from {tools_path.name}, "
         f"{len(queries)} queries from {queries_path.name}"
         + (f" (1 in {every} single-tool queries)" if every > 1 and split != "multi" else "")
+        + (f", {half} half" if half is not None else "")
     )
     return report(evaluate(queries, ranker), title=title, misses=misses)

@@ -51,6 +51,24 @@ def test_every_nth_single_query_and_all_multi_queries() -> None:
         read_queries(QUERIES, every=0)
 
 
+def test_halves_take_every_other_query_of_each_split() -> None:
+    assert [q.id for q in read_queries(QUERIES, half="even")] == ["q1", "q3", "q5", "m1"]
+    assert [q.id for q in read_queries(QUERIES, half="odd")] == ["q2", "q4"]
+    # Numbered after sampling: every=2 keeps q1, q3, q5, whose halves are q1, q5 and q3.
+    assert [q.id for q in read_queries(QUERIES, every=2, half="even")] == ["q1", "q5", "m1"]
+    assert [q.id for q in read_queries(QUERIES, every=2, half="odd")] == ["q3"]
+    with pytest.raises(ConfigError, match="--half"):
+        read_queries(QUERIES, half="third")
+
+
+def test_eval_command_on_one_half(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["eval", "--tools", str(TOOLS), "--queries", str(QUERIES), "--misses", "0", "--every", "2"]
+    assert main([*args, "--half", "odd"]) == 0
+    out = capsys.readouterr().out
+    assert "odd half" in out.splitlines()[0]
+    assert out.splitlines()[2].split() == ["single", "1", "1.000", "1.000", "1.000", "1.000"]  # q3, the typo
+
+
 def test_run_eval_reports_figures_and_worst_misses() -> None:
     report = run_eval(TOOLS, QUERIES, every=2, misses=5)
     lines = report.splitlines()
