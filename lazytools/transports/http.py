@@ -207,7 +207,8 @@ async def serve_http(server: Server[Any], settings: Settings) -> None:
                        "every tool", settings.host)
     app = build_app(server, settings)
     config = _uvicorn_config(app, settings.host, settings.port, settings.log_level)
-    logger.info("streamable HTTP at http://%s:%d%s", _url_host(settings.host), settings.port, MCP_PATH)
+    where = f"http://{_url_host(settings.host)}:{settings.port}" if settings.port else f"a free port of {settings.host}"
+    logger.info("streamable HTTP at %s%s, health check at /healthz", where, MCP_PATH)
     await uvicorn.Server(config).serve()
 
 

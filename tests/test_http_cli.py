@@ -1,0 +1,55 @@
+"""`lazytools --transport http` as a user runs it: a real process, a real client, logs on stderr only."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import mcp_types as types
+from anyio.streams.text import TextReceiveStream
+from mcp import Client
+
+from .test_http import eventually
+
+
+async def test_cli_serves_streamable_http_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("LAZYTOOLS_")}
+    command = [sys.executable, "-m", "lazytools", "--transport", "http", "--port", "0", "--files-root", str(tmp_path)]
+    process = await anyio.open_process(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stderr: list[str] = []
+    stdout: list[str] = []
+
+    async def collect(stream: anyio.abc.ByteReceiveStream, into: list[str]) -> None:
+        async for text in TextReceiveStream(stream):
+            into.append(text)
+
+    async with process, anyio.create_task_group() as tg:
+        assert process.stdout is not None and process.stderr is not None
+        tg.start_soon(collect, process.stderr, stderr)
+        tg.start_soon(collect, process.stdout, stdout)
+        await eventually(lambda: re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", "".join(stderr)) is not None,
+                         timeout=60)
+        match = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", "".join(stderr))
+        assert match is not None
+        base = match.group(1)
+        async with httpx2.AsyncClient() as http:
+            assert (await http.get(base + "/healthz")).json() == {"status": "ok"}
+        async with Client(base + "/mcp", mode="legacy",
+                          client_info=types.Implementation(name="Visual Studio Code", version="1")) as client:
+            assert client.server_capabilities.tools is not None and client.server_capabilities.tools.list_changed
+            listed = await client.list_tools()
+            assert [tool.name for tool in listed.tools] == ["search_tools", "invoke_tool"]
+            found = await client.call_tool("search_tools", {"query": "convert a temperature"})
+            assert not found.is_error
+        process.send_signal(signal.SIGINT)
+        with anyio.fail_after(30):
+            code = await process.wait()
+    assert code == 130  # uvicorn shuts down gracefully on SIGINT, then re-raises it; the CLI answers 130
+    assert "".join(stdout) == ""  # stdout carries nothing on HTTP either: every log line went to stderr
+    assert "Application shutdown complete" in "".join(stderr)
