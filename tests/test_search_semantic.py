@@ -10,7 +10,7 @@ import pytest
 
 from lazytools import ConfigError
 from lazytools.search import SearchIndex, build_index
-from lazytools.search.fusion import fuse_semantic, with_clauses, zscores
+from lazytools.search.fusion import CLAUSE_WEIGHT, fuse_semantic, with_clauses, zscores
 from lazytools.search.index import embedding_text
 from lazytools.search.semantic import StaticEmbedder, default_embedder, load_wordllama
 
@@ -79,6 +79,33 @@ def test_zscores_and_fusion() -> None:
     assert np.argmax(fuse_semantic(lexical, cosine, 1.0)) == 0
     assert np.argmax(fuse_semantic(lexical, cosine, 0.0)) == 1
     assert np.allclose(fuse_semantic(lexical * 7, cosine, 0.5), fuse_semantic(lexical, cosine, 0.5))  # scale-free
+
+
+def test_each_need_of_a_request_adds_its_own_similarity() -> None:
+    lexical, whole = np.zeros(4), np.array([0.50, 0.48, 0.0, 0.0])
+    need = np.array([0.0, 1.0, 0.0, 0.0])
+    assert np.argmax(fuse_semantic(lexical, whole, 1.0)) == 0
+    assert np.argmax(fuse_semantic(lexical, whole, 1.0, parts=[need])) == 1  # the tool one need asks for
+    other = np.array([0.0, 0.0, 1.0, 0.0])
+    best = np.maximum(zscores(need), zscores(other))  # each tool counts the need it answers best
+    expected = 0.3 * zscores(lexical) + 0.7 * (zscores(whole) + CLAUSE_WEIGHT * best)
+    assert np.allclose(fuse_semantic(lexical, whole, 0.7, parts=[need, other]), expected)
+
+
+def test_search_embeds_the_needs_of_a_long_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lazytools.search.fusion as fusion
+
+    tools = [tool("car_rental", "Rent a car at an airport."), tool("get_forecast", "Weather forecast for a city."),
+             tool("road_trip", "Car hire with the weather on the way."), tool("fleet_weather", "Weather for car fleets.")]
+
+    def lead_of_the_tools_between_the_needs() -> float:
+        hits = {h.entry.name: h.score for h in SearchIndex(tools, embedder=fake_embedder()).search(query, limit=4)}
+        return hits["fleet_weather"] - hits["get_forecast"]
+
+    query = "car hire, and the weather forecast"
+    with_needs = lead_of_the_tools_between_the_needs()
+    monkeypatch.setattr(fusion, "CLAUSE_WEIGHT", 0.0)
+    assert with_needs < lead_of_the_tools_between_the_needs()
 
 
 def test_clause_scores_lift_the_best_tool_of_each_need() -> None:

@@ -162,8 +162,11 @@ class SearchIndex:
 
     def lexical_scores(self, query: str) -> Scores:
         """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
+        return self._lexical_scores(query, clauses(query))
+
+    def _lexical_scores(self, query: str, needs: Sequence[str]) -> Scores:
         whole = self._bm25_scores(query)
-        parts = [self._bm25_scores(part) for part in clauses(query)]
+        parts = [self._bm25_scores(part) for part in needs]
         scores = with_clauses(whole, parts)
         terms = set(tokenize(query))
         mentioned = [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
@@ -181,17 +184,18 @@ class SearchIndex:
         """Tools matching `query`, best first; `groups` restricts them to those groups."""
         if not self.entries or limit <= 0:
             return []
-        scores = self.lexical_scores(query)
+        needs = clauses(query)
+        scores = self._lexical_scores(query, needs)
         candidates = scores > 0
         if self._vectors is not None and self.embedder is not None:
             # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which
             # made it 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
-            query_vector = self.embedder.embed([query])[0]
-            similarity = np.einsum("ij,j->i", self._vectors, query_vector).astype(np.float64)
+            query_vectors = self.embedder.embed([query, *needs])
+            similarities = np.einsum("ij,kj->ki", self._vectors, query_vectors).astype(np.float64)
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
-            scores = fuse_semantic(scores, similarity, self.semantic_weight)
+            scores = fuse_semantic(scores, similarities[0], self.semantic_weight, parts=similarities[1:])
         named = self._names.matches(query)
         if named:
             # Tiers sit above every relevance score; within a tier, relevance still orders the tools.
