@@ -168,6 +168,16 @@ def test_glued_name_words_count_when_the_query_spells_their_parts() -> None:
     assert _name_terms(words[1], known) == {"timezon", "list"}  # kept whole: the descriptions use the word
 
 
+def test_steps_of_a_task_description_are_separate_needs() -> None:
+    task = "Plan the release:\n1. list the open issues\n2) create a branch for the fix\n- post a message on slack"
+    assert clauses(task) == ["Plan the release", "list the open issues", "create a branch for the fix",
+                             "post a message on slack"]
+    assert clauses("read the config file after that delete the old log file") == [
+        "read the config file", "delete the old log file"]
+    top = names(INDEX, task, limit=5)
+    assert {"github__list_issues", "github__create_branch", "slack__post_message"} <= set(top)
+
+
 def test_glued_names_are_cut_into_catalog_words() -> None:
     index = SearchIndex([
         tool("seoanalysis", "Analyze the rankings of a website."),

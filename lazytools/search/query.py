@@ -26,8 +26,12 @@ MAX_TERMS_TO_CORRECT = 4
 not know is usually a real word its tools just do not use ("last" is no typo of "list"); a short keyword query
 ("wether paris") is where typos hurt and where a guess is worth making."""
 
+# Needs are separated by punctuation, by joining words, and in long task descriptions by line breaks, list
+# markers ("1.", "2)", "-") and sequencing words ("after that", "finally").
 _CLAUSE_BREAK = re.compile(
-    r"[.;:?!]+\s+|,\s+|\s+\b(?:and then|and also|as well as|and|also|then|plus)\b\s+", re.IGNORECASE
+    r"[.;:?!]+\s+|,\s+|\s*\n\s*(?:(?:\d+[.)]|[-*•])\s+)?"
+    r"|\s+\b(?:and then|and also|as well as|after that|afterwards|finally|and|also|then|plus)\b\s+",
+    re.IGNORECASE,
 )
 MIN_CLAUSE_TERMS = 2
 
