@@ -3,8 +3,8 @@
 Ranking, in order of precedence:
 1. names: a query that is a tool's name, mentions it as an identifier, or starts it puts that tool first;
 2. relevance: BM25 over weighted fields, with synonyms, typo fixes and completions drawn from the catalog's
-   own vocabulary, a request's separate needs scored one by one too, tools of a group the query names
-   boosted, and (with the semantic extra) fused with embedding similarity.
+   own vocabulary, a request's separate needs scored one by one too, tools of a group the query names or
+   whose name's words it holds boosted, and (with the semantic extra) fused with embedding similarity.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ class SearchIndex:
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
-            scores = fuse_semantic(scores, similarities[0], self.semantic_weight, parts=similarities[1:])
+            scores = fuse_semantic(scores, similarities[0], self.semantic_weight, parts=list(similarities[1:]))
         named = self._names.matches(query)
         if named:
             # Tiers sit above every relevance score; within a tier, relevance still orders the tools.
