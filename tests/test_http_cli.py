@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -15,6 +16,9 @@ import mcp_types as types
 from anyio.streams.text import TextReceiveStream
 from mcp import Client
 
+from lazytools.transports.http import MCP_PATH
+
+from .conftest import make_settings
 from .test_http import eventually
 
 
@@ -53,3 +57,13 @@ async def test_cli_serves_streamable_http_and_stops_on_ctrl_c(tmp_path: Path) ->
     assert code == 130  # uvicorn shuts down gracefully on SIGINT, then re-raises it; the CLI answers 130
     assert "".join(stdout) == ""  # stdout carries nothing on HTTP either: every log line went to stderr
     assert "Application shutdown complete" in "".join(stderr)
+
+
+def test_readme_http_snippet_points_at_the_default_address() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## HTTP transport", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```json\n(.*?)```", section, flags=re.S)
+    (server,) = json.loads(block)["servers"].values()
+    defaults = make_settings()
+    assert server["type"] == "http" and server["url"] == f"http://{defaults.host}:{defaults.port}{MCP_PATH}"
+    assert server["headers"]["Authorization"].startswith("Bearer ")
