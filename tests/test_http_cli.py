@@ -62,7 +62,7 @@ async def test_cli_serves_streamable_http_and_stops_on_ctrl_c(tmp_path: Path) ->
 def test_readme_http_snippet_points_at_the_default_address() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     section = readme.split("## HTTP transport", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"```json\n(.*?)```", section, flags=re.S)
+    (block,) = re.findall(r"```json\n(.*?)```", section, flags=re.DOTALL)
     (server,) = json.loads(block)["servers"].values()
     defaults = make_settings()
     assert server["type"] == "http" and server["url"] == f"http://{defaults.host}:{defaults.port}{MCP_PATH}"

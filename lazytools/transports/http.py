@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -182,8 +182,7 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
         ))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes)
     routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"])]
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
-    return app
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
 def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str) -> uvicorn.Config:
@@ -217,8 +216,7 @@ async def running_http(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
                        startup_timeout: float = 10.0) -> AsyncIterator[str]:
     """Run `app` with uvicorn in this event loop (port 0: a free port); yields its base URL, stops on exit."""
     server = uvicorn.Server(_uvicorn_config(app, host, port, "WARNING"))
-    async with AsyncExitStack() as stack:
-        tg = await stack.enter_async_context(anyio.create_task_group())
+    async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(startup_timeout):
             while not server.started:
