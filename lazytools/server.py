@@ -241,15 +241,6 @@ class LazyServer(Server[Any]):
         self.pinned = self._pinned_now()
         self.events.publish_nowait(ToolsListChanged())
 
-    async def notify_dynamic_sessions(self) -> int:
-        """Tell every live dynamic session that its list changed (after the catalog changed)."""
-        sent = 0
-        for state in self.store:
-            if state.surface == "dynamic" and state.notify is not None:
-                await state.notify()
-                sent += 1
-        return sent
-
     async def _sources_changed(self) -> None:
         # A source's tools changed while serving (an upstream's list_changed or reconnection). Every surface lists
         # search_tools, whose description counts the catalog, and the pinned tools: tell every session that can hear.
