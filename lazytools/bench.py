@@ -15,7 +15,8 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 from .app import bundled_catalog
-from .metatools import invoke_tool_definition
+from .catalog import Catalog, Group
+from .metatools import invoke_tool_definition, search_tools_definition
 from .report import surface_cost
 from .server import LazyServer, build_server
 from .sessions import SessionState
@@ -46,13 +47,31 @@ def token_figures(server: LazyServer) -> str:
         cost = surface_cost(server, surface)
         lines.append(f"first tools/list, {surface:>7}: {cost.tokens:>6} tokens vs {cost.full_tokens} for all "
                      f"{cost.catalog_size} tools = {cost.share:.1%}")
-    bridge = count_tokens(invoke_tool_definition().model_dump_json(by_alias=True, exclude_none=True))
+    for label, catalog in (("bundled catalog", server.catalog), ("synthetic 1,000-tool gateway", _synthetic(1000))):
+        definition = search_tools_definition(catalog, 20, 5, "dynamic")
+        lines.append(f"search_tools definition with its manifest, {label} ({len(catalog)} tools, "
+                     f"{len(catalog.groups)} groups): {count_tokens(_json(definition))} tokens")
+    bridge = count_tokens(_json(invoke_tool_definition()))
     lines.append(f"invoke_tool bridge definition: {bridge} tokens (listed in dynamic sessions too)")
     for surface in ("dynamic", "proxy"):
         state = SessionState(key="bench", surface=surface)
         sizes = [_result_tokens(server, state, query) for query in _QUERIES]
         lines.append(f"search_tools result (5 matches), {surface:>7}: mean {statistics.mean(sizes):.0f} tokens")
     return "\n".join(lines)
+
+
+def _json(tool: types.Tool) -> str:
+    return tool.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def _synthetic(size: int) -> Catalog:
+    from .bench_search import synthetic_catalog
+
+    catalog = Catalog()
+    entries = synthetic_catalog(size)
+    for group in dict.fromkeys(entry.group for entry in entries):
+        catalog.set_group(Group(group), [entry for entry in entries if entry.group == group])
+    return catalog
 
 
 def _result_tokens(server: LazyServer, state: SessionState, query: str) -> int:
