@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -27,6 +27,7 @@ from .metatools import (
     SEARCH_TOOLS,
     invoke_tool,
     invoke_tool_definition,
+    search_schema,
     search_tools,
     search_tools_definition,
 )
@@ -67,6 +68,8 @@ class LazyServer(Server[Any]):
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self.events),
+            # Without this the SDK runs our tools/list handler on every 2026-07-28 tools/call with arguments.
+            get_tool_input_schema=self.input_schema_of,
         )
         self.catalog = catalog
         self.settings = settings
@@ -124,6 +127,14 @@ class LazyServer(Server[Any]):
         connection.exit_stack.callback(self.store.drop, key)
         logger.info("session %s: client %r, %s surface", key[:8], client_name, surface)
         return state
+
+    def input_schema_of(self, name: str) -> Mapping[str, Any] | None:
+        """The input schema of any tool a client may call by name (for the transport's header checks)."""
+        if name == SEARCH_TOOLS:
+            return search_schema(self.settings.search_max_limit, self.settings.search_limit)
+        if name == INVOKE_TOOL:
+            return invoke_tool_definition().input_schema
+        return self.catalog.get(name).input_schema if name in self.catalog else None
 
     # -- tools/list -----------------------------------------------------------------------------------------
 

@@ -217,3 +217,11 @@ async def test_unexpected_errors_become_error_results(server_factory) -> None:
         result = await c.call_tool("search_tools", {"query": "x"})
         assert result.is_error and "Internal error" in text_of(result) and "ZeroDivisionError" in text_of(result)
         assert isinstance((await c.list_tools()).tools[0], types.Tool)
+
+
+def test_input_schema_lookup_covers_meta_and_catalog_tools(server_factory) -> None:
+    server = server_factory()
+    assert server.input_schema_of("search_tools")["properties"]["limit"]["maximum"] == 20  # type: ignore[index]
+    assert server.input_schema_of("invoke_tool")["required"] == ["tool_name"]  # type: ignore[index]
+    assert server.input_schema_of("word_count")["required"] == ["text"]  # type: ignore[index]
+    assert server.input_schema_of("no_such_tool") is None
