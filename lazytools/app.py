@@ -69,6 +69,7 @@ async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
 
 async def serve(settings: Settings) -> None:
     async with open_server(settings) as server:
+        await server.index.ready()  # built before the first client asks, not during its first search
         logger.info("serving %d tools over %s", len(server.catalog), settings.transport)
         if settings.transport == "http":
             from .transports.http import serve_http

@@ -228,7 +228,7 @@ class LazyServer(Server[Any]):
         settings = self.settings
         outcome = search_tools(
             self.catalog,
-            self.index.current,
+            await self.index.ready(),
             arguments,
             surface=surface,
             default_limit=settings.search_limit,

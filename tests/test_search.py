@@ -216,6 +216,27 @@ def test_live_index_rebuilds_after_the_catalog_changes() -> None:
     assert names(live.current, "beta") == ["beta"]
 
 
+async def test_live_index_ready_rebuilds_off_the_loop_once_for_concurrent_searches() -> None:
+    import anyio
+
+    catalog = Catalog()
+    catalog.set_group(Group("misc"), [tool("alpha", "First tool.")])
+    live = LiveIndex(catalog)
+    first = await live.ready()
+    assert await live.ready() is first
+    catalog.set_group(Group("misc"), [tool("alpha", "First tool."), tool("beta", "Second tool.")])
+    built: list[object] = []
+
+    async def search() -> None:
+        built.append(await live.ready())
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(5):
+            tg.start_soon(search)
+    assert len({id(index) for index in built}) == 1 and built[0] is not first
+    assert names(built[0], "beta") == ["beta"]  # type: ignore[arg-type]
+
+
 def test_vocabulary_lookups() -> None:
     vocabulary = Vocabulary(["weather", "forecast", "whether", "screenshot"])
     assert vocabulary.corrections("wether") == ["weather", "whether"]

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
 
@@ -224,12 +226,27 @@ class LiveIndex:
         self._semantic = semantic
         self._index: SearchIndex | None = None
         self._version = -1
+        self._lock = anyio.Lock()
 
     @property
     def current(self) -> SearchIndex:
+        """The index now, built here if stale (blocking: use `ready()` on the event loop)."""
         if self._index is None or self._version != self._catalog.version:
             self._index = build_index(self._catalog, semantic=self._semantic)
             self._version = self._catalog.version
+        return self._index
+
+    async def ready(self) -> SearchIndex:
+        """The index now; a stale one is rebuilt in a worker thread, so other sessions keep being served."""
+        if self._index is not None and self._version == self._catalog.version:
+            return self._index
+        async with self._lock:  # one rebuild at a time; those who waited find it fresh
+            while self._index is None or self._version != self._catalog.version:
+                version = self._catalog.version
+                # set_group swaps in new dicts rather than mutating, so the thread reads a consistent snapshot.
+                snapshot = list(self._catalog)
+                index = await anyio.to_thread.run_sync(lambda: build_index(snapshot, semantic=self._semantic))
+                self._index, self._version = index, version
         return self._index
 
 
