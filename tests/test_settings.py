@@ -49,3 +49,12 @@ def test_dotenv_file_and_flags_precedence(tmp_path: Path) -> None:
 def test_invalid_values_name_the_field() -> None:
     with pytest.raises(ValidationError, match="mode"):
         Settings(_env_file=None, mode="sometimes")  # type: ignore[call-arg]
+
+
+def test_readme_settings_table_lists_every_setting_with_its_default() -> None:
+    readme = (ROOT / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `LAZYTOOLS_([A-Z_]+)` \| ([^|]+) \|", readme, flags=re.M))
+    example = dict(re.findall(r"^LAZYTOOLS_([A-Z_]+)=(.*)$", (ROOT / ".env.example").read_text(), flags=re.M))
+    assert set(rows) == {name.upper() for name in Settings.model_fields}
+    for name, default in example.items():
+        assert rows[name].strip() == (f"`{default}`" if default else "(empty)"), name
