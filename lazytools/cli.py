@@ -69,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `lazytools search ... | head`: the reader left; that is not an error
+        sys.stderr.close()
+        return 0
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
