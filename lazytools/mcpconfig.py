@@ -6,7 +6,7 @@ Accepted shapes, in a JSON file that may carry comments and trailing commas (VS 
     {"servers":    {NAME: {"type": "stdio" | "http" | "sse", ...}}}                      VS Code
 
 Per server, lazytools also reads `description`, `defer_loading`, `include`, `exclude`, `timeout`, `prefix` and
-`disabled`. String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment. Anything
+`disabled`. String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment (configtext.py). Anything
 wrong is a `ConfigError` that names the file, the server and the field.
 """
 
@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from .configtext import expand_tree, strip_jsonc, workspace_of
 from .errors import ConfigError
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "HttpServer",
     "ServerConfig",
     "StdioServer",
-    "expand_variables",
     "load_config",
     "parse_config",
     "public_tool_name",
@@ -46,7 +46,6 @@ MAX_PREFIX_LENGTH = 24
 
 _MAX_NAME = 64
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_.\-]")
-_VARIABLE = re.compile(r"\$\{([^}]*)\}")
 # Keys other clients write into the same entries; they mean nothing to lazytools and are not typos.
 _OTHER_CLIENTS_KEYS = frozenset({"alwaysAllow", "autoApprove", "dev", "gallery", "transportType", "version"})
 
@@ -186,7 +185,7 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Gateway
     except OSError as exc:
         raise ConfigError(f"Cannot read config file {path}: {exc.strerror or exc}") from exc
     try:
-        data = json.loads(_strip_jsonc(text))
+        data = json.loads(strip_jsonc(text))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
     return parse_config(data, environ=os.environ if environ is None else environ, path=path)
@@ -230,7 +229,7 @@ def _parse_server(where: str, name: str, raw: Any, environ: Mapping[str, str], b
         raise ConfigError(f"{where}: a server has an empty name")
     if not isinstance(raw, dict):
         raise ConfigError(f"{here}: expected an object with \"command\" (stdio) or \"url\" (HTTP)")
-    expanded = _expand_tree(raw, here, environ, _workspace(base))
+    expanded = expand_tree(raw, here, environ, workspace_of(base))
     kind = _transport(here, expanded)
     model: type[StdioServer] | type[HttpServer] = StdioServer if kind == "stdio" else HttpServer
     known = {f for f in model.model_fields} | {to_camel(f) for f in model.model_fields}
@@ -289,97 +288,3 @@ def _resolve_stdio_paths(here: str, server: StdioServer, base: Path) -> StdioSer
 def _describe(error: Any) -> str:
     where = ".".join(str(part) for part in error["loc"]) or "entry"
     return f"field {where}: {error['msg']}"
-
-
-# -- ${VAR} expansion -----------------------------------------------------------------------------------------------
-
-
-def expand_variables(text: str, environ: Mapping[str, str], *, workspace: Path | None = None) -> str:
-    """Expand `${VAR}`, `${env:VAR}`, `${VAR:-default}`, and VS Code's `${workspaceFolder}`, `${userHome}`,
-    `${pathSeparator}`. An unset variable without a default is an error (a `ValueError` naming it)."""
-
-    def replace(match: re.Match[str]) -> str:
-        body = match.group(1).strip()
-        if body.startswith("input:"):
-            raise ValueError(f"${{{body}}} is a VS Code prompt, which lazytools cannot show; "
-                             f"put the value in an environment variable and write ${{env:NAME}}")
-        if body == "workspaceFolder":
-            return str(workspace or Path.cwd())
-        if body == "userHome":
-            return str(Path.home())
-        if body in ("pathSeparator", "/"):
-            return os.sep
-        name, has_default, default = body.removeprefix("env:").partition(":-")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise ValueError(f"${{{body}}} is not a variable lazytools knows (use ${{NAME}} or ${{env:NAME}})")
-        value = environ.get(name)
-        if value is None or (has_default and value == ""):
-            if has_default:
-                return default
-            raise ValueError(f"environment variable {name} is not set (write ${{{name}:-}} to allow it empty)")
-        return value
-
-    return _VARIABLE.sub(replace, text)
-
-
-def _expand_tree(value: Any, here: str, environ: Mapping[str, str], workspace: Path, at: str = "") -> Any:
-    if isinstance(value, str):
-        try:
-            return expand_variables(value, environ, workspace=workspace)
-        except ValueError as exc:
-            raise ConfigError(f"{here}, field {at or 'value'}: {exc}") from None
-    if isinstance(value, dict):
-        return {key: _expand_tree(item, here, environ, workspace, f"{at}.{key}" if at else str(key))
-                for key, item in value.items()}
-    if isinstance(value, list):
-        return [_expand_tree(item, here, environ, workspace, f"{at}.{i}") for i, item in enumerate(value)]
-    return value
-
-
-def _workspace(base: Path) -> Path:
-    # VS Code keeps its file in <workspace>/.vscode/mcp.json; anywhere else the file's own folder is the workspace.
-    return base.parent if base.name == ".vscode" else base
-
-
-# -- JSONC ----------------------------------------------------------------------------------------------------------
-
-
-def _strip_jsonc(text: str) -> str:
-    """Drop // and /* */ comments and trailing commas outside strings; line numbers stay where they were."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_string = False
-    while i < n:
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-            out.append(ch)
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            out.append("".join(c for c in text[i:end] if c == "\n"))
-            i = end
-            continue
-        elif ch in "}]":
-            # A comma followed only by whitespace before a closing bracket is a trailing comma.
-            j = len(out) - 1
-            while j >= 0 and out[j] in " \t\r\n":
-                j -= 1
-            if j >= 0 and out[j] == ",":
-                out[j] = " "
-            out.append(ch)
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)

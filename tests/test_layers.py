@@ -14,7 +14,7 @@ PACKAGE = Path(lazytools.__file__).resolve().parent
 # Lower numbers are lower layers. A module may import only modules of its own layer or lower ones.
 LAYERS: dict[str, int] = {
     "errors": 0, "settings": 0, "entry": 0,
-    "clients": 1, "functions": 1, "mcpconfig": 1, "tokens": 1,
+    "clients": 1, "functions": 1, "configtext": 1, "mcpconfig": 1, "tokens": 1,
     "catalog": 2,
     "upstream": 3, "gateway": 3, "jsonl_catalog": 3,  # sources that fill the catalog
     "search": 4, "manifest": 4,

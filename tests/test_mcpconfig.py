@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lazytools import ConfigError
+from lazytools.configtext import expand_variables
 from lazytools.mcpconfig import (
     HttpServer,
     StdioServer,
-    expand_variables,
     load_config,
     parse_config,
     public_tool_name,

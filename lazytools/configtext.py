@@ -1,0 +1,109 @@
+"""The text of config files: JSONC (comments, trailing commas) and `${VAR}` expansion, VS Code's way."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["expand_tree", "expand_variables", "strip_jsonc", "workspace_of"]
+
+_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+
+
+# -- ${VAR} expansion -----------------------------------------------------------------------------------------------
+
+
+def expand_variables(text: str, environ: Mapping[str, str], *, workspace: Path | None = None) -> str:
+    """Expand `${VAR}`, `${env:VAR}`, `${VAR:-default}`, and VS Code's `${workspaceFolder}`, `${userHome}`,
+    `${pathSeparator}`. An unset variable without a default is an error (a `ValueError` naming it)."""
+
+    def replace(match: re.Match[str]) -> str:
+        body = match.group(1).strip()
+        if body.startswith("input:"):
+            raise ValueError(f"${{{body}}} is a VS Code prompt, which lazytools cannot show; "
+                             f"put the value in an environment variable and write ${{env:NAME}}")
+        if body == "workspaceFolder":
+            return str(workspace or Path.cwd())
+        if body == "userHome":
+            return str(Path.home())
+        if body in ("pathSeparator", "/"):
+            return os.sep
+        name, has_default, default = body.removeprefix("env:").partition(":-")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"${{{body}}} is not a variable lazytools knows (use ${{NAME}} or ${{env:NAME}})")
+        value = environ.get(name)
+        if value is None or (has_default and value == ""):
+            if has_default:
+                return default
+            raise ValueError(f"environment variable {name} is not set (write ${{{name}:-}} to allow it empty)")
+        return value
+
+    return _VARIABLE.sub(replace, text)
+
+
+def expand_tree(value: Any, here: str, environ: Mapping[str, str], workspace: Path, at: str = "") -> Any:
+    if isinstance(value, str):
+        try:
+            return expand_variables(value, environ, workspace=workspace)
+        except ValueError as exc:
+            raise ConfigError(f"{here}, field {at or 'value'}: {exc}") from None
+    if isinstance(value, dict):
+        return {key: expand_tree(item, here, environ, workspace, f"{at}.{key}" if at else str(key))
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [expand_tree(item, here, environ, workspace, f"{at}.{i}") for i, item in enumerate(value)]
+    return value
+
+
+def workspace_of(base: Path) -> Path:
+    # VS Code keeps its file in <workspace>/.vscode/mcp.json; anywhere else the file's own folder is the workspace.
+    return base.parent if base.name == ".vscode" else base
+
+
+# -- JSONC ----------------------------------------------------------------------------------------------------------
+
+
+def strip_jsonc(text: str) -> str:
+    """Drop // and /* */ comments and trailing commas outside strings; line numbers stay where they were."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        ch = text[i]
+        if in_string:
+            out.append(ch)
+            if ch == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+        elif text.startswith("//", i):
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append("".join(c for c in text[i:end] if c == "\n"))
+            i = end
+            continue
+        elif ch in "}]":
+            # A comma followed only by whitespace before a closing bracket is a trailing comma.
+            j = len(out) - 1
+            while j >= 0 and out[j] in " \t\r\n":
+                j -= 1
+            if j >= 0 and out[j] == ",":
+                out[j] = " "
+            out.append(ch)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
