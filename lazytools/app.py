@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import FrameType
 
 import anyio
 import mcp_types as types
@@ -74,11 +77,38 @@ async def serve(settings: Settings) -> None:
         if settings.transport == "http":
             from .transports.http import serve_http
 
-            await serve_http(server, settings)
+            await _until_sigterm(serve_http(server, settings))
         else:
             from .transports.stdio import serve_stdio
 
             await _until_signalled(serve_stdio(server))
+
+
+async def _until_sigterm(serving: Awaitable[None]) -> None:
+    """Run `serving` (uvicorn) until it ends or SIGTERM arrives; either way the caller's cleanup then runs.
+
+    uvicorn handles SIGTERM while it serves, stops gracefully, then raises the signal again: with the default action
+    the process would die right there, before the gateway stops its upstream servers (one that ignores the end of its
+    stdin would outlive us). This handler ends `serving` instead, so the exit is clean and its status 0. SIGINT stays
+    uvicorn's and the event loop's (exit status 130)."""
+    if threading.current_thread() is not threading.main_thread():
+        await serving  # signal handlers belong to the main thread; uvicorn leaves signals alone elsewhere too
+        return
+    loop = asyncio.get_running_loop()
+    with anyio.CancelScope() as scope:
+
+        def stop() -> None:
+            logger.info("received SIGTERM, shutting down")
+            scope.cancel()
+
+        def on_sigterm(signum: int, frame: FrameType | None) -> None:
+            loop.call_soon_threadsafe(stop)  # on the loop's own turn, as asyncio.Runner handles SIGINT
+
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
+        try:
+            await serving
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
 
 async def _until_signalled(serving: Awaitable[None]) -> None:

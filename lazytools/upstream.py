@@ -208,8 +208,11 @@ class Upstream:
             if config.type == "sse":
                 return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout)
             return _streamable_http(config.url, dict(config.headers))
+        # "replace": with the SDK's strict default, one byte of invalid UTF-8 on an upstream's stdout stops its
+        # reader for good and every later call hangs until its timeout; replaced, the line is junk and dropped.
         params = StdioServerParameters(command=config.command, args=list(config.args),
-                                       env={**config.env, CHAIN_VARIABLE: self.chain}, cwd=config.cwd)
+                                       env={**config.env, CHAIN_VARIABLE: self.chain}, cwd=config.cwd,
+                                       encoding_error_handler="replace")
         # Its stderr is ours: an upstream's own messages are what a user needs to see when it fails.
         return stdio_client(params, errlog=sys.stderr)
 
