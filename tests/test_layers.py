@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "server": 7,
     "transports": 8,
     "app": 9, "report": 9, "evaluate": 9, "bench": 9, "bench_search": 9, "bench_gateway": 9, "bench_http": 9,
+    "soak": 9,
     "cli": 10, "__main__": 10, "__init__": 10,
 }
 
