@@ -1,4 +1,4 @@
-"""Interop with a client nobody here wrote: the official TypeScript MCP SDK drives lazytools over stdio."""
+"""Interop with a client nobody here wrote: the official TypeScript MCP SDK drives lazytools over stdio and HTTP."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
+
+from lazytools.soak import spawned_http_server
 
 INTEROP = Path(__file__).resolve().parent / "interop"
 
@@ -50,6 +53,42 @@ def test_typescript_client_dynamic_session(node_client: list[str], tmp_path: Pat
 
 def test_typescript_client_proxy_session(node_client: list[str], tmp_path: Path) -> None:
     out = _drive(node_client, tmp_path, "claude-ai")
+    assert out["first"] == out["relisted"] == ["search_tools", "invoke_tool"]
+    assert out["events"] == ["result"]
+    assert "input_schema:" in out["search"]  # type: ignore[operator]
+    assert "direct" not in out and "212" in out["invoked"]["text"]  # type: ignore[index,operator]
+
+
+# -- streamable HTTP: a real `lazytools --transport http` process (uvicorn) on 127.0.0.1 ----------------------------
+
+
+async def _drive_http(node_client: list[str], client_name: str) -> dict[str, object]:
+    env = {**os.environ, "INTEROP_CLIENT_NAME": client_name,
+           "INTEROP_QUERY": "convert a temperature from celsius to fahrenheit",
+           "INTEROP_TOOL": "convert_temperature",
+           "INTEROP_ARGS": json.dumps({"value": 100, "from_unit": "C", "to_unit": "F"})}
+    async with spawned_http_server() as server:
+        with anyio.fail_after(120):
+            proc = await anyio.run_process([*node_client, "http", server.url], env=env, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert server.exit_code == 0, server.output[-3000:]
+    result: dict[str, object] = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+    return result
+
+
+async def test_typescript_client_dynamic_session_over_http(node_client: list[str]) -> None:
+    out = await _drive_http(node_client, "Visual Studio Code")
+    assert out["capabilities"]["tools"]["listChanged"] is True  # type: ignore[index]
+    assert out["first"] == ["search_tools", "invoke_tool"]
+    assert out["events"] == ["list_changed", "result"]  # on the POST's own SSE stream, before the result
+    assert "convert_temperature" in out["relisted"]  # type: ignore[operator]
+    assert out["direct"] == out["invoked"]
+    assert out["invoked"]["isError"] is False and "212" in out["invoked"]["text"]  # type: ignore[index]
+    assert out["unknown"]["isError"] is True and "convert_temperature" in out["unknown"]["text"]  # type: ignore[index]
+
+
+async def test_typescript_client_proxy_session_over_http(node_client: list[str]) -> None:
+    out = await _drive_http(node_client, "claude-ai")
     assert out["first"] == out["relisted"] == ["search_tools", "invoke_tool"]
     assert out["events"] == ["result"]
     assert "input_schema:" in out["search"]  # type: ignore[operator]

@@ -27,7 +27,9 @@ const search = await client.callTool({ name: "search_tools", arguments: { query:
 events.push("result");
 out.search = text(search);
 if (clientName !== "claude-ai") {
-  await Promise.race([notified, new Promise((resolve) => setTimeout(resolve, 10000))]);
+  let timer;
+  await Promise.race([notified, new Promise((resolve) => { timer = setTimeout(resolve, 10000); })]);
+  clearTimeout(timer); // a pending timer would keep node alive for the rest of the 10 s after the notification
 }
 out.events = events;
 out.relisted = await names();

@@ -1,0 +1,56 @@
+"""The soak script, run for a few seconds so it cannot rot: every kind of session, no errors, a clean stop."""
+
+from __future__ import annotations
+
+import mcp_types as types
+import pytest
+
+from lazytools.soak import ROUNDS, SoakPlan, SoakReport, _Load, main, run_soak
+
+
+async def test_a_short_soak_serves_every_kind_of_session_without_errors() -> None:
+    report = await run_soak(SoakPlan(sessions=3, seconds=4, sample_every=0.5, churn=2))
+    assert report.errors == 0, report.error_samples
+    assert set(report.sessions_opened) == {"dynamic", "proxy", "stateless"}
+    assert sum(report.sessions_opened.values()) > 3  # churn 2: sessions were closed and replaced
+    assert {"open", "search", "list", "call", "invoke"} <= set(report.latencies)
+    assert report.server_exit == 0
+    assert len(report.rss) >= 2 and all(rss > 0 for _, rss in report.rss)
+    summary = report.summary()
+    assert f"requests served: {report.requests} " in summary and "errors: 0" in summary
+
+
+async def test_a_wrong_answer_counts_as_an_error() -> None:
+    # The checker is what makes "0 errors" mean something: a round whose expectation cannot hold must fail.
+    broken = SoakPlan(sessions=1, seconds=30, max_requests=3)
+    report = SoakReport(broken)
+    load = _Load(broken, "http://127.0.0.1:9/mcp", report)
+    load.check("proxy", "invoke_tool x", types.CallToolResult(content=[types.TextContent(text="212")]), "999")
+    load.check("proxy", "invoke_tool x", types.CallToolResult(content=[types.TextContent(text="999")],
+                                                              is_error=True), "999")
+    load.check("proxy", "invoke_tool x", types.CallToolResult(content=[types.TextContent(text="999")]), "999")
+    assert report.errors == 2 and "expected '999'" in report.error_samples[0]
+
+
+def test_memory_trend_is_the_least_squares_slope_after_warm_up() -> None:
+    report = SoakReport(SoakPlan(seconds=120, warmup=30))
+    mib = 2**20
+    report.rss = [(0.0, 50 * mib), (10.0, 80 * mib)]  # warm-up: left out
+    report.rss += [(30.0 + 10 * i, 100 * mib + i * mib // 6) for i in range(10)]  # +1 MiB per minute
+    slope = report.growth_per_minute()
+    assert slope is not None and abs(slope / mib - 1.0) < 1e-6
+    assert report.rss_after_warmup() == (100 * mib, 100 * mib + 9 * mib // 6)
+
+
+@pytest.mark.parametrize("bad", [{"sessions": 0}, {"sessions": 501}, {"seconds": 0}, {"seconds": 3601},
+                                 {"churn": 0}, {"sample_every": 0}])
+def test_the_plan_is_bounded(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        SoakPlan(**bad)  # type: ignore[arg-type]
+
+
+def test_the_command_line_runs_a_tiny_soak(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--sessions", "2", "--seconds", "1", "--sample-every", "0.5", "--churn", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("soak: 2 concurrent sessions") and "errors: 0" in out
+    assert len(ROUNDS) == len({r.tool for r in ROUNDS})  # each round exercises a different tool
