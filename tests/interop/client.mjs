@@ -7,8 +7,17 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 
 const [kind, target, ...args] = process.argv.slice(2);
 const clientName = process.env.INTEROP_CLIENT_NAME ?? "Visual Studio Code";
+// Over HTTP, list_changed travels on the standalone GET stream, which the client opens on its own after the
+// handshake; a notification sent before it is open is lost. This resolves once the server has accepted it.
+let streamOpened;
+const streamOpen = new Promise((resolve) => { streamOpened = resolve; });
+const watchingFetch = async (url, init) => {
+  const response = await fetch(url, init);
+  if ((init?.method ?? "GET") === "GET" && response.ok) streamOpened();
+  return response;
+};
 const transport = kind === "http"
-  ? new StreamableHTTPClientTransport(new URL(target))
+  ? new StreamableHTTPClientTransport(new URL(target), { fetch: watchingFetch })
   : new StdioClientTransport({ command: target, args, stderr: "inherit", cwd: process.env.INTEROP_CWD });
 
 const events = [];
@@ -21,6 +30,11 @@ const text = (result) => result.content.filter((c) => c.type === "text").map((c)
 const names = async () => (await client.listTools()).tools.map((t) => t.name);
 
 await client.connect(transport);
+if (kind === "http") {
+  let timer;
+  await Promise.race([streamOpen, new Promise((resolve) => { timer = setTimeout(resolve, 10000); })]);
+  clearTimeout(timer);
+}
 const out = { server: client.getServerVersion(), capabilities: client.getServerCapabilities() };
 out.first = await names();
 const search = await client.callTool({ name: "search_tools", arguments: { query: process.env.INTEROP_QUERY } });
