@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import random
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
 
+from .bench import percentiles
 from .entry import ToolEntry
 from .search import SearchIndex, build_index
 
@@ -88,11 +88,6 @@ def synthetic_queries(entries: list[ToolEntry], count: int, seed: int = 11) -> l
     return queries
 
 
-def _percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-
-
 def _time(search: Callable[[str], object], queries: list[str]) -> tuple[float, float]:
     for query in queries[:20]:  # warm caches (stemmer, typo index) as a running server would have them
         search(query)
@@ -101,7 +96,7 @@ def _time(search: Callable[[str], object], queries: list[str]) -> tuple[float, f
         start = time.perf_counter()
         search(query)
         samples.append((time.perf_counter() - start) * 1000)
-    return _percentiles(samples)
+    return percentiles(samples)
 
 
 def search_benchmarks(quick: bool) -> str:

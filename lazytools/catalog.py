@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from .entry import ToolEntry
+from .entry import MAX_NAME_LENGTH, ToolEntry
 from .errors import ConfigError, UnknownToolError
 
-__all__ = ["MAX_NAME_LENGTH", "Catalog", "Group", "ToolSource", "check_tool_name", "suggest"]
-
-MAX_NAME_LENGTH = 64
-"""SEP-986 allows 128 characters, but many clients cap tool names at 64."""
+__all__ = ["MAX_NAME_LENGTH", "Catalog", "Group", "ToolSource", "check_tool_name", "suggest", "unique_name"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
@@ -24,6 +21,15 @@ def check_tool_name(name: str) -> None:
         raise ConfigError(
             f"Tool name {name!r} is invalid: use 1-{MAX_NAME_LENGTH} characters of A-Z a-z 0-9 _ - ."
         )
+
+
+def unique_name(name: str, taken: Container[str], separator: str) -> str:
+    """`name`, or `name` cut to fit a suffix such as `-2`, `-3`… so that it is not in `taken`."""
+    candidate, n = name, 2
+    while candidate in taken:
+        suffix = f"{separator}{n}"
+        candidate, n = name[: MAX_NAME_LENGTH - len(suffix)] + suffix, n + 1
+    return candidate
 
 
 @dataclass(frozen=True, slots=True)

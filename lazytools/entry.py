@@ -9,7 +9,10 @@ from typing import Any
 
 import mcp_types as types
 
-__all__ = ["CallFn", "ToolEntry", "first_sentence"]
+__all__ = ["MAX_NAME_LENGTH", "CallFn", "ToolEntry", "first_sentence"]
+
+MAX_NAME_LENGTH = 64
+"""SEP-986 allows 128 characters, but many clients cap tool names at 64."""
 
 CallFn = Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]
 """How to run a tool: validated arguments in, an MCP result out. Raising is allowed; the server converts."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import mcp_types as types
 
-from .catalog import MAX_NAME_LENGTH, Catalog, Group
+from .catalog import MAX_NAME_LENGTH, Catalog, Group, unique_name
 from .entry import CallFn, ToolEntry
 from .errors import ConfigError, ToolExecutionError
 
@@ -113,11 +113,7 @@ def _public_names(tools: list[JsonlTool]) -> list[str]:
         base = _clean_name(tool.name)
         if counts[base] > 1 and tool.server:
             base = f"{_clean_name(tool.server)}__{base}"
-        base = base[:MAX_NAME_LENGTH]
-        name, suffix = base, 2
-        while name in taken:
-            tail = f"_{suffix}"
-            name, suffix = base[: MAX_NAME_LENGTH - len(tail)] + tail, suffix + 1
+        name = unique_name(base[:MAX_NAME_LENGTH], taken, "_")
         taken.add(name)
         names.append(name)
     return names

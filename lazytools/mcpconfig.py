@@ -26,6 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.alias_generators import to_camel
 
 from .configtext import expand_tree, strip_jsonc, workspace_of
+from .entry import MAX_NAME_LENGTH
 from .errors import ConfigError
 
 __all__ = [
@@ -44,7 +45,6 @@ logger = logging.getLogger(__name__)
 MAX_PREFIX_LENGTH = 24
 """Keeps `prefix__tool` readable and leaves most of the 64 characters to the tool's own name."""
 
-_MAX_NAME = 64
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_.\-]")
 # Keys other clients write into the same entries; they mean nothing to lazytools and are not typos.
 _OTHER_CLIENTS_KEYS = frozenset({"alwaysAllow", "autoApprove", "dev", "gallery", "transportType", "version"})
@@ -169,10 +169,10 @@ def public_tool_name(prefix: str, tool: str) -> str:
     replaced or cut) also gets a hash of the original, so two upstream names cannot end up the same."""
     clean = _INVALID_CHARS.sub("_", tool) or "_"
     name = f"{prefix}__{clean}"
-    if clean == tool and len(name) <= _MAX_NAME:
+    if clean == tool and len(name) <= MAX_NAME_LENGTH:
         return name
     digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
-    return f"{name[: _MAX_NAME - 9]}_{digest}"
+    return f"{name[: MAX_NAME_LENGTH - 9]}_{digest}"
 
 
 # -- reading --------------------------------------------------------------------------------------------------------

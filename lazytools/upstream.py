@@ -29,7 +29,7 @@ from mcp_types import CONNECTION_CLOSED, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from .catalog import Catalog, Group
+from .catalog import Catalog, Group, unique_name
 from .entry import ToolEntry, first_sentence
 from .errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from .mcpconfig import HttpServer, ServerConfig, public_tool_name
@@ -256,7 +256,8 @@ class Upstream:
                 logger.warning("upstream %r lists tool %r twice; keeping the first", self.name, tool.name)
                 continue
             seen.add(tool.name)
-            name = _unique(public_tool_name(config.tool_prefix, tool.name), taken)
+            # unique_name only matters when two upstream names sanitise and hash alike: collisions stay impossible.
+            name = unique_name(public_tool_name(config.tool_prefix, tool.name), taken, "-")
             taken.add(name)
             entries.append(ToolEntry(
                 name=name,
@@ -311,15 +312,6 @@ class Upstream:
             raise UpstreamUnavailableError(self.name, f"not connected ({self.error or 'starting'}); lazytools "
                                                       "keeps retrying in the background")
         return client
-
-
-def _unique(name: str, taken: set[str]) -> str:
-    # Only reachable when two upstream names sanitise and hash to the same public name; keeps collisions impossible.
-    candidate, n = name, 2
-    while candidate in taken:
-        suffix = f"-{n}"
-        candidate, n = name[: 64 - len(suffix)] + suffix, n + 1
-    return candidate
 
 
 def _refused_handshake(exc: BaseException) -> bool:

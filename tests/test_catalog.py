@@ -58,3 +58,13 @@ def test_unknown_names_get_close_matches() -> None:
     assert suggest("FS__READ_FILE", catalog.names())[0] == "fs__read_file"
     with pytest.raises(KeyError):  # UnknownToolError is a KeyError, as a lookup failure should be
         catalog.get("nothing_like_it")
+
+
+def test_unique_name_cuts_to_fit_its_suffix() -> None:
+    from lazytools.catalog import MAX_NAME_LENGTH, unique_name
+
+    assert unique_name("a", set(), "-") == "a"
+    assert unique_name("a", {"a", "a-2"}, "-") == "a-3"
+    long = "x" * MAX_NAME_LENGTH
+    made = unique_name(long, {long}, "_")
+    assert made == "x" * (MAX_NAME_LENGTH - 2) + "_2" and len(made) == MAX_NAME_LENGTH
