@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -83,7 +84,9 @@ async def rpc(http: httpx2.AsyncClient, url: str, method: str, params: dict[str,
 
 def decode(response: httpx2.Response) -> Any:
     if response.headers.get("content-type", "").startswith("text/event-stream"):
-        data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+        # SSE lines end at CR or LF only; str.splitlines() would also cut at U+0085 or U+2028 inside a JSON string.
+        lines = re.split(r"\r\n|\r|\n", response.text)
+        data = [line[5:].strip() for line in lines if line.startswith("data:")]
         return json.loads(data[-1]) if data else None
     return response.json() if response.content else None
 

@@ -210,10 +210,10 @@ def test_live_index_rebuilds_after_the_catalog_changes() -> None:
     catalog.set_group(Group("misc"), [tool("alpha", "First tool.")])
     live = LiveIndex(catalog)
     first = live.current
-    assert live.current is first and names(first, "beta") == []
-    catalog.set_group(Group("misc"), [tool("alpha", "First tool."), tool("beta", "Second tool.")])
+    assert live.current is first and names(first, "zebra") == []
+    catalog.set_group(Group("misc"), [tool("alpha", "First tool."), tool("zebra", "Second tool.")])
     assert live.current is not first
-    assert names(live.current, "beta") == ["beta"]
+    assert names(live.current, "zebra") == ["zebra"]
 
 
 async def test_live_index_ready_rebuilds_off_the_loop_once_for_concurrent_searches() -> None:
@@ -224,7 +224,7 @@ async def test_live_index_ready_rebuilds_off_the_loop_once_for_concurrent_search
     live = LiveIndex(catalog)
     first = await live.ready()
     assert await live.ready() is first
-    catalog.set_group(Group("misc"), [tool("alpha", "First tool."), tool("beta", "Second tool.")])
+    catalog.set_group(Group("misc"), [tool("alpha", "First tool."), tool("zebra", "Second tool.")])
     built: list[object] = []
 
     async def search() -> None:
@@ -234,7 +234,7 @@ async def test_live_index_ready_rebuilds_off_the_loop_once_for_concurrent_search
         for _ in range(5):
             tg.start_soon(search)
     assert len({id(index) for index in built}) == 1 and built[0] is not first
-    assert names(built[0], "beta") == ["beta"]  # type: ignore[arg-type]
+    assert names(built[0], "zebra") == ["zebra"]  # type: ignore[arg-type]
 
 
 def test_vocabulary_lookups() -> None:

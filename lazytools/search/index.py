@@ -25,6 +25,7 @@ from .bm25 import BM25Postings
 from .fusion import SEMANTIC_WEIGHT, fuse_semantic, with_clauses
 from .names import NameMatcher, NameWords
 from .query import clauses, weighted_terms
+from .related import RelatedWords, default_related_words
 from .vocabulary import Vocabulary, split_compound
 
 if TYPE_CHECKING:
@@ -135,8 +136,12 @@ class SearchIndex:
         *,
         embedder: StaticEmbedder | None = None,
         semantic_weight: float = SEMANTIC_WEIGHT,
+        related: RelatedWords | None = None,
     ) -> None:
+        """`related` is the related-words table queries are expanded with (None: the shipped one; an empty
+        `RelatedWords({})` turns expansion off)."""
         self.entries: list[ToolEntry] = list(entries)
+        self.related = default_related_words() if related is None else related
         words = [_field_words(entry) for entry in self.entries]
         known = _known_words(words)
         self._bm25 = BM25Postings([_terms(entry_words, known) for entry_words in words])
@@ -160,16 +165,14 @@ class SearchIndex:
 
     def query_terms(self, query: str) -> dict[str, float]:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions)."""
-        return weighted_terms(query, self.vocabulary)
+        return weighted_terms(query, self.vocabulary, self.related)
 
     def lexical_scores(self, query: str) -> Scores:
         """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
-        return self._lexical_scores(query, clauses(query))
+        return self._lexical_scores(query, [self._bm25_scores(part) for part in clauses(query)])
 
-    def _lexical_scores(self, query: str, needs: Sequence[str]) -> Scores:
-        whole = self._bm25_scores(query)
-        parts = [self._bm25_scores(part) for part in needs]
-        scores = with_clauses(whole, parts)
+    def _lexical_scores(self, query: str, parts: Sequence[Scores]) -> Scores:
+        scores = with_clauses(self._bm25_scores(query), parts)
         terms = set(tokenize(query))
         mentioned = [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
         if mentioned:
@@ -187,7 +190,8 @@ class SearchIndex:
         if not self.entries or limit <= 0:
             return []
         needs = clauses(query)
-        scores = self._lexical_scores(query, needs)
+        parts = [self._bm25_scores(part) for part in needs]
+        scores = self._lexical_scores(query, parts)
         candidates = scores > 0
         if self._vectors is not None and self.embedder is not None:
             # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which
@@ -207,14 +211,39 @@ class SearchIndex:
                 candidates[position] = True
         if groups is not None:
             candidates &= np.isin(self._groups, list(groups))
-        return self._top(scores, candidates, limit)
+        return self._top(scores, candidates, limit, self._need_bests(parts, candidates, named))
 
-    def _top(self, scores: Scores, candidates: npt.NDArray[np.bool_], limit: int) -> list[Hit]:
+    def _need_bests(self, parts: Sequence[Scores], candidates: npt.NDArray[np.bool_], named: Mapping[int, int]) -> list[int]:
+        """The best tool of each need of a long request, by that need's own BM25 (none where a name was given).
+
+        Each gets a place in the results: in "list the open issues, create a branch, then post on slack" the
+        three Slack tools that every Slack word favours must not push the branch tool out of a top five."""
+        if named:
+            return []
+        bests: list[int] = []
+        for part in parts:
+            part = np.where(candidates, part, 0.0)
+            best = int(np.argmax(part)) if part.size else 0
+            if part.size and part[best] > 0 and best not in bests:
+                bests.append(best)
+        return bests
+
+    def _top(
+        self, scores: Scores, candidates: npt.NDArray[np.bool_], limit: int, reserved: Sequence[int] = ()
+    ) -> list[Hit]:
         matched = np.flatnonzero(candidates)
         if matched.size > limit:
             matched = matched[np.argpartition(-scores[matched], limit - 1)[:limit]]
         # Sorting by (-score, position) keeps equal scores in catalog order: results are deterministic.
-        order = sorted(matched.tolist(), key=lambda i: (-scores[i], i))
+        def rank(i: int) -> tuple[float, int]:
+            return (-scores[i], i)
+
+        order = sorted(matched.tolist(), key=rank)
+        missing = [i for i in reserved[:limit] if i not in order]
+        if missing:
+            # Reserved tools take the places of the lowest unreserved ones.
+            kept = [i for i in order if i in reserved] + [i for i in order if i not in reserved]
+            order = sorted(missing + kept[: limit - len(missing)], key=rank)
         return [Hit(self.entries[i], float(scores[i])) for i in order]
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 
 from .analysis import tokenize
+from .related import RelatedWords
 from .synonyms import synonyms_of
 from .vocabulary import Vocabulary
 
 __all__ = [
+    "MAX_RELATED",
     "MAX_TERMS_TO_CORRECT",
     "PREFIX_WEIGHT",
     "SYNONYM_WEIGHT",
@@ -21,6 +23,9 @@ SYNONYM_WEIGHT = 0.5
 """A synonym ("remove" for "delete") counts half as much as the word itself."""
 TYPO_WEIGHT = 0.7
 PREFIX_WEIGHT = 0.5
+MAX_RELATED = 10
+"""A query word brings at most this many of its related words that the catalog uses, the closest first (measured:
+10 beat 5 and no limit on both MetaTool halves)."""
 MAX_TERMS_TO_CORRECT = 4
 """Only queries of at most this many terms get spelling guesses. In a long sentence, a word the catalog does
 not know is usually a real word its tools just do not use ("last" is no typo of "list"); a short keyword query
@@ -36,8 +41,9 @@ _CLAUSE_BREAK = re.compile(
 MIN_CLAUSE_TERMS = 2
 
 
-def weighted_terms(query: str, vocabulary: Vocabulary) -> dict[str, float]:
-    """Index terms for `query`, each with its weight (repeated words add up, as in BM25)."""
+def weighted_terms(query: str, vocabulary: Vocabulary, related: RelatedWords | None = None) -> dict[str, float]:
+    """Index terms for `query`, each with its weight (repeated words add up, as in BM25), then the catalog's words
+    related to them (`related`) that the query does not already have, each at its best weight."""
     weights: dict[str, float] = {}
 
     def add(term: str, weight: float) -> None:
@@ -59,6 +65,14 @@ def weighted_terms(query: str, vocabulary: Vocabulary) -> dict[str, float]:
         for synonym in synonyms_of(term):
             if synonym in vocabulary:
                 add(synonym, SYNONYM_WEIGHT)
+    if related is not None:
+        extra: dict[str, float] = {}
+        for term in set(terms):
+            known = [(other, weight) for other, weight in related.expansions(term) if other in vocabulary]
+            for other, weight in known[:MAX_RELATED]:
+                if other not in weights and weight > extra.get(other, 0.0):
+                    extra[other] = weight
+        weights.update(extra)
     return weights
 
 
