@@ -7,7 +7,7 @@ import gzip
 import pytest
 
 from lazytools.search import SearchIndex, stem
-from lazytools.search.query import MAX_RELATED, weighted_terms
+from lazytools.search.query import MAX_RELATED, catalog_expansions, weighted_terms
 from lazytools.search.related import DATA_FILE, RELATED_WEIGHT, RelatedWords, default_related_words
 from lazytools.search.vocabulary import Vocabulary
 
@@ -50,12 +50,12 @@ def test_rows_parse_and_weigh_by_squared_similarity() -> None:
 def test_query_gains_only_related_words_the_catalog_uses_below_its_own() -> None:
     table = RelatedWords.from_lines(["zorb\tquux:80 blip:70 frob:50"])
     vocabulary = Vocabulary(["quux", "frob", "file"])
-    terms = weighted_terms("zorb file", vocabulary, table)
+    terms = weighted_terms("zorb file", vocabulary, catalog_expansions(table, vocabulary))
     assert terms["file"] == 1.0
     assert terms["quux"] == pytest.approx(RELATED_WEIGHT * 0.64) and "blip" not in terms  # not in the catalog
     assert terms["frob"] < terms["quux"] < 1.0
     # A word the query has is never lowered or doubled by being related to another query word.
-    assert weighted_terms("zorb frob", vocabulary, table)["frob"] == 1.0
+    assert weighted_terms("zorb frob", vocabulary, catalog_expansions(table, vocabulary))["frob"] == 1.0
     assert weighted_terms("zorb file", vocabulary, None) == {"file": 1.0}
 
 
@@ -63,7 +63,7 @@ def test_a_word_brings_at_most_max_related_catalog_words() -> None:
     row = " ".join(f"w{i:02d}:{90 - i}" for i in range(30))
     table = RelatedWords.from_lines([f"zorb\t{row}"])
     vocabulary = Vocabulary([f"w{i:02d}" for i in range(30)])
-    terms = weighted_terms("zorb", vocabulary, table)
+    terms = weighted_terms("zorb", vocabulary, catalog_expansions(table, vocabulary))
     assert sorted(terms) == [f"w{i:02d}" for i in range(MAX_RELATED)]  # the closest ones
 
 

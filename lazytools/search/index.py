@@ -24,7 +24,7 @@ from .analysis import STOP_WORDS, split_words, stem, tokenize
 from .bm25 import BM25Postings
 from .fusion import SEMANTIC_WEIGHT, fuse_semantic, with_clauses
 from .names import NameMatcher, NameWords
-from .query import clauses, weighted_terms
+from .query import catalog_expansions, clauses, weighted_terms
 from .related import RelatedWords, default_related_words
 from .vocabulary import Vocabulary, split_compound
 
@@ -146,9 +146,11 @@ class SearchIndex:
         known = _known_words(words)
         self._bm25 = BM25Postings([_terms(entry_words, known) for entry_words in words])
         self.vocabulary = Vocabulary(self._bm25.vocabulary)
+        self._expansions = catalog_expansions(self.related, self.vocabulary)
         self._names = NameMatcher([(e.name, e.source_name or e.name) for e in self.entries])
         self._name_words = NameWords([_name_terms(entry_words, known) for entry_words in words])
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
+        self._group_masks = {group: self._groups == group for group in set(self._groups.tolist())}
         self._group_terms = {
             group: frozenset(terms) for group in set(self._groups.tolist()) if (terms := tokenize(group))
         }
@@ -165,7 +167,7 @@ class SearchIndex:
 
     def query_terms(self, query: str) -> dict[str, float]:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions)."""
-        return weighted_terms(query, self.vocabulary, self.related)
+        return weighted_terms(query, self.vocabulary, self._expansions)
 
     def lexical_scores(self, query: str) -> Scores:
         """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
@@ -176,7 +178,7 @@ class SearchIndex:
         terms = set(tokenize(query))
         mentioned = [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
         if mentioned:
-            scores = scores * np.where(np.isin(self._groups, mentioned), 1.0 + GROUP_BOOST, 1.0)
+            scores = scores * np.where(self._in_groups(mentioned), 1.0 + GROUP_BOOST, 1.0)
         return scores * np.where(self._name_words.covered(terms), 1.0 + NAME_WORDS_BOOST, 1.0)
 
     def _bm25_scores(self, query: str) -> Scores:
@@ -210,8 +212,16 @@ class SearchIndex:
                 scores[position] += tier * lift
                 candidates[position] = True
         if groups is not None:
-            candidates &= np.isin(self._groups, list(groups))
+            candidates &= self._in_groups(groups)
         return self._top(scores, candidates, limit, self._need_bests(parts, candidates, named))
+
+    def _in_groups(self, groups: Iterable[str]) -> npt.NDArray[np.bool_]:
+        inside = np.zeros(len(self.entries), dtype=bool)
+        for group in groups:
+            mask = self._group_masks.get(group)
+            if mask is not None:
+                inside |= mask
+        return inside
 
     def _need_bests(self, parts: Sequence[Scores], candidates: npt.NDArray[np.bool_], named: Mapping[int, int]) -> list[int]:
         """The best tool of each need of a long request, by that need's own BM25 (none where a name was given).

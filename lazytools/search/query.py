@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from .analysis import tokenize
 from .related import RelatedWords
@@ -10,11 +12,13 @@ from .synonyms import synonyms_of
 from .vocabulary import Vocabulary
 
 __all__ = [
+    "Expansions",
     "MAX_RELATED",
     "MAX_TERMS_TO_CORRECT",
     "PREFIX_WEIGHT",
     "SYNONYM_WEIGHT",
     "TYPO_WEIGHT",
+    "catalog_expansions",
     "clauses",
     "weighted_terms",
 ]
@@ -41,9 +45,24 @@ _CLAUSE_BREAK = re.compile(
 MIN_CLAUSE_TERMS = 2
 
 
-def weighted_terms(query: str, vocabulary: Vocabulary, related: RelatedWords | None = None) -> dict[str, float]:
+Expansions = Callable[[str], Sequence[tuple[str, float]]]
+"""A query term → the catalog's words related to it, each with the weight it adds."""
+
+
+def catalog_expansions(related: RelatedWords, vocabulary: Vocabulary, cache_size: int = 8192) -> Expansions:
+    """`related`'s neighbours of a term that the catalog uses, the closest MAX_RELATED, remembered per term."""
+
+    @lru_cache(maxsize=cache_size)
+    def expansions(term: str) -> tuple[tuple[str, float], ...]:
+        known = [(other, weight) for other, weight in related.expansions(term) if other in vocabulary]
+        return tuple(known[:MAX_RELATED])
+
+    return expansions
+
+
+def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | None = None) -> dict[str, float]:
     """Index terms for `query`, each with its weight (repeated words add up, as in BM25), then the catalog's words
-    related to them (`related`) that the query does not already have, each at its best weight."""
+    related to them (`expansions`) that the query does not already have, each at its best weight."""
     weights: dict[str, float] = {}
 
     def add(term: str, weight: float) -> None:
@@ -65,11 +84,10 @@ def weighted_terms(query: str, vocabulary: Vocabulary, related: RelatedWords | N
         for synonym in synonyms_of(term):
             if synonym in vocabulary:
                 add(synonym, SYNONYM_WEIGHT)
-    if related is not None:
+    if expansions is not None:
         extra: dict[str, float] = {}
         for term in set(terms):
-            known = [(other, weight) for other, weight in related.expansions(term) if other in vocabulary]
-            for other, weight in known[:MAX_RELATED]:
+            for other, weight in expansions(term):
                 if other not in weights and weight > extra.get(other, 0.0):
                     extra[other] = weight
         weights.update(extra)
