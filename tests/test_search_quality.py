@@ -15,7 +15,11 @@ import pytest
 
 from lazytools.app import bundled_catalog
 from lazytools.evaluate import Scores, evaluate, read_queries
-from lazytools.search import build_index
+from lazytools.search import SearchIndex, build_index
+from lazytools.search.related import RelatedWords
+from lazytools.search.semantic import default_embedder
+
+from .fixtures.catalogs import realistic
 
 QUERIES = Path(__file__).parent / "fixtures" / "bundled_queries.jsonl"
 
@@ -48,3 +52,30 @@ def test_bundled_queries_stay_above_their_floor(
     assert result.recall(1) >= recall_at_1
     assert result.recall(5) >= recall_at_5
     assert result.mrr >= mrr
+
+
+
+REALISTIC_QUERIES = Path(__file__).parent / "fixtures" / "realistic_queries.jsonl"
+"""28 requests to a 30-tool developer gateway (GitHub, Jira, files, Slack, Postgres, browser, memory, time)
+phrased as people ask, mostly not in the tools' words ("get rid of the old log file", "which Slack rooms can I
+join"), written before they were measured. Measured: BM25 without related words R@5 .679, MRR .554; with them
+.964, .705; with the semantic extra too .964, .804."""
+
+
+def developer_scores(**options: object) -> Scores:
+    index = SearchIndex(realistic(), **options)  # type: ignore[arg-type]
+    queries = read_queries(REALISTIC_QUERIES)
+    assert len(queries) == 28
+    return evaluate(queries, lambda text: [hit.entry.name for hit in index.search(text, limit=10)])["single"]
+
+
+def test_related_words_find_developer_tools_asked_for_in_other_words() -> None:
+    without = developer_scores(related=RelatedWords({}))
+    with_related = developer_scores()
+    assert without.recall(5) < 0.75  # the words alone miss a third of these
+    assert with_related.recall(5) >= 0.92 and with_related.mrr >= 0.66
+
+
+def test_developer_queries_with_the_semantic_extra() -> None:
+    result = developer_scores(embedder=default_embedder())
+    assert result.recall(5) >= 0.92 and result.mrr >= 0.76
