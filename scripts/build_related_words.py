@@ -69,7 +69,8 @@ class MiniLM:
     def _norm(self, x: Vectors, name: str) -> Vectors:
         mean = x.mean(-1, keepdims=True)
         variance = ((x - mean) ** 2).mean(-1, keepdims=True)
-        out: Vectors = (x - mean) / np.sqrt(variance + 1e-12) * self.weights[name + ".weight"] + self.weights[name + ".bias"]
+        scaled = (x - mean) / np.sqrt(variance + 1e-12)
+        out: Vectors = scaled * self.weights[name + ".weight"] + self.weights[name + ".bias"]
         return out
 
     def _linear(self, x: Vectors, name: str) -> Vectors:
@@ -101,7 +102,8 @@ class MiniLM:
                 a = np.exp(a - a.max(-1, keepdims=True))
                 a /= a.sum(-1, keepdims=True)
                 context = (a @ v).transpose(0, 2, 1, 3).reshape(size, length, 384)
-                x = self._norm(self._linear(context, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+                attended = self._linear(context, p + "attention.output.dense")
+                x = self._norm(attended + x, p + "attention.output.LayerNorm")
                 h = self._linear(x, p + "intermediate.dense")
                 h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h**3)))  # GELU
                 x = self._norm(self._linear(h, p + "output.dense") + x, p + "output.LayerNorm")
@@ -160,11 +162,11 @@ def main() -> None:
         if args.cache is not None:
             np.save(args.cache, vectors)
     table = by_stem(neighbours(words, vectors))
-    lines = [
-        key + "\t" + " ".join(f"{term}:{round(sim * 100)}" for term, sim in sorted(row.items(), key=lambda x: (-x[1], x[0])))
-        for key, row in sorted(table.items())
-    ]
-    text = "# stem<TAB>neighbour:similarity(percent) ... made by scripts/build_related_words.py\n" + "\n".join(lines) + "\n"
+    lines = ["# stem<TAB>neighbour:similarity(percent) ... made by scripts/build_related_words.py"]
+    for key, row in sorted(table.items()):
+        ranked = sorted(row.items(), key=lambda item: (-item[1], item[0]))
+        lines.append(key + "\t" + " ".join(f"{term}:{round(sim * 100)}" for term, sim in ranked))
+    text = "\n".join(lines) + "\n"
     DATA_FILE.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
     print(f"{len(words)} words, {len(table)} stems, {DATA_FILE.stat().st_size} bytes -> {DATA_FILE}")
 

@@ -2,9 +2,10 @@
 
 Ranking, in order of precedence:
 1. names: a query that is a tool's name, mentions it as an identifier, or starts it puts that tool first;
-2. relevance: BM25 over weighted fields, with synonyms, typo fixes and completions drawn from the catalog's
-   own vocabulary, a request's separate needs scored one by one too, tools of a group the query names or
-   whose name's words it holds boosted, and (with the semantic extra) fused with embedding similarity.
+2. relevance: BM25 over weighted fields, with synonyms, related words, typo fixes and completions drawn from
+   the catalog's own vocabulary, a request's separate needs scored one by one too, tools of a group the query
+   names or whose name's words it holds boosted, and (with the semantic extra) fused with embedding similarity;
+3. the best tool of each separate need keeps a place in the results.
 """
 
 from __future__ import annotations
@@ -166,7 +167,8 @@ class SearchIndex:
         return self._vectors is not None
 
     def query_terms(self, query: str) -> dict[str, float]:
-        """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions)."""
+        """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
+        related words)."""
         return weighted_terms(query, self.vocabulary, self._expansions)
 
     def lexical_scores(self, query: str) -> Scores:
@@ -223,35 +225,38 @@ class SearchIndex:
                 inside |= mask
         return inside
 
-    def _need_bests(self, parts: Sequence[Scores], candidates: npt.NDArray[np.bool_], named: Mapping[int, int]) -> list[int]:
+    def _need_bests(
+        self, parts: Sequence[Scores], candidates: npt.NDArray[np.bool_], named: Mapping[int, int]
+    ) -> list[int]:
         """The best tool of each need of a long request, by that need's own BM25 (none where a name was given).
 
         Each gets a place in the results: in "list the open issues, create a branch, then post on slack" the
         three Slack tools that every Slack word favours must not push the branch tool out of a top five."""
-        if named:
+        if named or not self.entries:
             return []
         bests: list[int] = []
         for part in parts:
-            part = np.where(candidates, part, 0.0)
-            best = int(np.argmax(part)) if part.size else 0
-            if part.size and part[best] > 0 and best not in bests:
+            allowed = np.where(candidates, part, 0.0)
+            best = int(np.argmax(allowed))
+            if allowed[best] > 0 and best not in bests:
                 bests.append(best)
         return bests
 
     def _top(
         self, scores: Scores, candidates: npt.NDArray[np.bool_], limit: int, reserved: Sequence[int] = ()
     ) -> list[Hit]:
+        """The `limit` best candidates; `reserved` ones (at most `limit`) take the places of the lowest others."""
+
+        def rank(i: int) -> tuple[float, int]:
+            # Equal scores keep catalog order: results are deterministic.
+            return (-scores[i], i)
+
         matched = np.flatnonzero(candidates)
         if matched.size > limit:
             matched = matched[np.argpartition(-scores[matched], limit - 1)[:limit]]
-        # Sorting by (-score, position) keeps equal scores in catalog order: results are deterministic.
-        def rank(i: int) -> tuple[float, int]:
-            return (-scores[i], i)
-
         order = sorted(matched.tolist(), key=rank)
         missing = [i for i in reserved[:limit] if i not in order]
         if missing:
-            # Reserved tools take the places of the lowest unreserved ones.
             kept = [i for i in order if i in reserved] + [i for i in order if i not in reserved]
             order = sorted(missing + kept[: limit - len(missing)], key=rank)
         return [Hit(self.entries[i], float(scores[i])) for i in order]
