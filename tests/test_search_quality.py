@@ -54,7 +54,6 @@ def test_bundled_queries_stay_above_their_floor(
     assert result.mrr >= mrr
 
 
-
 REALISTIC_QUERIES = Path(__file__).parent / "fixtures" / "realistic_queries.jsonl"
 """28 requests to a 30-tool developer gateway (GitHub, Jira, files, Slack, Postgres, browser, memory, time)
 phrased as people ask, mostly not in the tools' words ("get rid of the old log file", "which Slack rooms can I

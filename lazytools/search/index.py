@@ -142,19 +142,18 @@ class SearchIndex:
         """`related` is the related-words table queries are expanded with (None: the shipped one; an empty
         `RelatedWords({})` turns expansion off)."""
         self.entries: list[ToolEntry] = list(entries)
-        self.related = default_related_words() if related is None else related
         words = [_field_words(entry) for entry in self.entries]
         known = _known_words(words)
         self._bm25 = BM25Postings([_terms(entry_words, known) for entry_words in words])
         self.vocabulary = Vocabulary(self._bm25.vocabulary)
-        self._expansions = catalog_expansions(self.related, self.vocabulary)
+        table = default_related_words() if related is None else related
+        self._expansions = catalog_expansions(table, self.vocabulary)
         self._names = NameMatcher([(e.name, e.source_name or e.name) for e in self.entries])
         self._name_words = NameWords([_name_terms(entry_words, known) for entry_words in words])
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
-        self._group_masks = {group: self._groups == group for group in set(self._groups.tolist())}
-        self._group_terms = {
-            group: frozenset(terms) for group in set(self._groups.tolist()) if (terms := tokenize(group))
-        }
+        group_names = set(self._groups.tolist())
+        self._group_masks = {group: self._groups == group for group in group_names}
+        self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
         self.embedder = embedder
         self.semantic_weight = semantic_weight
         self._vectors = embedder.embed([embedding_text(e) for e in self.entries]) if embedder else None
@@ -232,7 +231,7 @@ class SearchIndex:
 
         Each gets a place in the results: in "list the open issues, create a branch, then post on slack" the
         three Slack tools that every Slack word favours must not push the branch tool out of a top five."""
-        if named or not self.entries:
+        if named:
             return []
         bests: list[int] = []
         for part in parts:

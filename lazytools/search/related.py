@@ -27,7 +27,8 @@ Neighbours = tuple[tuple[str, float], ...]
 
 
 class RelatedWords:
-    """Stem → its neighbours (stem, similarity), best first; rows are parsed on first use."""
+    """Stem → its neighbours (stem, similarity), best first; a row is parsed when looked up (each index keeps
+    what it looked up for its own catalog, see `query.catalog_expansions`)."""
 
     def __init__(self, rows: Mapping[str, str]) -> None:
         self._rows = rows
@@ -56,7 +57,6 @@ class RelatedWords:
         return [(other, weight * similarity * similarity) for other, similarity in self.neighbours(term)]
 
 
-@lru_cache(maxsize=4096)
 def _parse(row: str) -> Neighbours:
     found: list[tuple[str, float]] = []
     for item in row.split():
@@ -67,6 +67,6 @@ def _parse(row: str) -> Neighbours:
 
 @lru_cache(maxsize=1)
 def default_related_words() -> RelatedWords:
-    """The shipped table, read once per process (~40 ms)."""
+    """The shipped table, read once per process (~80 ms)."""
     with gzip.open(DATA_FILE, "rt", encoding="utf-8") as table:
         return RelatedWords.from_lines(table.read().splitlines())
