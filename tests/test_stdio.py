@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 from .conftest import Recorder, text_of
-from .test_stdio_faults import _exchange
+from .test_stdio_faults import INIT, LIST, _exchange
 
 
 def _params(tmp_path: Path, **env: str) -> StdioServerParameters:
@@ -77,6 +78,31 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
     listed = [t["name"] for t in by_id[99]["result"]["tools"]]  # type: ignore[index]
     assert listed[:2] == ["search_tools", "invoke_tool"] and len(listed) > 2
     assert "session" in stderr  # logs went to stderr
+
+
+@pytest.mark.parametrize("stdin", ["pipe", "file"])
+def test_requests_written_with_end_of_input_are_all_answered(tmp_path: Path, stdin: str) -> None:
+    """`printf ... | lazytools` and `lazytools < requests.jsonl`: everything arrives at once, the input ends at
+    once, and no answer may be lost (the SDK stops at end of input and cancels what is still running)."""
+    search = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "search_tools", "arguments": {"query": "convert celsius to fahrenheit"}}}
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "invoke_tool", "arguments": {"tool_name": "generate_uuid", "arguments": {}}}}
+    requests = "".join(json.dumps(m) + "\n" for m in [*INIT, LIST, search, call])
+    command = [sys.executable, "-m", "lazytools"]
+    if stdin == "pipe":
+        proc = subprocess.run(command, input=requests, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              check=False)
+    else:
+        (tmp_path / "requests.jsonl").write_text(requests)
+        with (tmp_path / "requests.jsonl").open() as file:
+            proc = subprocess.run(command, stdin=file, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                                  check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    by_id = {m.get("id"): m for m in map(json.loads, proc.stdout.splitlines())}
+    assert {1, 2, 3, 99} <= set(by_id), proc.stdout[-2000:]
+    assert "convert_temperature" in text_of(types.CallToolResult.model_validate(by_id[2]["result"]))
+    assert by_id[3]["result"]["isError"] is False
 
 
 def test_bad_settings_are_a_clear_error_on_stderr(tmp_path: Path) -> None:

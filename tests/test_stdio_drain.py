@@ -1,0 +1,76 @@
+"""End of input on stdio waits for the answers still owed, and only for those."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.shared.message import SessionMessage
+
+from lazytools.transports.stdio import Unanswered
+
+
+def _request(request_id: int | str, method: str = "tools/list", **extra: object) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, **extra})
+
+
+def _answer(request_id: int | str) -> SessionMessage:
+    return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result={}))
+
+
+def test_requests_are_owed_until_answered_or_cancelled() -> None:
+    owed = Unanswered()
+    owed.read(_request(1))
+    owed.read(_request("a"))
+    owed.read(_request(2))
+    assert len(owed) == 3
+    owed.wrote(_answer(1))
+    owed.wrote(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id="a", error=types.ErrorData(code=-1, message="x"))))
+    assert len(owed) == 1
+    owed.read(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}))
+    assert len(owed) == 0
+
+
+@pytest.mark.parametrize("line", [
+    "not json",
+    json.dumps({"jsonrpc": "1.0", "id": 3, "method": "tools/list"}),  # the SDK drops it without an answer
+    json.dumps([_request(4)]),
+    json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    json.dumps({"jsonrpc": "2.0", "id": 5, "result": {}}),  # a client's answer to the server
+    _request(6, "subscriptions/listen", params={}),  # open until the client cancels it
+])
+def test_what_the_server_never_answers_is_not_owed(line: str) -> None:
+    owed = Unanswered()
+    owed.read(line)
+    assert len(owed) == 0
+
+
+async def test_drain_returns_when_the_last_answer_is_written() -> None:
+    owed = Unanswered()
+    owed.read(_request(1))
+    owed.read(_request(2))
+    order: list[str] = []
+
+    async def answer() -> None:
+        for request_id in (2, 1):
+            await anyio.sleep(0)
+            order.append(f"answer {request_id}")
+            owed.wrote(_answer(request_id))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(answer)
+        await owed.drain()
+        order.append("drained")
+    assert order == ["answer 2", "answer 1", "drained"]
+
+
+async def test_drain_gives_up_after_its_timeout_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    owed = Unanswered()
+    owed.read(_request(1))
+    with caplog.at_level(logging.WARNING, logger="lazytools.transports.stdio"):
+        await owed.drain(timeout=0.01)
+    assert len(owed) == 1
+    assert "1 request(s) still unanswered" in caplog.text
