@@ -17,20 +17,29 @@ def _request(request_id: int | str, method: str = "tools/list", **extra: object)
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, **extra})
 
 
+def _parsed(line: str) -> SessionMessage | Exception:
+    """A line as the SDK's stdio reader hands it on: a message, or the exception it could not be parsed with."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
 def _answer(request_id: int | str) -> SessionMessage:
     return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result={}))
 
 
 def test_requests_are_owed_until_answered_or_cancelled() -> None:
     owed = Unanswered()
-    owed.read(_request(1))
-    owed.read(_request("a"))
-    owed.read(_request(2))
+    owed.received(_parsed(_request(1)))
+    owed.received(_parsed(_request("a")))
+    owed.received(_parsed(_request(2)))
     assert len(owed) == 3
-    owed.wrote(_answer(1))
-    owed.wrote(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id="a", error=types.ErrorData(code=-1, message="x"))))
+    owed.sent(_answer(1))
+    owed.sent(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id="a", error=types.ErrorData(code=-1, message="x"))))
     assert len(owed) == 1
-    owed.read(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}))
+    owed.received(_parsed(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                     "params": {"requestId": 2}})))
     assert len(owed) == 0
 
 
@@ -44,21 +53,21 @@ def test_requests_are_owed_until_answered_or_cancelled() -> None:
 ])
 def test_what_the_server_never_answers_is_not_owed(line: str) -> None:
     owed = Unanswered()
-    owed.read(line)
+    owed.received(_parsed(line))
     assert len(owed) == 0
 
 
 async def test_drain_returns_when_the_last_answer_is_written() -> None:
     owed = Unanswered()
-    owed.read(_request(1))
-    owed.read(_request(2))
+    owed.received(_parsed(_request(1)))
+    owed.received(_parsed(_request(2)))
     order: list[str] = []
 
     async def answer() -> None:
         for request_id in (2, 1):
             await anyio.sleep(0)
             order.append(f"answer {request_id}")
-            owed.wrote(_answer(request_id))
+            owed.sent(_answer(request_id))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(answer)
@@ -69,7 +78,7 @@ async def test_drain_returns_when_the_last_answer_is_written() -> None:
 
 async def test_drain_gives_up_after_its_timeout_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
     owed = Unanswered()
-    owed.read(_request(1))
+    owed.received(_parsed(_request(1)))
     with caplog.at_level(logging.WARNING, logger="lazytools.transports.stdio"):
         await owed.drain(timeout=0.01)
     assert len(owed) == 1

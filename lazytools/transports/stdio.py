@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -20,7 +19,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0; only the type checker reads it
-    from mcp.shared._stream_protocols import WriteStream
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
 
 __all__ = ["DRAIN_TIMEOUT", "PipeLines", "Unanswered", "serve_stdio"]
 
@@ -33,11 +32,11 @@ _OPEN_ENDED = frozenset({"subscriptions/listen"})  # answered only when the clie
 
 
 class Unanswered:
-    """Requests read from the client and not yet answered.
+    """Requests the client sent and the server has not answered yet.
 
     A client may write its requests and close stdin at once (`printf ... | lazytools`). The SDK stops the
-    server at end of input and cancels what is still running, so the last answers would be lost; the reader
-    holds end of input back until they are written (or DRAIN_TIMEOUT passes).
+    server at end of input and cancels what is still running, so the last answers would be lost; the read
+    stream holds end of input back until they are written (or DRAIN_TIMEOUT passes).
     """
 
     def __init__(self) -> None:
@@ -47,19 +46,20 @@ class Unanswered:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def read(self, line: str) -> None:
-        try:  # the SDK's own parse: what it drops unanswered ("jsonrpc": "1.0", arrays) is not owed an answer
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except ValueError:
+    def received(self, item: SessionMessage | Exception) -> None:
+        """A message as the SDK parsed it; what it could not parse ("jsonrpc": "1.0", arrays) comes as an
+        exception and is owed no answer."""
+        if not isinstance(item, SessionMessage):
             return
+        message = item.message
         if isinstance(message, types.JSONRPCRequest) and message.method not in _OPEN_ENDED:
             self._ids.add(_key(message.id))
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             self._done((message.params or {}).get("requestId"))  # a cancelled request gets no answer
 
-    def wrote(self, message: SessionMessage) -> None:
-        if isinstance(message.message, (types.JSONRPCResponse, types.JSONRPCError)):
-            self._done(message.message.id)
+    def sent(self, item: SessionMessage) -> None:
+        if isinstance(item.message, (types.JSONRPCResponse, types.JSONRPCError)):
+            self._done(item.message.id)
 
     def _done(self, request_id: Any) -> None:
         self._ids.discard(_key(request_id))
@@ -78,16 +78,58 @@ def _key(request_id: Any) -> str:
     return json.dumps(request_id)
 
 
+class _WatchedReads:
+    """The server's read stream: each message is counted in `Unanswered`, and its end waits for the answers."""
+
+    def __init__(self, inner: ReadStream[SessionMessage | Exception], unanswered: Unanswered) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+
+    @property
+    def last_context(self) -> Any:  # the sender's context, which the SDK looks up by this name
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item = await self._inner.receive()
+        except anyio.EndOfStream:
+            await self._unanswered.drain()
+            raise
+        self._unanswered.received(item)
+        return item
+
+    def __aiter__(self) -> _WatchedReads:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReads:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
 class _WatchedWrites:
-    """The server's write stream, telling `Unanswered` about every answer it sends."""
+    """The server's write stream: each answer it sends is crossed off in `Unanswered`."""
 
     def __init__(self, inner: WriteStream[SessionMessage], unanswered: Unanswered) -> None:
         self._inner = inner
         self._unanswered = unanswered
 
-    async def send(self, message: SessionMessage, /) -> None:
-        await self._inner.send(message)
-        self._unanswered.wrote(message)
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._inner.send(item)
+        self._unanswered.sent(item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -100,26 +142,6 @@ class _WatchedWrites:
         self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
     ) -> bool | None:
         return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
-
-
-class _WatchedLines:
-    """The client's lines, told to `Unanswered`; their end waits until what was asked is answered."""
-
-    def __init__(self, lines: AsyncIterator[str], unanswered: Unanswered) -> None:
-        self._lines = lines
-        self._unanswered = unanswered
-
-    def __aiter__(self) -> _WatchedLines:
-        return self
-
-    async def __anext__(self) -> str:
-        try:
-            line = await anext(self._lines)
-        except StopAsyncIteration:
-            await self._unanswered.drain()
-            raise
-        self._unanswered.read(line)
-        return line
 
 
 class PipeLines:
@@ -168,25 +190,15 @@ def _is_pipe(fd: int) -> bool:
 
 async def serve_stdio(server: Server) -> None:
     """Serve one client on stdin/stdout until stdin closes and what it asked is answered (or the caller cancels)."""
-    if sys.stdin is None:  # no stdin at all (a detached process): the SDK's own streams, which end at once
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-        return
-    stdin_fd = sys.stdin.fileno()
-    unanswered = Unanswered()
+    stdin_fd = sys.stdin.fileno() if sys.stdin is not None else -1
     async with AsyncExitStack() as stack:
-        if _is_pipe(stdin_fd):
+        lines: PipeLines | None = None  # a file or terminal: the SDK's threaded reader (only a pipe can be waited on)
+        if stdin_fd >= 0 and _is_pipe(stdin_fd):
             was_blocking = os.get_blocking(stdin_fd)
             os.set_blocking(stdin_fd, False)
             stack.callback(os.set_blocking, stdin_fd, was_blocking)
-            lines: AsyncIterator[str] = PipeLines(stdin_fd)
-        else:
-            # A file or terminal: read in a worker thread as the SDK does (only a pipe can be waited on); UTF-8
-            # whatever the locale, and the wrapper detached afterwards so sys.stdin stays open.
-            text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-            stack.callback(text.detach)
-            lines = aiter(anyio.wrap_file(text))
-        watched = _WatchedLines(lines, unanswered)
-        async with stdio_server(stdin=watched) as (read_stream, write_stream):  # type: ignore[arg-type]
-            writes = _WatchedWrites(write_stream, unanswered)
-            await server.run(read_stream, writes, server.create_initialization_options())
+            lines = PipeLines(stdin_fd)
+        read_stream, write_stream = await stack.enter_async_context(stdio_server(stdin=lines))  # type: ignore[arg-type]
+        unanswered = Unanswered()
+        await server.run(_WatchedReads(read_stream, unanswered), _WatchedWrites(write_stream, unanswered),
+                         server.create_initialization_options())
