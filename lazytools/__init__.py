@@ -13,8 +13,8 @@ from .errors import (
     UpstreamTimeoutError,
     UpstreamUnavailableError,
 )
-from .functions import FunctionGroup, function_tool
-from .server import LazyServer, build_server
+from .sources.functions import FunctionGroup, function_tool
+from .server.core import LazyServer, build_server
 from .settings import Settings
 
 __all__ = [

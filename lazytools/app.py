@@ -1,4 +1,6 @@
-"""Assembly: settings → sources → catalog → server → transport. The CLI calls these, one each."""
+"""The assembly root: settings → sources → catalog → server → transport, put together here and nowhere else.
+
+The CLI calls these, one each; nothing below the CLI imports this module."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import FrameType
 
@@ -16,11 +18,12 @@ import anyio
 import mcp_types as types
 
 from .catalog import Catalog, Group
-from .functions import function_tool
-from .server import LazyServer, build_server
+from .server.core import LazyServer, build_server
 from .settings import Settings
+from .sources import Source, StaticSource
+from .sources.functions import function_tool
 
-__all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "serve"]
+__all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "serve", "sources_for"]
 
 logger = logging.getLogger("lazytools")
 
@@ -44,23 +47,31 @@ def bundled_catalog(files_root: Path, catalog: Catalog | None = None) -> Catalog
     return catalog
 
 
+def sources_for(settings: Settings) -> list[Source]:
+    """The sources these settings name, in the order they fill the catalog."""
+    sources: list[Source] = []
+    if settings.tools_jsonl is not None:
+        from .sources.jsonl import JsonlSource
+
+        # A JSONL catalog takes the place of the bundled examples; upstream servers still join it.
+        sources.append(JsonlSource(settings.tools_jsonl))
+    elif settings.config is None:
+        files_root = settings.files_root.resolve()
+        sources.append(StaticSource(lambda catalog: bundled_catalog(files_root, catalog)))
+    if settings.config is not None:
+        from .sources.gateway.gateway import GatewaySource
+
+        sources.append(GatewaySource(settings))
+    return sources
+
+
 @asynccontextmanager
 async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
     """The catalog for these settings, with its sources connected for as long as the context is open."""
     catalog = Catalog()
-    if settings.tools_jsonl is not None:
-        from .jsonl_catalog import load_jsonl_catalog
-
-        # A JSONL catalog takes the place of the bundled examples; upstream servers still join it.
-        load_jsonl_catalog(settings.tools_jsonl, catalog)
-    if settings.config is None:
-        if settings.tools_jsonl is None:
-            bundled_catalog(settings.files_root.resolve(), catalog)
-        yield catalog
-        return
-    from .gateway import open_gateway
-
-    async with open_gateway(settings, catalog):
+    async with AsyncExitStack() as stack:
+        for source in sources_for(settings):
+            await stack.enter_async_context(source.open(catalog))
         yield catalog
 
 

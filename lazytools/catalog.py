@@ -3,33 +3,15 @@
 from __future__ import annotations
 
 import difflib
-import re
-from collections.abc import Awaitable, Callable, Container, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from .entry import MAX_NAME_LENGTH, ToolEntry
+from .entry import ToolEntry
 from .errors import ConfigError, UnknownToolError
+from .names import check_tool_name
 
-__all__ = ["MAX_NAME_LENGTH", "Catalog", "Group", "ToolSource", "check_tool_name", "suggest", "unique_name"]
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
-
-
-def check_tool_name(name: str) -> None:
-    if not _NAME_RE.fullmatch(name) or len(name) > MAX_NAME_LENGTH:
-        raise ConfigError(
-            f"Tool name {name!r} is invalid: use 1-{MAX_NAME_LENGTH} characters of A-Z a-z 0-9 _ - ."
-        )
-
-
-def unique_name(name: str, taken: Container[str], separator: str) -> str:
-    """`name`, or `name` cut to fit a suffix such as `-2`, `-3`… so that it is not in `taken`."""
-    candidate, n = name, 2
-    while candidate in taken:
-        suffix = f"{separator}{n}"
-        candidate, n = name[: MAX_NAME_LENGTH - len(suffix)] + suffix, n + 1
-    return candidate
+__all__ = ["Catalog", "Group", "ToolSource", "suggest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +89,15 @@ class Catalog:
         self._announce_listeners.append(listener)
 
     async def announce(self) -> None:
-        """Sources whose tools change while serving (an upstream's list_changed, a reconnection) call this after
-        `set_group`, so async listeners such as the server can tell connected clients. Sync listeners already ran."""
+        """Await every `on_announce` listener (the server tells connected clients). Sync listeners already ran."""
         for listener in list(self._announce_listeners):
             await listener()
+
+    async def update_group(self, group: Group, entries: Iterable[ToolEntry]) -> None:
+        """`set_group` while serving, then `announce`: how a source changes its tools after start-up (an
+        upstream's list_changed, a reconnection), in one call so that no change goes unannounced."""
+        self.set_group(group, entries)
+        await self.announce()
 
     def set_group(self, group: Group, entries: Iterable[ToolEntry]) -> None:
         """Replace every entry of `group` with `entries` (an empty list keeps the group, with no tools)."""

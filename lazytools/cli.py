@@ -45,8 +45,6 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--split", help="only queries of this split (e.g. single, multi)")
     evaluate.add_argument("--semantic", action="store_true", dest="eval_semantic", help="as the global --semantic")
     evaluate.add_argument("--half", choices=["even", "odd"], help="every other query of each split (tune/hold out)")
-    bench = commands.add_parser("bench", help="run the benchmarks and print their figures")
-    bench.add_argument("--quick", action="store_true", help="fewer repetitions")
     return parser
 
 
@@ -92,8 +90,4 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses, split=args.split,
                        semantic=settings.semantic or args.eval_semantic, half=args.half))
-    elif args.command == "bench":
-        from .bench import run_benchmarks
-
-        print(await run_benchmarks(quick=args.quick))
     return 0

@@ -9,10 +9,9 @@ from typing import Any
 
 import mcp_types as types
 
-__all__ = ["MAX_NAME_LENGTH", "CallFn", "ToolEntry", "first_sentence"]
+from .names import MAX_NAME_LENGTH
 
-MAX_NAME_LENGTH = 64
-"""SEP-986 allows 128 characters, but many clients cap tool names at 64."""
+__all__ = ["MAX_NAME_LENGTH", "CallFn", "ToolEntry", "first_sentence"]
 
 CallFn = Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]
 """How to run a tool: validated arguments in, an MCP result out. Raising is allowed; the server converts."""

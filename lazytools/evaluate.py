@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
-from .jsonl_catalog import load_jsonl_catalog, read_jsonl
+from .sources.jsonl import load_jsonl_catalog, read_jsonl
 from .search import build_index
 
 __all__ = ["CUTOFFS", "HALVES", "LabelledQuery", "QueryResult", "Scores", "evaluate", "read_queries", "run_eval"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import Catalog
-from .metatools import signature
+from .server.metatools import signature
 from .search import build_index
-from .server import LazyServer
-from .sessions import SessionState
-from .settings import Surface
-from .tokens import TOKENIZER, tools_tokens
+from .server.core import LazyServer
+from .server.sessions import SessionState
+from .server.surface import Surface
+from .tokens import tokenizer_name, tools_tokens
 
 __all__ = ["SurfaceCost", "search_report", "surface_cost", "surface_report"]
 
@@ -51,7 +51,7 @@ def surface_cost(server: LazyServer, surface: Surface) -> SurfaceCost:
 
 def surface_report(server: LazyServer) -> str:
     lines = [f"Catalog: {len(server.catalog)} tools in {len(server.catalog.groups)} groups. Tokens counted with "
-             f"{TOKENIZER()} over the tools/list JSON."]
+             f"{tokenizer_name()} over the tools/list JSON."]
     for surface in ("dynamic", "proxy"):
         cost = surface_cost(server, surface)
         lines.append(f"{surface:>8}: {', '.join(cost.tools)}")

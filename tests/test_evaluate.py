@@ -11,7 +11,7 @@ from lazytools import ConfigError
 from lazytools.app import open_server
 from lazytools.cli import main
 from lazytools.evaluate import LabelledQuery, QueryResult, evaluate, read_queries, run_eval
-from lazytools.jsonl_catalog import load_jsonl_catalog
+from lazytools.sources.jsonl import load_jsonl_catalog
 
 from .conftest import client, make_settings, text_of
 

@@ -8,7 +8,7 @@ import pytest
 from pydantic import Field
 
 from lazytools import ToolArgumentsError, ToolExecutionError, function_tool
-from lazytools.functions import to_result
+from lazytools.sources.functions import to_result
 
 
 def convert(value: Annotated[float, Field(description="Number to convert")],

@@ -14,11 +14,12 @@ import pytest
 
 from lazytools import ConfigError, ToolEntry
 from lazytools.app import open_catalog, open_server
-from lazytools.catalog import MAX_NAME_LENGTH
+from lazytools.names import MAX_NAME_LENGTH
 from lazytools.manifest import manifest
 
 from .conftest import Recorder, client, make_settings, text_of
-from .upstreams.helpers import TOY, direct, eventually, http_toy, listed, opened, toy
+from .helpers import eventually, running_http, tool_names
+from .upstreams.helpers import TOY, direct, http_toy, opened, toy
 from .upstreams.toy import LONG_NAME, WEIRD_NAME
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -85,7 +86,7 @@ async def test_excluded_tools_can_never_be_found_enabled_or_invoked(tmp_path: Pa
             assert "delete_everything" not in search
             exact = text_of(await c.call_tool("search_tools", {"tool_names": ["alpha__delete_everything"]}))
             assert "Unknown tool 'alpha__delete_everything'" in exact
-            assert "alpha__delete_everything" not in await listed(c)
+            assert "alpha__delete_everything" not in await tool_names(c)
             for call in (c.call_tool("invoke_tool", {"tool_name": "alpha__delete_everything", "arguments": {}}),
                          c.call_tool("alpha__delete_everything", {}),
                          c.call_tool("invoke_tool", {"tool_name": "beta__read_file", "arguments": {"path": "p"}})):
@@ -100,7 +101,7 @@ async def test_defer_loading_false_lists_a_servers_tools_from_the_start(tmp_path
     async with opened(tmp_path, servers) as o:
         for name in ("Visual Studio Code", "claude-ai"):
             async with client(o.server, name) as c:
-                assert await listed(c) == ["clock__echo", "clock__add", "search_tools", "invoke_tool"]
+                assert await tool_names(c) == ["clock__echo", "clock__add", "search_tools", "invoke_tool"]
                 assert text_of(await c.call_tool("clock__echo", {"text": "now"})) == "now"
                 refused = await c.call_tool("lazy__echo", {"text": "x"})
                 assert refused.is_error
@@ -110,7 +111,7 @@ async def test_defer_all_false_lists_everything_unless_a_server_opts_in(tmp_path
     servers = {"a": toy("a", "--tools", "echo"), "b": toy("b", "--tools", "echo", defer_loading=True)}
     async with opened(tmp_path, servers, defer_all=False) as o:
         async with client(o.server) as c:
-            assert await listed(c) == ["a__echo", "search_tools", "invoke_tool"]
+            assert await tool_names(c) == ["a__echo", "search_tools", "invoke_tool"]
 
 
 async def test_parity_direct_enabled_and_invoke_tool_give_the_same_answer(tmp_path: Path) -> None:
@@ -161,7 +162,7 @@ async def test_lazytools_config_setting_opens_the_gateway(tmp_path: Path) -> Non
         recorder = Recorder()
         async with client(server, recorder=recorder) as c:
             await c.call_tool("search_tools", {"query": "echo a text back"})
-            assert "alpha__echo" in await listed(c) and recorder.events == ["list_changed"]
+            assert "alpha__echo" in await tool_names(c) and recorder.events == ["list_changed"]
 
 
 def test_cli_fronts_a_config_file_and_reports_a_broken_one(tmp_path: Path) -> None:
@@ -193,8 +194,6 @@ async def test_an_upstream_that_speaks_only_the_2026_era_is_reached_and_followed
 
 async def test_an_upstream_on_the_older_http_sse_transport(tmp_path: Path) -> None:
     from mcp.server.mcpserver import MCPServer
-
-    from lazytools.transports.http import running_http
 
     old = MCPServer("old-sse", instructions="An older server on HTTP+SSE.")
 

@@ -13,10 +13,11 @@ import pytest
 from anyio.abc import TaskStatus
 
 from lazytools import build_server
-from lazytools.gateway import Backoff
+from lazytools.sources.gateway.gateway import Backoff
 
 from .conftest import Recorder, client, text_of
-from .upstreams.helpers import eventually, http_toy, listed, opened, toy
+from .helpers import eventually, tool_names
+from .upstreams.helpers import http_toy, opened, toy
 
 
 async def test_an_upstream_that_crashes_mid_session_is_named_and_comes_back_on_next_use(tmp_path: Path) -> None:
@@ -32,7 +33,7 @@ async def test_an_upstream_that_crashes_mid_session_is_named_and_comes_back_on_n
             again = await c.call_tool("alpha__echo", {"text": "back"})
             assert not again.is_error and text_of(again) == "back"
             assert o.gateway["alpha"].connections == 2 and o.gateway["alpha"].status == "up"
-            assert {"alpha__echo", "alpha__crash", "beta__echo"} <= set(await listed(c))  # still enabled
+            assert {"alpha__echo", "alpha__crash", "beta__echo"} <= set(await tool_names(c))  # still enabled
 
 
 async def test_an_upstream_killed_between_calls_is_noticed_and_reconnected_without_a_call(tmp_path: Path) -> None:
@@ -107,13 +108,13 @@ async def test_upstreams_that_fail_to_start_are_reported_skipped_and_arrive_when
             assert o.catalog.names() == ["good__echo"]
             recorder = Recorder()
             async with client(o.server, recorder=recorder) as c:
-                assert await listed(c) == ["search_tools", "invoke_tool"]
+                assert await tool_names(c) == ["search_tools", "invoke_tool"]
                 assert text_of(await c.call_tool("invoke_tool", {"tool_name": "good__echo",
                                                                  "arguments": {"text": "ok"}})) == "ok"
                 flag.touch()
                 await eventually(lambda: "late__add" in o.catalog)
                 await eventually(lambda: recorder.events == ["list_changed"])
-                assert await listed(c) == ["late__echo", "search_tools", "invoke_tool"]  # pinned now that it exists
+                assert await tool_names(c) == ["late__echo", "search_tools", "invoke_tool"]  # pinned now that it exists
                 assert text_of(await c.call_tool("late__echo", {"text": "here"})) == "here"
             assert o.gateway["missing"].status == "down" and o.gateway["late"].status == "up"
 
@@ -168,7 +169,7 @@ async def test_tool_list_changes_relist_reindex_keep_enabled_tools_and_notify(tm
             await eventually(lambda: "alpha__extra" in o.catalog)
             await eventually(lambda: recorder.events == ["list_changed"] * 2)
             await eventually(lambda: proxy_recorder.events == ["list_changed"])  # its search_tools text changed
-            assert await listed(c) == ["search_tools", "invoke_tool", "alpha__echo", "alpha__grow", "alpha__shrink"]
+            assert await tool_names(c) == ["search_tools", "invoke_tool", "alpha__echo", "alpha__grow", "alpha__shrink"]
             found = text_of(await c.call_tool("search_tools", {"query": "increment an integer"}))
             assert found.startswith("Enabled: alpha__extra.")
             assert text_of(await c.call_tool("alpha__extra", {"x": 41})) == "42"
@@ -176,7 +177,7 @@ async def test_tool_list_changes_relist_reindex_keep_enabled_tools_and_notify(tm
             assert text_of(await c.call_tool("alpha__shrink", {"tool": "echo"})) == "shrunk"
             await eventually(lambda: "alpha__echo" not in o.catalog)
             await eventually(lambda: len(recorder.events) == 4)
-            assert await listed(c) == ["search_tools", "invoke_tool", "alpha__grow", "alpha__shrink", "alpha__extra"]
+            assert await tool_names(c) == ["search_tools", "invoke_tool", "alpha__grow", "alpha__shrink", "alpha__extra"]
             gone = await c.call_tool("alpha__echo", {"text": "x"})
             assert gone.is_error and "Unknown tool 'alpha__echo'" in text_of(gone)
             assert "alpha__echo" not in text_of(await c.call_tool("search_tools", {"query": "echo a text back"}))

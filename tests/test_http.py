@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -17,9 +17,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
 
 from lazytools import Catalog, FunctionGroup, Group, LazyServer, build_server
-from lazytools.transports.http import build_app, running_http
+from lazytools.transports.http import build_app
 
 from .conftest import Recorder, make_settings, small_catalog, text_of
+from .helpers import eventually, running_http, tool_names
 
 ACCEPT = "application/json, text/event-stream"
 
@@ -56,17 +57,6 @@ async def session(url: str, name: str = "Visual Studio Code", *, recorder: Recor
             with anyio.fail_after(10):
                 await stream_open.wait()
             yield client
-
-
-async def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll `condition` until it holds; fail after `timeout` seconds."""
-    with anyio.fail_after(timeout):
-        while not condition():
-            await anyio.sleep(0.01)
-
-
-async def names(client: Client) -> list[str]:
-    return [tool.name for tool in (await client.list_tools(cache_mode="bypass")).tools]
 
 
 async def rpc(http: httpx2.AsyncClient, url: str, method: str, params: dict[str, Any] | None = None, *,
@@ -122,7 +112,7 @@ async def test_http_advertises_list_changed_and_has_a_health_endpoint() -> None:
     async with serving(server) as url, session(url) as client:
         assert client.server_capabilities.tools is not None
         assert client.server_capabilities.tools.list_changed is True
-        assert await names(client) == ["search_tools", "invoke_tool"]
+        assert await tool_names(client) == ["search_tools", "invoke_tool"]
         async with httpx2.AsyncClient() as http:
             health = await http.get(url.removesuffix("/mcp") + "/healthz")
         assert health.status_code == 200 and health.json() == {"status": "ok"}
@@ -137,15 +127,15 @@ async def test_two_sessions_enable_different_tools_and_hear_only_their_own_notif
             tg.start_soon(a.call_tool, "search_tools", {"tool_names": ["word_count"]})
             tg.start_soon(b.call_tool, "search_tools", {"tool_names": ["create_issue"]})
         await eventually(lambda: first.events == ["list_changed"] and second.events == ["list_changed"])
-        assert await names(a) == ["search_tools", "invoke_tool", "word_count"]
-        assert await names(b) == ["search_tools", "invoke_tool", "create_issue"]
+        assert await tool_names(a) == ["search_tools", "invoke_tool", "word_count"]
+        assert await tool_names(b) == ["search_tools", "invoke_tool", "create_issue"]
         assert text_of(await a.call_tool("word_count", {"text": "a b c"})) == "3"
         refused = await b.call_tool("word_count", {"text": "a b"})
         assert refused.is_error and "search_tools" in text_of(refused)
         # A third search in one session only: its notification arrives there, the other session hears nothing.
         await b.call_tool("search_tools", {"tool_names": ["reverse_text"]})
         await eventually(lambda: second.events == ["list_changed"] * 2)
-        await names(a)  # one more round trip on the other session before looking
+        await tool_names(a)  # one more round trip on the other session before looking
         assert first.events == ["list_changed"]
         assert len(server.store) == 2
         async with httpx2.AsyncClient() as http:
@@ -175,7 +165,7 @@ async def test_fifty_concurrent_sessions_do_not_leak_tools_or_notifications(json
             if searched == count:
                 all_searched.set()
             await all_searched.wait()  # every session has enabled its tool before any looks at its list
-            seen[i] = await names(client)
+            seen[i] = await tool_names(client)
             assert text_of(await client.call_tool(own, {"text": f"hello {i}"})) == f"hello {i}"
             refused = await client.call_tool(other, {"text": "x"})
             assert refused.is_error and "not enabled" in text_of(refused)
@@ -253,10 +243,10 @@ async def test_handshake_era_request_without_session_gets_the_proxy_surface() ->
 async def test_stateless_era_client_sees_the_proxy_surface() -> None:
     server = lazy()
     async with serving(server) as url, Client(url, mode="2026-07-28") as client:
-        assert await names(client) == ["search_tools", "invoke_tool"]
+        assert await tool_names(client) == ["search_tools", "invoke_tool"]
         result = await client.call_tool("search_tools", {"query": "reverse a text"})
         assert "reverse_text" in text_of(result) and "input_schema:" in text_of(result)
-        assert await names(client) == ["search_tools", "invoke_tool"]
+        assert await tool_names(client) == ["search_tools", "invoke_tool"]
         called = await client.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "abc"}})
         assert text_of(called) == "cba"
         assert len(server.store) == 0
@@ -304,5 +294,5 @@ async def test_handshake_session_and_listener_coexist_on_one_server() -> None:
         server.catalog.remove_group("weather")
         with anyio.fail_after(10):
             assert isinstance(await subscription.__anext__(), ToolsListChanged)
-        assert await names(modern) == ["search_tools", "invoke_tool"]
-        assert "word_count" in await names(legacy)
+        assert await tool_names(modern) == ["search_tools", "invoke_tool"]
+        assert "word_count" in await tool_names(legacy)

@@ -19,7 +19,7 @@ from mcp import Client
 from lazytools.transports.http import MCP_PATH
 
 from .conftest import make_settings
-from .test_http import eventually
+from .helpers import eventually
 
 
 async def test_cli_serves_streamable_http_and_stops_on_ctrl_c(tmp_path: Path) -> None:

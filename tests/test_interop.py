@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from lazytools.soak import spawned_http_server
+from .helpers import spawned_http_server
 
 INTEROP = Path(__file__).resolve().parent / "interop"
 

@@ -1,8 +1,13 @@
-"""Imports go one way: settings → sources → catalog → search → sessions → meta-tools → server → transports → CLI."""
+"""Imports go one way: settings → sources → catalog → search → sessions → meta-tools → server → transports → CLI.
+
+Each folder is one concept (`sources/`, `search/`, `server/`, `transports/`); modules inside a folder have their
+own layers where they differ (the server's sessions sit below its meta-tools, which sit below its wiring).
+"""
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -11,27 +16,32 @@ import lazytools
 
 PACKAGE = Path(lazytools.__file__).resolve().parent
 
-# Lower numbers are lower layers. A module may import only modules of its own layer or lower ones.
+# Lower numbers are lower layers. A module may import only modules of its own layer or lower ones. A module's layer
+# is that of the longest key that is its name or a package above it ("sources.gateway.upstream" → "sources").
 LAYERS: dict[str, int] = {
-    "errors": 0, "settings": 0, "entry": 0,
-    "clients": 1, "functions": 1, "configtext": 1, "mcpconfig": 1, "tokens": 1,
+    # what everything shares: errors, settings, the tool-name policy, the private-SDK adapter; the surface types
+    # and policy (server.surface imports nothing of lazytools, so settings can take `Surface` from it)
+    "errors": 0, "settings": 0, "names": 0, "entry": 0, "sdk": 0, "server.surface": 0,
+    "tokens": 1, "validation": 1,
     "catalog": 2,
-    "upstream": 3, "gateway": 3, "jsonl_catalog": 3,  # sources that fill the catalog
+    "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
-    "sessions": 5, "surface": 5, "validation": 5, "subscriptions": 5,
-    "metatools": 6,
-    "server": 7,
+    "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5,
+    "server.metatools": 6,
+    "server": 7, "server.core": 7,
     "transports": 8,
-    "app": 9, "report": 9, "evaluate": 9, "bench": 9, "bench_search": 9, "bench_gateway": 9, "bench_http": 9,
-    "soak": 9,
+    "app": 9, "report": 9, "evaluate": 9,  # the assembly root and what the CLI runs besides serving
     "cli": 10, "__main__": 10, "__init__": 10,
 }
 
 
-def _layer_of(module: str) -> int:
-    top = module.split(".")[0]
-    assert top in LAYERS, f"lazytools.{module} has no layer in tests/test_layers.py: place it"
-    return LAYERS[top]
+def _key_of(module: str) -> str:
+    parts = module.removesuffix(".__init__").split(".")
+    for end in range(len(parts), 0, -1):
+        key = ".".join(parts[:end])
+        if key in LAYERS:
+            return key
+    raise AssertionError(f"lazytools.{module} has no layer in tests/test_layers.py: place it")
 
 
 def _modules() -> list[tuple[str, Path]]:
@@ -45,7 +55,8 @@ def _modules() -> list[tuple[str, Path]]:
 def _imports(module: str, path: Path) -> list[str]:
     """Absolute names (below lazytools) imported at run time, ignoring `if TYPE_CHECKING:` blocks."""
     tree = ast.parse(path.read_text())
-    package = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")[:-1]
+    # `module` names a file ("server.core", "server.__init__"): its package is everything before the last part.
+    package = module.split(".")[:-1]
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
@@ -63,15 +74,33 @@ def _imports(module: str, path: Path) -> list[str]:
 
 @pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
 def test_imports_go_one_way(module: str, path: Path) -> None:
-    own = _layer_of(module)
+    own = LAYERS[_key_of(module)]
     for imported in _imports(module, path):
-        if imported.split(".")[0] == module.split(".")[0]:
-            continue  # inside one subpackage
-        assert _layer_of(imported) <= own, f"lazytools.{module} (layer {own}) imports lazytools.{imported}"
+        assert LAYERS[_key_of(imported)] <= own, (
+            f"lazytools.{module} (layer {own}) imports lazytools.{imported} (layer {LAYERS[_key_of(imported)]})"
+        )
+
+
+def test_a_higher_import_is_caught() -> None:
+    """The check above can fail: the server's sessions may not import its wiring, nor sources the server."""
+    assert LAYERS[_key_of("server.core")] > LAYERS[_key_of("server.sessions")]
+    assert LAYERS[_key_of("server.metatools")] > LAYERS[_key_of("sources.gateway.upstream")]
+    assert _imports("server.sessions", PACKAGE / "server" / "sessions.py") == ["server.surface"]
 
 
 def test_the_server_knows_no_transport() -> None:
-    tree = ast.parse((PACKAGE / "server.py").read_text())
-    imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
-    imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
-    assert imported and not [m for m in imported if m.split(".")[0] in ("starlette", "uvicorn", "transports")]
+    for path in sorted((PACKAGE / "server").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+        imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        assert not [m for m in imported if m.split(".")[0] in ("starlette", "uvicorn", "transports")], path.name
+    assert "LazyServer" in (PACKAGE / "server" / "core.py").read_text()
+
+
+def test_every_subpackage_is_installed() -> None:
+    """A folder with an `__init__.py` that pyproject's `packages` forgets would be missing from the wheel."""
+    pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+    listed = set(pyproject["tool"]["setuptools"]["packages"])
+    folders = {".".join(("lazytools", *p.parent.relative_to(PACKAGE).parts)) for p in PACKAGE.rglob("__init__.py")}
+    assert folders <= listed, sorted(folders - listed)
+    assert (PACKAGE / "py.typed").is_file()

@@ -13,15 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lazytools import ConfigError
-from lazytools.configtext import expand_variables
-from lazytools.mcpconfig import (
-    HttpServer,
-    StdioServer,
-    load_config,
-    parse_config,
-    public_tool_name,
-    server_prefix,
-)
+from lazytools.names import public_tool_name, server_prefix
+from lazytools.sources.gateway.config import HttpServer, StdioServer, load_config, parse_config
+from lazytools.sources.gateway.configtext import expand_variables
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -109,7 +103,7 @@ def test_both_sections_merge_and_env_file_is_read(tmp_path: Path) -> None:
 
 
 def test_unknown_keys_warn_but_other_clients_keys_do_not(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="lazytools.mcpconfig"):
+    with caplog.at_level(logging.WARNING, logger="lazytools.sources.gateway.config"):
         parse({"mcpServers": {"a": {"command": "x", "exlude": ["t"], "autoApprove": ["t"]}}})
     assert "'a': ignoring unknown keys exlude" in caplog.text and "autoApprove" not in caplog.text
 

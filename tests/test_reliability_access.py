@@ -12,14 +12,14 @@ from typing import Any
 
 import httpx2
 import pytest
-from mcp import Client
 
-from lazytools.transports.http import build_app, running_http
+from lazytools.transports.http import build_app
 
 from .conftest import Recorder, client, text_of
+from .helpers import eventually, running_http, tool_names
 from .test_http import rpc
 from .upstreams.faulty import entry
-from .upstreams.helpers import eventually, listed, opened
+from .upstreams.helpers import opened
 
 EXCLUDED = ["alpha__delete_everything", "beta__read_file", "beta__delete_everything", "alpha__extra"]
 """Public names of tools the config below leaves out (alpha__extra appears upstream only after `grow`)."""
@@ -85,7 +85,7 @@ async def test_excluded_tools_cannot_be_found_listed_or_called_by_any_name(tmp_p
                 assert_refused(await c.call_tool("invoke_tool", {"tool_name": name, "arguments": {"path": "p"}}),
                                name)
                 assert_refused(await c.call_tool(name, {"path": "p"}), name)
-            assert not set(EXCLUDED) & set(await listed(c))
+            assert not set(EXCLUDED) & set(await tool_names(c))
         assert text_of(await o.catalog.get("alpha__echo").call({"text": "still here"})) == "still here"
     received = calls_received(pid_dir)
     assert "grow" in received and "echo" in received  # the log works...
@@ -98,7 +98,7 @@ async def test_a_pinned_server_lists_only_what_its_filters_allow(tmp_path: Path)
     async with opened(tmp_path, servers(pid_dir, defer_loading=False)) as o:
         for name in ("Visual Studio Code", "claude-ai"):
             async with client(o.server, name) as c:
-                names = await listed(c)
+                names = await tool_names(c)
                 assert {"alpha__echo", "alpha__add", "alpha__read_file"} <= set(names)
                 assert not set(EXCLUDED) & set(names)
                 assert_refused(await c.call_tool("alpha__delete_everything", {}), "pinned")

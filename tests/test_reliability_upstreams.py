@@ -17,11 +17,11 @@ import anyio
 import httpx2
 import pytest
 
-from lazytools.soak import spawned_http_server
 
 from .conftest import client, text_of
+from .helpers import eventually, spawned_http_server, tool_names
 from .upstreams.faulty import GARBAGE, entry
-from .upstreams.helpers import eventually, listed, opened
+from .upstreams.helpers import opened
 
 # -- junk on the wire --------------------------------------------------------------------------------------------
 
@@ -85,7 +85,7 @@ async def test_an_upstream_killed_mid_call_fails_that_call_at_once_and_comes_bac
             assert text_of(await c.call_tool("beta__echo", {"text": "unaffected"})) == "unaffected"
             again = await c.call_tool("alpha__echo", {"text": "back"})
             assert not again.is_error and text_of(again) == "back"
-            assert {"alpha__stall", "alpha__echo", "beta__echo"} <= set(await listed(c))
+            assert {"alpha__stall", "alpha__echo", "beta__echo"} <= set(await tool_names(c))
         assert o.gateway["alpha"].connections == 2
         assert int(text_of(await o.catalog.get("alpha__pid").call({}))) != int((pids / "alpha-stalled.pid").read_text())
 

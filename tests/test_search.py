@@ -247,17 +247,3 @@ def test_vocabulary_lookups() -> None:
     assert edit_distance("forecast", "forcast") == 1
     assert edit_distance("form", "from") == 1  # neighbours swapped
     assert edit_distance("weather", "cloudy", limit=2) == 3
-
-
-def test_benchmark_catalogs_are_valid_and_searchable() -> None:
-    from lazytools.bench_search import synthetic_catalog, synthetic_queries
-    from lazytools.catalog import check_tool_name
-
-    entries = synthetic_catalog(500)
-    assert len({entry.name for entry in entries}) == 500
-    for entry in entries:
-        check_tool_name(entry.name)
-    queries = synthetic_queries(entries, 8)
-    index = SearchIndex(entries)
-    assert index.search(queries[1])[0].entry.name == queries[1]  # every 4th query, from 1, is an exact name
-    assert all(index.search(query) for query in queries)

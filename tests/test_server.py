@@ -11,15 +11,12 @@ import pytest
 from lazytools import ConfigError, build_server
 
 from .conftest import Recorder, client, make_settings, small_catalog, text_of
-
-
-async def names(c) -> list[str]:  # type: ignore[no-untyped-def]
-    return [tool.name for tool in (await c.list_tools(cache_mode="bypass")).tools]
+from .helpers import tool_names
 
 
 async def test_first_list_is_search_plus_bridge(server_factory) -> None:
     async with client(server_factory()) as c:
-        assert await names(c) == ["search_tools", "invoke_tool"]
+        assert await tool_names(c) == ["search_tools", "invoke_tool"]
         assert c.server_capabilities.tools is not None and c.server_capabilities.tools.list_changed is True
         assert c.instructions and "search_tools" in c.instructions
 
@@ -32,7 +29,7 @@ async def test_search_enables_notifies_before_result_and_relist_shows(server_fac
         assert not result.is_error
         assert "get_forecast" in text_of(result)
         assert recorder.events[:2] == ["list_changed", "result"]
-        listed = await names(c)
+        listed = await tool_names(c)
         assert "get_forecast" in listed and listed[:2] == ["search_tools", "invoke_tool"]
         called = await c.call_tool("get_forecast", {"city": "Oslo", "days": 2})
         assert not called.is_error
@@ -47,7 +44,7 @@ async def test_enabled_tools_accumulate_and_repeat_search_sends_no_notification(
         assert recorder.events == ["list_changed", "list_changed"]
         await c.call_tool("search_tools", {"tool_names": ["word_count"]})
         assert recorder.events == ["list_changed", "list_changed"]
-        assert set(await names(c)) >= {"word_count", "create_issue"}
+        assert set(await tool_names(c)) >= {"word_count", "create_issue"}
 
 
 async def test_sessions_are_isolated_even_concurrently(server_factory) -> None:
@@ -57,8 +54,8 @@ async def test_sessions_are_isolated_even_concurrently(server_factory) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(a.call_tool, "search_tools", {"tool_names": ["word_count"]})
             tg.start_soon(b.call_tool, "search_tools", {"tool_names": ["create_issue"]})
-        assert "word_count" in await names(a) and "create_issue" not in await names(a)
-        assert "create_issue" in await names(b) and "word_count" not in await names(b)
+        assert "word_count" in await tool_names(a) and "create_issue" not in await tool_names(a)
+        assert "create_issue" in await tool_names(b) and "word_count" not in await tool_names(b)
         assert first.events == ["list_changed"] and second.events == ["list_changed"]
         refused = await b.call_tool("word_count", {"text": "a b"})
         assert refused.is_error and "search_tools" in text_of(refused)
@@ -68,22 +65,22 @@ async def test_sessions_are_isolated_even_concurrently(server_factory) -> None:
 async def test_proxy_client_gets_static_list_schemas_and_invoke(server_factory) -> None:
     recorder = Recorder()
     async with client(server_factory(), "claude-ai", recorder=recorder) as c:
-        before = await names(c)
+        before = await tool_names(c)
         assert before == ["search_tools", "invoke_tool"]
         result = await c.call_tool("search_tools", {"query": "count words"})
         text = text_of(result)
         assert "word_count" in text and "input_schema:" in text and '"required":["text"]' in text
-        assert await names(c) == before and recorder.events == []
+        assert await tool_names(c) == before and recorder.events == []
         called = await c.call_tool("invoke_tool", {"tool_name": "word_count", "arguments": {"text": "a b c"}})
         assert not called.is_error and text_of(called) == "3"
 
 
 async def test_stateless_era_client_gets_proxy_surface(server_factory) -> None:
     async with client(server_factory(), "Visual Studio Code", mode="2026-07-28") as c:
-        assert await names(c) == ["search_tools", "invoke_tool"]
+        assert await tool_names(c) == ["search_tools", "invoke_tool"]
         result = await c.call_tool("search_tools", {"query": "reverse text"})
         assert "input_schema:" in text_of(result)
-        assert await names(c) == ["search_tools", "invoke_tool"]
+        assert await tool_names(c) == ["search_tools", "invoke_tool"]
         called = await c.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "abc"}})
         assert text_of(called) == "cba"
 
@@ -95,28 +92,28 @@ async def test_stateless_era_client_gets_proxy_surface(server_factory) -> None:
 async def test_mode_overrides_client_table(server_factory, mode: str, client_name: str, expected: list[str]) -> None:
     async with client(server_factory(mode=mode), client_name) as c:
         await c.call_tool("search_tools", {"tool_names": ["word_count"]})
-        assert await names(c) == expected
+        assert await tool_names(c) == expected
 
 
 async def test_client_table_is_overridable(server_factory) -> None:
     async with client(server_factory(client_surfaces={"claude-ai": "dynamic"}), "claude-ai") as c:
         await c.call_tool("search_tools", {"tool_names": ["word_count"]})
-        assert "word_count" in await names(c)
+        assert "word_count" in await tool_names(c)
 
 
 async def test_dynamic_without_bridge_lists_exactly_search_and_enabled(server_factory) -> None:
     async with client(server_factory(dynamic_bridge=False)) as c:
-        assert await names(c) == ["search_tools"]
+        assert await tool_names(c) == ["search_tools"]
         result = await c.call_tool("search_tools", {"tool_names": ["reverse_text"]})
         assert "invoke_tool" not in text_of(result)
-        assert await names(c) == ["search_tools", "reverse_text"]
+        assert await tool_names(c) == ["search_tools", "reverse_text"]
         refused = await c.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "x"}})
         assert refused.is_error and "Unknown tool 'invoke_tool'" in text_of(refused)
 
 
 async def test_always_available_tools_are_listed_and_callable(server_factory) -> None:
     async with client(server_factory(always_available_tools=["word_count"]), "claude-ai") as c:
-        assert await names(c) == ["word_count", "search_tools", "invoke_tool"]
+        assert await tool_names(c) == ["word_count", "search_tools", "invoke_tool"]
         assert text_of(await c.call_tool("word_count", {"text": "one two"})) == "2"
 
 

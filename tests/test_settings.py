@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from lazytools import Settings
-from lazytools.clients import client_table
+from lazytools.server.clients import client_table
 
 ROOT = Path(__file__).resolve().parent.parent
 

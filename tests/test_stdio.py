@@ -13,6 +13,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 from .conftest import Recorder, text_of
+from .helpers import tool_names
 from .test_stdio_faults import INIT, LIST, _exchange
 
 
@@ -27,19 +28,15 @@ def _client(tmp_path: Path, name: str, recorder: Recorder | None = None, mode: s
                   client_info=types.Implementation(name=name, version="1"))
 
 
-async def _names(c: Client) -> list[str]:
-    return [t.name for t in (await c.list_tools(cache_mode="bypass")).tools]
-
-
 async def test_dynamic_session_over_stdio(tmp_path: Path) -> None:
     recorder = Recorder()
     async with _client(tmp_path, "Visual Studio Code", recorder) as c:
         assert c.server_capabilities.tools is not None and c.server_capabilities.tools.list_changed is True
-        assert await _names(c) == ["search_tools", "invoke_tool"]
+        assert await tool_names(c) == ["search_tools", "invoke_tool"]
         result = await c.call_tool("search_tools", {"query": "convert celsius to fahrenheit temperature"})
         recorder.mark("result")
         assert recorder.events[:2] == ["list_changed", "result"]
-        found = [name for name in await _names(c) if name not in ("search_tools", "invoke_tool")]
+        found = [name for name in await tool_names(c) if name not in ("search_tools", "invoke_tool")]
         assert found and all(name in text_of(result) for name in found)
         (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
         await c.call_tool("search_tools", {"tool_names": ["read_text_file"]})
@@ -52,11 +49,11 @@ async def test_proxy_and_stateless_sessions_over_stdio(tmp_path: Path) -> None:
     async with _client(tmp_path, "claude-ai", recorder) as c:
         result = await c.call_tool("search_tools", {"query": "sha256 hash of text"})
         assert "input_schema:" in text_of(result)
-        assert await _names(c) == ["search_tools", "invoke_tool"] and recorder.events == []
+        assert await tool_names(c) == ["search_tools", "invoke_tool"] and recorder.events == []
     async with _client(tmp_path, "Visual Studio Code", mode="2026-07-28") as modern:
-        assert await _names(modern) == ["search_tools", "invoke_tool"]
+        assert await tool_names(modern) == ["search_tools", "invoke_tool"]
         await modern.call_tool("search_tools", {"query": "word count"})
-        assert await _names(modern) == ["search_tools", "invoke_tool"]
+        assert await tool_names(modern) == ["search_tools", "invoke_tool"]
 
 
 async def test_two_processes_do_not_share_state(tmp_path: Path) -> None:
@@ -64,7 +61,7 @@ async def test_two_processes_do_not_share_state(tmp_path: Path) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(a.call_tool, "search_tools", {"tool_names": ["read_text_file"]})
             tg.start_soon(b.call_tool, "search_tools", {"query": "base64 encode"})
-        assert "read_text_file" in await _names(a) and "read_text_file" not in await _names(b)
+        assert "read_text_file" in await tool_names(a) and "read_text_file" not in await tool_names(b)
 
 
 def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lazytools.clients import client_table
-from lazytools.surface import choose_surface
+from lazytools.server.clients import client_table
+from lazytools.server.surface import choose_surface
 
 TABLE = client_table({})
 

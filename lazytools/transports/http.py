@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
@@ -33,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..settings import Settings
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
 
-__all__ = ["MCP_PATH", "McpEndpoint", "build_app", "running_http", "serve_http"]
+__all__ = ["MCP_PATH", "McpEndpoint", "build_app", "serve_http"]
 
 logger = logging.getLogger(__name__)
 
@@ -209,23 +208,6 @@ async def serve_http(server: Server[Any], settings: Settings) -> None:
     where = f"http://{_url_host(settings.host)}:{settings.port}" if settings.port else f"a free port of {settings.host}"
     logger.info("streamable HTTP at %s%s, health check at /healthz", where, MCP_PATH)
     await uvicorn.Server(config).serve()
-
-
-@asynccontextmanager
-async def running_http(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
-                       startup_timeout: float = 10.0) -> AsyncIterator[str]:
-    """Run `app` with uvicorn in this event loop (port 0: a free port); yields its base URL, stops on exit."""
-    server = uvicorn.Server(_uvicorn_config(app, host, port, "WARNING"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(startup_timeout):
-            while not server.started:
-                await anyio.sleep(0.005)
-        bound = server.servers[0].sockets[0].getsockname()[1]
-        try:
-            yield f"http://{_url_host(host)}:{bound}"
-        finally:
-            server.should_exit = True
 
 
 def _url_host(host: str) -> str:

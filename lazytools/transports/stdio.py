@@ -18,8 +18,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0; only the type checker reads it
-    from mcp.shared._stream_protocols import ReadStream, WriteStream
+if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
+    from ..sdk import ReadStream, WriteStream
 
 __all__ = ["DRAIN_TIMEOUT", "PipeLines", "Unanswered", "serve_stdio"]
 

@@ -1,26 +1,24 @@
-"""Helpers for the gateway tests: config entries for toy upstreams, an open gateway, polling with a deadline."""
+"""Helpers for the gateway tests: config entries for toy upstreams, an open gateway (shared ones: tests/helpers.py)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
 from mcp import Client, StdioServerParameters
 
 from lazytools import Catalog, LazyServer, Settings, build_server
-from lazytools.gateway import Backoff, Gateway, open_gateway
-from lazytools.transports.http import running_http
-
+from lazytools.sources.gateway.gateway import Backoff, Gateway, open_gateway
 from ..conftest import make_settings
+from ..helpers import running_http
 from .toy import build
 
-__all__ = ["FAST", "TOY", "Opened", "direct", "eventually", "http_toy", "listed", "opened", "toy"]
+__all__ = ["FAST", "TOY", "Opened", "direct", "http_toy", "opened", "toy"]
 
 TOY = Path(__file__).resolve().parent / "toy.py"
 FAST = Backoff(first=0.05, most=0.5)
@@ -65,18 +63,3 @@ async def http_toy(name: str, **options: Any) -> AsyncIterator[str]:
     async with running_http(app) as base:
         yield base + "/mcp"
 
-
-async def eventually(condition: Callable[[], Any], timeout: float = 20.0) -> None:
-    """Poll `condition` (a function, or a coroutine function) until it is true; fail after `timeout` seconds."""
-    with anyio.fail_after(timeout):
-        while True:
-            value = condition()
-            if hasattr(value, "__await__"):
-                value = await value
-            if value:
-                return
-            await anyio.sleep(0.02)
-
-
-async def listed(client: Client) -> list[str]:
-    return [tool.name for tool in (await client.list_tools(cache_mode="bypass")).tools]

@@ -11,32 +11,32 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
-from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 
-from .catalog import Catalog, suggest
+from ..catalog import Catalog, suggest
 from .clients import client_table
-from .entry import ToolEntry
-from .errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
+from ..entry import ToolEntry
+from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
 from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
     SEARCH_TOOLS,
-    invoke_tool,
     invoke_tool_definition,
+    resolve_invocation,
     search_schema,
     search_tools,
     search_tools_definition,
 )
-from .search import LiveIndex
+from ..search import LiveIndex
 from .sessions import MemorySessionStore, SessionState, SessionStore
-from .settings import Settings, Surface
+from ..settings import Settings
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
-from .surface import choose_surface, is_stateless_era
-from .validation import validate_arguments
+from ..sdk import connection_of
+from .surface import SessionView, Surface, choose_surface, is_stateless_era
+from ..validation import validate_arguments
 
 __all__ = ["INSTRUCTIONS", "LazyServer", "build_server"]
 
@@ -48,11 +48,6 @@ plain words (or exact tool_names). Found tools are added to your tool list, or, 
 called through invoke_tool(tool_name, arguments). Search again whenever you need a different capability."""
 
 _SESSION_KEY = "lazytools.session"
-
-
-def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection:
-    """The connection behind a request: stable per stdio pipe and per HTTP session (ctx.session is not)."""
-    return ctx.session._connection  # noqa: SLF001 - the SDK offers no public accessor in 2.3.0
 
 
 class LazyServer(Server[Any]):
@@ -138,24 +133,28 @@ class LazyServer(Server[Any]):
 
     # -- tools/list -----------------------------------------------------------------------------------------
 
+    def view_of(self, state: SessionState | None) -> SessionView:
+        """The surface policy for this session (or for a request without one)."""
+        return SessionView.of(state, bridge=self.settings.dynamic_bridge)
+
     def surface_tools(self, state: SessionState | None) -> list[types.Tool]:
-        surface: Surface = state.surface if state is not None else "proxy"
-        tools = list(self._static_tools(surface))
-        if state is not None and surface == "dynamic":
-            for name in state.enabled:
-                if name in self.catalog and name not in self.pinned:
-                    tools.append(self.catalog.get(name).to_mcp())
+        view = self.view_of(state)
+        tools = list(self._static_tools(view))
+        for name in view.lists_enabled():
+            if name in self.catalog and name not in self.pinned:
+                tools.append(self.catalog.get(name).to_mcp())
         return tools
 
-    def _static_tools(self, surface: Surface) -> list[types.Tool]:
-        cache_key = (self.catalog.version, surface)
+    def _static_tools(self, view: SessionView) -> list[types.Tool]:
+        surface = view.surface
+        cache_key = (self.catalog.version, surface)  # the rest of the view is the same for every session
         if cache_key not in self._definitions:
             self._definitions = {k: v for k, v in self._definitions.items() if k[0] == self.catalog.version}
             settings = self.settings
             tools = [self.catalog.get(name).to_mcp() for name in self.pinned if name in self.catalog]
             tools.append(search_tools_definition(self.catalog, settings.search_max_limit, settings.search_limit,
                                                  surface))
-            if surface == "proxy" or settings.dynamic_bridge:
+            if view.offers_invoke:
                 tools.append(invoke_tool_definition())
             self._definitions[cache_key] = tools
         return self._definitions[cache_key]
@@ -198,30 +197,30 @@ class LazyServer(Server[Any]):
         ctx: ServerRequestContext[Any, Any] | None = None,
     ) -> types.CallToolResult:
         """Serve one tools/call; raises the library's errors (see `handle_call` for the boundary)."""
-        surface: Surface = state.surface if state is not None else "proxy"
+        view = self.view_of(state)
         if name == SEARCH_TOOLS:
-            return await self._search(state, surface, arguments or {}, ctx)
-        if name == INVOKE_TOOL and (surface == "proxy" or self.settings.dynamic_bridge):
-            entry, args = invoke_tool(self.catalog, arguments or {})
+            return await self._search(state, view, arguments or {}, ctx)
+        if name == INVOKE_TOOL and view.offers_invoke:
+            entry, args = resolve_invocation(self.catalog, arguments or {})
             return await entry.call(args)
-        entry = self._callable_entry(state, surface, name)
+        entry = self._callable_entry(view, name)
         return await entry.call(validate_arguments(entry.name, entry.input_schema, arguments))
 
-    def _callable_entry(self, state: SessionState | None, surface: Surface, name: str) -> ToolEntry:
-        if name in self.pinned or (state is not None and surface == "dynamic" and name in state.enabled):
+    def _callable_entry(self, view: SessionView, name: str) -> ToolEntry:
+        if view.may_call(name, self.pinned):
             return self.catalog.get(name)
         if name in self.catalog:
-            if surface == "dynamic":
+            if view.search_enables:
                 raise ToolNotEnabledError(name)
             raise LazyToolsError(f"Tool {name!r} is not in this session's list: call invoke_tool(tool_name="
                                  f"{name!r}, arguments={{...}}).")
-        visible = [*self.pinned, *META_TOOL_NAMES, *(state.enabled if state is not None else ())]
+        visible = [*self.pinned, *META_TOOL_NAMES, *view.enabled]
         raise UnknownToolError(name, suggest(name, [*visible, *self.catalog.names()]))
 
     async def _search(
         self,
         state: SessionState | None,
-        surface: Surface,
+        view: SessionView,
         arguments: dict[str, Any],
         ctx: ServerRequestContext[Any, Any] | None,
     ) -> types.CallToolResult:
@@ -230,12 +229,12 @@ class LazyServer(Server[Any]):
             self.catalog,
             await self.index.ready(),
             arguments,
-            surface=surface,
+            surface=view.surface,
             default_limit=settings.search_limit,
             max_limit=settings.search_max_limit,
             bridge=settings.dynamic_bridge,
         )
-        if state is not None and surface == "dynamic":
+        if state is not None and view.search_enables:
             new = state.enable([entry.name for entry in outcome.found if entry.name not in self.pinned])
             if new:
                 # Sent before the result is returned, so the client can re-list as the model reads the result.

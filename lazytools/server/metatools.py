@@ -8,13 +8,13 @@ from typing import Any
 
 import mcp_types as types
 
-from .catalog import Catalog
-from .entry import ToolEntry
-from .errors import ToolArgumentsError, UnknownToolError
-from .manifest import manifest
-from .search import SearchIndex
-from .settings import Surface
-from .validation import compact_json, validate_arguments
+from ..catalog import Catalog
+from ..entry import ToolEntry
+from ..errors import ToolArgumentsError, UnknownToolError
+from ..manifest import manifest
+from ..search import SearchIndex
+from ..validation import compact_json, validate_arguments
+from .surface import Surface
 
 __all__ = [
     "INVOKE_TOOL",
@@ -22,8 +22,8 @@ __all__ = [
     "META_TOOL_NAMES",
     "SEARCH_TOOLS",
     "SearchOutcome",
-    "invoke_tool",
     "invoke_tool_definition",
+    "resolve_invocation",
     "search_schema",
     "search_tools",
     "search_tools_definition",
@@ -196,7 +196,7 @@ def _type_of(spec: Any) -> str:
     return str(kind)
 
 
-def invoke_tool(catalog: Catalog, arguments: Mapping[str, Any]) -> tuple[ToolEntry, dict[str, Any]]:
+def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any]) -> tuple[ToolEntry, dict[str, Any]]:
     """Resolve invoke_tool's target and validate its arguments; the caller runs `entry.call(args)`."""
     args = validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments)
     name = args["tool_name"]

@@ -1,6 +1,6 @@
 """Gateway benchmarks: start-up with many stdio upstreams (concurrent vs one by one), and per-call overhead.
 
-`python lazytools/bench_gateway.py serve` is the upstream they start: a low-level SDK server with one `echo`
+`python benchmarks/gateway.py serve` is the upstream they start: a low-level SDK server with one `echo`
 tool, optionally working `--work-ms` before answering, so the figures measure lazytools, not a real server.
 """
 
@@ -25,17 +25,17 @@ _ECHO = types.Tool(name="echo", description="Echo a text back.",
 
 
 def _upstream_entry(name: str, work_ms: float = 0.0) -> dict[str, Any]:
-    # Run by path, not `-m lazytools.bench_gateway`: that would import all of lazytools (numpy, search) in every
+    # Run by path, not `-m benchmarks.gateway`: that would import all of lazytools (numpy, search) in every
     # upstream and measure our import time instead of an ordinary SDK server's start.
     args = [str(Path(__file__).resolve()), "serve", "--name", name, "--work-ms", str(work_ms)]
     return {"command": sys.executable, "args": args}
 
 
 async def _startup(servers: int, *, one_by_one: bool) -> float:
-    from .catalog import Catalog
-    from .gateway import open_gateway
-    from .mcpconfig import parse_config
-    from .settings import Settings
+    from lazytools.catalog import Catalog
+    from lazytools.sources.gateway.gateway import open_gateway
+    from lazytools.sources.gateway.config import parse_config
+    from lazytools.settings import Settings
 
     config = parse_config({"mcpServers": {f"s{i}": _upstream_entry(f"s{i}") for i in range(servers)}}, environ={})
     catalog = Catalog()
@@ -72,8 +72,8 @@ async def _call_overhead(calls: int, work_ms: float) -> dict[str, list[float]]:
 
     from mcp import Client, StdioServerParameters
 
-    from .app import open_server
-    from .settings import Settings
+    from lazytools.app import open_server
+    from lazytools.settings import Settings
 
     args = {"text": "hello"}
     entry = _upstream_entry("up", work_ms)
@@ -128,7 +128,7 @@ async def gateway_benchmarks(quick: bool = False) -> str:
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="bench_gateway.py")
+    parser = argparse.ArgumentParser(prog="benchmarks/gateway.py")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the benchmark upstream over stdio")
     serve.add_argument("--name", default="bench")

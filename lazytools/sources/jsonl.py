@@ -8,24 +8,22 @@ realistic catalog; calling one of these tools fails with a clear "no implementat
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 
-from .catalog import MAX_NAME_LENGTH, Catalog, Group, unique_name
-from .entry import CallFn, ToolEntry
-from .errors import ConfigError, ToolExecutionError
+from ..catalog import Catalog, Group
+from ..entry import CallFn, ToolEntry
+from ..errors import ConfigError, ToolExecutionError
+from ..names import MAX_NAME_LENGTH, clean_name, unique_name
 
-__all__ = ["JsonlCatalog", "JsonlTool", "load_jsonl_catalog", "read_jsonl", "read_tools"]
+__all__ = ["JsonlCatalog", "JsonlSource", "JsonlTool", "load_jsonl_catalog", "read_jsonl", "read_tools"]
 
 _EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
-_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.\-]+")
-
-
 @dataclass(frozen=True, slots=True)
 class JsonlTool:
     """One line of a tools file, checked but not yet given a public name."""
@@ -98,21 +96,17 @@ def read_tools(path: Path) -> list[JsonlTool]:
     return tools
 
 
-def _clean_name(text: str) -> str:
-    return _INVALID_NAME_CHARS.sub("_", text.strip()).strip("_") or "tool"
-
-
 def _public_names(tools: list[JsonlTool]) -> list[str]:
     """Unique SEP-986 names: the tool's own name, prefixed with its server where two servers share it."""
     counts: dict[str, int] = {}
     for tool in tools:
-        counts[_clean_name(tool.name)] = counts.get(_clean_name(tool.name), 0) + 1
+        counts[clean_name(tool.name)] = counts.get(clean_name(tool.name), 0) + 1
     names: list[str] = []
     taken: set[str] = set()
     for tool in tools:
-        base = _clean_name(tool.name)
+        base = clean_name(tool.name)
         if counts[base] > 1 and tool.server:
-            base = f"{_clean_name(tool.server)}__{base}"
+            base = f"{clean_name(tool.server)}__{base}"
         name = unique_name(base[:MAX_NAME_LENGTH], taken, "_")
         taken.add(name)
         names.append(name)
@@ -129,15 +123,26 @@ def _no_implementation(name: str, path: Path) -> CallFn:
     return call
 
 
+@dataclass(frozen=True, slots=True)
+class JsonlSource:
+    """A tools file as a `Source`: loaded once when opened."""
+
+    path: Path
+
+    @asynccontextmanager
+    async def open(self, catalog: Catalog) -> AsyncIterator[JsonlCatalog]:
+        yield load_jsonl_catalog(self.path, catalog)
+
+
 def load_jsonl_catalog(path: Path, catalog: Catalog | None = None) -> JsonlCatalog:
     """Load `path` into `catalog` (a new one by default), one group per `server` (the file's stem otherwise)."""
     tools = read_tools(path)
     catalog = catalog if catalog is not None else Catalog()
-    default_group = _clean_name(path.stem)
+    default_group = clean_name(path.stem)
     by_group: dict[str, list[ToolEntry]] = {}
     ids: dict[str, str] = {}
     for tool, name in zip(tools, _public_names(tools), strict=True):
-        group = _clean_name(tool.server) if tool.server else default_group
+        group = clean_name(tool.server) if tool.server else default_group
         entry = ToolEntry(
             name=name,
             group=group,

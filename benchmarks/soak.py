@@ -1,6 +1,6 @@
 """The soak test: N concurrent HTTP sessions looping search → enable → call against a child lazytools, for a while.
 
-    python -m lazytools.soak --sessions 20 --seconds 180
+    python -m benchmarks.soak --sessions 20 --seconds 180
 
 It starts `python -m lazytools --transport http` (bundled example catalog, no .env, no LAZYTOOLS_* variables) on a
 free port of 127.0.0.1, drives it with real MCP clients, samples the child's resident memory from /proc, and prints
@@ -14,24 +14,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-import httpx2
 import mcp_types as types
 from mcp import Client
 
-from .bench import percentiles
+from tests.helpers import spawned_http_server
+
+from .stats import percentiles
 
 __all__ = ["ROUNDS", "SoakPlan", "SoakReport", "main", "run_soak", "spawned_http_server"]
 
@@ -176,74 +172,6 @@ class SoakReport:
 # -- the server child --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class ServerChild:
-    url: str
-    """The `/mcp` URL."""
-    process: subprocess.Popen[bytes]
-    log: Path
-    """Its stderr and stdout, while it runs (the file goes with its scratch directory)."""
-    exit_code: int | None = None
-    output: str = ""
-    """The end of that log, kept once it has stopped."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@asynccontextmanager
-async def spawned_http_server(*extra: str, log_level: str = "WARNING", env: dict[str, str] | None = None,
-                              startup_timeout: float = 60.0) -> AsyncIterator[ServerChild]:
-    """`python -m lazytools --transport http` on a free port of 127.0.0.1, in a scratch directory (no .env), ready
-    once /healthz answers; stopped with SIGTERM (then SIGKILL if it hangs) on exit, its exit status recorded."""
-    with tempfile.TemporaryDirectory(prefix="lazytools-soak-") as scratch:
-        port = _free_port()
-        log = Path(scratch) / "server.log"
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
-        command = [sys.executable, "-m", "lazytools", "--transport", "http", "--host", "127.0.0.1", "--port",
-                   str(port), "--files-root", scratch, "--log-level", log_level, *extra]
-        with log.open("wb") as sink:
-            process = subprocess.Popen(command, cwd=scratch, env={**clean, **(env or {})}, stdin=subprocess.DEVNULL,
-                                       stdout=sink, stderr=sink)
-        child = ServerChild(f"http://127.0.0.1:{port}/mcp", process, log)
-        try:
-            await _wait_healthy(child, startup_timeout)
-            yield child
-        finally:
-            child.exit_code = await _stop(process)
-            child.output = log.read_text(errors="replace")[-20_000:]
-
-
-async def _wait_healthy(child: ServerChild, timeout: float) -> None:
-    health = child.url.removesuffix("/mcp") + "/healthz"
-    async with httpx2.AsyncClient(timeout=2) as http:
-        with anyio.fail_after(timeout):
-            while True:
-                if child.process.poll() is not None:
-                    raise RuntimeError(f"lazytools exited with {child.process.returncode} at start-up:\n"
-                                       f"{child.log.read_text(errors='replace')[-2000:]}")
-                try:
-                    if (await http.get(health)).status_code == 200:
-                        return
-                except httpx2.TransportError:
-                    pass
-                await anyio.sleep(0.1)
-
-
-async def _stop(process: subprocess.Popen[bytes], grace: float = 30.0) -> int:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        with anyio.move_on_after(grace):
-            while process.poll() is None:
-                await anyio.sleep(0.05)
-        if process.poll() is None:
-            process.kill()
-    return await anyio.to_thread.run_sync(process.wait)
-
-
 def _rss_and_cpu(pid: int) -> tuple[int, float]:
     """Resident bytes and CPU seconds (user + system) of a process, from /proc (Linux)."""
     rss = 0
@@ -365,7 +293,7 @@ async def run_soak(plan: SoakPlan) -> SoakReport:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lazytools.soak", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=20, help=f"concurrent sessions (1-{_MAX_SESSIONS})")
     parser.add_argument("--seconds", type=float, default=180.0, help="how long the load runs")
     parser.add_argument("--warmup", type=float, help="seconds left out of the memory growth (default: run/6, ≤30)")

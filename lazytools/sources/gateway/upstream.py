@@ -23,17 +23,18 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from .catalog import Catalog, Group, unique_name
-from .entry import ToolEntry, first_sentence
-from .errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
-from .mcpconfig import HttpServer, ServerConfig, public_tool_name
-from .settings import Settings
+from ...catalog import Catalog, Group
+from ...entry import ToolEntry, first_sentence
+from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
+from ...names import public_tool_name, unique_name
+from ...sdk import create_mcp_http_client
+from ...settings import Settings
+from .config import HttpServer, ServerConfig
 
 __all__ = ["CHAIN_VARIABLE", "Backoff", "Upstream", "describe_failure"]
 
@@ -232,8 +233,7 @@ class Upstream:
         entries = self._entries(tools)
         if group in self.catalog.groups and entries == self.catalog.in_group(self.name):
             return  # a reconnection or a list_changed that changed nothing: no index rebuild, no notifications
-        self.catalog.set_group(group, entries)
-        await self.catalog.announce()
+        await self.catalog.update_group(group, entries)
 
     def _summary(self, client: Client) -> str:
         info = client.server_info

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from ...errors import ConfigError
 
 __all__ = ["expand_tree", "expand_variables", "strip_jsonc", "workspace_of"]
 

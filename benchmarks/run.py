@@ -1,7 +1,8 @@
-"""`lazytools bench`: the figures quoted in the README, measured on this machine (not asserted in tests)."""
+"""`python -m benchmarks`: the figures quoted in the README, measured on this machine (not asserted in tests)."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import tempfile
@@ -14,26 +15,23 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 
-from .app import bundled_catalog
-from .catalog import Catalog, Group
-from .metatools import invoke_tool_definition, search_tools_definition
-from .report import surface_cost
-from .server import LazyServer, build_server
-from .sessions import SessionState
-from .settings import Settings, Surface
-from .tokens import TOKENIZER, count_tokens
+from lazytools.app import bundled_catalog
+from lazytools.catalog import Catalog, Group
+from lazytools.server.metatools import invoke_tool_definition, search_tools_definition
+from lazytools.report import surface_cost
+from lazytools.server.core import LazyServer, build_server
+from lazytools.server.sessions import SessionState
+from lazytools.settings import Settings, Surface
+from .gateway import gateway_benchmarks
+from .http import http_benchmarks
+from .search import search_benchmarks, synthetic_catalog
+from .stats import percentiles
+from lazytools.tokens import count_tokens, tokenizer_name
 
-__all__ = ["percentiles", "run_benchmarks"]
+__all__ = ["main", "run_benchmarks"]
 
 _QUERIES = ["convert a temperature", "hash a string with sha256", "parse a CSV file into JSON",
             "what time is it in Tokyo", "validate a regular expression", "list files in a directory"]
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    """(p50, p99) of samples, in the samples' unit."""
-    ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return statistics.median(ordered), p99
 
 
 def _server(files_root: Path) -> LazyServer:
@@ -42,7 +40,7 @@ def _server(files_root: Path) -> LazyServer:
 
 
 def token_figures(server: LazyServer) -> str:
-    lines = [f"## Tokens ({TOKENIZER()}, tools/list JSON)"]
+    lines = [f"## Tokens ({tokenizer_name()}, tools/list JSON)"]
     for surface in ("dynamic", "proxy"):
         cost = surface_cost(server, surface)
         lines.append(f"first tools/list, {surface:>7}: {cost.tokens:>6} tokens vs {cost.full_tokens} for all "
@@ -66,8 +64,6 @@ def _json(tool: types.Tool) -> str:
 
 
 def _synthetic(size: int) -> Catalog:
-    from .bench_search import synthetic_catalog
-
     catalog = Catalog()
     entries = synthetic_catalog(size)
     for group in dict.fromkeys(entry.group for entry in entries):
@@ -126,22 +122,18 @@ async def round_trip_figures(files_root: Path, quick: bool) -> str:
 async def run_benchmarks(quick: bool = False) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        sections = [f"lazytools bench ({'quick' if quick else 'full'}), Python {sys.version.split()[0]}",
+        sections = [f"python -m benchmarks ({'quick' if quick else 'full'}), Python {sys.version.split()[0]}",
                     await anyio.to_thread.run_sync(token_figures, _server(root)),
                     await round_trip_figures(root, quick)]
-    for module, function in (("bench_search", "search_benchmarks"), ("bench_gateway", "gateway_benchmarks"),
-                             ("bench_http", "http_benchmarks")):
-        sections.append(await _optional(module, function, quick))
-    return "\n\n".join(section for section in sections if section)
+    sections.append(search_benchmarks(quick))
+    sections.append(await gateway_benchmarks(quick))
+    sections.append(await http_benchmarks(quick))
+    return "\n\n".join(sections)
 
 
-async def _optional(module: str, function: str, quick: bool) -> str:
-    import importlib
-    import inspect
-
-    try:
-        bench = getattr(importlib.import_module(f"lazytools.{module}"), function)
-    except (ImportError, AttributeError):
-        return ""
-    result = bench(quick)
-    return str(await result) if inspect.isawaitable(result) else str(result)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args(argv)
+    print(anyio.run(run_benchmarks, args.quick))
+    return 0

@@ -15,9 +15,9 @@ from typing import Any
 
 import mcp_types as types
 
-from .bench import percentiles
-from .entry import ToolEntry
-from .search import SearchIndex, build_index
+from .stats import percentiles
+from lazytools.entry import ToolEntry
+from lazytools.search import SearchIndex, build_index
 
 __all__ = ["search_benchmarks", "synthetic_catalog", "synthetic_queries"]
 
@@ -100,7 +100,7 @@ def _time(search: Callable[[str], object], queries: list[str]) -> tuple[float, f
 
 
 def search_benchmarks(quick: bool) -> str:
-    """The `## Search latency` section of `lazytools bench`: index build time and search p50/p99 per size."""
+    """The `## Search latency` section of `python -m benchmarks`: index build time and search p50/p99 per size."""
     semantic = importlib.util.find_spec("wordllama") is not None
     lines = ["## Search latency (synthetic catalogs, limit 5, ms)",
              f"{'tools':>6}  {'mode':<16} {'build':>9}  {'p50':>7}  {'p99':>7}  queries"]

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .settings import Surface
+from .surface import Surface
 
 __all__ = ["MemorySessionStore", "SessionState", "SessionStore"]
 

@@ -1,11 +1,18 @@
-"""The soak script, run for a few seconds so it cannot rot: every kind of session, no errors, a clean stop."""
+"""The benchmarks/ scripts, run small so they cannot rot. The only test module that imports benchmarks/.
+
+The soak runs for a few seconds: every kind of session, no errors, a clean stop. The synthetic search catalogs are
+valid. The percentile summary is `statistics.quantiles`."""
 
 from __future__ import annotations
 
 import mcp_types as types
 import pytest
 
-from lazytools.soak import ROUNDS, SoakPlan, SoakReport, _Load, main, run_soak
+from benchmarks.search import synthetic_catalog, synthetic_queries
+from benchmarks.soak import ROUNDS, SoakPlan, SoakReport, _Load, main, run_soak
+from benchmarks.stats import percentiles
+from lazytools.names import check_tool_name
+from lazytools.search import SearchIndex
 
 
 async def test_a_short_soak_serves_every_kind_of_session_without_errors() -> None:
@@ -54,3 +61,20 @@ def test_the_command_line_runs_a_tiny_soak(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert out.startswith("soak: 2 concurrent sessions") and "errors: 0" in out
     assert len(ROUNDS) == len({r.tool for r in ROUNDS})  # each round exercises a different tool
+
+
+def test_benchmark_catalogs_are_valid_and_searchable() -> None:
+    entries = synthetic_catalog(500)
+    assert len({entry.name for entry in entries}) == 500
+    for entry in entries:
+        check_tool_name(entry.name)
+    queries = synthetic_queries(entries, 8)
+    index = SearchIndex(entries)
+    assert index.search(queries[1])[0].entry.name == queries[1]  # every 4th query, from 1, is an exact name
+    assert all(index.search(query) for query in queries)
+
+
+def test_percentiles_are_the_median_and_the_99th() -> None:
+    samples = [float(n) for n in range(1, 102)]  # 1..101: inclusive quantiles fall on samples
+    assert percentiles(samples) == (51.0, 100.0)
+    assert percentiles([3.0]) == (3.0, 3.0)

@@ -1,6 +1,6 @@
-"""HTTP figures for `lazytools bench`: idle sessions one process holds, memory per session, search latency.
+"""HTTP figures for `python -m benchmarks`: idle sessions one process holds, memory per session, search latency.
 
-The server runs in a child process (`python -m lazytools.bench_http --child ...`), so its memory is its own;
+The server runs in a child process (`python -m benchmarks.http --child ...`, run from the clone's root), so its memory is its own;
 the parent opens sessions over real HTTP and asks the child, over stdin/stdout lines, to measure itself.
 Memory is counted two ways: Python allocations (tracemalloc, in a traced child) and resident set size (in an
 untraced child, because tracing costs memory too). A plain SDK server through the same transport is the baseline
@@ -51,7 +51,7 @@ _CONCURRENCY = 32
 
 
 async def http_benchmarks(quick: bool) -> str:
-    from .bench import percentiles
+    from .stats import percentiles
 
     traced, held, searches = (100, 1000, 4) if quick else (500, 5000, 20)
     lines = ["## Streamable HTTP (server in a child process, clients in this one, over 127.0.0.1)"]
@@ -224,8 +224,9 @@ async def _http() -> AsyncIterator[httpx2.AsyncClient]:
 @asynccontextmanager
 async def _child(kind: str, *, traced: bool) -> AsyncIterator[tuple[str, _Measure]]:
     """Start a server child; yields its URL and `measure()`, which returns the child's own figures."""
-    command = [sys.executable, "-m", "lazytools.bench_http", "--child", kind] + (["--traced"] if traced else [])
-    process: Process = await anyio.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+    command = [sys.executable, "-m", "benchmarks.http", "--child", kind] + (["--traced"] if traced else [])
+    process: Process = await anyio.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+                                                cwd=Path(__file__).resolve().parent.parent)
     async with process:
         assert process.stdin is not None and process.stdout is not None
         lines = BufferedByteReceiveStream(process.stdout)
@@ -251,8 +252,8 @@ async def _child(kind: str, *, traced: bool) -> AsyncIterator[tuple[str, _Measur
 
 
 def _bench_server(kind: str, files_root: Path) -> Server[Any]:
-    from .app import bundled_catalog
-    from .server import build_server
+    from lazytools.app import bundled_catalog
+    from lazytools.server.core import build_server
 
     if kind == "lazytools":
         return build_server(bundled_catalog(files_root), _child_settings(files_root))
@@ -270,7 +271,7 @@ def _bench_server(kind: str, files_root: Path) -> Server[Any]:
 
 
 def _child_settings(files_root: Path) -> Any:
-    from .settings import Settings
+    from lazytools.settings import Settings
 
     return Settings(_env_file=None, files_root=files_root, session_idle_timeout=3600,  # type: ignore[call-arg]
                     max_sessions=1_000_000, log_level="WARNING")
@@ -304,7 +305,8 @@ def _rss_bytes() -> float:
 
 
 async def _serve_child(kind: str, traced: bool) -> None:
-    from .transports.http import build_app, running_http
+    from lazytools.transports.http import build_app
+    from tests.helpers import running_http
 
     with tempfile.TemporaryDirectory() as tmp:
         server = _bench_server(kind, Path(tmp))
@@ -325,7 +327,7 @@ def _reply(message: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="lazytools HTTP benchmark server (started by `lazytools bench`)")
+    parser = argparse.ArgumentParser(description="lazytools HTTP benchmark server (started by `python -m benchmarks`)")
     parser.add_argument("--child", choices=["lazytools", "sdk"], required=True)
     parser.add_argument("--traced", action="store_true")
     options = parser.parse_args()

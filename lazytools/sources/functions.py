@@ -11,8 +11,8 @@ import anyio.to_thread
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .entry import ToolEntry
-from .errors import ToolArgumentsError, ToolExecutionError
+from ..entry import ToolEntry
+from ..errors import ToolArgumentsError, ToolExecutionError
 
 __all__ = ["FunctionGroup", "function_tool", "to_result"]
 

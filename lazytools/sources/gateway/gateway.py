@@ -5,18 +5,18 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
 
-from .catalog import Catalog
-from .errors import ConfigError
-from .mcpconfig import GatewayConfig, load_config
-from .settings import Settings
+from ...catalog import Catalog
+from ...errors import ConfigError
+from ...settings import Settings
+from .config import GatewayConfig, load_config
 from .upstream import CHAIN_VARIABLE, Backoff, Upstream
 
-__all__ = ["Backoff", "Gateway", "open_gateway"]
+__all__ = ["Backoff", "Gateway", "GatewaySource", "open_gateway"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +89,16 @@ async def open_gateway(
             tg.cancel_scope.cancel()
     if failed is not None:
         raise failed
+
+
+@dataclass(frozen=True, slots=True)
+class GatewaySource:
+    """The upstream servers of `settings.config` as a `Source`."""
+
+    settings: Settings
+
+    def open(self, catalog: Catalog) -> AbstractAsyncContextManager[Gateway]:
+        return open_gateway(self.settings, catalog)
 
 
 def _fronted_chain(config: GatewayConfig) -> str:

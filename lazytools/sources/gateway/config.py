@@ -13,7 +13,6 @@ wrong is a `ConfigError` that names the file, the server and the field.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import logging
 import os
@@ -25,9 +24,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from ...errors import ConfigError
+from ...names import MAX_PREFIX_LENGTH, public_tool_name, server_prefix
 from .configtext import expand_tree, strip_jsonc, workspace_of
-from .entry import MAX_NAME_LENGTH
-from .errors import ConfigError
 
 __all__ = [
     "GatewayConfig",
@@ -36,16 +35,10 @@ __all__ = [
     "StdioServer",
     "load_config",
     "parse_config",
-    "public_tool_name",
-    "server_prefix",
 ]
 
 logger = logging.getLogger(__name__)
 
-MAX_PREFIX_LENGTH = 24
-"""Keeps `prefix__tool` readable and leaves most of the 64 characters to the tool's own name."""
-
-_INVALID_CHARS = re.compile(r"[^A-Za-z0-9_.\-]")
 # Keys other clients write into the same entries; they mean nothing to lazytools and are not typos.
 _OTHER_CLIENTS_KEYS = frozenset({"alwaysAllow", "autoApprove", "dev", "gallery", "transportType", "version"})
 
@@ -149,30 +142,6 @@ class GatewayConfig(BaseModel):
 
     path: Path | None = None
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
-
-
-# -- names ----------------------------------------------------------------------------------------------------------
-
-
-def server_prefix(name: str) -> str:
-    """A server name made safe as a tool-name prefix: no `__` inside and no `_` at either end, so the first
-    `__` of a public name always ends the prefix and two servers can never produce the same public name."""
-    safe = re.sub(r"_+", "_", _INVALID_CHARS.sub("_", name)).strip("_")
-    if len(safe) > MAX_PREFIX_LENGTH or not safe:
-        digest = hashlib.sha256(name.encode()).hexdigest()[:6]
-        safe = (safe[: MAX_PREFIX_LENGTH - 7].rstrip("_") + "-" + digest).lstrip("-")
-    return safe
-
-
-def public_tool_name(prefix: str, tool: str) -> str:
-    """`prefix__tool`, at most 64 characters of A-Z a-z 0-9 _ . -. A name that had to be changed (characters
-    replaced or cut) also gets a hash of the original, so two upstream names cannot end up the same."""
-    clean = _INVALID_CHARS.sub("_", tool) or "_"
-    name = f"{prefix}__{clean}"
-    if clean == tool and len(name) <= MAX_NAME_LENGTH:
-        return name
-    digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
-    return f"{name[: MAX_NAME_LENGTH - 9]}_{digest}"
 
 
 # -- reading --------------------------------------------------------------------------------------------------------

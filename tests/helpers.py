@@ -1,0 +1,128 @@
+"""Helpers shared by the tests (and by the soak script in benchmarks/): servers started for real, polling with a
+deadline, the names a client sees listed. Tests never import benchmarks/; this file is the one way between them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import uvicorn
+from mcp import Client
+from starlette.types import ASGIApp
+
+__all__ = ["ServerChild", "eventually", "running_http", "spawned_http_server", "tool_names"]
+
+
+async def tool_names(client: Client) -> list[str]:
+    """The names in a fresh tools/list (the client's cache bypassed)."""
+    return [tool.name for tool in (await client.list_tools(cache_mode="bypass")).tools]
+
+
+async def eventually(condition: Callable[[], Any], timeout: float = 20.0) -> None:
+    """Poll `condition` (a function, or a coroutine function) until it is true; fail after `timeout` seconds."""
+    with anyio.fail_after(timeout):
+        while True:
+            value = condition()
+            if hasattr(value, "__await__"):
+                value = await value
+            if value:
+                return
+            await anyio.sleep(0.01)
+
+
+@asynccontextmanager
+async def running_http(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
+                       startup_timeout: float = 10.0) -> AsyncIterator[str]:
+    """Run `app` with uvicorn in this event loop (port 0: a free port); yields its base URL, stops on exit."""
+    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_config=None, log_level="warning",
+                            access_log=False, timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(startup_timeout):
+            while not server.started:
+                await anyio.sleep(0.005)
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            yield f"http://{f'[{host}]' if ':' in host else host}:{bound}"
+        finally:
+            server.should_exit = True
+
+
+@dataclass
+class ServerChild:
+    url: str
+    """The `/mcp` URL."""
+    process: subprocess.Popen[bytes]
+    log: Path
+    """Its stderr and stdout, while it runs (the file goes with its scratch directory)."""
+    exit_code: int | None = None
+    output: str = ""
+    """The end of that log, kept once it has stopped."""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@asynccontextmanager
+async def spawned_http_server(*extra: str, log_level: str = "WARNING", env: dict[str, str] | None = None,
+                              startup_timeout: float = 60.0) -> AsyncIterator[ServerChild]:
+    """`python -m lazytools --transport http` on a free port of 127.0.0.1, in a scratch directory (no .env), ready
+    once /healthz answers; stopped with SIGTERM (then SIGKILL if it hangs) on exit, its exit status recorded."""
+    with tempfile.TemporaryDirectory(prefix="lazytools-http-") as scratch:
+        port = _free_port()
+        log = Path(scratch) / "server.log"
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
+        command = [sys.executable, "-m", "lazytools", "--transport", "http", "--host", "127.0.0.1", "--port",
+                   str(port), "--files-root", scratch, "--log-level", log_level, *extra]
+        with log.open("wb") as sink:
+            process = subprocess.Popen(command, cwd=scratch, env={**clean, **(env or {})}, stdin=subprocess.DEVNULL,
+                                       stdout=sink, stderr=sink)
+        child = ServerChild(f"http://127.0.0.1:{port}/mcp", process, log)
+        try:
+            await _wait_healthy(child, startup_timeout)
+            yield child
+        finally:
+            child.exit_code = await _stop(process)
+            child.output = log.read_text(errors="replace")[-20_000:]
+
+
+async def _wait_healthy(child: ServerChild, timeout: float) -> None:
+    health = child.url.removesuffix("/mcp") + "/healthz"
+    async with httpx2.AsyncClient(timeout=2) as http:
+        with anyio.fail_after(timeout):
+            while True:
+                if child.process.poll() is not None:
+                    raise RuntimeError(f"lazytools exited with {child.process.returncode} at start-up:\n"
+                                       f"{child.log.read_text(errors='replace')[-2000:]}")
+                try:
+                    if (await http.get(health)).status_code == 200:
+                        return
+                except httpx2.TransportError:
+                    pass
+                await anyio.sleep(0.1)
+
+
+async def _stop(process: subprocess.Popen[bytes], grace: float = 30.0) -> int:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        with anyio.move_on_after(grace):
+            while process.poll() is None:
+                await anyio.sleep(0.05)
+        if process.poll() is None:
+            process.kill()
+    return await anyio.to_thread.run_sync(process.wait)
