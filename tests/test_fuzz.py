@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lazytools import build_server
-from lazytools.sessions import SessionState
+from lazytools.server.sessions import SessionState
 
 from .conftest import client, make_settings, small_catalog, text_of
 
@@ -37,12 +37,32 @@ def _check(result: types.CallToolResult) -> None:
 
 
 def _run(name: str, arguments: Any, surface: str) -> None:
+    # Both sessions are registered with the server, as a transport would: the call could reach `other` only
+    # through the server's store, so that is where `other` must be, and where it is read back from.
     mine = SessionState(key="fuzz", surface=surface)  # type: ignore[arg-type]
-    other = SessionState(key="other", surface="dynamic", enabled={"reverse_text": None})
-    before = dict(other.enabled)
-    _check(anyio.run(SERVER.handle_call, mine, name, arguments))
-    assert other.enabled == before
-    assert set(mine.enabled) <= set(SERVER.catalog.names())
+    SERVER.store.put(mine)
+    SERVER.store.put(SessionState(key="other", surface="dynamic", enabled={"reverse_text": None}))
+    try:
+        _check(anyio.run(SERVER.handle_call, mine, name, arguments))
+        other = SERVER.store.get("other")
+        assert other is not None and list(other.enabled) == ["reverse_text"]
+        assert {state.key for state in SERVER.store} == {"fuzz", "other"}
+        assert set(mine.enabled) <= set(SERVER.catalog.names())
+    finally:
+        SERVER.store.drop("fuzz")
+        SERVER.store.drop("other")
+
+
+def test_the_other_session_check_sees_a_change() -> None:
+    # The isolation check above can fail: a search in the registered "other" session does change what it reads.
+    SERVER.store.put(SessionState(key="other", surface="dynamic", enabled={"reverse_text": None}))
+    try:
+        other = SERVER.store.get("other")
+        assert other is not None
+        _check(anyio.run(SERVER.handle_call, other, "search_tools", {"tool_names": ["word_count"]}))
+        assert list(SERVER.store.get("other").enabled) != ["reverse_text"]  # type: ignore[union-attr]
+    finally:
+        SERVER.store.drop("other")
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
