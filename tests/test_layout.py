@@ -1,0 +1,44 @@
+"""The README's "Layout" map names paths that exist, and names every folder of the package."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _mapped() -> list[Path]:
+    """Every path the map names: a line's words before its description (two spaces or more), below its folder."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"## Layout\n.*?```\n(.*?)```", readme, flags=re.S)
+    assert block is not None, "README.md has no Layout map"
+    paths: list[Path] = []
+    folders: list[tuple[int, Path]] = []  # (indent, folder) of the lines above
+    for line in block.group(1).splitlines():
+        indent = len(line) - len(line.lstrip())
+        names = re.split(r"\s{2,}", line.strip())[0].split()
+        while folders and folders[-1][0] >= indent:
+            folders.pop()
+        parent = folders[-1][1] if folders else ROOT
+        for name in names:
+            paths.append(parent / name)
+        if len(names) == 1 and names[0].endswith("/"):
+            folders.append((indent, parent / names[0]))
+    return paths
+
+
+def test_every_mapped_path_exists() -> None:
+    paths = _mapped()
+    assert len(paths) > 20
+    missing = [str(path.relative_to(ROOT)) for path in paths if not path.exists()]
+    assert not missing, missing
+
+
+def test_every_package_folder_is_mapped() -> None:
+    mapped = {path.resolve() for path in _mapped()}
+    folders = {init.parent.resolve() for init in (ROOT / "lazytools").rglob("__init__.py")}
+    unmapped = sorted(str(folder.relative_to(ROOT)) for folder in folders - mapped
+                      if not any(parent in mapped for parent in folder.parents if parent != ROOT / "lazytools"))
+    # A folder counts as mapped when it or its parent below lazytools/ is (search/'s own folders need no line).
+    assert not unmapped, unmapped
