@@ -185,7 +185,7 @@ def test_cli_fronts_a_config_file_and_reports_a_broken_one(tmp_path: Path) -> No
 async def test_an_upstream_that_speaks_only_the_2026_era_is_reached_and_followed(tmp_path: Path) -> None:
     async with opened(tmp_path, {"modern": toy("modern", "--modern-only", "--tools", "echo,grow")}) as o:
         modern = o.gateway["modern"]
-        assert modern.status == "up" and modern.connections == 1
+        assert modern.state == "serving" and modern.connections == 1
         assert text_of(await o.catalog.get("modern__echo").call({"text": "hi"})) == "hi"
         assert text_of(await o.catalog.get("modern__grow").call({})) == "grown"
         # No session to notify in this era: the change arrives on the subscriptions/listen stream.

@@ -32,7 +32,7 @@ async def test_an_upstream_that_crashes_mid_session_is_named_and_comes_back_on_n
             # The next call to alpha waits for the reconnection it triggers, then goes through.
             again = await c.call_tool("alpha__echo", {"text": "back"})
             assert not again.is_error and text_of(again) == "back"
-            assert o.gateway["alpha"].connections == 2 and o.gateway["alpha"].status == "up"
+            assert o.gateway["alpha"].connections == 2 and o.gateway["alpha"].state == "serving"
             assert {"alpha__echo", "alpha__crash", "beta__echo"} <= set(await tool_names(c))  # still enabled
 
 
@@ -42,7 +42,7 @@ async def test_an_upstream_killed_between_calls_is_noticed_and_reconnected_witho
         pid = int(text_of(await o.catalog.get("alpha__pid").call({})))
         os.kill(pid, signal.SIGKILL)
         # Nothing is in flight: the end of the process's stdout alone starts the reconnection.
-        await eventually(lambda: alpha.connections == 2 and alpha.status == "up")
+        await eventually(lambda: alpha.connections == 2 and alpha.state == "serving")
         assert int(text_of(await o.catalog.get("alpha__pid").call({}))) != pid
 
 
@@ -51,7 +51,7 @@ async def test_a_call_retries_at_once_a_server_waiting_out_its_backoff(tmp_path:
     async with opened(tmp_path, servers, backoff=Backoff(first=600, most=600), connect_timeout=15) as o:
         alpha = o.gateway["alpha"]
         os.kill(int(text_of(await o.catalog.get("alpha__pid").call({}))), signal.SIGKILL)
-        await eventually(lambda: alpha.status == "down")  # it dropped soon after starting: next try in 10 minutes...
+        await eventually(lambda: alpha.state == "failed")  # it dropped soon after starting: next try in 10 minutes...
         result = await o.catalog.get("alpha__echo").call({"text": "now"})  # ...unless a call asks for it
         assert text_of(result) == "now" and alpha.connections == 2
 
@@ -116,7 +116,7 @@ async def test_upstreams_that_fail_to_start_are_reported_skipped_and_arrive_when
                 await eventually(lambda: recorder.events == ["list_changed"])
                 assert await tool_names(c) == ["late__echo", "search_tools", "invoke_tool"]  # pinned now that it exists
                 assert text_of(await c.call_tool("late__echo", {"text": "here"})) == "here"
-            assert o.gateway["missing"].status == "down" and o.gateway["late"].status == "up"
+            assert o.gateway["missing"].state == "failed" and o.gateway["late"].state == "serving"
 
 
 async def test_an_upstream_that_never_answers_initialize_is_skipped(tmp_path: Path,
@@ -124,8 +124,8 @@ async def test_an_upstream_that_never_answers_initialize_is_skipped(tmp_path: Pa
     servers = {"good": toy("good", "--tools", "echo"), "stuck": toy("stuck", "--hang-on-start")}
     with caplog.at_level(logging.WARNING):
         async with opened(tmp_path, servers, connect_timeout=4) as o:
-            assert o.catalog.names() == ["good__echo"] and o.gateway["good"].status == "up"
-            assert o.gateway["stuck"].status != "up"
+            assert o.catalog.names() == ["good__echo"] and o.gateway["good"].state == "serving"
+            assert o.gateway["stuck"].state != "serving"
             await eventually(lambda: "upstream 'stuck' failed to start: did not start and answer initialize and "
                                      "tools/list within 4 s" in caplog.text)
             assert text_of(await o.catalog.get("good__echo").call({"text": "fine"})) == "fine"
@@ -191,6 +191,6 @@ async def test_a_config_that_starts_lazytools_on_itself_does_not_recurse(tmp_pat
           "cwd": str(tmp_path)}
     servers = {"me": me, "alpha": toy("alpha", "--tools", "echo")}
     async with opened(tmp_path, servers, backoff=Backoff(first=600, most=600)) as o:
-        await eventually(lambda: o.gateway["me"].status == "down")
+        await eventually(lambda: o.gateway["me"].state == "failed")
         assert o.catalog.names() == ["alpha__echo"]
     assert "this file starts lazytools, which would front this file again" in capfd.readouterr().err

@@ -31,7 +31,7 @@ async def test_junk_on_an_upstreams_stdout_is_dropped_and_its_tools_keep_answeri
                "calm": entry("calm", "--tools", "echo")}
     async with opened(tmp_path, servers) as o:  # the banner came before the initialize answer: still connected
         noisy = o.gateway["noisy"]
-        assert noisy.status == "up" and o.gateway["calm"].status == "up"
+        assert noisy.state == "serving" and o.gateway["calm"].state == "serving"
         pid = text_of(await o.catalog.get("noisy__pid").call({}))
         async with client(o.server, "claude-ai") as c:
             for kind in [k for k in GARBAGE if k != "bad_result"]:

@@ -35,11 +35,11 @@ class Gateway:
 
     @property
     def serving(self) -> list[Upstream]:
-        return [u for u in self.upstreams if u.status == "up"]
+        return [u for u in self.upstreams if u.state == "serving"]
 
     @property
     def down(self) -> list[Upstream]:
-        return [u for u in self.upstreams if u.status != "up"]
+        return [u for u in self.upstreams if u.state != "serving"]
 
 
 @asynccontextmanager

@@ -36,7 +36,7 @@ from ...sdk import create_mcp_http_client
 from ...settings import Settings
 from .config import HttpServer, ServerConfig
 
-__all__ = ["CHAIN_VARIABLE", "Backoff", "Upstream", "describe_failure"]
+__all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,9 @@ class Backoff:
         return min(self.first * 2.0 ** max(failures - 1, 0), self.most)
 
 
-Status = Literal["starting", "up", "down"]
+State = Literal["connecting", "serving", "failed", "stopped"]
+"""An upstream's life: connecting → serving → failed → (after a backoff, or at once on next use) connecting …;
+stopped once the gateway closes. Only `serving` has a client that calls may use."""
 
 
 class Upstream:
@@ -76,24 +78,32 @@ class Upstream:
         self.call_timeout = config.timeout or settings.call_timeout
         self.connect_timeout = settings.connect_timeout
         self.pinned = config.defer_loading is False or (config.defer_loading is None and not settings.defer_all)
-        self.status: Status = "starting"
+        self.chain = chain
+        # What a reader of the gateway sees.
+        self.state: State = "connecting"
         self.error: str | None = None
-        """Why the last attempt failed or the connection ended; None while up."""
+        """Why the last attempt failed or the connection ended; None while serving."""
         self.started = anyio.Event()
         """Set when the first attempt is over, whether it connected or not."""
         self.connections = 0
-        self.chain = chain
+        # The current connection: its client (set exactly while `serving`), when it came up, and what `_serve`
+        # waits on (`_signal`, with `_relist` saying the tool list changed).
         self._client: Client | None = None
         self._mode = "legacy"
         """The handshake era first: every server speaks it but those that are 2026-07-28 only."""
         self._up_since: float | None = None
-        self._wake = anyio.Event()
         self._signal = anyio.Event()
         self._relist = False
-        self._lost = False
+        # The reconnect loop: `_wake` cuts a backoff short; calls wait on `_attempt_over` for a fresh attempt.
+        self._wake = anyio.Event()
         self._attempts_started = 0
         self._attempts_over = 0
         self._attempt_over = anyio.Event()
+
+    @property
+    def serving(self) -> bool:
+        """Whether calls can go through now (`state` is read afresh: it changes across awaits)."""
+        return self.state == "serving"
 
     # -- the connection's life --------------------------------------------------------------------------------
 
@@ -102,6 +112,12 @@ class Upstream:
         if self.name not in {group.name for group in self.catalog.groups}:
             # An empty group says "this source exists but serves nothing yet"; its tools arrive when it does.
             self.catalog.set_group(Group(self.name, self.config.description or ""), [])
+        try:
+            await self._reconnect_forever()
+        finally:
+            self.state = "stopped"
+
+    async def _reconnect_forever(self) -> None:
         failures = 0
         while True:
             self._wake = anyio.Event()
@@ -124,7 +140,7 @@ class Upstream:
                     await self._wake.wait()  # a call to one of its tools retries at once ("on next use")
 
     async def _connect_and_serve(self) -> None:
-        self._lost, self._relist, self._up_since = False, False, None
+        self.state, self._relist, self._up_since = "connecting", False, None
         self._signal = anyio.Event()
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
@@ -141,14 +157,16 @@ class Upstream:
                         tg.cancel_scope.cancel()
                 finally:
                     self._client = None
+                    if self.serving:  # ended by an error of ours or of the SDK, not by a lost stream
+                        self.state = "failed"
         if scope.cancelled_caught:
             raise TimeoutError(f"did not start and answer initialize and tools/list within {self.connect_timeout:g} s")
 
     async def _serve(self, client: Client) -> None:
-        while not self._lost:
+        while self.state == "serving":
             await self._signal.wait()
             self._signal = anyio.Event()
-            if self._relist and not self._lost:
+            if self._relist and self.state == "serving":
                 self._relist = False
                 try:
                     with anyio.fail_after(self.connect_timeout):
@@ -169,16 +187,18 @@ class Upstream:
         self._client = client
         self._up_since = anyio.current_time()
         self.connections += 1
-        self.status, self.error = "up", None
+        if self.state == "connecting":  # not if its stream already ended: `_serve` then returns at once
+            self.state = "serving"
+        self.error = None
         level = logging.INFO if self.connections == 1 else logging.WARNING
         logger.log(level, "upstream %r: %s, %d tools", self.name,
                    "connected" if self.connections == 1 else "reconnected", len(self.catalog.in_group(self.name)))
         self._finish_attempt()
 
     def _went_down(self, reason: str, failures: int) -> None:
-        first_failure = self.status == "starting"
+        first_failure = not self.started.is_set()
         came_up = self._attempts_over == self._attempts_started  # this attempt connected, then dropped
-        self.status, self.error = "down", reason
+        self.state, self.error = "failed", reason
         retry = f"retrying in {self.backoff.after(failures):g} s" if failures else "reconnecting"
         verb = "failed to start" if first_failure else ("disconnected" if came_up else "is down")
         level = logging.WARNING if failures <= 1 else logging.INFO
@@ -193,7 +213,8 @@ class Upstream:
         self.started.set()
 
     def _connection_lost(self) -> None:
-        self._lost = True
+        if self.state in ("connecting", "serving"):
+            self.state = "failed"
         self._signal.set()
 
     async def _on_message(self, message: Any) -> None:
@@ -299,16 +320,16 @@ class Upstream:
                                            f"{exc.errors()[0]['msg'] if exc.errors() else exc}") from None
 
     async def _connected(self) -> Client:
-        if self._client is None or self._lost:
+        if self.state != "serving":
             # Down: wake the reconnect loop now ("on next use") and wait, within the call's own time budget, for
             # the first attempt that starts after this call: one spawn per call at most, never a retry storm.
             target = self._attempts_started + 1
             self._wake.set()
             with anyio.move_on_after(min(self.call_timeout, self.connect_timeout)):
-                while (self._client is None or self._lost) and self._attempts_over < target:
+                while not self.serving and self._attempts_over < target:
                     await self._attempt_over.wait()
         client = self._client
-        if client is None or self._lost:
+        if client is None or not self.serving:
             raise UpstreamUnavailableError(self.name, f"not connected ({self.error or 'starting'}); lazytools "
                                                       "keeps retrying in the background")
         return client
