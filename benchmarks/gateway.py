@@ -33,9 +33,9 @@ def _upstream_entry(name: str, work_ms: float = 0.0) -> dict[str, Any]:
 
 async def _startup(servers: int, *, one_by_one: bool) -> float:
     from lazytools.catalog import Catalog
-    from lazytools.sources.gateway.gateway import open_gateway
-    from lazytools.sources.gateway.config import parse_config
     from lazytools.settings import Settings
+    from lazytools.sources.gateway.config import parse_config
+    from lazytools.sources.gateway.gateway import open_gateway
 
     config = parse_config({"mcpServers": {f"s{i}": _upstream_entry(f"s{i}") for i in range(servers)}}, environ={})
     catalog = Catalog()

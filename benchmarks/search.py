@@ -15,9 +15,10 @@ from typing import Any
 
 import mcp_types as types
 
-from .stats import percentiles
 from lazytools.entry import ToolEntry
 from lazytools.search import SearchIndex, build_index
+
+from .stats import percentiles
 
 __all__ = ["search_benchmarks", "synthetic_catalog", "synthetic_queries"]
 

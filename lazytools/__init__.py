@@ -13,9 +13,9 @@ from .errors import (
     UpstreamTimeoutError,
     UpstreamUnavailableError,
 )
-from .sources.functions import FunctionGroup, function_tool
 from .server.core import LazyServer, build_server
 from .settings import Settings
+from .sources.functions import FunctionGroup, function_tool
 
 __all__ = [
     "Catalog",

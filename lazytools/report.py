@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import Catalog
-from .server.metatools import signature
 from .search import build_index
 from .server.core import LazyServer
+from .server.metatools import signature
 from .server.sessions import SessionState
 from .server.surface import Surface
 from .tokens import tokenizer_name, tools_tokens

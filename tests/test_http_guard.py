@@ -12,7 +12,8 @@ from mcp.shared.exceptions import MCPError
 
 from lazytools.transports.http_guard import HTTPGuard
 
-from .test_http import ACCEPT, lazy, names, open_raw_session, rpc, serving, session
+from .helpers import tool_names
+from .test_http import ACCEPT, lazy, open_raw_session, rpc, serving, session
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
@@ -58,7 +59,7 @@ async def test_real_client_with_the_token_works_and_without_it_fails() -> None:
     async with serving(server) as url:
         async with session(url, headers={"Authorization": "Bearer s3cret-token"}) as client:
             await client.call_tool("search_tools", {"tool_names": ["word_count"]})
-            assert "word_count" in await names(client)
+            assert "word_count" in await tool_names(client)
         async with httpx2.AsyncClient() as http:
             with pytest.raises(BaseException) as refused:  # the 401 reaches the caller as an error, not a hang
                 async with Client(streamable_http_client(url, http_client=http), mode="legacy"):

@@ -17,7 +17,6 @@ import anyio
 import httpx2
 import pytest
 
-
 from .conftest import client, text_of
 from .helpers import eventually, spawned_http_server, tool_names
 from .upstreams.faulty import GARBAGE, entry

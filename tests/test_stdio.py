@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import anyio
-import pytest
 import mcp_types as types
+import pytest
 from mcp import Client, StdioServerParameters
 
 from .conftest import Recorder, text_of

@@ -17,9 +17,13 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 
 from ..catalog import Catalog, suggest
-from .clients import client_table
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
+from ..sdk import connection_of
+from ..search import LiveIndex
+from ..settings import Settings
+from ..validation import validate_arguments
+from .clients import client_table
 from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
@@ -30,13 +34,9 @@ from .metatools import (
     search_tools,
     search_tools_definition,
 )
-from ..search import LiveIndex
 from .sessions import MemorySessionStore, SessionState, SessionStore
-from ..settings import Settings
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
-from ..sdk import connection_of
 from .surface import SessionView, Surface, choose_surface, is_stateless_era
-from ..validation import validate_arguments
 
 __all__ = ["INSTRUCTIONS", "LazyServer", "build_server"]
 

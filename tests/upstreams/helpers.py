@@ -14,6 +14,7 @@ from mcp import Client, StdioServerParameters
 
 from lazytools import Catalog, LazyServer, Settings, build_server
 from lazytools.sources.gateway.gateway import Backoff, Gateway, open_gateway
+
 from ..conftest import make_settings
 from ..helpers import running_http
 from .toy import build
