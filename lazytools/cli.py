@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--split", help="only queries of this split (e.g. single, multi)")
     evaluate.add_argument("--semantic", action="store_true", dest="eval_semantic", help="as the global --semantic")
     evaluate.add_argument("--half", choices=["even", "odd"], help="every other query of each split (tune/hold out)")
+    evaluate.add_argument("--limit", type=int, help="search_tools' limit (default: LAZYTOOLS_SEARCH_LIMIT, 5)")
+    evaluate.add_argument("--rankings", type=Path, help="write each query's returned tool ids here (JSONL)")
     return parser
 
 
@@ -89,5 +91,6 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         from .evaluate import run_eval
 
         print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses, split=args.split,
-                       semantic=settings.semantic or args.eval_semantic, half=args.half))
+                       semantic=settings.semantic or args.eval_semantic, half=args.half,
+                       limit=settings.search_limit if args.limit is None else args.limit, rankings=args.rankings))
     return 0

@@ -1,33 +1,57 @@
-"""Search quality on labelled queries: Recall@1/5/10 and MRR@10 by tool id, and the worst misses.
+"""Search quality on labelled queries, as served: Recall@k and MRR by tool id, and the worst misses.
 
-The catalog is loaded from JSONL into a real `Catalog` and searched with the same `SearchIndex` the server
-builds, so the figures describe what a model gets from `search_tools`.
+The catalog is loaded from JSONL into a real `Catalog`, indexed as the server indexes it, and every query goes
+through the `search_tools` meta-tool itself at the server's limit: the figures describe exactly the tools a model
+gets back, in their order (`--rankings` writes them down, one JSON line per query).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from .catalog import Catalog
 from .errors import ConfigError
+from .search import SearchIndex, build_index
+from .server.metatools import search_tools
+from .settings import Settings
 from .sources.jsonl import load_jsonl_catalog, read_jsonl
-from .search import build_index
 
-__all__ = ["CUTOFFS", "HALVES", "LabelledQuery", "QueryResult", "Scores", "evaluate", "read_queries", "run_eval"]
+__all__ = [
+    "CUTOFFS",
+    "HALVES",
+    "LabelledQuery",
+    "QueryResult",
+    "Scores",
+    "cutoffs_for",
+    "evaluate",
+    "read_queries",
+    "run_eval",
+    "served_ranker",
+]
 
 CUTOFFS = (1, 5, 10)
-"""Recall is reported at these ranks; MRR is cut at the last one."""
+"""Recall is reported at these ranks (those within the limit, and the limit itself); MRR is cut at the limit."""
 
 Ranker = Callable[[str], Sequence[str]]
-"""A query in, tool ids out, best first (at least `max(CUTOFFS)` of them when there are that many)."""
+"""A query in, tool ids out, best first: what `search_tools` returned."""
+
+
+def cutoffs_for(limit: int) -> tuple[int, ...]:
+    """The ranks worth reporting for results of at most `limit` tools: R@10 of a top five says nothing new."""
+    return tuple(sorted({k for k in CUTOFFS if k < limit} | {limit}))
 
 
 @dataclass(frozen=True, slots=True)
 class LabelledQuery:
     id: str
     query: str
-    relevant: frozenset[str]
+    relevant: tuple[frozenset[str], ...]
+    """The tools the query needs; each is a set of equivalent ids, any one of which counts (the same read_file
+    on two servers)."""
     split: str
 
 
@@ -37,37 +61,49 @@ class QueryResult:
     ranked: list[str]
 
     def recall(self, k: int) -> float:
-        return len(self.query.relevant.intersection(self.ranked[:k])) / len(self.query.relevant)
+        top = set(self.ranked[:k])
+        return sum(1 for needed in self.query.relevant if needed & top) / len(self.query.relevant)
 
     def reciprocal_rank(self, k: int = CUTOFFS[-1]) -> float:
+        wanted = frozenset().union(*self.query.relevant)
         for rank, tool_id in enumerate(self.ranked[:k], 1):
-            if tool_id in self.query.relevant:
+            if tool_id in wanted:
                 return 1.0 / rank
         return 0.0
 
 
 @dataclass(slots=True)
 class Scores:
-    """Means over queries of Recall@k and MRR@10."""
+    """Means over queries of Recall@k and MRR@depth."""
 
     label: str
     results: list[QueryResult] = field(default_factory=list)
+    cutoffs: tuple[int, ...] = CUTOFFS
 
     def recall(self, k: int) -> float:
         return sum(r.recall(k) for r in self.results) / len(self.results) if self.results else 0.0
 
     @property
     def mrr(self) -> float:
-        return sum(r.reciprocal_rank() for r in self.results) / len(self.results) if self.results else 0.0
+        depth = self.cutoffs[-1]
+        return sum(r.reciprocal_rank(depth) for r in self.results) / len(self.results) if self.results else 0.0
 
     def row(self) -> str:
-        recalls = "  ".join(f"{self.recall(k):.3f}" for k in CUTOFFS)
+        recalls = "  ".join(f"{self.recall(k):.3f}" for k in self.cutoffs)
         return f"{self.label:<8} {len(self.results):>6}  {recalls}  {self.mrr:.3f}"
 
 
 HALVES = ("even", "odd")
 """A query set cut in two, to tune on one half and check on the other: each split's kept queries, numbered from
 0 in file order, go to the even or the odd half by their number."""
+
+
+def _relevant(item: Any) -> frozenset[str] | None:
+    """One label: an id, or a non-empty list of equivalent ids."""
+    items = item if isinstance(item, list) else [item]
+    if not items or not all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in items):
+        return None
+    return frozenset(str(i) for i in items)
 
 
 def read_queries(
@@ -82,18 +118,22 @@ def read_queries(
     queries: list[LabelledQuery] = []
     singles = 0
     for number, record in read_jsonl(path):
-        text, relevant = record.get("query"), record.get("relevant_tool_ids")
-        if not isinstance(text, str) or not isinstance(relevant, list) or not relevant:
-            raise ConfigError(f"{path}:{number}: needs 'query' (string) and 'relevant_tool_ids' (non-empty list)")
-        ids = frozenset(str(item) for item in relevant)
-        kind = record.get("split") or ("single" if len(ids) == 1 else "multi")
+        text, labels = record.get("query"), record.get("relevant_tool_ids")
+        relevant = [_relevant(item) for item in labels] if isinstance(labels, list) else []
+        if not isinstance(text, str) or not relevant or None in relevant:
+            raise ConfigError(
+                f"{path}:{number}: needs 'query' (string) and 'relevant_tool_ids' (non-empty list of ids, or of "
+                "lists of equivalent ids)"
+            )
+        needed = tuple(dict.fromkeys(r for r in relevant if r is not None))
+        kind = record.get("split") or ("single" if len(needed) == 1 else "multi")
         if split is not None and kind != split:
             continue
         if kind == "single":
             singles += 1
             if (singles - 1) % every:
                 continue
-        queries.append(LabelledQuery(str(record.get("id", number)), text, ids, str(kind)))
+        queries.append(LabelledQuery(str(record.get("id", number)), text, needed, str(kind)))
     return queries if half is None else _half(queries, HALVES.index(half))
 
 
@@ -108,37 +148,58 @@ def _half(queries: Sequence[LabelledQuery], parity: int) -> list[LabelledQuery]:
     return kept
 
 
-def evaluate(queries: Sequence[LabelledQuery], ranker: Ranker) -> dict[str, Scores]:
+def evaluate(
+    queries: Sequence[LabelledQuery], ranker: Ranker, *, cutoffs: tuple[int, ...] = CUTOFFS
+) -> dict[str, Scores]:
     """Scores per split, plus `all` when there is more than one split."""
     by_split: dict[str, Scores] = {}
-    everything = Scores("all")
+    everything = Scores("all", cutoffs=cutoffs)
     for query in queries:
         result = QueryResult(query, list(ranker(query.query)))
-        by_split.setdefault(query.split, Scores(query.split)).results.append(result)
+        by_split.setdefault(query.split, Scores(query.split, cutoffs=cutoffs)).results.append(result)
         everything.results.append(result)
     if len(by_split) > 1:
         by_split["all"] = everything
     return by_split
 
 
-def _worst(results: Sequence[QueryResult], limit: int) -> list[QueryResult]:
-    """Imperfect queries, worst first: no relevant tool in the top 10, then the lowest reciprocal ranks."""
-    imperfect = [r for r in results if r.reciprocal_rank() < 1.0 or r.recall(CUTOFFS[-1]) < 1.0]
-    return sorted(imperfect, key=lambda r: (r.reciprocal_rank(), r.recall(CUTOFFS[-1])))[:limit]
+def _worst(results: Sequence[QueryResult], limit: int, depth: int) -> list[QueryResult]:
+    """Imperfect queries, worst first: no relevant tool returned, then the lowest reciprocal ranks."""
+    imperfect = [r for r in results if r.reciprocal_rank(depth) < 1.0 or r.recall(depth) < 1.0]
+    return sorted(imperfect, key=lambda r: (r.reciprocal_rank(depth), r.recall(depth)))[:limit]
 
 
 def report(scores: Mapping[str, Scores], *, title: str, misses: int) -> str:
-    header = f"{'split':<8} {'n':>6}  " + "  ".join(f"R@{k:<3}" for k in CUTOFFS) + "  MRR@10"
+    first = next(iter(scores.values()), None)
+    cutoffs = first.cutoffs if first is not None else CUTOFFS
+    depth = cutoffs[-1]
+    header = f"{'split':<8} {'n':>6}  " + "  ".join(f"R@{k:<3}" for k in cutoffs) + f"  MRR@{depth}"
     lines = [title, header, *(s.row() for s in scores.values())]
-    everything = scores.get("all") or next(iter(scores.values()), None)
-    worst = _worst(everything.results, misses) if misses > 0 and everything is not None else []
+    everything = scores.get("all") or first
+    worst = _worst(everything.results, misses, depth) if misses > 0 and everything is not None else []
     if worst:
         lines.append(f"\nWorst {len(worst)} (relevant → top 3 returned):")
         for result in worst:
-            wanted = ", ".join(sorted(result.query.relevant))
+            wanted = ", ".join("|".join(sorted(ids)) for ids in result.query.relevant)
             got = ", ".join(result.ranked[:3]) or "nothing"
             lines.append(f"- [{result.query.id}] {result.query.query!r}\n    {wanted} → {got}")
     return "\n".join(lines)
+
+
+def served_ranker(
+    catalog: Catalog, index: SearchIndex, *, limit: int, ids: Mapping[str, str] | None = None
+) -> Ranker:
+    """A query → the ids (`ids`: public name → id; the names themselves by default) of the tools `search_tools`
+    returns for it at `limit`, in their order: the meta-tool itself, not a copy of its rules."""
+
+    def ranker(text: str) -> list[str]:
+        outcome = search_tools(
+            catalog, index, {"query": text, "limit": limit},
+            surface="dynamic", default_limit=limit, max_limit=limit, bridge=False,
+        )
+        return [ids[entry.name] if ids is not None else entry.name for entry in outcome.found]
+
+    return ranker
 
 
 def run_eval(
@@ -150,23 +211,38 @@ def run_eval(
     split: str | None = None,
     semantic: bool = False,
     half: str | None = None,
+    limit: int | None = None,
+    rankings: Path | None = None,
 ) -> str:
-    """The `lazytools eval` report: figures per split and the worst misses."""
+    """The `lazytools eval` report: figures per split and the worst misses, from what `search_tools` returns at
+    `limit` (default: the server's default limit); `rankings` receives each query's returned tool ids."""
+    depth = Settings.model_fields["search_limit"].default if limit is None else limit
+    if depth < 1:
+        raise ConfigError("--limit must be at least 1")
     loaded = load_jsonl_catalog(tools_path)
     index = build_index(loaded.catalog, semantic=semantic)
     queries = read_queries(queries_path, every=every, split=split, half=half)
     if not queries:
         raise ConfigError(f"{queries_path}: no queries selected")
-    depth = CUTOFFS[-1]
+    served = served_ranker(loaded.catalog, index, limit=depth, ids=loaded.ids)
+    returned: dict[str, list[str]] = {}
 
     def ranker(text: str) -> list[str]:
-        return [loaded.ids[hit.entry.name] for hit in index.search(text, limit=depth)]
+        returned[text] = list(served(text))
+        return returned[text]
 
+    scores = evaluate(queries, ranker, cutoffs=cutoffs_for(depth))
+    if rankings is not None:
+        lines = [json.dumps({"id": q.id, "returned": returned[q.query]}, ensure_ascii=False) for q in queries]
+        try:
+            rankings.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"Cannot write {rankings}: {exc.strerror or exc}") from exc
     mode = "BM25 + semantic" if semantic else "BM25"
     title = (
-        f"Search quality ({mode}) on {len(loaded.catalog)} tools from {tools_path.name}, "
-        f"{len(queries)} queries from {queries_path.name}"
+        f"Search quality ({mode}) as served at limit {depth} on {len(loaded.catalog)} tools from "
+        f"{tools_path.name}, {len(queries)} queries from {queries_path.name}"
         + (f" (1 in {every} single-tool queries)" if every > 1 and split != "multi" else "")
         + (f", {half} half" if half is not None else "")
     )
-    return report(evaluate(queries, ranker), title=title, misses=misses)
+    return report(scores, title=title, misses=misses)

@@ -10,7 +10,9 @@ import pytest
 from lazytools import ConfigError
 from lazytools.app import open_server
 from lazytools.cli import main
-from lazytools.evaluate import LabelledQuery, QueryResult, evaluate, read_queries, run_eval
+from lazytools.evaluate import LabelledQuery, QueryResult, cutoffs_for, evaluate, read_queries, run_eval, served_ranker
+from lazytools.search import build_index
+from lazytools.server.metatools import search_tools
 from lazytools.sources.jsonl import load_jsonl_catalog
 
 from .conftest import client, make_settings, text_of
@@ -21,7 +23,7 @@ QUERIES = FIXTURES / "eval_queries.jsonl"
 
 
 def labelled(relevant: set[str], split: str = "single") -> LabelledQuery:
-    return LabelledQuery("q", "text", frozenset(relevant), split)
+    return LabelledQuery("q", "text", tuple(frozenset({tool_id}) for tool_id in sorted(relevant)), split)
 
 
 def test_recall_and_reciprocal_rank_by_definition() -> None:
@@ -41,6 +43,62 @@ def test_evaluate_averages_per_split_and_overall() -> None:
     assert scores["all"].recall(1) == pytest.approx(1.5 / 3)
     assert scores["all"].mrr == pytest.approx(2 / 3)  # the multi query's first relevant tool is first
     assert "all" not in evaluate(queries[:2], lambda text: ["a"])
+
+
+def test_a_list_of_equivalent_ids_counts_once_when_any_of_them_is_returned(tmp_path: Path) -> None:
+    path = tmp_path / "queries.jsonl"
+    path.write_text(json.dumps({"id": "e", "query": "read a file", "relevant_tool_ids": [["fs/read", "dc/read"], "x"]}))
+    [query] = read_queries(path)
+    assert query.relevant == (frozenset({"fs/read", "dc/read"}), frozenset({"x"})) and query.split == "multi"
+    assert QueryResult(query, ["dc/read", "a"]).recall(5) == 0.5  # one need of two, by its second id
+    assert QueryResult(query, ["dc/read", "fs/read"]).recall(5) == 0.5  # both equivalents are still one need
+    assert QueryResult(query, ["a", "fs/read", "x"]).recall(5) == 1.0
+    assert QueryResult(query, ["a", "fs/read", "x"]).reciprocal_rank() == 0.5
+
+
+@pytest.mark.parametrize("labels", [[], [[]], [["a", 3.5]], [True], [{"id": "a"}], "a"])
+def test_bad_labels_name_the_line(tmp_path: Path, labels: object) -> None:
+    path = tmp_path / "queries.jsonl"
+    path.write_text(json.dumps({"id": "e", "query": "q", "relevant_tool_ids": labels}))
+    with pytest.raises(ConfigError, match=r"queries\.jsonl:1: .*lists of equivalent ids"):
+        read_queries(path)
+
+
+def test_cutoffs_stop_at_the_limit() -> None:
+    assert cutoffs_for(5) == (1, 5)
+    assert cutoffs_for(10) == (1, 5, 10)
+    assert cutoffs_for(3) == (1, 3)
+    assert cutoffs_for(1) == (1,)
+
+
+def test_the_served_ranker_returns_exactly_what_search_tools_returns() -> None:
+    loaded = load_jsonl_catalog(TOOLS)
+    index = build_index(loaded.catalog)
+    for query in read_queries(QUERIES):
+        for limit in (1, 2, 5):
+            outcome = search_tools(loaded.catalog, index, {"query": query.query, "limit": limit}, surface="dynamic",
+                                   default_limit=5, max_limit=20, bridge=True)
+            ranked = served_ranker(loaded.catalog, index, limit=limit, ids=loaded.ids)(query.query)
+            assert list(ranked) == [loaded.ids[entry.name] for entry in outcome.found]
+            assert len(ranked) <= limit
+
+
+def test_eval_limit_and_rankings_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rankings = tmp_path / "rankings.jsonl"
+    args = ["eval", "--tools", str(TOOLS), "--queries", str(QUERIES), "--misses", "0"]
+    assert main([*args, "--limit", "1", "--rankings", str(rankings)]) == 0
+    out = capsys.readouterr().out
+    assert "as served at limit 1" in out and out.splitlines()[1].split() == ["split", "n", "R@1", "MRR@1"]
+    lines = [json.loads(line) for line in rankings.read_text().splitlines()]
+    assert [line["id"] for line in lines] == [q.id for q in read_queries(QUERIES)]
+    assert all(len(line["returned"]) <= 1 for line in lines)
+    assert lines[0] == {"id": "q1", "returned": ["gh-create"]}
+    # The default is the server's limit, 5: the multi query's two tools are both returned.
+    assert main([*args, "--rankings", str(rankings)]) == 0
+    assert "as served at limit 5" in capsys.readouterr().out
+    returned = {line["id"]: line["returned"] for line in map(json.loads, rankings.read_text().splitlines())}
+    assert {"stocks", "news"} <= set(returned["m1"]) and all(len(r) <= 5 for r in returned.values())
+    assert main([*args, "--limit", "0"]) == 2
 
 
 def test_every_nth_single_query_and_all_multi_queries() -> None:
@@ -66,18 +124,18 @@ def test_eval_command_on_one_half(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*args, "--half", "odd"]) == 0
     out = capsys.readouterr().out
     assert "odd half" in out.splitlines()[0]
-    assert out.splitlines()[2].split() == ["single", "1", "1.000", "1.000", "1.000", "1.000"]  # q3, the typo
+    assert out.splitlines()[2].split() == ["single", "1", "1.000", "1.000", "1.000"]  # q3, the typo
 
 
 def test_run_eval_reports_figures_and_worst_misses() -> None:
     report = run_eval(TOOLS, QUERIES, every=2, misses=5)
     lines = report.splitlines()
-    assert lines[0].startswith("Search quality (BM25) on 8 tools")
+    assert lines[0].startswith("Search quality (BM25) as served at limit 5 on 8 tools")
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:5]}
     # q1 and q3 (a typo) are found first; q5 has nothing to match; m1's two tools are both in the top 5.
-    assert rows["single"] == ["3", "0.667", "0.667", "0.667", "0.667"]
-    assert rows["multi"] == ["1", "0.500", "1.000", "1.000", "1.000"]
-    assert rows["all"] == ["4", "0.625", "0.750", "0.750", "0.750"]
+    assert rows["single"] == ["3", "0.667", "0.667", "0.667"]
+    assert rows["multi"] == ["1", "0.500", "1.000", "1.000"]
+    assert rows["all"] == ["4", "0.625", "0.750", "0.750"]
     assert "Worst 1" in report and "[q5] 'sing me a lullaby'" in report and "news → nothing" in report
 
 
@@ -91,7 +149,7 @@ def test_run_eval_scores_by_tool_id_not_name() -> None:
 def test_eval_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", "--tools", str(TOOLS), "--queries", str(QUERIES), "--split", "multi", "--misses", "0"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[2].split() == ["multi", "1", "0.500", "1.000", "1.000", "1.000"]
+    assert out.splitlines()[2].split() == ["multi", "1", "0.500", "1.000", "1.000"]
     assert "single" not in out and "Worst" not in out
 
 

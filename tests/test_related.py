@@ -90,12 +90,11 @@ def test_related_words_keep_tiny_catalogs_right() -> None:
     assert names(SearchIndex([tool("only", "Send an email.")]), "mail a letter") == ["only"]
 
 
-def test_every_need_of_a_task_keeps_a_place_for_its_best_tool() -> None:
+def test_results_follow_the_scores_with_no_place_reserved_per_need() -> None:
+    # The best tool of each need used to take a place in the top k; measured as served, that cost R@5 on both
+    # MetaTool halves and did not help the multi-server set, so the scores alone decide (docs/search.md).
     index = SearchIndex(realistic())
     task = "list the open issues, then create a branch for the fix and post a message on slack"
-    top = names(index, task, limit=3)
-    assert {"github__list_issues", "github__create_branch", "slack__post_message"} == set(top)
-    # Without the reserved places, the Slack tools that every Slack word favours fill the top three.
     whole = index.lexical_scores(task)
-    by_score = [index.entries[i].name for i in whole.argsort()[::-1][:3]]
-    assert set(by_score) != set(top)
+    by_score = [index.entries[i].name for i in sorted(range(len(whole)), key=lambda i: (-whole[i], i))[:3]]
+    assert names(index, task, limit=3) == by_score
