@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lazytools import Catalog, Group
-from lazytools.search import LiveIndex, SearchIndex, stem, tokenize
+from lazytools.search import LiveIndex, SearchIndex, split_words, stem, tokenize
 from lazytools.search.query import clauses
 from lazytools.search.vocabulary import Vocabulary, edit_distance, split_compound
 
@@ -247,3 +247,27 @@ def test_vocabulary_lookups() -> None:
     assert edit_distance("forecast", "forcast") == 1
     assert edit_distance("form", "from") == 1  # neighbours swapped
     assert edit_distance("weather", "cloudy", limit=2) == 3
+
+
+def test_cjk_text_is_cut_into_character_bigrams() -> None:
+    assert split_words("北京天气 IP定位 getWeather 猫") == ["北京", "京天", "天气", "ip", "定位", "get", "weather", "猫"]
+    assert tokenize("查询天气预报") == ["查询", "询天", "天气", "气预", "预报"]
+
+
+def test_a_chinese_request_finds_the_tool_described_in_chinese() -> None:
+    tools = [
+        tool("maps_weather", "根据城市名称或者标准adcode查询指定城市的天气", "amap", city="城市名称"),
+        tool("maps_geo", "将详细的结构化地址转换为经纬度坐标", "amap", address="待解析的结构化地址信息"),
+        tool("get_recipe", "根据菜谱名称查询指定菜谱的完整详情，包括食材、步骤等", "cook"),
+        tool("get_weather", "Current weather for a city.", "weather"),
+    ]
+    index = SearchIndex(tools)
+    assert names(index, "北京明天天气怎么样")[0] == "maps_weather"
+    assert names(index, "把这个地址转换成经纬度")[0] == "maps_geo"
+    assert names(index, "红烧肉的菜谱和步骤")[0] == "get_recipe"
+    assert names(index, "weather in Beijing")[0] == "get_weather"
+
+
+def test_chinese_punctuation_and_sequencing_words_separate_needs() -> None:
+    assert clauses("帮我查一下上海明天的天气，再推荐一个菜谱") == ["帮我查一下上海明天的天气", "再推荐一个菜谱"]
+    assert clauses("先查询天气然后规划骑行路线") == ["先查询天气", "规划骑行路线"]

@@ -1,4 +1,9 @@
-"""Text analysis for tool search: identifiers split into words, stop words dropped, words stemmed."""
+"""Text analysis for tool search: identifiers split into words, stop words dropped, words stemmed.
+
+Chinese, Japanese and Korean text has no spaces between words: a run of those characters becomes its overlapping
+character bigrams ("天气预报" → 天气, 气预, 预报), the usual dictionary-free way to index it, so that a query in the
+language of a server's descriptions finds its tools.
+"""
 
 from __future__ import annotations
 
@@ -31,15 +36,21 @@ STOP_WORDS = frozenset(
 )
 
 _IDENTIFIER_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_WORDS = re.compile(r"[A-Za-z0-9]+")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORDS = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]+")
+_CJK_RUN = re.compile(rf"[{_CJK}]")
 _stemmer = snowballstemmer.stemmer("english")
 
 
 def split_words(text: str) -> list[str]:
-    """Lower-cased words, with snake_case, kebab-case, dotted and camelCase identifiers split apart."""
+    """Lower-cased words, with snake_case, kebab-case, dotted and camelCase identifiers split apart, and runs of
+    CJK characters cut into overlapping bigrams."""
     words: list[str] = []
     for chunk in _WORDS.findall(text):
-        words.extend(part.lower() for part in _IDENTIFIER_PARTS.findall(chunk))
+        if _CJK_RUN.match(chunk):
+            words.extend([chunk] if len(chunk) == 1 else [chunk[i : i + 2] for i in range(len(chunk) - 1)])
+        else:
+            words.extend(part.lower() for part in _IDENTIFIER_PARTS.findall(chunk))
     return words
 
 

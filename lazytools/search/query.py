@@ -36,9 +36,10 @@ not know is usually a real word its tools just do not use ("last" is no typo of 
 ("wether paris") is where typos hurt and where a guess is worth making."""
 
 # Needs are separated by punctuation, by joining words, and in long task descriptions by line breaks, list
-# markers ("1.", "2)", "-") and sequencing words ("after that", "finally").
+# markers ("1.", "2)", "-") and sequencing words ("after that", "finally"); in Chinese, by its full-width
+# punctuation (which needs no space after it) and sequencing words (然后 "then", 之后 "after", 接着 "next").
 _CLAUSE_BREAK = re.compile(
-    r"[.;:?!]+\s+|,\s+|\s*\n\s*(?:(?:\d+[.)]|[-*•])\s+)?"
+    r"[.;:?!]+\s+|,\s+|[，。；：？！、]+\s*|(?:然后|之后|接着|并且)|\s*\n\s*(?:(?:\d+[.)]|[-*•])\s+)?"
     r"|\s+\b(?:and then|and also|as well as|after that|afterwards|finally|and|also|then|plus)\b\s+",
     re.IGNORECASE,
 )
