@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
 from lazytools.search import BM25Postings, SearchIndex, document_terms, tokenize
+from lazytools.search.bm25 import BM25FPostings
 
 from .fixtures.catalogs import realistic, tool
 
@@ -75,3 +78,38 @@ def test_three_tool_catalog_where_every_tool_shares_the_query_words() -> None:
     assert [hit.entry.name for hit in hits][0] == "read_file"
     assert {hit.entry.name for hit in hits} == {"list_files", "read_file", "delete_file"}
     assert all(hit.score > 0 for hit in hits)
+
+
+def test_bm25f_normalises_each_field_by_its_own_length() -> None:
+    short = {"name": ["weather"], "description": ["today"]}
+    long = {"name": ["weather"], "description": ["today", *[f"word{i}" for i in range(40)]]}
+    other = {"name": ["news"], "description": ["weather", "report"]}
+    weights = {"name": 3.0, "description": 1.0}
+    scores = BM25FPostings([short, long, other], weights).scores(["weather"])
+    # A long description does not dilute the name's match: the two "weather" tools score the same.
+    assert scores[0] == pytest.approx(scores[1]) and scores[0] > scores[2] > 0
+    # Repeating the name three times (plain BM25) lets the long description lower its tool.
+    flat = [doc["name"] * 3 + doc["description"] for doc in (short, long, other)]
+    repeated = BM25Postings(flat).scores(["weather"])
+    assert repeated[0] > repeated[1]
+
+
+def test_bm25f_by_its_formula() -> None:
+    docs = [{"name": ["a", "b"], "description": ["a"]}, {"name": ["c"], "description": ["a", "c", "d", "e"]},
+            {"name": ["d"], "description": []}, {"name": ["e"], "description": ["f"]}]
+    k1, b = 1.2, 0.5
+    postings = BM25FPostings(docs, {"name": 2.0, "description": 1.0}, k1=k1, b=b)
+    avg_name, avg_desc = 5 / 4, 6 / 4
+    # "e": once in the name of the fourth tool (one word of an average 1.25) and once in the description of the
+    # second (one word of four, against an average of 1.5); in two of four tools, so rank-bm25's IDF is 0 and
+    # the small positive fallback applies; "b" is in one tool.
+    idf_b = math.log(4 - 1 + 0.5) - math.log(1 + 0.5)
+    pseudo_b = 2.0 * 1 / (1 - b + b * 2 / avg_name)
+    assert postings.scores(["b"])[0] == pytest.approx(idf_b * pseudo_b * (k1 + 1) / (pseudo_b + k1))
+    pseudo_e4 = 2.0 * 1 / (1 - b + b * 1 / avg_name)
+    pseudo_e2 = 1.0 * 1 / (1 - b + b * 4 / avg_desc)
+    e = postings.scores(["e"])
+    assert e[3] / e[1] == pytest.approx((pseudo_e4 / (pseudo_e4 + k1)) / (pseudo_e2 / (pseudo_e2 + k1)))
+    assert e[0] == e[2] == 0 and e[1] > 0
+    assert postings.scores(["zzz"]).tolist() == [0.0] * 4
+    assert BM25FPostings([], {"name": 1.0}).scores(["a"]).size == 0

@@ -8,13 +8,14 @@ query term over only the documents that contain it. Scores equal `BM25Okapi.get_
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 from rank_bm25 import BM25Okapi
 
-__all__ = ["BM25Postings"]
+__all__ = ["BM25FPostings", "BM25Postings"]
 
 
 class BM25Postings:
@@ -74,3 +75,52 @@ class BM25Postings:
         for term in query:
             self.accumulate(out, term)
         return out
+
+
+class BM25FPostings(BM25Postings):
+    """BM25F: each field's term frequency normalised by that field's own length, then weighted and summed
+    into one pseudo-frequency that saturates once (Robertson, Zaragoza & Taylor 2004).
+
+    Repeating a field's terms (the cheap way to weight fields) lengthens the whole document and lets a long
+    description dilute a short name; here a long description dilutes only its own field. The IDF is rank-bm25's
+    over whole documents, so scores stay comparable with `BM25Postings`.
+    """
+
+    def __init__(  # noqa: PLR0913 - each field needs its weight and its own length normalisation
+        self,
+        documents: Sequence[Mapping[str, Sequence[str]]],
+        weights: Mapping[str, float],
+        *,
+        k1: float = 1.5,
+        b: Mapping[str, float] | float = 0.75,
+        epsilon: float = 0.25,
+    ) -> None:
+        self.size = len(documents)
+        self.idf = {}
+        self._postings = {}
+        fields = list(weights)
+        field_b = {field: b if isinstance(b, float) else b.get(field, 0.75) for field in fields}
+        lengths = {f: np.asarray([len(doc.get(f, ())) for doc in documents], dtype=np.float64) for f in fields}
+        averages = {f: float(lengths[f].mean()) if self.size else 0.0 for f in fields}
+        # Per field and document: weight / (1 - b + b * length / average length).
+        scale = {
+            f: weights[f] / (1 - field_b[f] + field_b[f] * lengths[f] / (averages[f] or 1.0)) for f in fields
+        }
+        pseudo: dict[str, dict[int, float]] = {}
+        for doc_id, doc in enumerate(documents):
+            for f in fields:
+                counts = Counter(doc.get(f, ()))
+                factor = float(scale[f][doc_id])
+                for term, tf in counts.items():
+                    per_doc = pseudo.setdefault(term, {})
+                    per_doc[doc_id] = per_doc.get(doc_id, 0.0) + tf * factor
+        if not pseudo:
+            return
+        idf = {term: math.log(self.size - len(docs) + 0.5) - math.log(len(docs) + 0.5) for term, docs in pseudo.items()}
+        floor = epsilon * (sum(idf.values()) / len(idf))
+        for term, docs in pseudo.items():
+            ids = np.fromiter(docs.keys(), dtype=np.int64, count=len(docs))
+            tf = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
+            self._postings[term] = (ids, tf * (k1 + 1) / (tf + k1))
+            raw = idf[term] if idf[term] >= 0 else floor
+            self.idf[term] = self._positive_idf(raw, len(docs), epsilon)

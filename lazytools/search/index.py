@@ -25,7 +25,7 @@ import numpy.typing as npt
 from ..catalog import Catalog
 from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem, tokenize
-from .bm25 import BM25Postings
+from .bm25 import BM25FPostings, BM25Postings
 from .fusion import SEMANTIC_WEIGHT, fuse_semantic, with_clauses
 from .names import NameMatcher, NameWords
 from .query import catalog_expansions, clauses, weighted_terms
@@ -39,10 +39,11 @@ __all__ = ["FIELD_WEIGHTS", "GROUP_BOOST", "NAME_WORDS_BOOST", "Hit", "LiveIndex
 
 Scores = npt.NDArray[np.float64]
 
-FIELD_WEIGHTS: Mapping[str, int] = {"name": 3, "title": 2, "description": 1, "parameters": 1, "group": 1}
-"""How many times each field's terms count in a tool's document (BM25F by repetition, so scores stay exactly
-rank-bm25's). Measured: weighting descriptions above parameters (2:1) lost ~1 point of Recall@5, because the
-repeated description saturates term frequency and lengthens every document."""
+FIELD_WEIGHTS: Mapping[str, float] = {"name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0}
+"""How much each field's terms count in BM25F (each field normalised by its own length). BM25F replaced
+repeating fields by their weight (which let a long description dilute a short name): as served, multi-server
+dev set R@5 .803 -> .820 (halves .799/.807 -> .796/.844), MetaTool neutral (.709/.732 -> .708/.730); k1, b and
+these weights are the old defaults, untuned (tuning them moved the two dev halves in opposite directions)."""
 
 GROUP_BOOST = 0.5
 """Tools of a group the query names ("github issues") score this much more (a share of their own score)."""
@@ -94,17 +95,21 @@ def _known_words(field_words: Iterable[Mapping[str, list[str]]]) -> set[str]:
     return known
 
 
-def _terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> list[str]:
-    terms: list[str] = []
+def _field_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> dict[str, list[str]]:
+    terms: dict[str, list[str]] = {}
     for field, field_words in words.items():
         if field == "name":
             # A name's words, plus the known words glued inside them ("seoanalysis" → seo, analysis).
             field_words = field_words + [
                 part for word in field_words if len(word) >= _MIN_COMPOUND for part in split_compound(word, known)
             ]
-        stems = [stem(word) for word in field_words if word not in STOP_WORDS and len(word) > 1]
-        terms.extend(stems * FIELD_WEIGHTS[field])
+        terms[field] = [stem(word) for word in field_words if word not in STOP_WORDS and len(word) > 1]
     return terms
+
+
+def _terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> list[str]:
+    fields = _field_terms(words, known).items()
+    return [term for field, stems in fields for term in stems * round(FIELD_WEIGHTS[field])]
 
 
 def _name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> frozenset[str]:
@@ -118,7 +123,7 @@ def _name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]
 
 
 def document_terms(entry: ToolEntry, known: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """The terms one tool is indexed under, each field repeated by its weight."""
+    """The terms of one tool, each field's repeated by its (whole) weight: plain BM25's view of a tool."""
     return _terms(_field_words(entry), known)
 
 
@@ -147,7 +152,9 @@ class SearchIndex:
         self.entries: list[ToolEntry] = list(entries)
         words = [_field_words(entry) for entry in self.entries]
         known = _known_words(words)
-        self._bm25 = BM25Postings([_terms(entry_words, known) for entry_words in words])
+        self._bm25: BM25Postings = BM25FPostings(
+            [_field_terms(entry_words, known) for entry_words in words], FIELD_WEIGHTS
+        )
         self.vocabulary = Vocabulary(self._bm25.vocabulary)
         table = default_related_words() if related is None else related
         self._expansions = catalog_expansions(table, self.vocabulary)
