@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lazytools import Catalog, Group
+from lazytools import Catalog, Group, ToolEntry
 from lazytools.search import LiveIndex, SearchIndex, split_words, stem, tokenize
 from lazytools.search.query import clauses
 from lazytools.search.vocabulary import Vocabulary, edit_distance, split_compound
@@ -271,3 +271,28 @@ def test_a_chinese_request_finds_the_tool_described_in_chinese() -> None:
 def test_chinese_punctuation_and_sequencing_words_separate_needs() -> None:
     assert clauses("帮我查一下上海明天的天气，再推荐一个菜谱") == ["帮我查一下上海明天的天气", "再推荐一个菜谱"]
     assert clauses("先查询天气然后规划骑行路线") == ["先查询天气", "规划骑行路线"]
+
+
+def test_tools_that_produce_a_required_id_are_suggested_beside_their_consumer() -> None:
+    def needs(name: str, group: str, *required: str) -> ToolEntry:
+        schema = {"type": "object", "properties": {p: {"type": "string"} for p in required}, "required": [*required]}
+        return ToolEntry(name=name, group=group, description=name.replace("_", " "), input_schema=schema,
+                         call=realistic()[0].call)
+
+    tools = [
+        needs("post_message", "slack", "channel_id", "text"),
+        needs("list_channels", "slack"),
+        needs("get_channel_history", "slack", "channel_id"),  # requires the id itself: no producer
+        needs("archive_channel_notes", "slack"),  # holds "channel" but no finding verb
+        needs("list_channels_elsewhere", "teams"),  # another server's channels are not this one's ids
+        needs("find", "mongo", "connectionId", "collection"),
+        needs("connect", "mongo", "connectionString"),
+        needs("list_connections", "mongo"),
+    ]
+    index = SearchIndex(tools)
+    by_name = {entry.name: entry for entry in tools}
+    assert [e.name for e in index.producers([by_name["post_message"]])] == ["list_channels"]
+    assert [e.name for e in index.producers([by_name["find"]])] == ["connect", "list_connections"]
+    assert index.producers([by_name["find"]], limit=1) == [by_name["connect"]]
+    assert index.producers([by_name["post_message"], by_name["list_channels"]]) == []  # already found
+    assert index.producers([by_name["list_channels"], by_name["connect"]]) == []  # they require no id

@@ -27,6 +27,7 @@ from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem, tokenize
 from .bm25 import BM25FPostings, BM25Postings
 from .fusion import SEMANTIC_WEIGHT, fuse_semantic, with_clauses
+from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .query import catalog_expansions, clauses, weighted_terms
 from .related import RelatedWords, default_related_words
@@ -164,6 +165,8 @@ class SearchIndex:
         group_names = set(self._groups.tolist())
         self._group_masks = {group: self._groups == group for group in group_names}
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
+        self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
+        self._producers = input_producers(self.entries)
         self.embedder = embedder
         self.semantic_weight = semantic_weight
         self._vectors = embedder.embed([embedding_text(e) for e in self.entries]) if embedder else None
@@ -225,6 +228,20 @@ class SearchIndex:
         if groups is not None:
             candidates &= self._in_groups(groups)
         return self._top(scores, candidates, limit)
+
+    def producers(self, found: Iterable[ToolEntry], limit: int = MAX_PRODUCERS) -> list[ToolEntry]:
+        """Tools that produce an id some of `found` require (`list_channels` for `post_message`), not already
+        found, best-ranked consumer first, at most `limit` (see `inputs`)."""
+        found = list(found)
+        names = {entry.name for entry in found}
+        suggested: list[ToolEntry] = []
+        for entry in found:
+            position = self._positions.get(entry.name)
+            for other in self._producers[position] if position is not None else ():
+                producer = self.entries[other]
+                if producer.name not in names and producer not in suggested and len(suggested) < limit:
+                    suggested.append(producer)
+        return suggested
 
     def _in_groups(self, groups: Iterable[str]) -> npt.NDArray[np.bool_]:
         inside = np.zeros(len(self.entries), dtype=bool)
