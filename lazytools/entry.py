@@ -11,7 +11,7 @@ import mcp_types as types
 
 from .names import MAX_NAME_LENGTH
 
-__all__ = ["MAX_NAME_LENGTH", "CallFn", "ToolEntry", "first_sentence"]
+__all__ = ["MAX_NAME_LENGTH", "CallFn", "ToolEntry", "first_sentence", "plain_summary"]
 
 CallFn = Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]
 """How to run a tool: validated arguments in, an MCP result out. Raising is allowed; the server converts."""
@@ -64,3 +64,43 @@ def first_sentence(text: str, limit: int = 160) -> str:
     if len(line) > limit:
         return line[: limit - 1].rstrip() + "…"
     return line
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING_OR_RULE = re.compile(r"^\s*(#{1,6}\s|[-*_=]{3,}\s*$|<[^>]+>\s*$)")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+>•]|\d+[.)])\s+")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
+_ABOUT_ITSELF = re.compile(r"\b(these|the following) instructions\b|^audience\s*:|^follow (them|these)\b", re.IGNORECASE)
+
+
+def plain_summary(text: str, limit: int = 100) -> str:
+    """The first real sentence of a server's or group's text, as plain words: headings, rules, code blocks and
+    sentences about the instructions themselves skipped, links, emphasis and list markers removed, cut at
+    `limit` on a word boundary. Empty when nothing is left ("# Everything Server – Server Instructions")."""
+    kept: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or _HEADING_OR_RULE.match(line):
+            kept.append("")
+            continue
+        item = _LIST_MARKER.match(line) is not None
+        line = _EMPHASIS.sub("", _LINK.sub(r"\1", _LIST_MARKER.sub("", line))).strip()
+        if item and line and line[-1] not in ".?!:;":
+            line += "."  # a list item is a sentence of its own
+        kept.append(line)
+    words = " ".join(" ".join(kept).split())
+    while words:
+        sentence = first_sentence(words, limit=10_000)
+        words = words[len(sentence):].strip()
+        if not _ABOUT_ITSELF.search(sentence):
+            break
+    else:
+        return ""
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:-–—")
+    return cut + "…"

@@ -1,11 +1,16 @@
-"""The compact catalog manifest inside the search_tools description: each group, its size and one line."""
+"""The compact catalog manifest inside the search_tools description: each group, its size and one line.
+
+A group's line is the first real sentence of its summary as plain words (no headings or markdown), unless the
+summary is a placeholder: a text that several groups share ("Tools from x.jsonl (no implementation)") says
+nothing about any one of them, so those groups are described by their tools instead.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from .catalog import Catalog, Group
-from .entry import first_sentence
+from .entry import plain_summary
 from .search.analysis import STOP_WORDS, split_words
 
 __all__ = ["MAX_GROUPS", "group_line", "manifest"]
@@ -17,10 +22,15 @@ _NAMES_UP_TO = 3
 """Groups this small list their tool names: cheaper than a summary and exact."""
 
 
-def group_line(catalog: Catalog, group: Group) -> str:
+SUMMARY_CHARS = 100
+
+
+def group_line(catalog: Catalog, group: Group, placeholders: frozenset[str] = frozenset()) -> str:
+    """`name (tool count): summary`, where a summary in `placeholders` counts as none."""
     tools = catalog.in_group(group.name)
-    if group.summary:
-        about = first_sentence(group.summary, limit=100)
+    summary = plain_summary(group.summary, limit=SUMMARY_CHARS) if group.summary else ""
+    if summary and group.summary not in placeholders:
+        about = summary
     elif len(tools) <= _NAMES_UP_TO:
         about = ", ".join(tool.name for tool in tools)
     else:
@@ -43,7 +53,9 @@ def manifest(catalog: Catalog) -> str:
     if len(groups) > MAX_GROUPS:
         shown = sorted(groups, key=lambda g: -len(catalog.in_group(g.name)))[:MAX_GROUPS]
         shown.sort(key=lambda g: g.name)
-    lines = [group_line(catalog, group) for group in shown]
+    counts = Counter(group.summary for group in groups if group.summary)
+    placeholders = frozenset(summary for summary, count in counts.items() if count > 1)
+    lines = [group_line(catalog, group, placeholders) for group in shown]
     if len(groups) > len(shown):
         lines.append(f"… and {len(groups) - len(shown)} more groups: search by query to reach them.")
     return "\n".join(lines)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lazytools.entry import first_sentence
+from lazytools.entry import first_sentence, plain_summary
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -18,3 +18,21 @@ from lazytools.entry import first_sentence
 ])
 def test_first_sentence(text: str, expected: str) -> None:
     assert first_sentence(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("# Everything Server – Server Instructions\n\nAudience: These instructions are written for an agent.\n"
+     "Follow them to use the server.\n\n## Tools\n\n- Use `get-roots-list` to see roots\n- Another",
+     "Use get-roots-list to see roots."),
+    ("# Weather\n\nForecasts from the **national** service, see [docs](https://example.com/x). More.",
+     "Forecasts from the national service, see docs."),
+    ("```json\n{\"a\": 1}\n```\nReads files. Writes files.", "Reads files."),
+    ("# Only a heading", ""),
+    ("---\n<div>\n", ""),
+    ("Use this server to fetch current documentation whenever the user asks about a library, framework, SDK.",
+     "Use this server to fetch current documentation whenever the user asks about a library, framework…"),
+    ("snake_case_names stay whole.", "snake_case_names stay whole."),
+])
+def test_plain_summary(text: str, expected: str) -> None:
+    assert plain_summary(text) == expected
+    assert len(plain_summary(text)) <= 100
