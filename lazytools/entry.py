@@ -71,7 +71,9 @@ _HEADING_OR_RULE = re.compile(r"^\s*(#{1,6}\s|[-*_=]{3,}\s*$|<[^>]+>\s*$)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+>•]|\d+[.)])\s+")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
-_ABOUT_ITSELF = re.compile(r"\b(these|the following) instructions\b|^audience\s*:|^follow (them|these)\b", re.IGNORECASE)
+_ABOUT_ITSELF = re.compile(
+    r"\b(these|the following) instructions\b|^audience\s*:|^follow (them|these)\b", re.IGNORECASE
+)
 
 
 def plain_summary(text: str, limit: int = 100) -> str:

@@ -34,7 +34,8 @@ LIMIT = 5
 def scores(tmp_path: Path, *, semantic: bool) -> Scores:
     catalog = bundled_catalog(tmp_path)
     index = build_index(catalog, semantic=semantic)
-    return evaluate(read_queries(QUERIES), served_ranker(catalog, index, limit=LIMIT), cutoffs=cutoffs_for(LIMIT))["all"]
+    ranker = served_ranker(catalog, index, limit=LIMIT)
+    return evaluate(read_queries(QUERIES), ranker, cutoffs=cutoffs_for(LIMIT))["all"]
 
 
 def test_every_labelled_tool_is_in_the_bundled_catalog(tmp_path: Path) -> None:

@@ -116,11 +116,11 @@ class BM25FPostings(BM25Postings):
                     per_doc[doc_id] = per_doc.get(doc_id, 0.0) + tf * factor
         if not pseudo:
             return
-        idf = {term: math.log(self.size - len(docs) + 0.5) - math.log(len(docs) + 0.5) for term, docs in pseudo.items()}
+        idf = {t: math.log(self.size - len(docs) + 0.5) - math.log(len(docs) + 0.5) for t, docs in pseudo.items()}
         floor = epsilon * (sum(idf.values()) / len(idf))
         for term, docs in pseudo.items():
             ids = np.fromiter(docs.keys(), dtype=np.int64, count=len(docs))
-            tf = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
-            self._postings[term] = (ids, tf * (k1 + 1) / (tf + k1))
+            freqs = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
+            self._postings[term] = (ids, freqs * (k1 + 1) / (freqs + k1))
             raw = idf[term] if idf[term] >= 0 else floor
             self.idf[term] = self._positive_idf(raw, len(docs), epsilon)
