@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog
+from .entry import ToolEntry
 from .errors import ConfigError
 from .search import SearchIndex, build_index
 from .server.metatools import search_tools
@@ -30,7 +31,9 @@ __all__ = [
     "evaluate",
     "read_queries",
     "run_eval",
+    "Served",
     "served_ranker",
+    "served_search",
 ]
 
 CUTOFFS = (1, 5, 10)
@@ -169,12 +172,14 @@ def _worst(results: Sequence[QueryResult], limit: int, depth: int) -> list[Query
     return sorted(imperfect, key=lambda r: (r.reciprocal_rank(depth), r.recall(depth)))[:limit]
 
 
-def report(scores: Mapping[str, Scores], *, title: str, misses: int) -> str:
+def report(scores: Mapping[str, Scores], *, title: str, misses: int, extra: str = "") -> str:
     first = next(iter(scores.values()), None)
     cutoffs = first.cutoffs if first is not None else CUTOFFS
     depth = cutoffs[-1]
     header = f"{'split':<8} {'n':>6}  " + "  ".join(f"R@{k:<3}" for k in cutoffs) + f"  MRR@{depth}"
     lines = [title, header, *(s.row() for s in scores.values())]
+    if extra:
+        lines.append(extra.strip("\n"))
     everything = scores.get("all") or first
     worst = _worst(everything.results, misses, depth) if misses > 0 and everything is not None else []
     if worst:
@@ -186,20 +191,43 @@ def report(scores: Mapping[str, Scores], *, title: str, misses: int) -> str:
     return "\n".join(lines)
 
 
-def served_ranker(
-    catalog: Catalog, index: SearchIndex, *, limit: int, ids: Mapping[str, str] | None = None
-) -> Ranker:
-    """A query → the ids (`ids`: public name → id; the names themselves by default) of the tools `search_tools`
-    returns for it at `limit`, in their order: the meta-tool itself, not a copy of its rules."""
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One search as served: every tool the result names, in order, and those it enabled."""
 
-    def ranker(text: str) -> list[str]:
+    returned: list[str]
+    enabled: list[str]
+
+
+def served_search(
+    catalog: Catalog, index: SearchIndex, *, limit: int, ids: Mapping[str, str] | None = None
+) -> Callable[[str], Served]:
+    """A query → what `search_tools` returns for it at `limit` (the meta-tool itself, not a copy of its rules),
+    as ids (`ids`: public name → id; the names themselves by default)."""
+
+    def tool_ids(entries: Sequence[ToolEntry]) -> list[str]:
+        return [ids[entry.name] if ids is not None else entry.name for entry in entries]
+
+    def search(text: str) -> Served:
         outcome = search_tools(
             catalog, index, {"query": text, "limit": limit},
             surface="dynamic", default_limit=limit, max_limit=limit, bridge=False,
         )
-        return [ids[entry.name] if ids is not None else entry.name for entry in outcome.found]
+        return Served(tool_ids(outcome.returned), tool_ids(outcome.found))
 
-    return ranker
+    return search
+
+
+def served_ranker(
+    catalog: Catalog, index: SearchIndex, *, limit: int, ids: Mapping[str, str] | None = None
+) -> Ranker:
+    """A query → the ids of every tool `search_tools` returns for it at `limit`, in their order."""
+    search = served_search(catalog, index, limit=limit, ids=ids)
+    return lambda text: search(text).returned
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def run_eval(
@@ -224,16 +252,28 @@ def run_eval(
     queries = read_queries(queries_path, every=every, split=split, half=half)
     if not queries:
         raise ConfigError(f"{queries_path}: no queries selected")
-    served = served_ranker(loaded.catalog, index, limit=depth, ids=loaded.ids)
-    returned: dict[str, list[str]] = {}
+    search = served_search(loaded.catalog, index, limit=depth, ids=loaded.ids)
+    served: dict[str, Served] = {}
 
     def ranker(text: str) -> list[str]:
-        returned[text] = list(served(text))
-        return returned[text]
+        served[text] = search(text)
+        return served[text].returned
 
     scores = evaluate(queries, ranker, cutoffs=cutoffs_for(depth))
+    outcomes = [served[q.query] for q in queries]
+    whole = [QueryResult(q, served[q.query].returned) for q in queries]
+    enabled = [QueryResult(q, served[q.query].enabled) for q in queries]
+    extra = (
+        f"\nEverything returned (mean {_mean([len(s.returned) for s in outcomes]):.2f} tools, suggested producers "
+        f"included): R {_mean([r.recall(len(r.ranked)) for r in whole]):.3f}. Enabled alone (mean "
+        f"{_mean([len(s.enabled) for s in outcomes]):.2f} tools): R@{depth} {_mean([r.recall(depth) for r in enabled]):.3f}."
+    )
     if rankings is not None:
-        lines = [json.dumps({"id": q.id, "returned": returned[q.query]}, ensure_ascii=False) for q in queries]
+        lines = [
+            json.dumps({"id": q.id, "returned": served[q.query].returned, "enabled": served[q.query].enabled},
+                       ensure_ascii=False)
+            for q in queries
+        ]
         try:
             rankings.write_text("\n".join(lines) + "\n", encoding="utf-8")
         except OSError as exc:
@@ -245,4 +285,4 @@ def run_eval(
         + (f" (1 in {every} single-tool queries)" if every > 1 and split != "multi" else "")
         + (f", {half} half" if half is not None else "")
     )
-    return report(scores, title=title, misses=misses)
+    return report(scores, title=title, misses=misses, extra=extra)

@@ -35,6 +35,7 @@ class Settings(BaseSettings):
     # Search
     search_limit: int = Field(default=5, ge=1)
     search_max_limit: int = Field(default=20, ge=1)
+    max_enabled: int = Field(default=20, ge=1)
     semantic: bool = False
 
     # Sources

@@ -10,7 +10,16 @@ import pytest
 from lazytools import ConfigError
 from lazytools.app import open_server
 from lazytools.cli import main
-from lazytools.evaluate import LabelledQuery, QueryResult, cutoffs_for, evaluate, read_queries, run_eval, served_ranker
+from lazytools.evaluate import (
+    LabelledQuery,
+    QueryResult,
+    cutoffs_for,
+    evaluate,
+    read_queries,
+    run_eval,
+    served_ranker,
+    served_search,
+)
 from lazytools.search import build_index
 from lazytools.server.metatools import search_tools
 from lazytools.sources.jsonl import load_jsonl_catalog
@@ -79,8 +88,11 @@ def test_the_served_ranker_returns_exactly_what_search_tools_returns() -> None:
             outcome = search_tools(loaded.catalog, index, {"query": query.query, "limit": limit}, surface="dynamic",
                                    default_limit=5, max_limit=20, bridge=True)
             ranked = served_ranker(loaded.catalog, index, limit=limit, ids=loaded.ids)(query.query)
-            assert list(ranked) == [loaded.ids[entry.name] for entry in outcome.found]
-            assert len(ranked) <= limit
+            assert list(ranked) == [loaded.ids[entry.name] for entry in outcome.returned]
+            assert len(ranked) <= limit  # this catalog has no id producers to suggest beyond the limit
+            served = served_search(loaded.catalog, index, limit=limit, ids=loaded.ids)(query.query)
+            assert served.enabled == [loaded.ids[entry.name] for entry in outcome.found]
+            assert served.returned[: len(served.enabled)] == served.enabled
 
 
 def test_eval_limit_and_rankings_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,7 +104,9 @@ def test_eval_limit_and_rankings_file(tmp_path: Path, capsys: pytest.CaptureFixt
     lines = [json.loads(line) for line in rankings.read_text().splitlines()]
     assert [line["id"] for line in lines] == [q.id for q in read_queries(QUERIES)]
     assert all(len(line["returned"]) <= 1 for line in lines)
-    assert lines[0] == {"id": "q1", "returned": ["gh-create"]}
+    assert lines[0] == {"id": "q1", "returned": ["gh-create"], "enabled": ["gh-create"]}
+    mean_enabled = sum(len(line["enabled"]) for line in lines) / len(lines)
+    assert f"Enabled alone (mean {mean_enabled:.2f} tools): R@1 " in out
     # The default is the server's limit, 5: the multi query's two tools are both returned.
     assert main([*args, "--rankings", str(rankings)]) == 0
     assert "as served at limit 5" in capsys.readouterr().out

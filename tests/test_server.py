@@ -9,6 +9,7 @@ import mcp_types as types
 import pytest
 
 from lazytools import ConfigError, build_server
+from lazytools.app import bundled_catalog
 
 from .conftest import Recorder, client, make_settings, small_catalog, text_of
 from .helpers import tool_names
@@ -222,3 +223,54 @@ def test_input_schema_lookup_covers_meta_and_catalog_tools(server_factory) -> No
     assert server.input_schema_of("invoke_tool")["required"] == ["tool_name"]  # type: ignore[index]
     assert server.input_schema_of("word_count")["required"] == ["text"]  # type: ignore[index]
     assert server.input_schema_of("no_such_tool") is None
+
+
+async def test_unrelated_searches_do_not_accumulate_tools(tmp_path) -> None:
+    # The bundled catalog, a pinned tool and a cap of 6: ten searches for unrelated things.
+    server = build_server(bundled_catalog(tmp_path), make_settings(max_enabled=6, always_available_tools=["current_time_in_zone"]))
+    recorder = Recorder()
+    searches = ["weather forecast in Oslo", "count the words in this text", "convert 10 miles to km",
+                "hash a password with sha256", "what time is it in Tokyo", "encode this as base64",
+                "order a pizza", "add two numbers", "generate a uuid", "roll a dice"]
+    async with client(server, recorder=recorder) as c:
+        sizes = []
+        for query in searches:
+            result = await c.call_tool("search_tools", {"query": query})
+            assert not result.is_error
+            listed = await tool_names(c)
+            assert "current_time_in_zone" in listed  # pinned: never counted, never disabled
+            sizes.append(len(listed) - 3)  # less search_tools, invoke_tool and the pinned tool
+        assert max(sizes) == 6 and sizes[-1] == 6
+        assert recorder.events.count("list_changed") >= len(searches) - 1
+        state = next(iter(server.store))
+        assert len(state.enabled) == 6 and "current_time_in_zone" not in state.enabled
+
+
+async def test_a_called_tool_stays_while_others_leave(tmp_path) -> None:
+    server = build_server(bundled_catalog(tmp_path), make_settings(max_enabled=3))
+    async with client(server) as c:
+        await c.call_tool("search_tools", {"tool_names": ["count_text_stats"]})
+        await c.call_tool("search_tools", {"tool_names": ["reverse_text", "generate_uuid"]})
+        called = await c.call_tool("count_text_stats", {"text": "a b"})
+        assert not called.is_error  # used: now the most recent, so reverse_text is the oldest
+        await c.call_tool("search_tools", {"tool_names": ["slugify_text"]})
+        listed = await tool_names(c)
+        assert {"count_text_stats", "generate_uuid", "slugify_text"} <= set(listed) and "reverse_text" not in listed
+        refused = await c.call_tool("reverse_text", {"text": "ab"})
+        assert refused.is_error and "search_tools" in text_of(refused)
+
+
+async def test_weak_matches_are_suggested_not_enabled(server_factory) -> None:
+    recorder = Recorder()
+    async with client(server_factory(), recorder=recorder) as c:
+        # get_forecast scores 12.1; get_alerts 3.3 and list_issues 0.6 are under 40% of it.
+        text = text_of(await c.call_tool("search_tools", {"query": "weather forecast for a city"}))
+        assert text.startswith("Enabled: get_forecast. ")
+        suggestions = text.split("Also possibly relevant, not enabled", 1)[1].splitlines()[1:]
+        assert [line.split(" ")[1] for line in suggestions] == ["get_alerts", "list_issues"]
+        listed = await tool_names(c)
+        assert "get_forecast" in listed and "get_alerts" not in listed and "list_issues" not in listed
+        # A suggestion is one search away: asking for it by name enables it.
+        await c.call_tool("search_tools", {"tool_names": ["get_alerts"]})
+        assert "get_alerts" in await tool_names(c)
+        assert recorder.events == ["list_changed", "list_changed"]

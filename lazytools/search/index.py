@@ -245,7 +245,8 @@ class SearchIndex:
             position = self._positions.get(entry.name)
             for other in self._producers[position] if position is not None else ():
                 producer = self.entries[other]
-                if producer.name not in names and producer not in suggested and len(suggested) < limit:
+                if producer.name not in names and len(suggested) < limit:
+                    names.add(producer.name)
                     suggested.append(producer)
         return suggested
 

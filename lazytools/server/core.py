@@ -202,8 +202,12 @@ class LazyServer(Server[Any]):
             return await self._search(state, view, arguments or {}, ctx)
         if name == INVOKE_TOOL and view.offers_invoke:
             entry, args = resolve_invocation(self.catalog, arguments or {})
+            if state is not None:
+                state.used(entry.name)
             return await entry.call(args)
         entry = self._callable_entry(view, name)
+        if state is not None:
+            state.used(entry.name)
         return await entry.call(validate_arguments(entry.name, entry.input_schema, arguments))
 
     def _callable_entry(self, view: SessionView, name: str) -> ToolEntry:
@@ -235,8 +239,12 @@ class LazyServer(Server[Any]):
             bridge=settings.dynamic_bridge,
         )
         if state is not None and view.search_enables:
-            new = state.enable([entry.name for entry in outcome.found if entry.name not in self.pinned])
-            if new:
+            # Pinned tools are always listed and never counted: they neither take a place nor ever leave.
+            wanted = [entry.name for entry in outcome.found if entry.name not in self.pinned]
+            new, gone = state.enable(wanted, limit=settings.max_enabled)
+            if gone:
+                logger.debug("session %s: %d least recently used tools disabled", state.key[:8], len(gone))
+            if new or gone:
                 # Sent before the result is returned, so the client can re-list as the model reads the result.
                 if ctx is not None:
                     await ctx.session.send_tool_list_changed()

@@ -21,15 +21,31 @@ class SessionState:
     surface: Surface
     client_name: str | None = None
     enabled: dict[str, None] = field(default_factory=dict)
-    """Tools enabled by search, in the order they were enabled (a dict is an ordered set)."""
+    """Tools enabled by search, least recently used first (a dict is an ordered set)."""
     notify: Callable[[], Awaitable[None]] | None = field(default=None, repr=False, compare=False)
     """Sends `notifications/tools/list_changed` on this session's standalone channel."""
 
-    def enable(self, names: list[str]) -> list[str]:
-        """Enable `names`; returns those that were not enabled before."""
+    def enable(self, names: list[str], *, limit: int | None = None) -> tuple[list[str], list[str]]:
+        """Enable `names` (those already enabled count as used again); with `limit`, the least recently used
+        tools leave first so that at most `limit` stay. Returns (newly enabled, disabled)."""
+        names = list(dict.fromkeys(names))
+        if limit is not None:
+            names = names[:limit]  # a search larger than the cap keeps its best matches
         new = [name for name in names if name not in self.enabled]
-        self.enabled.update(dict.fromkeys(new))
-        return new
+        for name in names:
+            self.enabled.pop(name, None)
+            self.enabled[name] = None
+        gone: list[str] = []
+        while limit is not None and len(self.enabled) > limit:
+            oldest = next(iter(self.enabled))
+            del self.enabled[oldest]
+            gone.append(oldest)
+        return new, gone
+
+    def used(self, name: str) -> None:
+        """`name` was called: it becomes the most recently used of the enabled tools (if it is one)."""
+        if name in self.enabled:
+            self.enabled[name] = self.enabled.pop(name)
 
 
 class SessionStore(Protocol):
