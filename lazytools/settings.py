@@ -36,6 +36,7 @@ class Settings(BaseSettings):
     search_limit: int = Field(default=5, ge=1)
     search_max_limit: int = Field(default=20, ge=1)
     max_enabled: int = Field(default=20, ge=1)
+    relevance_floor: float = Field(default=0.4, ge=0.0, le=1.0)
     semantic: bool = False
 
     # Sources

@@ -78,3 +78,14 @@ def test_percentiles_are_the_median_and_the_99th() -> None:
     samples = [float(n) for n in range(1, 102)]  # 1..101: inclusive quantiles fall on samples
     assert percentiles(samples) == (51.0, 100.0)
     assert percentiles([3.0]) == (3.0, 3.0)
+
+
+async def test_the_enabled_tools_benchmark_counts_what_a_session_lists() -> None:
+    from benchmarks.enabled import SEQUENCE, enabled_counts
+    from lazytools.settings import Settings
+
+    capped = await enabled_counts(Settings(_env_file=None, max_enabled=6), SEQUENCE[:4])  # type: ignore[call-arg]
+    assert len(capped) == 4 and capped[0] > 0 and max(capped) == capped[-1] == 6
+    every_match = Settings(_env_file=None, relevance_floor=0.0)  # type: ignore[call-arg]
+    uncapped = await enabled_counts(every_match, SEQUENCE[:2])
+    assert uncapped == [5, 10]  # every match of the first two searches, none shared

@@ -274,3 +274,10 @@ async def test_weak_matches_are_suggested_not_enabled(server_factory) -> None:
         await c.call_tool("search_tools", {"tool_names": ["get_alerts"]})
         assert "get_alerts" in await tool_names(c)
         assert recorder.events == ["list_changed", "list_changed"]
+
+
+def test_the_default_relevance_floor_is_the_documented_one() -> None:
+    from lazytools.server.metatools import RELEVANCE_FLOOR
+    from lazytools.settings import Settings
+
+    assert make_settings().relevance_floor == RELEVANCE_FLOOR == Settings.model_fields["relevance_floor"].default

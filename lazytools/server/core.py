@@ -237,6 +237,7 @@ class LazyServer(Server[Any]):
             default_limit=settings.search_limit,
             max_limit=settings.search_max_limit,
             bridge=settings.dynamic_bridge,
+            floor=settings.relevance_floor,
         )
         if state is not None and view.search_enables:
             # Pinned tools are always listed and never counted: they neither take a place nor ever leave.
