@@ -281,3 +281,27 @@ def test_the_default_relevance_floor_is_the_documented_one() -> None:
     from lazytools.settings import Settings
 
     assert make_settings().relevance_floor == RELEVANCE_FLOOR == Settings.model_fields["relevance_floor"].default
+
+
+async def test_a_match_brings_the_tool_that_produces_its_required_id_as_a_suggestion() -> None:
+    from lazytools import Catalog, Group, ToolEntry
+
+    from .fixtures.catalogs import realistic
+
+    call = realistic()[0].call
+
+    def entry(name: str, description: str, *required: str) -> ToolEntry:
+        schema = {"type": "object", "properties": {p: {"type": "string"} for p in required}, "required": [*required]}
+        return ToolEntry(name=name, group="chat", description=description, input_schema=schema, call=call)
+
+    catalog = Catalog()
+    catalog.set_group(Group("chat", ""), [
+        entry("chat_post_message", "Post a message to a channel.", "channel_id", "text"),
+        entry("chat_list_channels", "List the workspace's public rooms."),
+        entry("chat_add_reaction", "Add an emoji reaction.", "channel_id", "timestamp"),
+    ])
+    async with client(build_server(catalog, make_settings())) as c:
+        text = text_of(await c.call_tool("search_tools", {"query": "post a message", "limit": 1}))
+        assert text.startswith("Enabled: chat_post_message.")
+        assert "- chat_list_channels [chat]:" in text.split("Also possibly relevant, not enabled", 1)[1]
+        assert "chat_list_channels" not in await tool_names(c)
