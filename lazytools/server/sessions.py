@@ -21,7 +21,11 @@ class SessionState:
     surface: Surface
     client_name: str | None = None
     enabled: dict[str, None] = field(default_factory=dict)
-    """Tools enabled by search, least recently used first (a dict is an ordered set)."""
+    """Tools enabled by search, in the order they were enabled: the order tools/list shows them in, which stays
+    put as they are used, so a client's prompt cache over the list is not broken by a call."""
+    used_at: dict[str, int] = field(default_factory=dict)
+    """When each enabled tool was last found or called (a counter): the least recent leave first at the cap."""
+    clock: int = 0
     notify: Callable[[], Awaitable[None]] | None = field(default=None, repr=False, compare=False)
     """Sends `notifications/tools/list_changed` on this session's standalone channel."""
 
@@ -32,20 +36,23 @@ class SessionState:
         if limit is not None:
             names = names[:limit]  # a search larger than the cap keeps its best matches
         new = [name for name in names if name not in self.enabled]
+        self.enabled.update(dict.fromkeys(new))
         for name in names:
-            self.enabled.pop(name, None)
-            self.enabled[name] = None
+            self.used(name)
         gone: list[str] = []
-        while limit is not None and len(self.enabled) > limit:
-            oldest = next(iter(self.enabled))
-            del self.enabled[oldest]
-            gone.append(oldest)
+        if limit is not None and len(self.enabled) > limit:
+            by_age = sorted(self.enabled, key=lambda name: self.used_at.get(name, 0))
+            gone = by_age[: len(self.enabled) - limit]
+            for name in gone:
+                del self.enabled[name]
+                self.used_at.pop(name, None)
         return new, gone
 
     def used(self, name: str) -> None:
-        """`name` was called: it becomes the most recently used of the enabled tools (if it is one)."""
+        """`name` was found or called: it becomes the most recently used of the enabled tools (if it is one)."""
         if name in self.enabled:
-            self.enabled[name] = self.enabled.pop(name)
+            self.clock += 1
+            self.used_at[name] = self.clock
 
 
 class SessionStore(Protocol):
