@@ -92,5 +92,6 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses, split=args.split,
                        semantic=settings.semantic or args.eval_semantic, half=args.half,
-                       limit=settings.search_limit if args.limit is None else args.limit, rankings=args.rankings))
+                       limit=settings.search_limit if args.limit is None else args.limit, rankings=args.rankings,
+                       floor=settings.relevance_floor))
     return 0

@@ -17,7 +17,7 @@ from .catalog import Catalog
 from .entry import ToolEntry
 from .errors import ConfigError
 from .search import SearchIndex, build_index
-from .server.metatools import search_tools
+from .server.metatools import RELEVANCE_FLOOR, search_tools
 from .settings import Settings
 from .sources.jsonl import load_jsonl_catalog, read_jsonl
 
@@ -200,10 +200,15 @@ class Served:
 
 
 def served_search(
-    catalog: Catalog, index: SearchIndex, *, limit: int, ids: Mapping[str, str] | None = None
+    catalog: Catalog,
+    index: SearchIndex,
+    *,
+    limit: int,
+    ids: Mapping[str, str] | None = None,
+    floor: float = RELEVANCE_FLOOR,
 ) -> Callable[[str], Served]:
-    """A query → what `search_tools` returns for it at `limit` (the meta-tool itself, not a copy of its rules),
-    as ids (`ids`: public name → id; the names themselves by default)."""
+    """A query → what `search_tools` returns for it at `limit` with the relevance `floor` (the meta-tool itself,
+    not a copy of its rules), as ids (`ids`: public name → id; the names themselves by default)."""
 
     def tool_ids(entries: Sequence[ToolEntry]) -> list[str]:
         return [ids[entry.name] if ids is not None else entry.name for entry in entries]
@@ -211,7 +216,7 @@ def served_search(
     def search(text: str) -> Served:
         outcome = search_tools(
             catalog, index, {"query": text, "limit": limit},
-            surface="dynamic", default_limit=limit, max_limit=limit, bridge=False,
+            surface="dynamic", default_limit=limit, max_limit=limit, bridge=False, floor=floor,
         )
         return Served(tool_ids(outcome.returned), tool_ids(outcome.found))
 
@@ -241,6 +246,7 @@ def run_eval(
     half: str | None = None,
     limit: int | None = None,
     rankings: Path | None = None,
+    floor: float = RELEVANCE_FLOOR,
 ) -> str:
     """The `lazytools eval` report: figures per split and the worst misses, from what `search_tools` returns at
     `limit` (default: the server's default limit); `rankings` receives each query's returned tool ids."""
@@ -252,7 +258,7 @@ def run_eval(
     queries = read_queries(queries_path, every=every, split=split, half=half)
     if not queries:
         raise ConfigError(f"{queries_path}: no queries selected")
-    search = served_search(loaded.catalog, index, limit=depth, ids=loaded.ids)
+    search = served_search(loaded.catalog, index, limit=depth, ids=loaded.ids, floor=floor)
     served: dict[str, Served] = {}
 
     def ranker(text: str) -> list[str]:

@@ -230,3 +230,19 @@ async def test_jsonl_catalog_is_served_and_its_tools_say_they_have_no_implementa
 def test_tools_jsonl_flag_serves_that_catalog_to_search(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--tools-jsonl", str(TOOLS), "search", "stock price", "--limit", "1"]) == 0
     assert "stock_quote" in capsys.readouterr().out
+
+
+def test_eval_takes_the_servers_relevance_floor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rankings = tmp_path / "rankings.jsonl"
+    args = ["eval", "--tools", str(TOOLS), "--queries", str(QUERIES), "--misses", "0", "--rankings", str(rankings)]
+
+    def served() -> dict[str, dict[str, list[str]]]:
+        assert main(args) == 0
+        return {line["id"]: line for line in map(json.loads, rankings.read_text().splitlines())}
+
+    default = served()
+    monkeypatch.setenv("LAZYTOOLS_RELEVANCE_FLOOR", "1.0")  # only the best match of each search is enabled
+    strict = served()
+    assert {q: r["returned"] for q, r in strict.items()} == {q: r["returned"] for q, r in default.items()}
+    assert all(len(r["enabled"]) <= 1 for r in strict.values())
+    assert any(len(r["enabled"]) > 1 for r in default.values())
