@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import anyio
 import mcp_types as types
@@ -22,6 +23,9 @@ from .server.core import LazyServer, build_server
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool
+
+if TYPE_CHECKING:
+    from .sources.gateway.front import Front
 
 __all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "serve", "sources_for"]
 
@@ -68,17 +72,29 @@ def sources_for(settings: Settings) -> list[Source]:
 @asynccontextmanager
 async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
     """The catalog for these settings, with its sources connected for as long as the context is open."""
-    catalog = Catalog()
-    async with AsyncExitStack() as stack:
-        for source in sources_for(settings):
-            await stack.enter_async_context(source.open(catalog))
+    async with _open_sources(settings) as (catalog, _front):
         yield catalog
 
 
 @asynccontextmanager
+async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Front | None]]:
+    """The catalog, and the gateway's front when a source is a gateway (its prompts, resources, client side)."""
+    from .sources.gateway.gateway import Gateway
+
+    catalog = Catalog()
+    front: Front | None = None
+    async with AsyncExitStack() as stack:
+        for source in sources_for(settings):
+            opened = await stack.enter_async_context(source.open(catalog))
+            if isinstance(opened, Gateway):
+                front = opened.front
+        yield catalog, front
+
+
+@asynccontextmanager
 async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
-    async with open_catalog(settings) as catalog:
-        yield build_server(catalog, settings)
+    async with _open_sources(settings) as (catalog, front):
+        yield build_server(catalog, settings, front=front)
 
 
 async def serve(settings: Settings) -> None:

@@ -35,6 +35,10 @@ class ToolEntry:
     """The name the tool has at its source (the upstream's own name); `None` when it equals `name`."""
     pinned: bool = False
     """Listed from the start in every surface, like ALWAYS_AVAILABLE_TOOLS (an upstream with defer_loading false)."""
+    icons: tuple[types.Icon, ...] | None = None
+    execution: types.ToolExecution | None = None
+    meta: Mapping[str, Any] | None = None
+    """The tool's `_meta`, as its source gave it."""
 
     @property
     def summary(self) -> str:
@@ -49,6 +53,9 @@ class ToolEntry:
             input_schema=dict(self.input_schema),
             output_schema=dict(self.output_schema) if self.output_schema is not None else None,
             annotations=self.annotations,
+            icons=list(self.icons) if self.icons is not None else None,
+            execution=self.execution,
+            _meta=dict(self.meta) if self.meta is not None else None,
         )
 
 

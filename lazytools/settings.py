@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     files_root: Path = Field(default_factory=Path.cwd)
     defer_all: bool = True
     call_timeout: float = Field(default=60.0, gt=0)
+    call_timeout_ceiling: float = Field(default=3600.0, gt=0)
+    max_session_upstreams: int = Field(default=100, ge=1)
     connect_timeout: float = Field(default=30.0, gt=0)
 
     # Transport

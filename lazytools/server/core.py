@@ -22,6 +22,8 @@ from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownTo
 from ..sdk import connection_of
 from ..search import LiveIndex
 from ..settings import Settings
+from ..sources.gateway.front import Front
+from ..sources.gateway.relay import calling
 from ..validation import validate_arguments
 from .clients import client_table
 from .metatools import (
@@ -34,6 +36,7 @@ from .metatools import (
     search_tools,
     search_tools_definition,
 )
+from .passthrough import PassThrough, SessionClient, SessionClients, origin_of
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
 from .surface import SessionView, Surface, choose_surface, is_stateless_era
@@ -53,9 +56,13 @@ _SESSION_KEY = "lazytools.session"
 class LazyServer(Server[Any]):
     """A low-level MCP server that shows a small tool surface and grows it per session."""
 
-    def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None) -> None:
+    def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
+                 front: Front | None = None) -> None:
         # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
         self.events = LocalSubscriptionBus()
+        self.store: SessionStore = store if store is not None else MemorySessionStore()
+        self.front = front
+        passing = PassThrough(front, self.session_for) if front is not None else None
         super().__init__(
             "lazytools",
             version=_version(),
@@ -65,10 +72,24 @@ class LazyServer(Server[Any]):
             on_subscriptions_listen=ListenHandler(self.events),
             # Without this the SDK runs our tools/list handler on every 2026-07-28 tools/call with arguments.
             get_tool_input_schema=self.input_schema_of,
+            # A gateway passes its upstreams' prompts and resources through (passthrough.py).
+            on_list_prompts=passing.list_prompts if passing else None,
+            on_get_prompt=passing.get_prompt if passing else None,
+            on_list_resources=passing.list_resources if passing else None,
+            on_list_resource_templates=passing.list_templates if passing else None,
+            on_read_resource=passing.read_resource if passing else None,
+            on_subscribe_resource=passing.subscribe if passing else None,
+            on_unsubscribe_resource=passing.unsubscribe if passing else None,
         )
+        if front is not None and passing is not None:
+            front.attach(SessionClients(self.store))
+            # Added, not passed: the constructor warns about these 2026-deprecated features.
+            self.add_request_handler("logging/setLevel", types.SetLevelRequestParams, passing.set_level)
+            self.add_notification_handler("notifications/roots/list_changed", types.NotificationParams,
+                                          passing.roots_changed)
+            self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
         self.catalog = catalog
         self.settings = settings
-        self.store: SessionStore = store if store is not None else MemorySessionStore()
         self.index = LiveIndex(catalog, semantic=settings.semantic)
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface], list[types.Tool]] = {}
@@ -85,7 +106,9 @@ class LazyServer(Server[Any]):
     ) -> InitializationOptions:
         # Every transport calls this; some with no arguments. listChanged must be advertised on all of them.
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+            notification_options or NotificationOptions(tools_changed=True, prompts_changed=True,
+                                                        resources_changed=True),
+            experimental_capabilities, extensions
         )
 
     # -- sessions -------------------------------------------------------------------------------------------
@@ -116,10 +139,13 @@ class LazyServer(Server[Any]):
         async def notify() -> None:
             await connection.outbound.notify("notifications/tools/list_changed", None)
 
-        state = SessionState(key=key, surface=surface, client_name=client_name, notify=notify)
+        state = SessionState(key=key, surface=surface, client_name=client_name, notify=notify,
+                             client=SessionClient(key, connection))
         connection.state[_SESSION_KEY] = key
         self.store.put(state)
         connection.exit_stack.callback(self.store.drop, key)
+        if self.front is not None:
+            connection.exit_stack.push_async_callback(self.front.session_closed, key)
         logger.info("session %s: client %r, %s surface", key[:8], client_name, surface)
         return state
 
@@ -204,11 +230,14 @@ class LazyServer(Server[Any]):
             entry, args = resolve_invocation(self.catalog, arguments or {})
             if state is not None:
                 state.used(entry.name)
+        else:
+            entry = self._callable_entry(view, name)
+            if state is not None:
+                state.used(entry.name)
+            args = validate_arguments(entry.name, entry.input_schema, arguments)
+        # Upstreams send progress, logs and requests for the client during the call: they go to this request.
+        with calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None):
             return await entry.call(args)
-        entry = self._callable_entry(view, name)
-        if state is not None:
-            state.used(entry.name)
-        return await entry.call(validate_arguments(entry.name, entry.input_schema, arguments))
 
     def _callable_entry(self, view: SessionView, name: str) -> ToolEntry:
         if view.may_call(name, self.pinned):
@@ -291,11 +320,12 @@ class LazyServer(Server[Any]):
         return list(dict.fromkeys(names))
 
 
-def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None) -> LazyServer:
+def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
+                 front: Front | None = None) -> LazyServer:
     reserved = META_TOOL_NAMES & set(catalog.names())
     if reserved:
         raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
-    return LazyServer(catalog, settings, store=store)
+    return LazyServer(catalog, settings, store=store, front=front)
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..sources.gateway.relay import ClientSide
 from .surface import Surface
 
 __all__ = ["MemorySessionStore", "SessionState", "SessionStore"]
@@ -28,6 +29,8 @@ class SessionState:
     clock: int = 0
     notify: Callable[[], Awaitable[None]] | None = field(default=None, repr=False, compare=False)
     """Sends `notifications/tools/list_changed` on this session's standalone channel."""
+    client: ClientSide | None = field(default=None, repr=False, compare=False)
+    """The session's client as upstreams see it (its capabilities, log level, standalone channel)."""
 
     def enable(self, names: list[str], *, limit: int | None = None) -> tuple[list[str], list[str]]:
         """Enable `names` (those already enabled count as used again); with `limit`, the least recently used

@@ -54,7 +54,7 @@ async def opened(tmp_path: Path, servers: dict[str, Any], *, section: str = "mcp
     settings = make_settings(config=path, **overrides)
     catalog = Catalog()
     async with open_gateway(settings, catalog, backoff=backoff) as gateway:
-        yield Opened(catalog, gateway, settings, build_server(catalog, settings))
+        yield Opened(catalog, gateway, settings, build_server(catalog, settings, front=gateway.front))
 
 
 @asynccontextmanager

@@ -5,8 +5,8 @@ Accepted shapes, in a JSON file that may carry comments and trailing commas (VS 
     {"mcpServers": {NAME: {"command", "args", "env", "cwd"} | {"url", "headers"}}}      Claude Desktop, Cursor
     {"servers":    {NAME: {"type": "stdio" | "http" | "sse", ...}}}                      VS Code
 
-Per server, lazytools also reads `description`, `defer_loading`, `include`, `exclude`, `timeout`, `prefix` and
-`disabled`. String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment (configtext.py). Anything
+Per server, lazytools also reads `description`, `defer_loading`, `include`, `exclude`, `timeout`, `prefix`,
+`scope` and `disabled`. String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment (configtext.py). Anything
 wrong is a `ConfigError` that names the file, the server and the field.
 """
 
@@ -76,6 +76,8 @@ class _Server(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
     """Seconds per tool call; None uses the global call timeout."""
     disabled: bool = False
+    scope: Literal["shared", "session"] = "shared"
+    """`session`: one connection per client session (its own process for stdio), stopped with the session."""
 
     @field_validator("prefix")
     @classmethod

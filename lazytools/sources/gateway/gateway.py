@@ -14,6 +14,9 @@ from ...catalog import Catalog
 from ...errors import ConfigError
 from ...settings import Settings
 from .config import GatewayConfig, load_config
+from .front import Front
+from .relay import Relay
+from .scoped import SessionUpstreams
 from .upstream import CHAIN_VARIABLE, Backoff, Upstream
 
 __all__ = ["Backoff", "Gateway", "GatewaySource", "open_gateway"]
@@ -26,6 +29,8 @@ class Gateway:
     """The upstreams of an open gateway, in config order."""
 
     upstreams: list[Upstream]
+    front: Front
+    """Their prompts and resources, and how they reach client sessions: the server serves it."""
 
     def __getitem__(self, name: str) -> Upstream:
         for upstream in self.upstreams:
@@ -64,10 +69,16 @@ async def open_gateway(
     chain = _fronted_chain(config)
     if not config.servers:
         logger.warning("%s lists no enabled servers", config.path or "the config")
-    upstreams = [Upstream(server, catalog=catalog, settings=settings, backoff=backoff or Backoff(), chain=chain)
-                 for server in config.servers.values()]
+    relay = Relay()
+    upstreams = [Upstream(server, catalog=catalog, settings=settings, backoff=backoff or Backoff(), chain=chain,
+                          relay=relay) for server in config.servers.values()]
     failed: Exception | None = None
     async with anyio.create_task_group() as tg:
+        scoped = SessionUpstreams(tg, settings, relay, backoff=backoff or Backoff(), chain=chain,
+                                  limit=settings.max_session_upstreams)
+        for upstream in upstreams:
+            if upstream.config.scope == "session":
+                upstream.per_session = scoped.instance
         # Each first attempt has its own connect_timeout deadline; stopping a hung process after it can take a few
         # more seconds, which start-up need not wait for.
         with anyio.move_on_after(settings.connect_timeout * (len(upstreams) if one_by_one else 1) + 0.5):
@@ -77,7 +88,7 @@ async def open_gateway(
                     await upstream.started.wait()
             for upstream in upstreams:
                 await upstream.started.wait()
-        gateway = Gateway(upstreams)
+        gateway = Gateway(upstreams, Front(upstreams, relay, scoped))
         _log_start(gateway, catalog)
         try:
             yield gateway

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -35,6 +35,8 @@ from ...names import public_tool_name, unique_name
 from ...sdk import create_mcp_http_client
 from ...settings import Settings
 from .config import HttpServer, ServerConfig
+from .offerings import Offerings, SeenUris, list_offerings, uris_in
+from .relay import Inflight, Relay, current_origin
 
 __all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
 
@@ -70,12 +72,14 @@ class Upstream:
     """The connection to one configured server and the catalog group it fills."""
 
     def __init__(self, config: ServerConfig, *, catalog: Catalog, settings: Settings,
-                 backoff: Backoff = Backoff(), chain: str = "") -> None:
+                 backoff: Backoff = Backoff(), chain: str = "", relay: Relay | None = None,
+                 owner: str | None = None) -> None:
         self.config = config
         self.name = config.name
         self.catalog = catalog
         self.backoff = backoff
         self.call_timeout = config.timeout or settings.call_timeout
+        self.call_ceiling = max(settings.call_timeout_ceiling, self.call_timeout)
         self.connect_timeout = settings.connect_timeout
         self.pinned = config.defer_loading is False or (config.defer_loading is None and not settings.defer_all)
         self.chain = chain
@@ -86,6 +90,19 @@ class Upstream:
         self.started = anyio.Event()
         """Set when the first attempt is over, whether it connected or not."""
         self.connections = 0
+        # The client side (relay.py): requests in flight, where their messages go, a session that owns it.
+        self.inflight = Inflight()
+        """The client requests this upstream serves now: where its messages go when nothing else says."""
+        self.relay = relay if relay is not None else Relay()
+        self.owner = owner
+        """The session key of the client this upstream was started for (`"scope": "session"`); None when shared."""
+        self.per_session: Callable[[Upstream, str], Awaitable[Upstream]] | None = None
+        """Set for `"scope": "session"` servers: the connection of a session, which serves its requests."""
+        # Besides tools (offerings.py): its prompts, resources and templates, and the URIs its results named.
+        self.offerings = Offerings()
+        self.seen_uris = SeenUris()
+        self.on_offerings_changed: Callable[[Upstream], Awaitable[None]] | None = None
+        self.on_resource_updated: Callable[[Upstream, str], Awaitable[None]] | None = None
         # The current connection: its client (set exactly while `serving`), when it came up, and what `_serve`
         # waits on (`_signal`, with `_relist` saying the tool list changed).
         self._client: Client | None = None
@@ -94,6 +111,7 @@ class Upstream:
         self._up_since: float | None = None
         self._signal = anyio.Event()
         self._relist = False
+        self._relist_offerings = False
         # The reconnect loop: `_wake` cuts a backoff short; calls wait on `_attempt_over` for a fresh attempt.
         self._wake = anyio.Event()
         self._attempts_started = 0
@@ -145,8 +163,13 @@ class Upstream:
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
             async with Client(_watched(self._transport(), self._connection_lost), mode=self._mode, cache=None,
-                              client_info=_CLIENT_INFO, message_handler=self._on_message) as client:
+                              client_info=_CLIENT_INFO, message_handler=self._on_message,
+                              # Declared to every upstream, so it shows the tools that need them; each request
+                              # goes to the client whose call is in flight, or fails with why (relay.py).
+                              sampling_callback=self._sampling, elicitation_callback=self._elicitation,
+                              list_roots_callback=self._list_roots) as client:
                 await self._refresh(client)
+                await self._refresh_offerings(client)
                 scope.deadline = math.inf
                 self._came_up(client)
                 try:
@@ -173,6 +196,10 @@ class Upstream:
                         await self._refresh(client)
                 except Exception as exc:  # keep serving the tools we know; the next change retries
                     logger.warning("upstream %r: re-listing tools failed: %s", self.name, describe_failure(exc))
+            if self._relist_offerings and self.state == "serving":
+                self._relist_offerings = False
+                with anyio.move_on_after(self.connect_timeout):
+                    await self._refresh_offerings(client)
 
     async def _listen(self, client: Client) -> None:
         try:
@@ -221,8 +248,28 @@ class Upstream:
         if isinstance(message, types.ToolListChangedNotification):
             self._relist = True
             self._signal.set()
+        elif isinstance(message, types.LoggingMessageNotification):
+            await self.relay.log(self.name, self.inflight, self.owner, message.params)
+        elif isinstance(message, types.PromptListChangedNotification | types.ResourceListChangedNotification):
+            self._relist_offerings = True
+            self._signal.set()
+        elif isinstance(message, types.ResourceUpdatedNotification) and self.on_resource_updated is not None:
+            await self.on_resource_updated(self, str(message.params.uri))
         elif isinstance(message, Exception):
             logger.debug("upstream %r: transport error: %s", self.name, message)
+
+    async def _sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
+        result_type = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
+        return await self.relay.ask(self.name, self.inflight, self.owner, types.CreateMessageRequest(params=params),
+                                    result_type)
+
+    async def _elicitation(self, context: Any, params: types.ElicitRequestParams) -> Any:
+        return await self.relay.ask(self.name, self.inflight, self.owner, types.ElicitRequest(params=params),
+                                    types.ElicitResult)
+
+    async def _list_roots(self, context: Any) -> Any:
+        return await self.relay.ask(self.name, self.inflight, self.owner, types.ListRootsRequest(),
+                                    types.ListRootsResult)
 
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         config = self.config
@@ -255,6 +302,18 @@ class Upstream:
         if group in self.catalog.groups and entries == self.catalog.in_group(self.name):
             return  # a reconnection or a list_changed that changed nothing: no index rebuild, no notifications
         await self.catalog.update_group(group, entries)
+
+    async def _refresh_offerings(self, client: Client) -> None:
+        """List its prompts, resources and templates; tell the front when they changed. A failure keeps the old."""
+        try:
+            offerings = await list_offerings(client, self.config)
+        except Exception as exc:  # its tools still serve
+            logger.warning("upstream %r: listing prompts and resources failed: %s", self.name, describe_failure(exc))
+            return
+        if offerings != self.offerings:
+            self.offerings = offerings
+            if self.on_offerings_changed is not None:
+                await self.on_offerings_changed(self)
 
     def _summary(self, client: Client) -> str:
         info = client.server_info
@@ -291,6 +350,9 @@ class Upstream:
                 annotations=tool.annotations,
                 source_name=tool.name,
                 pinned=self.pinned,
+                icons=tuple(tool.icons) if tool.icons is not None else None,
+                execution=tool.execution,
+                meta=tool.meta,
             ))
         return entries
 
@@ -298,26 +360,63 @@ class Upstream:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Forward a call; the upstream's result (isError, content, structuredContent) comes back unchanged."""
-        client = await self._connected()
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
-        try:
-            with anyio.fail_after(self.call_timeout):
-                # send_request, not call_tool: the client's own output-schema check would rewrite or reject
-                # results; a gateway passes them on as they are and lets the end client judge.
-                return await client.session.send_request(request, types.CallToolResult)
-        except TimeoutError:
-            raise UpstreamTimeoutError(self.name, f"{tool!r} did not answer within {self.call_timeout:g} s "
-                                                  "(the call was cancelled)") from None
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                if self._client is client:  # not a late answer from a connection already replaced
-                    self._connection_lost()
-                raise UpstreamUnavailableError(self.name, f"the connection closed during {tool!r} (the server "
-                                                          "exited or crashed); reconnecting") from None
-            raise UpstreamError(self.name, f"{tool!r} failed with error {exc.code}: {exc.error.message}") from None
-        except ValidationError as exc:
-            raise UpstreamError(self.name, f"{tool!r} returned a malformed result: "
-                                           f"{exc.errors()[0]['msg'] if exc.errors() else exc}") from None
+        result: types.CallToolResult = await self.request(request, types.CallToolResult, repr(tool))
+        self.seen_uris.add(uris_in(result))  # so resources/read can route the resource_link URIs it holds
+        return result
+
+    async def request(self, request: types.ClientRequest, result_type: type[Any], what: str) -> Any:
+        """Send one client request on, for the client request being served (`current_origin()`).
+
+        The upstream always gets a progressToken: each progress it reports moves the deadline to `call_timeout`
+        from now (a call that keeps reporting is alive) up to `call_ceiling` after the start, and reaches the
+        client against the client's own token when it gave one. A client that cancels its request cancels this
+        await, and the SDK then sends the upstream `notifications/cancelled`. `what` names the request in errors.
+        """
+        origin = current_origin()
+        if self.per_session is not None and origin is not None and origin.client is not None:
+            own = await self.per_session(self, origin.client.key)
+            return await own.request(request, result_type, what)
+        client = await self._connected()
+        ceiling = anyio.current_time() + self.call_ceiling
+        with anyio.CancelScope(deadline=min(anyio.current_time() + self.call_timeout, ceiling)) as scope:
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                scope.deadline = min(anyio.current_time() + self.call_timeout, ceiling)
+                if origin is not None and origin.progress is not None:
+                    await origin.progress(progress, total, message)
+
+            try:
+                with self.inflight.serving(origin):
+                    # send_request, not call_tool: the client's own output-schema check would rewrite or reject
+                    # results; a gateway passes them on as they are and lets the end client judge.
+                    return await client.session.send_request(request, result_type, progress_callback=on_progress)
+            except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED:
+                    if self._client is client:  # not a late answer from a connection already replaced
+                        self._connection_lost()
+                    raise UpstreamUnavailableError(self.name, f"the connection closed during {what} (the server "
+                                                              "exited or crashed); reconnecting") from None
+                raise UpstreamError(self.name, f"{what} failed with error {exc.code}: {exc.error.message}") from None
+            except ValidationError as exc:
+                raise UpstreamError(self.name, f"{what} returned a malformed result: "
+                                               f"{exc.errors()[0]['msg'] if exc.errors() else exc}") from None
+        if anyio.current_time() >= ceiling:
+            raise UpstreamTimeoutError(self.name, f"{what} ran past the ceiling of {self.call_ceiling:g} s "
+                                                  "(the call was cancelled)")
+        raise UpstreamTimeoutError(self.name, f"{what} did not answer within {self.call_timeout:g} s "
+                                              "(the call was cancelled)")
+
+    @property
+    def logs(self) -> bool:
+        """Whether the connected server declares logging (accepts `logging/setLevel`)."""
+        return self._client is not None and self._client.server_capabilities.logging is not None
+
+    async def notify(self, notification: types.ClientNotification) -> None:
+        """Send a notification if connected (a server that is down hears nothing; it asks again when up)."""
+        client = self._client
+        if client is not None and self.serving:
+            await client.session.send_notification(notification)
 
     async def _connected(self) -> Client:
         if self.state != "serving":

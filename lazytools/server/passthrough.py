@@ -1,0 +1,170 @@
+"""The server's side of passing upstream features through: each session as upstreams see it, and each request's
+origin (its progress, its own channel for logs and requests to the client)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import mcp_types as types
+from mcp.server.connection import Connection, allowed_log_levels
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+
+from ..errors import LazyToolsError
+from ..sources.gateway.front import Front, UnknownResourceError
+from ..sources.gateway.relay import CallOrigin, ClientSide, calling
+from .sessions import SessionState, SessionStore
+from .surface import is_stateless_era
+
+__all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "PassThrough", "SessionClient", "SessionClients", "origin_of"]
+
+RESOURCE_NOT_FOUND = -32002
+"""The spec's error code for resources/read of an unknown URI."""
+
+LOG_LEVELS: tuple[types.LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert",
+                                              "emergency")
+
+
+class SessionClient:
+    """One handshake-era session's client, over its connection's standalone channel."""
+
+    def __init__(self, key: str, connection: Connection) -> None:
+        self.key = key
+        self._connection = connection
+        self.level: types.LoggingLevel | None = None
+        """Set by the client's `logging/setLevel`; None lets every level through (the spec's default)."""
+
+    @property
+    def capabilities(self) -> types.ClientCapabilities | None:
+        return self._connection.client_capabilities
+
+    def wants_log(self, level: types.LoggingLevel) -> bool:
+        return self.level is None or LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.level)
+
+    async def notify(self, notification: types.ServerNotification) -> None:
+        data = notification.model_dump(by_alias=True, mode="json", exclude_none=True)
+        await self._connection.notify(data["method"], data.get("params"))
+
+    async def request(self, request: types.ServerRequest, result_type: type[Any]) -> Any:
+        return await self._connection.send_request(request, result_type=result_type)
+
+
+def origin_of(ctx: ServerRequestContext[Any, Any], client: ClientSide | None) -> CallOrigin:
+    """Where an upstream's messages for this request go: the request's own channel, its progressToken."""
+    session = ctx.session
+    related = ctx.request_id
+    stateless = is_stateless_era(ctx.protocol_version)
+
+    async def notify(notification: types.ServerNotification) -> None:
+        await session.send_notification(notification, related_request_id=related)
+
+    async def request(request: types.ServerRequest, result_type: type[Any]) -> Any:
+        return await session.send_request(request, result_type,
+                                          metadata=ServerMessageMetadata(related_request_id=related))
+
+    return CallOrigin(
+        client=client,
+        progress=session.report_progress,  # a no-op when the client gave no progressToken
+        notify=notify,
+        request=None if stateless else request,  # 2026-07-28 has no server-to-client requests
+        log_levels=allowed_log_levels(ctx.protocol_version, ctx.meta) if stateless else None,
+    )
+
+
+class PassThrough:
+    """The server's handlers for what upstreams offer besides tools (gateway only): prompts, resources, logging
+    levels, roots changes. Each forwarded request runs as its origin, like a tool call."""
+
+    def __init__(self, front: Front, session_of: Callable[[ServerRequestContext[Any, Any]], SessionState | None]):
+        self.front = front
+        self._session_of = session_of
+
+    def _client(self, ctx: ServerRequestContext[Any, Any]) -> SessionClient | None:
+        state = self._session_of(ctx)
+        client = state.client if state is not None else None
+        return client if isinstance(client, SessionClient) else None
+
+    async def list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=self.front.list_prompts())
+
+    async def get_prompt(self, ctx: ServerRequestContext[Any, Any],
+                         params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        with _boundary(), calling(origin_of(ctx, self._client(ctx))):
+            return await self.front.get_prompt(params.name, params.arguments)
+        raise AssertionError("unreachable")  # mypy: _boundary re-raises
+
+    async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=self.front.list_resources())
+
+    async def list_templates(self, ctx: ServerRequestContext[Any, Any],
+                             params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=self.front.list_templates())
+
+    async def read_resource(self, ctx: ServerRequestContext[Any, Any],
+                            params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        with _boundary(), calling(origin_of(ctx, self._client(ctx))):
+            return await self.front.read_resource(str(params.uri))
+        raise AssertionError("unreachable")
+
+    async def subscribe(self, ctx: ServerRequestContext[Any, Any],
+                        params: types.SubscribeRequestParams) -> types.EmptyResult:
+        client = self._client(ctx)
+        if client is None:
+            raise MCPError(code=types.INVALID_REQUEST, message="Subscriptions need a session")
+        with _boundary(), calling(origin_of(ctx, client)):
+            await self.front.subscribe(str(params.uri), client)
+        return types.EmptyResult()
+
+    async def unsubscribe(self, ctx: ServerRequestContext[Any, Any],
+                          params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        client = self._client(ctx)
+        if client is not None:
+            with _boundary(), calling(origin_of(ctx, client)):
+                await self.front.unsubscribe(str(params.uri), client)
+        return types.EmptyResult()
+
+    async def set_level(self, ctx: ServerRequestContext[Any, Any],
+                        params: types.SetLevelRequestParams) -> types.EmptyResult:
+        client = self._client(ctx)
+        if client is not None:
+            client.level = params.level
+            await self.front.set_level(client, params.level)
+        return types.EmptyResult()
+
+    async def roots_changed(self, ctx: ServerRequestContext[Any, Any], params: Any) -> None:
+        client = self._client(ctx)
+        if client is not None:
+            await self.front.roots_changed(client)
+
+    async def initialized(self, ctx: ServerRequestContext[Any, Any], params: Any) -> None:
+        client = self._client(ctx)
+        if client is not None:
+            await self.front.session_opened(client)
+
+
+@contextmanager
+def _boundary() -> Iterator[None]:
+    """The library's errors as JSON-RPC errors: prompts and resources have no isError result."""
+    try:
+        yield
+    except UnknownResourceError as exc:
+        raise MCPError(code=RESOURCE_NOT_FOUND, message=str(exc), data={"uri": exc.args[0]}) from None
+    except LazyToolsError as exc:
+        raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+
+
+class SessionClients:
+    """The sessions of a store that have a client, as upstreams see them."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self._store = store
+
+    def __iter__(self) -> Iterator[ClientSide]:
+        return iter([state.client for state in self._store if state.client is not None])
+
+    def get(self, key: str) -> ClientSide | None:
+        state = self._store.get(key)
+        return state.client if state is not None else None

@@ -1,0 +1,251 @@
+"""The gateway's prompts and resources, and its side of each client session, as the server serves them.
+
+Prompts are named like tools (`server__prompt`, same rules, so two servers never collide). Resources keep their
+URIs, because tool results hold them (`resource_link`) and pass through unchanged: a URI is routed to the server
+that listed it, else the one whose results named it, else the one whose template matches it, else the only one
+using its scheme. Two servers listing one URI: the first in the config keeps it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+from ...errors import LazyToolsError
+from ...names import public_tool_name, unique_name
+from .offerings import permitted, uris_in
+from .relay import ClientSide, Clients, Relay
+from .scoped import SessionUpstreams
+from .upstream import Upstream
+
+__all__ = ["Front", "UnknownPromptError", "UnknownResourceError"]
+
+logger = logging.getLogger(__name__)
+
+_LEVELS: tuple[types.LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert",
+                                           "emergency")
+
+
+class UnknownPromptError(LazyToolsError, KeyError):
+    def __str__(self) -> str:
+        return f"Unknown prompt {self.args[0]!r}"
+
+
+class UnknownResourceError(LazyToolsError, KeyError):
+    def __str__(self) -> str:
+        return f"No upstream server serves resource {self.args[0]!r}"
+
+
+class Front:
+    """Every upstream's prompts and resources under one server, and the client sessions they reach."""
+
+    def __init__(self, upstreams: list[Upstream], relay: Relay, scoped: SessionUpstreams | None = None) -> None:
+        self.upstreams = upstreams
+        self.relay = relay
+        self.scoped = scoped
+        self._subscribers: dict[str, set[str]] = {}
+        """Session keys by subscribed URI."""
+        self._levels: dict[str, types.LoggingLevel] = {}
+        self._upstream_level: types.LoggingLevel | None = None
+        self._templates: dict[str, UriTemplate | None] = {}
+        for upstream in upstreams:
+            upstream.on_offerings_changed = self._offerings_changed
+            upstream.on_resource_updated = self._resource_updated
+
+    def attach(self, clients: Clients) -> None:
+        """The server's sessions: where upstream messages outside a call go."""
+        self.relay.clients = clients
+
+    # -- prompts --------------------------------------------------------------------------------------------------
+
+    def _prompts(self) -> Iterator[tuple[str, Upstream, types.Prompt]]:
+        taken: set[str] = set()
+        for upstream in self.upstreams:
+            for prompt in upstream.offerings.prompts:
+                name = unique_name(public_tool_name(upstream.config.tool_prefix, prompt.name), taken, "-")
+                taken.add(name)
+                yield name, upstream, prompt
+
+    def list_prompts(self) -> list[types.Prompt]:
+        return [prompt.model_copy(update={"name": name}) for name, _, prompt in self._prompts()]
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        for public, upstream, prompt in self._prompts():
+            if public == name:
+                request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=prompt.name,
+                                                                                     arguments=arguments))
+                result: types.GetPromptResult = await upstream.request(request, types.GetPromptResult,
+                                                                       f"prompt {prompt.name!r}")
+                upstream.seen_uris.add(uris_in(result))
+                return result
+        raise UnknownPromptError(name)
+
+    # -- resources ------------------------------------------------------------------------------------------------
+
+    def list_resources(self) -> list[types.Resource]:
+        seen: set[str] = set()
+        listed: list[types.Resource] = []
+        for upstream in self.upstreams:
+            for resource in upstream.offerings.resources:
+                if resource.uri in seen:
+                    logger.info("resource %s of %r is listed by an earlier server too; not listed twice",
+                                resource.uri, upstream.name)
+                    continue
+                seen.add(resource.uri)
+                listed.append(resource)
+        return listed
+
+    def list_templates(self) -> list[types.ResourceTemplate]:
+        return [template for upstream in self.upstreams for template in upstream.offerings.templates]
+
+    def _template(self, text: str) -> UriTemplate | None:
+        if text not in self._templates:
+            try:
+                self._templates[text] = UriTemplate.parse(text)
+            except (InvalidUriTemplate, ValueError):
+                self._templates[text] = None
+        return self._templates[text]
+
+    def owner_of(self, uri: str) -> Upstream:
+        """The upstream that serves `uri` (see the module's docstring for the order)."""
+        for upstream in self.upstreams:
+            if any(resource.uri == uri for resource in upstream.offerings.resources):
+                return upstream
+        for upstream in self.upstreams:
+            if uri in upstream.seen_uris:
+                return upstream
+        for upstream in self.upstreams:
+            for template in upstream.offerings.templates:
+                parsed = self._template(template.uri_template)
+                if parsed is not None and parsed.match(uri) is not None:
+                    return upstream
+        scheme = uri.split(":", 1)[0] + ":" if ":" in uri else None
+        if scheme is not None:
+            users = [u for u in self.upstreams if any(
+                str(known).startswith(scheme)
+                for known in [*(r.uri for r in u.offerings.resources), *(t.uri_template for t in u.offerings.templates)]
+            )]
+            if len(users) == 1:
+                return users[0]
+        raise UnknownResourceError(uri)
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        upstream = self.owner_of(uri)
+        if not permitted_uri(upstream, uri):
+            raise UnknownResourceError(uri)
+        request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
+        result: types.ReadResourceResult = await upstream.request(request, types.ReadResourceResult,
+                                                                  f"resource {uri!r}")
+        return result
+
+    async def subscribe(self, uri: str, client: ClientSide) -> None:
+        upstream = self.owner_of(uri)
+        if not upstream.offerings.subscribe:
+            raise LazyToolsError(f"Upstream server {upstream.name!r} does not offer resource subscriptions")
+        keys = self._subscribers.setdefault(uri, set())
+        if not keys or upstream.per_session is not None:  # per-session connections each subscribe
+            await upstream.request(types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
+                                   types.EmptyResult, f"subscribing to {uri!r}")
+        keys.add(client.key)
+
+    async def unsubscribe(self, uri: str, client: ClientSide) -> None:
+        keys = self._subscribers.get(uri)
+        if keys is None or client.key not in keys:
+            return
+        keys.discard(client.key)
+        upstream = self.owner_of(uri)
+        if not keys or upstream.per_session is not None:
+            if not keys:
+                del self._subscribers[uri]
+            await upstream.request(types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)),
+                                   types.EmptyResult, f"unsubscribing from {uri!r}")
+
+    async def _resource_updated(self, upstream: Upstream, uri: str) -> None:
+        note = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
+        for key in list(self._subscribers.get(uri, ())):
+            client = self.relay.clients.get(key)
+            if client is not None:
+                await _deliver(client, note)
+
+    async def _offerings_changed(self, upstream: Upstream) -> None:
+        self._templates.clear()
+        for client in self.relay.clients:
+            await _deliver(client, types.PromptListChangedNotification())
+            await _deliver(client, types.ResourceListChangedNotification())
+
+    # -- sessions -------------------------------------------------------------------------------------------------
+
+    async def session_opened(self, client: ClientSide) -> None:
+        """A client that can list roots is the one upstreams ask when it is the only session: tell them to ask."""
+        caps = client.capabilities
+        if caps is not None and caps.roots is not None and [c.key for c in self.relay.clients] == [client.key]:
+            await self.roots_changed(client)
+
+    async def session_closed(self, key: str) -> None:
+        for uri in [uri for uri, keys in self._subscribers.items() if key in keys]:
+            try:
+                await self.unsubscribe(uri, _Gone(key))
+            except Exception as exc:  # the upstream may be gone too
+                logger.debug("unsubscribing %s for an ended session failed: %s", uri, exc)
+        if self._levels.pop(key, None) is not None:
+            await self._apply_levels()
+        if self.scoped is not None:
+            self.scoped.stop(key)
+
+    async def roots_changed(self, client: ClientSide) -> None:
+        """The client's roots changed: every upstream that may ask it hears `notifications/roots/list_changed`."""
+        own = self.scoped.of(client.key) if self.scoped is not None else []
+        for upstream in [*self.upstreams, *own]:
+            await upstream.notify(types.RootsListChangedNotification())
+
+    async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None:
+        """A session's `logging/setLevel`: the session is filtered at its level, and upstreams are asked for the
+        lowest level any session wants."""
+        self._levels[client.key] = level
+        await self._apply_levels()
+
+    async def _apply_levels(self) -> None:
+        lowest = min(self._levels.values(), key=_LEVELS.index, default=None)
+        if lowest is None or lowest == self._upstream_level:
+            return
+        self._upstream_level = lowest
+        for upstream in self.upstreams:
+            if upstream.logs:
+                try:
+                    await upstream.request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=lowest)),
+                                           types.EmptyResult, "logging/setLevel")
+                except LazyToolsError as exc:
+                    logger.info("upstream %r: setting its log level failed: %s", upstream.name, exc)
+
+
+def permitted_uri(upstream: Upstream, uri: str) -> bool:
+    """A URI its server listed under an excluded name, or one an exclude pattern matches, is not read."""
+    return uri not in upstream.offerings.hidden and permitted(upstream.config.model_copy(update={"include": None}), uri)
+
+
+async def _deliver(client: ClientSide, notification: types.ServerNotification) -> None:
+    try:
+        await client.notify(notification)
+    except Exception as exc:  # a client that went away must not keep the others from hearing
+        logger.debug("session %s: notification not delivered: %s", client.key[:8], exc)
+
+
+class _Gone:
+    """A session that has ended, known only by its key."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.capabilities: types.ClientCapabilities | None = None
+
+    def wants_log(self, level: types.LoggingLevel) -> bool:
+        return False
+
+    async def notify(self, notification: types.ServerNotification) -> None:
+        return None
+
+    async def request(self, request: types.ServerRequest, result_type: type[Any]) -> Any:
+        raise LazyToolsError("the session has ended")

@@ -1,0 +1,126 @@
+"""What an upstream offers besides tools: its prompts, resources and resource templates, listed and filtered.
+
+They cost the model nothing until a user picks one, so every server's are listed, deferred or not. The config's
+`include`/`exclude` patterns apply to them as to tools (a prompt by its name; a resource or template by its name
+or its URI).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import mcp_types as types
+from mcp import Client
+
+from .config import ServerConfig
+
+__all__ = ["MAX_PAGES", "Offerings", "SeenUris", "list_offerings", "permitted", "uris_in"]
+
+MAX_PAGES = 100
+"""Bound on pagination: a server whose cursor never ends cannot hang a refresh."""
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Offerings:
+    prompts: tuple[types.Prompt, ...] = ()
+    resources: tuple[types.Resource, ...] = ()
+    templates: tuple[types.ResourceTemplate, ...] = ()
+    subscribe: bool = False
+    """Whether the server accepts `resources/subscribe`."""
+    hidden: tuple[str, ...] = ()
+    """URIs of resources it listed that include/exclude keep out: not read even when asked by URI."""
+
+
+def permitted(config: ServerConfig, *names: str) -> bool:
+    """Whether the config's include/exclude lists let through something known by any of `names`."""
+
+    def matches(patterns: Iterable[str]) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names)
+
+    return (config.include is None or matches(config.include)) and not matches(config.exclude)
+
+
+async def _pages(fetch: Callable[[str | None], Awaitable[tuple[list[_T], str | None]]]) -> list[_T]:
+    items: list[_T] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page, cursor = await fetch(cursor)
+        items += page
+        if cursor is None:
+            break
+    return items
+
+
+async def list_offerings(client: Client, config: ServerConfig) -> Offerings:
+    """Everything but tools that `client`'s server declares, after include/exclude."""
+    caps = client.server_capabilities
+    session = client.session
+
+    def params(cursor: str | None) -> types.PaginatedRequestParams:
+        return types.PaginatedRequestParams(cursor=cursor)
+
+    async def prompts(cursor: str | None) -> tuple[list[types.Prompt], str | None]:
+        page = await session.list_prompts(params=params(cursor))
+        return page.prompts, page.next_cursor
+
+    async def resources(cursor: str | None) -> tuple[list[types.Resource], str | None]:
+        page = await session.list_resources(params=params(cursor))
+        return page.resources, page.next_cursor
+
+    async def templates(cursor: str | None) -> tuple[list[types.ResourceTemplate], str | None]:
+        page = await session.list_resource_templates(params=params(cursor))
+        return page.resource_templates, page.next_cursor
+
+    found = Offerings()
+    if caps.prompts is not None:
+        listed = await _pages(prompts)
+        found = Offerings(prompts=tuple(p for p in listed if permitted(config, p.name)))
+    if caps.resources is not None:
+        listed_resources = await _pages(resources)
+        listed_templates = await _pages(templates)
+        found = Offerings(
+            prompts=found.prompts,
+            resources=tuple(r for r in listed_resources if permitted(config, r.name, r.uri)),
+            templates=tuple(t for t in listed_templates if permitted(config, t.name, t.uri_template)),
+            subscribe=bool(caps.resources.subscribe),
+            hidden=tuple(r.uri for r in listed_resources if not permitted(config, r.name, r.uri)),
+        )
+    return found
+
+
+def uris_in(result: Any) -> list[str]:
+    """The resource URIs a tool result or prompt points at (resource links, embedded resources)."""
+    blocks: list[Any] = list(getattr(result, "content", None) or [])
+    blocks += [message.content for message in getattr(result, "messages", None) or []]
+    uris: list[str] = []
+    for block in blocks:
+        if isinstance(block, types.ResourceLink):
+            uris.append(str(block.uri))
+        elif isinstance(block, types.EmbeddedResource):
+            uris.append(str(block.resource.uri))
+    return uris
+
+
+@dataclass(slots=True)
+class SeenUris:
+    """URIs an upstream named in its results, most recent last, at most `limit` (a hostile server cannot grow it
+    without bound)."""
+
+    limit: int = 4096
+    _uris: OrderedDict[str, None] = field(default_factory=OrderedDict)
+
+    def add(self, uris: Iterable[str]) -> None:
+        for uri in uris:
+            self._uris[uri] = None
+            self._uris.move_to_end(uri)
+        while len(self._uris) > self.limit:
+            self._uris.popitem(last=False)
+
+    def __contains__(self, uri: object) -> bool:
+        return uri in self._uris

@@ -1,0 +1,224 @@
+"""Who is on the client side of an upstream's messages: the call that caused them, or the sessions connected.
+
+An upstream sends things during a call that belong to the client who made it (progress, log messages, requests
+for sampling, elicitation or roots). The server sets `calling(origin)` around each forwarded call; the upstream
+reads it when the call starts and keeps the origin among its calls in flight. Over HTTP the SDK runs an upstream's
+messages in the context of the request they ride on, so `current_origin()` names the call exactly there; over
+stdio nothing on the wire says which call a log message or a request belongs to, so the upstream falls back to its
+calls in flight (`Inflight.owner`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+__all__ = ["CallOrigin", "ClientSide", "Clients", "Inflight", "Relay", "calling", "current_origin"]
+
+logger = logging.getLogger(__name__)
+
+
+class ClientSide(Protocol):
+    """One client session as upstreams see it (the server implements it)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def capabilities(self) -> types.ClientCapabilities | None: ...
+
+    def wants_log(self, level: types.LoggingLevel) -> bool:
+        """Whether this session's `logging/setLevel` lets a message of `level` through."""
+        ...
+
+    async def notify(self, notification: types.ServerNotification) -> None:
+        """Send on the session's standalone channel (best effort)."""
+        ...
+
+    async def request(self, request: types.ServerRequest, result_type: type[Any]) -> Any:
+        """Send a request to the client on the session's standalone channel and return its typed result."""
+        ...
+
+
+class Clients(Protocol):
+    """Every client session the server holds now."""
+
+    def __iter__(self) -> Iterator[ClientSide]: ...
+
+    def get(self, key: str) -> ClientSide | None: ...
+
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@dataclass(eq=False, slots=True)
+class CallOrigin:
+    """One client request being served by an upstream: where its progress, logs and requests go."""
+
+    client: ClientSide | None
+    """The session; None for a request outside any session (stateless HTTP, 2026-07-28)."""
+    progress: Progress | None = None
+    """Reports progress against the client's own progressToken; None when the client gave none."""
+    notify: Callable[[types.ServerNotification], Awaitable[None]] | None = None
+    """Sends on the request's own channel (on HTTP, its response stream)."""
+    request: Callable[[types.ServerRequest, type[Any]], Awaitable[Any]] | None = None
+    """Sends a request to the client on the request's own channel; None where the protocol has none (2026-07-28)."""
+    log_levels: frozenset[str] | None = None
+    """Levels this request may carry (2026-07-28 opt-in per request); None: the session's setLevel decides."""
+
+    def wants_log(self, level: types.LoggingLevel) -> bool:
+        if self.log_levels is not None:
+            return level in self.log_levels
+        return self.client is None or self.client.wants_log(level)
+
+
+_current: ContextVar[CallOrigin | None] = ContextVar("lazytools_call_origin", default=None)
+
+
+def current_origin() -> CallOrigin | None:
+    return _current.get()
+
+
+@contextmanager
+def calling(origin: CallOrigin | None) -> Iterator[None]:
+    """Mark the code inside as serving `origin` (the server wraps each forwarded request in it)."""
+    token = _current.set(origin)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+@dataclass(slots=True)
+class Inflight:
+    """The client requests an upstream is serving now, oldest first."""
+
+    origins: list[CallOrigin] = field(default_factory=list)
+
+    @contextmanager
+    def serving(self, origin: CallOrigin | None) -> Iterator[None]:
+        if origin is None:
+            yield
+            return
+        self.origins.append(origin)
+        try:
+            yield
+        finally:
+            self.origins.remove(origin)
+
+    def sessions(self) -> list[ClientSide]:
+        """The distinct sessions with a request in flight."""
+        seen: dict[str, ClientSide] = {}
+        for origin in self.origins:
+            if origin.client is not None:
+                seen.setdefault(origin.client.key, origin.client)
+        return list(seen.values())
+
+    def owner(self) -> CallOrigin | None:
+        """The request a message without any marking belongs to, when only one session has requests in flight
+        (its latest); None when none has, or when several have and nothing tells them apart."""
+        if not self.origins:
+            return None
+        keys = {origin.client.key if origin.client is not None else None for origin in self.origins}
+        return self.origins[-1] if len(keys) == 1 else None
+
+
+class _NoClients:
+    def __iter__(self) -> Iterator[ClientSide]:
+        return iter(())
+
+    def get(self, key: str) -> ClientSide | None:
+        return None
+
+
+def _can_answer(client: ClientSide, request: types.ServerRequest) -> str | None:
+    """Why `client` cannot answer `request` (a capability it did not declare), or None."""
+    caps = client.capabilities
+    if isinstance(request, types.CreateMessageRequest):
+        return None if caps is not None and caps.sampling is not None else "sampling"
+    if isinstance(request, types.ElicitRequest):
+        if caps is None or caps.elicitation is None:
+            return "elicitation"
+        url_mode = isinstance(request.params, types.ElicitRequestURLParams)
+        return "URL-mode elicitation" if url_mode and caps.elicitation.url is None else None
+    if isinstance(request, types.ListRootsRequest):
+        return None if caps is not None and caps.roots is not None else "roots"
+    return None
+
+
+class Relay:
+    """Routes what one upstream sends for the client side: logs, and requests for sampling, elicitation, roots.
+
+    `clients` is every session the server holds (the server sets it when it is built). A message goes to the
+    request that caused it when that is known (`current_origin()`, or the only session with requests in flight on
+    the upstream, or the session that owns a per-session upstream); logs outside any request go to every session.
+    """
+
+    def __init__(self) -> None:
+        self.clients: Clients = _NoClients()
+
+    async def log(self, server: str, inflight: Inflight, owner: str | None,
+                  params: types.LoggingMessageNotificationParams) -> None:
+        """Pass an upstream's `notifications/message` on, with the server's name in front of its `logger`."""
+        params = params.model_copy(update={"logger": f"{server}/{params.logger}" if params.logger else server})
+        note = types.LoggingMessageNotification(params=params)
+        origin = current_origin() or inflight.owner()
+        if origin is not None and (owner is None or (origin.client is not None and origin.client.key == owner)):
+            if origin.wants_log(params.level) and origin.notify is not None:
+                await origin.notify(note)
+            return
+        if owner is not None:
+            targets = [c for c in [self.clients.get(owner)] if c is not None]
+        else:
+            # Several sessions have calls in flight and nothing tells which one this is for: each may be; none in
+            # flight: a message about the server itself, for everyone.
+            targets = inflight.sessions() or list(self.clients)
+        for client in targets:
+            if client.wants_log(params.level):
+                try:
+                    await client.notify(note)
+                except Exception as exc:  # a client that went away must not keep the others from hearing
+                    logger.debug("log message from %r not delivered to %s: %s", server, client.key[:8], exc)
+
+    async def ask(self, server: str, inflight: Inflight, owner: str | None, request: types.ServerRequest,
+                  result_type: type[Any]) -> Any:
+        """Put an upstream's request to the client whose request is in flight; an `ErrorData` for the upstream
+        when there is none, it cannot tell which, or that client cannot answer."""
+        origin = current_origin() or inflight.owner()
+        client: ClientSide | None
+        if origin is not None and (owner is None or (origin.client is not None and origin.client.key == owner)):
+            client = origin.client
+        elif owner is not None:
+            client = self.clients.get(owner)
+            origin = None
+        else:
+            sessions = inflight.sessions() or list(self.clients)
+            if len(sessions) != 1:
+                why = ("several client sessions have calls in flight on it" if inflight.sessions() else
+                       "no client session is connected" if not sessions else "several client sessions are connected")
+                return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                    f"lazytools cannot tell which client this {request.method} is for: {why} "
+                    f"(give server {server!r} \"scope\": \"session\" for one connection per client)"))
+            client, origin = sessions[0], None
+        if client is None and origin is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="the client session has ended")
+        if client is not None and (missing := _can_answer(client, request)) is not None:
+            return types.ErrorData(code=types.INVALID_REQUEST,
+                                   message=f"the client connected to lazytools does not support {missing}")
+        try:
+            if origin is not None:
+                if origin.request is None:
+                    return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                        "the client's protocol (2026-07-28) has no requests from server to client"))
+                return await origin.request(request, result_type)
+            assert client is not None
+            return await client.request(request, result_type)
+        except MCPError as exc:
+            return exc.error
