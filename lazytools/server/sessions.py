@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..sources.gateway.relay import ClientSide
 from .surface import Surface
+
+if TYPE_CHECKING:
+    from ..sources.gateway.relay import ClientSide
 
 __all__ = ["MemorySessionStore", "SessionState", "SessionStore"]
 
