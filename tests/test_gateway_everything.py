@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -95,6 +96,9 @@ async def test_progress_sampling_elicitation_roots_logs_prompts_and_links(tmp_pa
         assert {"everything__simple-prompt", "everything__args-prompt"} <= prompts
         got = await client.get_prompt("everything__args-prompt", {"city": "Lyon"})
         assert "Lyon" in str(got.messages[0].content)
+        completed = await client.complete(types.PromptReference(name="everything__completable-prompt"),
+                                          {"name": "department", "value": "S"})
+        assert completed.completion.values == ["Sales", "Support"]
 
         links = await client.call_tool("invoke_tool", {"tool_name": "everything__get-resource-links",
                                                        "arguments": {"count": 2}})

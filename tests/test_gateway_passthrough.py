@@ -258,6 +258,15 @@ async def test_resources_templates_and_links_in_results_are_readable(tmp_path: P
             assert str(read.contents[0].uri) == uri
 
 
+async def test_argument_completion_reaches_the_server_of_the_prompt_or_template(tmp_path: Path,
+                                                                                upstream: str) -> None:
+    async with front(tmp_path, upstream) as f:
+        prompt = await f.client.complete(types.PromptReference(name="feat__greet"), {"name": "who", "value": "A"})
+        assert prompt.completion.values == ["Ada", "Alan"]
+        template = types.ResourceTemplateReference(uri="features://feat/item/{id}")
+        assert (await f.client.complete(template, {"name": "id", "value": "1"})).completion.values == ["1", "12"]
+
+
 async def test_include_and_exclude_apply_to_prompts_and_resources(tmp_path: Path, upstream: str) -> None:
     async with upstream_entry(upstream, exclude=["secret_*"]) as entry, front(tmp_path, upstream, entry=entry) as f:
         assert [p.name for p in (await f.client.list_prompts()).prompts] == ["feat__greet"]

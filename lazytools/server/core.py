@@ -80,6 +80,7 @@ class LazyServer(Server[Any]):
             on_read_resource=passing.read_resource if passing else None,
             on_subscribe_resource=passing.subscribe if passing else None,
             on_unsubscribe_resource=passing.unsubscribe if passing else None,
+            on_completion=passing.complete if passing else None,
         )
         if front is not None and passing is not None:
             front.attach(SessionClients(self.store))

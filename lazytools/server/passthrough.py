@@ -96,6 +96,12 @@ class PassThrough:
             return await self.front.get_prompt(params.name, params.arguments)
         raise AssertionError("unreachable")  # mypy: _boundary re-raises
 
+    async def complete(self, ctx: ServerRequestContext[Any, Any],
+                       params: types.CompleteRequestParams) -> types.CompleteResult:
+        with _boundary(), calling(origin_of(ctx, self._client(ctx))):
+            return await self.front.complete(params)
+        raise AssertionError("unreachable")
+
     async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=self.front.list_resources())
 

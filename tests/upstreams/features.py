@@ -265,6 +265,16 @@ class Features:
                 types.PromptMessage(role="user", content=types.TextContent(text="secret"))])
         raise ValueError(f"no prompt {params.name}")
 
+    async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        if isinstance(params.ref, types.PromptReference) and params.ref.name == "greet":
+            options = ["Ada", "Alan", "Grace"]
+        elif isinstance(params.ref, types.ResourceTemplateReference):
+            options = ["1", "2", "12"]
+        else:
+            options = []
+        prefix = params.argument.value
+        return types.CompleteResult(completion=types.Completion(values=[o for o in options if o.startswith(prefix)]))
+
     # -- resources --------------------------------------------------------------------------------------------
 
     async def list_resources(self, ctx: Ctx, params: Any) -> types.ListResourcesResult:
@@ -317,7 +327,7 @@ def build(name: str = "feat") -> Server[Any]:
         on_list_prompts=features.list_prompts, on_get_prompt=features.get_prompt,
         on_list_resources=features.list_resources, on_list_resource_templates=features.list_templates,
         on_read_resource=features.read_resource, on_subscribe_resource=features.subscribe,
-        on_unsubscribe_resource=features.unsubscribe,
+        on_unsubscribe_resource=features.unsubscribe, on_completion=features.complete,
     )
     # Registered after construction: the constructor warns (MCPDeprecationWarning) for these 2026-deprecated ones.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, features.set_level)

@@ -84,6 +84,25 @@ class Front:
                 return result
         raise UnknownPromptError(name)
 
+    async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """Argument completion for a prompt (by its public name) or a resource template, from its server."""
+        ref = params.ref
+        upstream: Upstream | None = None
+        if isinstance(ref, types.PromptReference):
+            found = [(u, p) for public, u, p in self._prompts() if public == ref.name]
+            if not found:
+                raise UnknownPromptError(ref.name)
+            upstream, prompt = found[0]
+            params = params.model_copy(update={"ref": ref.model_copy(update={"name": prompt.name})})
+        else:
+            upstream = next((u for u in self.upstreams for t in u.offerings.templates if t.uri_template == ref.uri),
+                            None) or self.owner_of(ref.uri)
+        if not upstream.completes:
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        result: types.CompleteResult = await upstream.request(types.CompleteRequest(params=params),
+                                                              types.CompleteResult, "completion/complete")
+        return result
+
     # -- resources ------------------------------------------------------------------------------------------------
 
     def list_resources(self) -> list[types.Resource]:

@@ -408,6 +408,11 @@ class Upstream:
                                               "(the call was cancelled)")
 
     @property
+    def completes(self) -> bool:
+        """Whether the connected server declares completions (answers `completion/complete`)."""
+        return self._client is not None and self._client.server_capabilities.completions is not None
+
+    @property
     def logs(self) -> bool:
         """Whether the connected server declares logging (accepts `logging/setLevel`)."""
         return self._client is not None and self._client.server_capabilities.logging is not None
