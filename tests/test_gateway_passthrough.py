@@ -463,3 +463,20 @@ async def test_over_a_spawned_lazytools_on_stdio(tmp_path: Path, upstream: str, 
             links = await f.call("links", {"count": 1})
             uri = next(str(c.uri) for c in links.content if isinstance(c, types.ResourceLink))
             assert str((await client.read_resource(uri)).contents[0].uri) == uri
+
+
+async def test_a_2026_era_client_gets_progress_and_the_logs_it_opted_into(tmp_path: Path, upstream: str) -> None:
+    async with upstream_entry(upstream) as entry, opened(tmp_path, {"feat": entry}) as o:
+        seen = Seen()
+        async with Client(o.server, mode="2026-07-28", message_handler=seen.on_message, log_level="warning") as c:
+            result = await c.call_tool("invoke_tool", {"tool_name": "feat__slow_count",
+                                                       "arguments": {"steps": 2, "delay": 0}},
+                                       progress_callback=seen.on_progress)
+            assert text_of(result) == "counted to 2" and [p[0] for p in seen.progress] == [1.0, 2.0]
+            for level in ("info", "error"):  # the request opts in at "warning" and up (2026-07-28 has no setLevel)
+                await c.call_tool("invoke_tool", {"tool_name": "feat__log", "arguments": {"level": level,
+                                                                                         "message": level}})
+            await eventually(lambda: [log.level for log in seen.logs] == ["error"])
+            # No requests from server to client in this era: the upstream hears why.
+            asked = await c.call_tool("invoke_tool", {"tool_name": "feat__ask_roots", "arguments": {}})
+            assert asked.is_error and "has no requests from server to client" in text_of(asked), text_of(asked)
