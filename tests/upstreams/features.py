@@ -74,7 +74,8 @@ class Features:
 
     def tools_for(self, caps: types.ClientCapabilities | None) -> list[types.Tool]:
         tools = [
-            types.Tool(name="echo", description=f"Echo a text back ({self.name}).", input_schema=_schema(text="string")),
+            types.Tool(name="echo", description=f"Echo a text back ({self.name}).",
+                       input_schema=_schema(text="string")),
             types.Tool(name="slow_count", description="Count to steps, one step per delay seconds, with progress.",
                        input_schema=_schema(steps="integer", delay="number")),
             types.Tool(name="wait_forever", description="Run until cancelled.", input_schema=_schema()),

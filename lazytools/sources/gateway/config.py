@@ -6,8 +6,8 @@ Accepted shapes, in a JSON file that may carry comments and trailing commas (VS 
     {"servers":    {NAME: {"type": "stdio" | "http" | "sse", ...}}}                      VS Code
 
 Per server, lazytools also reads `description`, `defer_loading`, `include`, `exclude`, `timeout`, `prefix`,
-`scope` and `disabled`. String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment (configtext.py). Anything
-wrong is a `ConfigError` that names the file, the server and the field.
+`scope` and `disabled`. String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment
+(configtext.py). Anything wrong is a `ConfigError` that names the file, the server and the field.
 """
 
 from __future__ import annotations
