@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .safetext import clip
+
 __all__ = [
     "ConfigError",
     "LazyToolsError",
@@ -48,7 +50,7 @@ class UnknownToolError(LazyToolsError, KeyError):
         super().__init__(name)
 
     def __str__(self) -> str:
-        message = f"Unknown tool {self.name!r}."
+        message = f"Unknown tool '{clip(self.name)}'."
         if self.suggestions:
             message += " Did you mean: " + ", ".join(self.suggestions) + "?"
         else:
@@ -65,7 +67,7 @@ class ToolNotEnabledError(LazyToolsError):
 
     def __str__(self) -> str:
         return (
-            f"Tool {self.name!r} is not enabled in this session. Call search_tools first "
+            f"Tool '{clip(self.name)}' is not enabled in this session. Call search_tools first "
             f'(for example search_tools(tool_names=["{self.name}"])), or call it through invoke_tool.'
         )
 

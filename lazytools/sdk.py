@@ -15,10 +15,29 @@ from mcp.server.context import ServerRequestContext
 # a caller-made client open, so lazytools must make it, and this factory is the only way to make it the same.
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+# Upstream stdio servers: lazytools reads their stdout with its own line reader (the SDK's is quadratic in a line's
+# length) but starts and stops the process exactly as the SDK does: spawned in its own session, stdin closed, a
+# grace period, then the whole tree killed; the stdout drained meanwhile, the streams closed.
+from mcp.client.stdio import _aclose_all as aclose_all
+from mcp.client.stdio import _create_platform_compatible_process as create_stdio_process
+from mcp.client.stdio import _drain_stdout as drain_stdout
+from mcp.client.stdio import _get_executable_command as executable_command
+from mcp.client.stdio import _stop_server_process as stop_stdio_process
+
 # The stdio transport wraps the SDK's read and write streams; their types are only public under this module.
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 
-__all__ = ["ReadStream", "WriteStream", "connection_of", "create_mcp_http_client"]
+__all__ = [
+    "ReadStream",
+    "WriteStream",
+    "aclose_all",
+    "connection_of",
+    "create_mcp_http_client",
+    "create_stdio_process",
+    "drain_stdout",
+    "executable_command",
+    "stop_stdio_process",
+]
 
 
 def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection:

@@ -49,6 +49,19 @@ class Settings(BaseSettings):
     max_session_upstreams: int = Field(default=100, ge=1)
     connect_timeout: float = Field(default=30.0, gt=0)
 
+    # Limits on hostile input (docs/reliability.md, "Hostile input")
+    max_result_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=4096,
+        description="Largest tool result sent to a client, in bytes of JSON (in-process and upstream); a larger one "
+                    "is truncated, with a note saying so.")
+    max_argument_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024,
+        description="Largest tool arguments checked against a schema and passed on, in bytes (about).")
+    validation_timeout: float = Field(
+        default=5.0, gt=0,
+        description="Seconds checking one call's arguments against the tool's input schema may take (in a worker "
+                    "thread); past it the call is refused.")
+
     # Transport
     transport: Literal["stdio", "http"] = "stdio"
     host: str = "127.0.0.1"
@@ -60,6 +73,17 @@ class Settings(BaseSettings):
     max_sessions: int = Field(default=10_000, ge=1)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     json_response: bool = False
+    header_timeout: float = Field(
+        default=10.0, gt=0,
+        description="Seconds an HTTP client has to send a request's headers, from its first byte (or from the "
+                    "connection); then the connection is closed.")
+    body_timeout: float = Field(
+        default=15.0, gt=0,
+        description="Seconds an HTTP client has to send a request's body once its headers are in; then it gets 408.")
+    max_connections: int = Field(
+        default=512, ge=8,
+        description="Most HTTP connections open at once (lowered to fit the open-file limit); past it the oldest "
+                    "connection still sending its headers is closed, or the new one if none is.")
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

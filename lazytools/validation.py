@@ -1,51 +1,345 @@
-"""Tool arguments checked against the tool's input schema (JSON Schema, via jsonschema)."""
+"""Tool arguments checked against the tool's input schema (JSON Schema, via jsonschema), safely for hostile input.
+
+Schemas come from upstream servers and arguments from clients, so neither is trusted:
+
+- `$ref` resolves only inside the schema itself (and the JSON Schema meta-schemas): nothing is fetched, no URL,
+  no file. A reference that points elsewhere accepts anything there, with a warning naming the tool (once).
+- A broken part of a schema (`pattern: "("`, `properties: 5`, `$ref: "#"` looping forever) accepts anything
+  there, with a warning (once); the rest of the schema is still checked, and the upstream judges the call.
+- `pattern` and `patternProperties` run on the `regex` package, which releases the GIL while matching and takes a
+  timeout, instead of `re`, which holds the GIL through catastrophic backtracking.
+- `uniqueItems` hashes canonical forms (linear) instead of jsonschema's pairwise comparison (quadratic for objects).
+- Arguments larger than a byte budget are refused before any keyword runs, and every keyword checks a deadline.
+
+`validate_arguments` is the synchronous core; `validate_off_loop` runs it in a worker thread so that a slow check
+never holds the event loop (other sessions keep being served).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from functools import lru_cache, partial
+from itertools import islice
 from typing import Any
 
+import anyio
+import anyio.to_thread
+import regex
 from jsonschema import validators
-from jsonschema.exceptions import SchemaError, UnknownType
-from referencing.exceptions import Unresolvable
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+from referencing import Registry
+from referencing.exceptions import NoSuchResource, Unresolvable
 
 from .errors import ToolArgumentsError
+from .safetext import clip
 
-__all__ = ["compact_json", "validate_arguments"]
+__all__ = ["compact_json", "validate_arguments", "validate_off_loop"]
+
+logger = logging.getLogger(__name__)
 
 _MAX_REPORTED = 5
+_MAX_COLLECTED = 50
+"""Errors gathered before sorting: an array of a million wrong items does not make a million error objects."""
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+DEFAULT_TIMEOUT = 5.0
+_LIMITER: anyio.CapacityLimiter | None = None
+"""Validations in worker threads at once: hostile ones cannot take every thread the in-process tools need."""
+_WORKERS = 4
 
 
 def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any) -> dict[str, Any]:
+class _OutOfTime(Exception):
+    """The deadline passed in the middle of a check."""
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    raise NoSuchResource(ref=uri)
+
+
+_LOCAL_ONLY: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+"""References resolve inside the schema (and the meta-schemas jsonschema ships); anything else is not fetched."""
+
+
+# -- one check's state (a check runs in one thread) -----------------------------------------------------------------
+
+
+class _Check:
+    def __init__(self, tool: str, deadline: float) -> None:
+        self.tool = tool
+        self.deadline = deadline
+        self.problems: set[str] = set()
+
+    def tick(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise _OutOfTime
+
+    def remaining(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.001)
+
+
+_current = threading.local()
+
+
+def _check() -> _Check:
+    check: _Check | None = getattr(_current, "check", None)
+    if check is None:  # a validator used outside validate_arguments: no deadline, nobody to warn
+        check = _Check("?", math.inf)
+    return check
+
+
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+_MAX_WARNED = 10_000
+
+
+def _warn_once(tool: str, problem: str) -> None:
+    with _warned_lock:
+        if (tool, problem) in _warned or len(_warned) >= _MAX_WARNED:
+            return
+        _warned.add((tool, problem))
+    logger.warning("tool %s: input schema %s; that part accepts any value (the upstream still judges the call)",
+                   clip(tool), problem)
+
+
+# -- keywords that replace jsonschema's ------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=512)
+def _compiled(pattern: str) -> regex.Pattern[str]:
+    return regex.compile(pattern)
+
+
+def _search(pattern: str, text: str) -> bool:
+    check = _check()
+    try:
+        compiled = _compiled(pattern)
+    except (regex.error, TypeError, ValueError) as exc:
+        raise _BrokenSchema(f"has a pattern that does not compile ({clip(pattern, 60)}: {exc})") from None
+    try:
+        return compiled.search(text, timeout=check.remaining()) is not None
+    except TimeoutError:
+        raise _OutOfTime from None
+
+
+class _BrokenSchema(Exception):
+    """A part of the schema that cannot be applied; the message says why, for the warning."""
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield ValidationError(f"{clip(instance, 100)!r} does not match {clip(pattern, 100)!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    known = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = [key for key in instance
+              if key not in known and not any(_search(pattern, key) for pattern in patterns)]
+    if validator.is_type(extra, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra, path=key)
+    elif not extra and extras:
+        shown = ", ".join(repr(clip(key, 60)) for key in sorted(extras)[:_MAX_REPORTED])
+        more = f" and {len(extras) - _MAX_REPORTED} more" if len(extras) > _MAX_REPORTED else ""
+        yield ValidationError(f"Additional properties are not allowed ({shown}{more} unexpected)")
+
+
+def _canonical(value: Any) -> Any:
+    """A hashable form under which two JSON values are equal exactly when JSON Schema says so (1 == 1.0, true != 1)."""
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, int | float):
+        return ("n", value)
+    if isinstance(value, str):
+        return ("s", value)
+    if isinstance(value, list):
+        return ("a", tuple(_canonical(item) for item in value))
+    if isinstance(value, dict):
+        return ("o", frozenset((key, _canonical(item)) for key, item in value.items()))
+    return ("z", None) if value is None else ("?", repr(value))
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen: set[Any] = set()
+    for index, item in enumerate(instance):
+        if index % 1024 == 0:
+            _check().tick()
+        key = _canonical(item)
+        if key in seen:
+            yield ValidationError(f"has non-unique elements (item {index} repeats an earlier one)")
+            return
+        seen.add(key)
+
+
+_REPLACED: dict[str, Callable[..., Iterator[ValidationError]]] = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "uniqueItems": _unique_items,
+}
+
+
+def _guarded(keyword: str, apply: Callable[..., Iterator[ValidationError]]) -> Callable[..., Iterator[ValidationError]]:
+    """`apply` with the deadline checked first and a broken schema part turned into "accept anything" (noted)."""
+
+    def run(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        check = _check()
+        check.tick()
+        try:
+            yield from apply(validator, value, instance, schema)
+        except (_OutOfTime, ValidationError):
+            raise
+        except _BrokenSchema as exc:
+            check.problems.add(str(exc))
+        except RecursionError:
+            # A reference cycle that consumes nothing ($ref: "#") or a schema deeper than the stack: unbounded.
+            check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
+        except Exception as exc:  # noqa: BLE001 - any failure here is the schema's, not the arguments'
+            check.problems.add(_describe_broken(keyword, value, exc))
+
+    return run
+
+
+def _describe_broken(keyword: str, value: Any, exc: Exception) -> str:
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, Unresolvable):
+        cause = cause.__cause__
+    if cause is not None:
+        return f"refers to {clip(value, 120)!r}, which is not inside the schema (lazytools fetches nothing)"
+    return f"has a {keyword!r} that cannot be applied ({type(exc).__name__}: {clip(str(exc), 120)})"
+
+
+@lru_cache(maxsize=16)
+def _safe_class(base: type[Validator]) -> type[Validator]:
+    keywords = {**base.VALIDATORS, **{k: v for k, v in _REPLACED.items() if k in base.VALIDATORS}}
+    guarded = {keyword: _guarded(keyword, apply) for keyword, apply in keywords.items()}
+    return validators.extend(base, guarded)  # type: ignore[no-any-return]
+
+
+# -- size -----------------------------------------------------------------------------------------------------------
+
+
+def _within(value: Any, budget: int) -> bool:
+    """Whether `value` serialises to roughly `budget` bytes or fewer; stops counting as soon as it is over."""
+    stack = [value]
+    used = 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            used += len(item) + 2
+        elif isinstance(item, dict):
+            used += 2 + 4 * len(item) + sum(len(key) for key in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            used += 2 + len(item)
+            stack.extend(item)
+        else:
+            used += 8
+        if used > budget:
+            return False
+    return True
+
+
+# -- entry points ---------------------------------------------------------------------------------------------------
+
+
+def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
+                       timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
     """Return `arguments` as a dict if they satisfy `schema`; otherwise raise with every problem named."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         raise ToolArgumentsError(
-            f"Invalid arguments for {tool}: expected a JSON object, got {type(arguments).__name__}. "
+            f"Invalid arguments for {clip(tool)}: expected a JSON object, got {type(arguments).__name__}. "
             f"Input schema: {compact_json(schema)}"
         )
-    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    if not _within(arguments, max_bytes):
+        raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: larger than {max_bytes:,} bytes "
+                                 "(LAZYTOOLS_MAX_ARGUMENT_BYTES); not checked, not sent.")
+    check = _Check(tool, time.monotonic() + timeout)
+    previous = getattr(_current, "check", None)
+    _current.check = check
     try:
-        errors = sorted(cls(schema).iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
-    except (SchemaError, UnknownType, Unresolvable):  # an upstream's broken schema must not block the call; the upstream will judge
-        return arguments
+        errors = _errors(schema, arguments, check)
+    except _OutOfTime:
+        raise ToolArgumentsError(
+            f"Invalid arguments for {clip(tool)}: checking them against the input schema took longer than "
+            f"{timeout:g} s (LAZYTOOLS_VALIDATION_TIMEOUT); make them smaller or simpler.") from None
+    finally:
+        _current.check = previous
+    for problem in sorted(check.problems):
+        _warn_once(tool, problem)
     if not errors:
         return arguments
-    problems = []
-    for error in errors[:_MAX_REPORTED]:
-        where = "/".join(str(part) for part in error.absolute_path)
+    problems: list[str] = []
+    for error in errors:
+        where = "/".join(clip(str(part), 60) for part in error.absolute_path)
         message = _shorten(error.message)
         problems.append(f"{where}: {message}" if where else message)
+    problems = list(dict.fromkeys(problems))  # a schema reached twice ($ref, allOf) says the same thing twice
+    errors = errors[: len(problems)]
     more = f" (and {len(errors) - _MAX_REPORTED} more)" if len(errors) > _MAX_REPORTED else ""
+    more = more.replace(" more)", "+ more)") if len(errors) >= _MAX_COLLECTED else more
     raise ToolArgumentsError(
-        f"Invalid arguments for {tool}: " + "; ".join(problems) + more + f". Input schema: {compact_json(schema)}"
+        f"Invalid arguments for {clip(tool)}: " + "; ".join(problems[:_MAX_REPORTED]) + more + f". Input schema: {compact_json(schema)}"
     )
+
+
+def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check) -> list[ValidationError]:
+    try:
+        base = validators.validator_for(schema, default=validators.Draft202012Validator)
+        validator = _safe_class(base)(schema, registry=_LOCAL_ONLY)  # type: ignore[call-arg]
+    except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot even load: nothing can be checked
+        check.problems.add(f"cannot be loaded ({type(exc).__name__}: {clip(str(exc), 120)})")
+        return []
+    try:
+        found = list(islice(validator.iter_errors(arguments), _MAX_COLLECTED))
+    except RecursionError:
+        check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
+        return []
+    except _OutOfTime:
+        raise
+    except Exception as exc:  # noqa: BLE001 - raised outside any keyword (e.g. an unknown $schema dialect)
+        check.problems.add(f"cannot be applied ({type(exc).__name__}: {clip(str(exc), 120)})")
+        return []
+    return sorted(found, key=lambda e: list(map(str, e.absolute_path)))
+
+
+async def validate_off_loop(tool: str, schema: Mapping[str, Any], arguments: Any, *,
+                            timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+    """`validate_arguments` in a worker thread: the event loop keeps serving every other session meanwhile."""
+    global _LIMITER
+    if _LIMITER is None:
+        _LIMITER = anyio.CapacityLimiter(_WORKERS)
+    run = partial(validate_arguments, tool, schema, arguments, timeout=timeout, max_bytes=max_bytes)
+    # The deadline inside the check stops it; this outer one only covers a check stuck in one C call.
+    with anyio.move_on_after(timeout + 1.0) as scope:
+        return await anyio.to_thread.run_sync(run, limiter=_LIMITER, abandon_on_cancel=True)
+    assert scope.cancelled_caught
+    raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: not checked within {timeout:g} s "
+                             "(LAZYTOOLS_VALIDATION_TIMEOUT).")
 
 
 def _shorten(message: str, limit: int = 300) -> str:

@@ -19,12 +19,13 @@ from mcp.server.subscriptions import ListenHandler
 from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
+from ..safetext import clip
 from ..sdk import connection_of
 from ..search import LiveIndex
 from ..settings import Settings
 from ..sources.gateway.front import Front
 from ..sources.gateway.relay import calling
-from ..validation import validate_arguments
+from ..validation import validate_off_loop
 from .clients import client_table
 from .metatools import (
     INVOKE_TOOL,
@@ -37,6 +38,7 @@ from .metatools import (
     search_tools_definition,
 )
 from .passthrough import PassThrough, SessionClient, SessionClients, origin_of
+from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
 from .surface import SessionView, Surface, choose_surface, is_stateless_era
@@ -205,16 +207,19 @@ class LazyServer(Server[Any]):
         arguments: Any,
         ctx: ServerRequestContext[Any, Any] | None = None,
     ) -> types.CallToolResult:
-        """`call`, with every error turned into an `isError` result: the boundary to the client."""
+        """`call`, with every error turned into an `isError` result, and every result made sendable and bounded
+        (results.py): the boundary to the client."""
         try:
-            return await self.call(state, name, arguments, ctx)
+            result = await self.call(state, name, arguments, ctx)
         except LazyToolsError as exc:
             # Arguments can hold secrets: the log names the tool and the error class, never the arguments.
-            logger.info("tools/call %s failed: %s", name, type(exc).__name__)
-            return _error(str(exc))
+            logger.info("tools/call %s failed: %s", clip(name), type(exc).__name__)
+            result = _error(str(exc))
         except Exception as exc:  # a bug of ours must not end the session: report it, keep serving
-            logger.exception("tools/call %s: unexpected error", name)
-            return _error(f"Internal error in lazytools while calling {name}: {type(exc).__name__}: {exc}")
+            logger.exception("tools/call %s: unexpected error", clip(name))
+            result = _error(f"Internal error in lazytools while calling {clip(name)}: {type(exc).__name__}: "
+                            f"{clip(str(exc), 500)}")
+        return deliverable(result, max_bytes=self.settings.max_result_bytes, tool=name)
 
     async def call(
         self,
@@ -228,17 +233,20 @@ class LazyServer(Server[Any]):
         if name == SEARCH_TOOLS:
             return await self._search(state, view, arguments or {}, ctx)
         if name == INVOKE_TOOL and view.offers_invoke:
-            entry, args = resolve_invocation(self.catalog, arguments or {})
+            entry, args = resolve_invocation(self.catalog, arguments or {}, validate=False)
             if state is not None:
                 state.used(entry.name)
         else:
             entry = self._callable_entry(view, name)
             if state is not None:
                 state.used(entry.name)
-            args = validate_arguments(entry.name, entry.input_schema, arguments)
+            args = arguments
+        # Off the event loop, bounded in size and time: a hostile schema or argument stalls no other session.
+        valid = await validate_off_loop(entry.name, entry.input_schema, args, timeout=self.settings.validation_timeout,
+                                        max_bytes=self.settings.max_argument_bytes)
         # Upstreams send progress, logs and requests for the client during the call: they go to this request.
         with calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None):
-            return await entry.call(args)
+            return await entry.call(valid)
 
     def _callable_entry(self, view: SessionView, name: str) -> ToolEntry:
         if view.may_call(name, self.pinned):

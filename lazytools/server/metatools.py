@@ -12,6 +12,7 @@ from ..catalog import Catalog
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, UnknownToolError
 from ..manifest import manifest
+from ..safetext import clip
 from ..search import SearchIndex
 from ..validation import compact_json, validate_arguments
 from .surface import Surface
@@ -142,7 +143,7 @@ def search_tools(
     if group is not None and group not in {g.name for g in catalog.groups}:
         close = [g.name for g in catalog.groups if group.lower() in g.name.lower() or g.name.lower() in group.lower()]
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise ToolArgumentsError(f"Unknown group {group!r}.{hint} Groups: {', '.join(g.name for g in catalog.groups)}")
+        raise ToolArgumentsError(f"Unknown group '{clip(group)}'.{hint} Groups: {', '.join(g.name for g in catalog.groups)}")
 
     found: list[ToolEntry] = []
     weaker: list[ToolEntry] = []
@@ -234,11 +235,15 @@ def _type_of(spec: Any) -> str:
     return str(kind)
 
 
-def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any]) -> tuple[ToolEntry, dict[str, Any]]:
-    """Resolve invoke_tool's target and validate its arguments; the caller runs `entry.call(args)`."""
+def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any], *,
+                       validate: bool = True) -> tuple[ToolEntry, Any]:
+    """Resolve invoke_tool's target and validate its arguments (unless the caller does it, e.g. off the event
+    loop); the caller runs `entry.call(args)`."""
     args = validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments)
     name = args["tool_name"]
     if name in META_TOOL_NAMES:
         raise ToolArgumentsError(f"{name} is a meta-tool: call it directly, not through invoke_tool.")
     entry = catalog.get(name)
+    if not validate:
+        return entry, args.get("arguments")
     return entry, validate_arguments(entry.name, entry.input_schema, args.get("arguments"))

@@ -87,9 +87,29 @@ def to_result(value: Any) -> types.CallToolResult:
         value = value.model_dump(mode="json")
     if isinstance(value, str):
         return types.CallToolResult(content=[types.TextContent(text=value)])
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:
+        # NaN and Infinity are not JSON: null, as JavaScript's JSON.stringify writes them.
+        value = _finite(value)
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+        except (ValueError, RecursionError) as exc:  # e.g. an integer past Python's 4300-digit conversion limit
+            raise ToolExecutionError(f"the tool's result cannot be written as JSON: {exc}") from None
+    except RecursionError:
+        raise ToolExecutionError("the tool's result cannot be written as JSON: it is nested too deeply") from None
     structured = value if isinstance(value, dict) else None
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:

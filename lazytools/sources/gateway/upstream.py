@@ -21,7 +21,7 @@ import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, UNSUPPORTED_PROTOCOL_VERSION
@@ -32,11 +32,14 @@ from ...catalog import Catalog, Group
 from ...entry import ToolEntry, first_sentence
 from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from ...names import public_tool_name, unique_name
+from ...safetext import clip
 from ...sdk import create_mcp_http_client
 from ...settings import Settings
 from .config import HttpServer, ServerConfig
+from .listing import screen_listing
 from .offerings import Offerings, SeenUris, list_offerings, uris_in
 from .relay import Inflight, Relay, current_origin
+from .stdio import stdio_client
 
 __all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
 
@@ -81,6 +84,8 @@ class Upstream:
         self.call_timeout = config.timeout or settings.call_timeout
         self.call_ceiling = max(settings.call_timeout_ceiling, self.call_timeout)
         self.connect_timeout = settings.connect_timeout
+        self.max_line_bytes = 2 * settings.max_result_bytes + 1024 * 1024
+        """Longest message read from a stdio upstream: a result up to the limit, JSON escapes, the envelope."""
         self.pinned = config.defer_loading is False or (config.defer_loading is None and not settings.defer_all)
         self.chain = chain
         # What a reader of the gateway sees.
@@ -162,12 +167,14 @@ class Upstream:
         self._signal = anyio.Event()
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
-            async with Client(_watched(self._transport(), self._connection_lost), mode=self._mode, cache=None,
-                              client_info=_CLIENT_INFO, message_handler=self._on_message,
+            screen = _Screen(self.name)
+            async with Client(_watched(self._transport(), self._connection_lost, screen), mode=self._mode,
+                              cache=None, client_info=_CLIENT_INFO, message_handler=self._on_message,
                               # Declared to every upstream, so it shows the tools that need them; each request
                               # goes to the client whose call is in flight, or fails with why (relay.py).
                               sampling_callback=self._sampling, elicitation_callback=self._elicitation,
                               list_roots_callback=self._list_roots) as client:
+                screen.version = client.protocol_version
                 await self._refresh(client)
                 await self._refresh_offerings(client)
                 scope.deadline = math.inf
@@ -283,7 +290,7 @@ class Upstream:
                                        env={**config.env, CHAIN_VARIABLE: self.chain}, cwd=config.cwd,
                                        encoding_error_handler="replace")
         # Its stderr is ours: an upstream's own messages are what a user needs to see when it fails.
-        return stdio_client(params, errlog=sys.stderr)
+        return stdio_client(params, errlog=sys.stderr, max_line_bytes=self.max_line_bytes)
 
     # -- tools ------------------------------------------------------------------------------------------------
 
@@ -327,13 +334,13 @@ class Upstream:
         config = self.config
         allowed = [tool for tool in tools if config.allows(tool.name)]
         for pattern in config.unmatched_includes([tool.name for tool in tools]):
-            logger.warning("upstream %r: include %r matches none of its tools", self.name, pattern)
+            logger.warning("upstream %r: include %s matches none of its tools", self.name, clip(repr(pattern)))
         entries: list[ToolEntry] = []
         taken: set[str] = set()
         seen: set[str] = set()
         for tool in allowed:
             if tool.name in seen:
-                logger.warning("upstream %r lists tool %r twice; keeping the first", self.name, tool.name)
+                logger.warning("upstream %r lists tool %s twice; keeping the first", self.name, clip(repr(tool.name)))
                 continue
             seen.add(tool.name)
             # unique_name only matters when two upstream names sanitise and hash alike: collisions stay impossible.
@@ -470,25 +477,38 @@ async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[A
             yield streams
 
 
+class _Screen:
+    """Drops the malformed tools of a listing (listing.py); knows the version once negotiated."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.version: str | None = None
+
+    def __call__(self, item: Any) -> Any:
+        return screen_listing(item, upstream=self.upstream, version=self.version)
+
+
 @asynccontextmanager
-async def _watched(transport: AbstractAsyncContextManager[Any], on_end: Callable[[], None]) -> AsyncIterator[Any]:
-    """The transport's streams, with a read stream that reports its end: how a crashed stdio server is noticed
-    without a request in flight."""
+async def _watched(transport: AbstractAsyncContextManager[Any], on_end: Callable[[], None],
+                   screen: Callable[[Any], Any] = lambda item: item) -> AsyncIterator[Any]:
+    """The transport's streams, with a read stream that reports its end (how a crashed stdio server is noticed
+    without a request in flight) and screens each message on its way in."""
     async with transport as (read_stream, write_stream):
-        yield _WatchedReadStream(read_stream, on_end), write_stream
+        yield _WatchedReadStream(read_stream, on_end, screen), write_stream
 
 
 class _WatchedReadStream:
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+    def __init__(self, inner: Any, on_end: Callable[[], None], screen: Callable[[Any], Any]) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._screen = screen
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)  # e.g. `last_context`, which the dispatcher reads when present
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            return self._screen(await self._inner.receive())
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._on_end()
             raise
@@ -498,7 +518,7 @@ class _WatchedReadStream:
 
     async def __anext__(self) -> Any:
         try:
-            return await self._inner.__anext__()
+            return self._screen(await self._inner.__anext__())
         except (StopAsyncIteration, anyio.ClosedResourceError):
             self._on_end()
             raise

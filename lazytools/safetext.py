@@ -1,0 +1,39 @@
+"""Untrusted text made safe to log or echo back: control characters escaped, length cut (one helper for both).
+
+A tool name, group or argument comes from a client or an upstream server. Logged as it is, a newline in it forges a
+log line and a 3 MB name makes a 3 MB line; echoed in an error, it sends the model's own 3 MB back to it.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ECHO_LIMIT", "clip"]
+
+ECHO_LIMIT = 200
+"""Characters of an untrusted value kept in a log line or an error message."""
+
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators, and lone surrogates (not encodable as UTF-8).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clip(value: object, limit: int = ECHO_LIMIT) -> str:
+    """`value` (its str, or its repr when it is not a string) on one line, at most `limit` characters of it kept,
+    with what was cut counted: safe to put in a log line or an error message."""
+    text = value if isinstance(value, str) else repr(value)
+    cut = len(text) - limit
+    if cut > 0:
+        text = text[:limit]
+    text = _UNSAFE.sub(_escape, text)
+    return f"{text}… (+{cut:,} chars)" if cut > 0 else text

@@ -1,0 +1,130 @@
+"""The last step of every tools/call result, in-process or upstream: make it serialisable, then bound its size.
+
+No tool output may break the transport. Two things did: a lone surrogate in a string (UTF-8 cannot encode it, so
+the SDK's writer raised and the stdio server exited, the HTTP request went unanswered), and sheer size. Here:
+
+- lone surrogates (in text, in structured content, in keys) are **replaced** with U+FFFD, and a note says how many;
+  a valid pair written as two escapes is joined into its character first;
+- NaN and ±Infinity in structured content become `null` (as JavaScript's JSON.stringify does);
+- a result whose JSON is larger than `max_bytes` is **truncated**: text is cut where the budget ends, what does not
+  fit (other blocks, structured content) is dropped, and a last text block says what happened and how big it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import Any
+
+import mcp_types as types
+from pydantic import ValidationError
+
+from ..safetext import clip
+
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "deliverable", "replace_surrogates"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_NOTE_ROOM = 400
+"""Bytes kept free for the note that says a result was cut."""
+
+
+def replace_surrogates(text: str) -> tuple[str, int]:
+    """`text` with pairs joined and lone surrogates replaced by U+FFFD, and how many were replaced."""
+    if _SURROGATE.search(text) is None:
+        return text, 0
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return joined, joined.count("\ufffd") - text.count("\ufffd")
+
+
+def _serialised(result: types.CallToolResult) -> str:
+    return result.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def deliverable(result: types.CallToolResult, *, max_bytes: int, tool: str) -> types.CallToolResult:
+    """`result` as it can be sent: every string encodable, non-finite numbers null, at most about `max_bytes`."""
+    try:
+        size = len(_serialised(result).encode())
+    except Exception:  # noqa: BLE001 - a lone surrogate, or anything else the serialiser refuses
+        result = _repaired(result, tool)
+        size = len(_serialised(result).encode())
+    if size <= max_bytes:
+        return result
+    logger.warning("tools/call %s: result of %d bytes truncated to LAZYTOOLS_MAX_RESULT_BYTES (%d)",
+                   clip(tool), size, max_bytes)
+    return _truncated(result, size, max_bytes)
+
+
+def _repaired(result: types.CallToolResult, tool: str) -> types.CallToolResult:
+    counts = {"surrogates": 0, "non_finite": 0}
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, str):
+            text, replaced = replace_surrogates(value)
+            counts["surrogates"] += replaced
+            return text
+        if isinstance(value, float) and not math.isfinite(value):
+            counts["non_finite"] += 1
+            return None
+        if isinstance(value, dict):
+            return {fix(key): fix(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [fix(item) for item in value]
+        return value
+
+    try:
+        data = fix(result.model_dump(mode="python", by_alias=True, exclude_none=True))
+        repaired = types.CallToolResult.model_validate(data)
+        _serialised(repaired)
+    except (ValidationError, ValueError, TypeError, RecursionError) as exc:
+        logger.warning("tools/call %s: result cannot be serialised (%s)", clip(tool), type(exc).__name__)
+        return types.CallToolResult(is_error=True, content=[types.TextContent(
+            text=f"The result of {clip(tool)} could not be sent: it is not serialisable as JSON "
+                 f"({type(exc).__name__}: {clip(str(exc))}).")])
+    if counts["surrogates"]:
+        repaired.content.append(types.TextContent(
+            text=f"[lazytools: {counts['surrogates']} lone surrogate(s) in this result, which UTF-8 cannot encode, "
+                 "were replaced with U+FFFD]"))
+        logger.info("tools/call %s: replaced %d lone surrogate(s) in the result", clip(tool), counts["surrogates"])
+    return repaired
+
+
+def _truncated(result: types.CallToolResult, size: int, max_bytes: int) -> types.CallToolResult:
+    budget = max(max_bytes - _NOTE_ROOM, 0)
+    kept: list[types.ContentBlock] = []
+    used = 0
+    dropped = 0
+    for block in result.content:
+        block_size = len(block.model_dump_json(by_alias=True, exclude_none=True).encode())
+        if used + block_size <= budget:
+            kept.append(block)
+            used += block_size
+            continue
+        room = budget - used
+        if isinstance(block, types.TextContent) and room > 64:
+            kept.append(_cut_text(block, room))
+            used = budget
+        dropped += 1
+    note = (f"[lazytools: result truncated: it was {size:,} bytes, more than LAZYTOOLS_MAX_RESULT_BYTES "
+            f"({max_bytes:,}); text was cut at the limit")
+    if result.structured_content is not None:
+        note += ", structured content dropped"
+    note += "]"
+    kept.append(types.TextContent(text=note))
+    return types.CallToolResult(content=kept, is_error=result.is_error)
+
+
+def _cut_text(block: types.TextContent, room: int) -> types.TextContent:
+    """The longest head of `block` whose JSON fits in `room` bytes (escapes can make JSON longer than the text)."""
+    text = block.text
+    keep = room
+    while keep > 0:
+        head = text.encode()[:keep].decode(errors="ignore")
+        candidate = types.TextContent(text=head)
+        if len(candidate.model_dump_json(by_alias=True, exclude_none=True).encode()) <= room:
+            return candidate
+        keep //= 2
+    return types.TextContent(text="")

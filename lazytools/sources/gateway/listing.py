@@ -1,0 +1,58 @@
+"""One malformed tool in an upstream's `tools/list` answer costs that tool, not the whole upstream.
+
+The SDK validates a listing page as a whole: one tool with `"properties": 5` in its input schema made every listing
+fail, so the upstream never came up and its other tools were never served. `screen_listing` runs on the messages the
+upstream sends, before the SDK reads them: each tool of a listing is checked alone against the negotiated
+protocol version's rules, and the ones that fail are dropped with a warning naming them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+from mcp_types.methods import validate_server_result
+from pydantic import ValidationError
+
+from ...safetext import clip
+
+__all__ = ["screen_listing"]
+
+logger = logging.getLogger(__name__)
+
+_FALLBACK_VERSION = "2025-11-25"
+
+
+def screen_listing(item: Any, *, upstream: str, version: str | None) -> Any:
+    """`item` with the malformed tools of a tools/list answer dropped; any other item unchanged."""
+    if not isinstance(item, SessionMessage) or not isinstance(item.message, types.JSONRPCResponse):
+        return item
+    result = item.message.result
+    tools = result.get("tools") if isinstance(result, dict) else None
+    if not isinstance(tools, list) or "content" in result:
+        return item
+    version = version or _FALLBACK_VERSION
+    try:
+        validate_server_result("tools/list", version, result)
+        return item
+    except (ValidationError, KeyError, ValueError):
+        pass
+    kept = []
+    for index, tool in enumerate(tools):
+        try:
+            validate_server_result("tools/list", version, {"tools": [tool]})
+        except ValidationError as exc:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            first = exc.errors()[0] if exc.errors() else None
+            where = ".".join(str(part) for part in first["loc"][2:]) if first else ""
+            logger.warning("upstream %r: skipping tool %s (number %d of its list): %s%s", clip(upstream, 60),
+                           clip(repr(name), 80), index + 1, f"{clip(where, 80)}: " if where else "",
+                           clip(first["msg"] if first else str(exc), 160))
+            continue
+        except (KeyError, ValueError):
+            pass
+        kept.append(tool)
+    message = types.JSONRPCResponse(jsonrpc="2.0", id=item.message.id, result={**result, "tools": kept})
+    return SessionMessage(message, metadata=item.metadata)

@@ -1,0 +1,288 @@
+"""Hostile input to lazytools' core (issue #12): schemas that refer outside themselves or are broken, results that
+cannot be serialised or are huge, arguments that make validation slow, names that forge log lines.
+
+Upstream cases run `tests/upstreams/hostile.py`, a real stdio server that writes JSON-RPC by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from lazytools import Catalog, FunctionGroup, Group, ToolArgumentsError, build_server
+from lazytools import validation
+from lazytools.transports.http import build_app
+from lazytools.validation import validate_arguments
+
+from .conftest import client, make_settings, text_of
+from .helpers import eventually, running_http
+from .upstreams.helpers import opened
+
+HOSTILE = Path(__file__).resolve().parent / "upstreams" / "hostile.py"
+
+
+def hostile(*flags: str, timeout: float = 20) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(HOSTILE), *flags], "timeout": timeout}
+
+
+@contextmanager
+def listener() -> Iterator[tuple[str, list[bytes]]]:
+    """A real HTTP listener on 127.0.0.1 that records every request it gets (and answers 404)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    sock.settimeout(0.2)
+    seen: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    seen.append(conn.recv(4096))
+                    conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/schema.json", seen
+    finally:
+        stop.set()
+        thread.join(5)
+        sock.close()
+
+
+async def ping(c: Client) -> None:
+    """A ping (the SDK marks it deprecated for 2026-07-28; these sessions are handshake-era)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        await c.send_ping()
+
+
+async def call(c: Client, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    return await c.call_tool("invoke_tool", {"tool_name": tool, "arguments": arguments})
+
+
+# -- item 2: $ref is never fetched ------------------------------------------------------------------------------------
+
+
+async def test_references_outside_the_schema_are_never_fetched(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    local = tmp_path / "integer.json"
+    local.write_text('{"type": "integer"}')
+    with listener() as (url, seen):
+        async with opened(tmp_path, {"h": hostile("--ref-url", url, "--ref-file", local.as_uri())}) as o:
+            async with client(o.server, "claude-ai") as c:
+                for _ in range(2):
+                    for tool in ("h__ref_url", "h__ref_file"):
+                        # Were the file read, "abc" would fail its {"type": "integer"}.
+                        result = await call(c, tool, {"text": "abc", "n": 1})
+                        assert not result.is_error, text_of(result)
+                        assert text_of(result) == f"{tool[3:]} got " + '{"n": 1, "text": "abc"}'
+                        # The rest of the schema is still checked.
+                        wrong = await call(c, tool, {"text": "abc", "n": "x"})
+                        assert wrong.is_error and "n: 'x' is not of type 'integer'" in text_of(wrong)
+        assert seen == []
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "not inside" in r.getMessage()]
+    assert len(warnings) == 2, warnings  # once per tool
+    assert any("h__ref_url" in w and url in w for w in warnings) and any("h__ref_file" in w for w in warnings)
+
+
+# -- item 4: broken schemas and malformed tools ----------------------------------------------------------------------
+
+
+async def test_a_broken_schema_checks_what_it_can_and_a_malformed_tool_is_skipped(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with opened(tmp_path, {"h": hostile()}) as o:
+        assert o.gateway["h"].status == "up"
+        assert "h__echo" in o.catalog and "h__broken" not in o.catalog
+        async with client(o.server, "claude-ai") as c:
+            for tool in ("h__bad_pattern", "h__ref_loop"):
+                fine = await call(c, tool, {"text": "(", "n": 1})
+                assert not fine.is_error, text_of(fine)
+                wrong = await call(c, tool, {"n": "x"})
+                assert wrong.is_error and "n: 'x' is not of type 'integer'" in text_of(wrong), text_of(wrong)
+                assert "Internal error" not in text_of(wrong)
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("skipping tool 'broken'" in m and "properties" in m for m in messages), messages
+    assert sum("h__bad_pattern" in m for m in messages) == 1
+    assert sum("h__ref_loop" in m and "recurses" in m for m in messages) == 1
+
+
+# -- items 3 and 4: results that cannot be serialised -----------------------------------------------------------------
+
+
+async def test_lone_surrogates_and_nan_from_an_upstream_do_not_break_stdio(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"h": hostile(timeout=10)}}))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lazytools", "--config", str(config)],
+                                   cwd=str(tmp_path), env={"LAZYTOOLS_MODE": "proxy"})
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as c:
+            for _ in range(2):
+                odd = await call(c, "h__surrogate", {})
+                assert not odd.is_error, text_of(odd)
+                assert "before \ufffd after" in text_of(odd) and "1 lone surrogate" in text_of(odd)
+                nan = await call(c, "h__nan", {})
+                assert not nan.is_error, text_of(nan)
+                assert nan.structured_content == {"a": None, "b": None}
+            await ping(c)  # the server is still there
+            assert text_of(await call(c, "h__echo", {"text": "still here"})).endswith('{"text": "still here"}')
+
+
+def odd_catalog() -> Catalog:
+    odd = FunctionGroup("odd", summary="Tools whose results are hard to send.")
+
+    @odd.tool
+    def lone_surrogate() -> dict[str, Any]:
+        """A result with a lone surrogate, as json.loads makes from an escape."""
+        value = json.loads('"\\ud800 and \\ud83d\\ude00"')
+        return {"text": value, json.loads('"key\\udfff"'): 1}
+
+    @odd.tool
+    def not_a_number() -> dict[str, float]:
+        """NaN and Infinity."""
+        return {"nan": float("nan"), "inf": float("inf")}
+
+    @odd.tool
+    def huge(size: int) -> str:
+        """`size` characters."""
+        return "é" * size
+
+    catalog = Catalog()
+    catalog.set_group(Group("odd", odd.summary), odd.entries)
+    return catalog
+
+
+async def test_unserialisable_in_process_results_are_answered_over_http() -> None:
+    server = build_server(odd_catalog(), make_settings(mode="proxy", max_result_bytes=65536))
+    with anyio.fail_after(30):
+        async with running_http(build_app(server, server.settings)) as base:
+            async with Client(base + "/mcp", mode="legacy") as c:
+                odd = await call(c, "lone_surrogate", {})
+                assert not odd.is_error
+                assert "\\ufffd and \U0001f600" not in text_of(odd)  # replaced, not escaped
+                assert "\ufffd and \U0001f600" in text_of(odd) and "lone surrogate(s)" in text_of(odd)
+                assert odd.structured_content == {"text": "\ufffd and \U0001f600", "key\ufffd": 1}
+                nan = await call(c, "not_a_number", {})
+                assert not nan.is_error and json.loads(nan.content[0].text) == {"nan": None, "inf": None}  # type: ignore[union-attr]
+                await ping(c)
+
+
+# -- item 7 and 9: result size ---------------------------------------------------------------------------------------
+
+
+def _size(result: types.CallToolResult) -> int:
+    return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+
+async def test_in_process_results_over_the_limit_are_truncated_with_a_note() -> None:
+    server = build_server(odd_catalog(), make_settings(mode="proxy", max_result_bytes=65536))
+    async with client(server) as c:
+        result = await call(c, "huge", {"size": 200_000})
+        assert not result.is_error and _size(result) <= 65536
+        assert text_of(result).startswith("éééé")
+        note = result.content[-1]
+        assert isinstance(note, types.TextContent) and "truncated" in note.text and "400,0" in note.text
+        small = await call(c, "huge", {"size": 10})
+        assert text_of(small) == "é" * 10
+
+
+async def test_upstream_results_are_bounded_and_a_huge_one_is_not_read(tmp_path: Path) -> None:
+    limit = 65536
+    async with opened(tmp_path, {"h": hostile()}, max_result_bytes=limit) as o:
+        async with client(o.server, "claude-ai") as c:
+            cut = await call(c, "h__big", {"size": 100_000})
+            assert not cut.is_error and _size(cut) <= limit and "truncated" in text_of(cut)
+            # Past 2 x limit + 1 MiB the line is skipped as it arrives, and its request gets an error.
+            huge = await call(c, "h__big", {"size": 3_000_000})
+            assert huge.is_error and "it was not read" in text_of(huge), text_of(huge)
+            assert "3,000,0" in text_of(huge)
+            after = await call(c, "h__echo", {"text": "next"})
+            assert not after.is_error and text_of(after).endswith('{"text": "next"}')
+        assert o.gateway["h"].connections == 1
+
+
+# -- item 6: validation off the event loop, bounded ------------------------------------------------------------------
+
+
+async def test_a_slow_validation_does_not_hold_other_sessions(tmp_path: Path) -> None:
+    async with opened(tmp_path, {"h": hostile()}, validation_timeout=2) as o:
+        order: list[str] = []
+        async with client(o.server, "claude-ai") as attacker, client(o.server, "claude-ai") as other:
+
+            async def attack() -> None:
+                result = await call(attacker, "h__slow_pattern", {"text": "a" * 40 + "!"})
+                assert result.is_error and "LAZYTOOLS_VALIDATION_TIMEOUT" in text_of(result), text_of(result)
+                order.append("attack answered")
+
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(attack)
+                    await eventually(lambda: validation._LIMITER is not None and validation._LIMITER.borrowed_tokens)
+                    await ping(other)
+                    order.append("ping answered")
+                    fine = await call(other, "h__echo", {"text": "meanwhile"})
+                    assert not fine.is_error
+                    order.append("echo answered")
+        assert order == ["ping answered", "echo answered", "attack answered"]
+
+
+def test_unique_items_compares_as_json_schema_does() -> None:
+    schema = {"type": "object", "properties": {"items": {"type": "array", "uniqueItems": True}}}
+    distinct = [{"k": i, "v": [i, {"x": str(i)}]} for i in range(8000)]
+    assert validate_arguments("t", schema, {"items": distinct})["items"] is distinct
+    with pytest.raises(ToolArgumentsError, match="item 8000 repeats an earlier one"):
+        validate_arguments("t", schema, {"items": [*distinct, {"v": [3, {"x": "3"}], "k": 3}]})
+    with pytest.raises(ToolArgumentsError, match="item 1 repeats"):
+        validate_arguments("t", schema, {"items": [1, 1.0]})
+    assert validate_arguments("t", schema, {"items": [1, True, "1", [1], {"a": 1}, 0, False, None]})
+
+
+def test_arguments_over_the_size_limit_are_refused_before_checking() -> None:
+    schema = {"type": "object", "properties": {"items": {"type": "array"}}}
+    with pytest.raises(ToolArgumentsError, match="larger than 10,000 bytes .LAZYTOOLS_MAX_ARGUMENT_BYTES"):
+        validate_arguments("t", schema, {"items": [1] * 6000}, max_bytes=10_000)
+    assert validate_arguments("t", schema, {"items": [1] * 600}, max_bytes=10_000)
+
+
+# -- item 10: what is logged and echoed is escaped and short ----------------------------------------------------------
+
+
+async def test_hostile_names_are_escaped_and_cut_in_logs_and_errors(caplog: pytest.LogCaptureFixture,
+                                                                     catalog: Catalog) -> None:
+    caplog.set_level(logging.INFO)
+    server = build_server(catalog, make_settings(mode="proxy"))
+    forged = "x\n2026-01-01 INFO lazytools: forged line" + "y" * 3_000_000
+    async with client(server) as c:
+        unknown = await c.call_tool(forged, {})
+        by_invoke = await c.call_tool("invoke_tool", {"tool_name": forged, "arguments": {}})
+        group = await c.call_tool("search_tools", {"group": forged})
+    for result in (unknown, by_invoke, group):
+        assert result.is_error and len(text_of(result)) < 2000, len(text_of(result))
+        assert "\\n2026-01-01" in text_of(result) and "(+2,999,8" in text_of(result)
+    for record in caplog.records:
+        message = record.getMessage()
+        assert "\n" not in message and len(message) < 2000, message[:300]
+    assert any("\\n2026-01-01 INFO" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,90 @@
+"""A real MCP server over stdio that speaks JSON-RPC by hand, so that it can say what the SDK would refuse to write:
+schemas that are broken or refer outside themselves, lone surrogates, `NaN`, results of any size.
+
+    python tests/upstreams/hostile.py [--ref-url URL] [--ref-file URL]
+
+Tools: `surrogate` (a lone \\ud800 in its text), `nan` (NaN and Infinity in structured content), `big` (`size` bytes
+of text), `echo`, and tools whose input schema is hostile: `ref_url`, `ref_file` (external `$ref`), `bad_pattern`
+(`pattern: "("`), `ref_loop` (`$ref: "#"`), `broken` (`properties: 5`), `slow_pattern` (catastrophic backtracking),
+`unique` (`uniqueItems` on objects).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+OBJECT: dict[str, Any] = {"type": "object"}
+
+
+def schemas(ref_url: str, ref_file: str) -> dict[str, dict[str, Any]]:
+    text = {"type": "object", "properties": {"text": {"type": "string"}}}
+    return {
+        "echo": text,
+        "surrogate": OBJECT,
+        "nan": OBJECT,
+        "big": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
+        "ref_url": {"type": "object", "properties": {"text": {"$ref": ref_url}, "n": {"type": "integer"}}},
+        "ref_file": {"type": "object", "properties": {"text": {"$ref": ref_file}, "n": {"type": "integer"}}},
+        "bad_pattern": {"type": "object", "properties": {"text": {"type": "string", "pattern": "("},
+                                                         "n": {"type": "integer"}}},
+        "ref_loop": {"type": "object", "properties": {"n": {"type": "integer"}}, "allOf": [{"$ref": "#"}]},
+        "broken": {"type": "object", "properties": 5},
+        "slow_pattern": {"type": "object", "properties": {"text": {"type": "string", "pattern": "^(a|aa)+$"}}},
+        "unique": {"type": "object", "properties": {"items": {"type": "array", "uniqueItems": True}}},
+    }
+
+
+def answer(message: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str | None:
+    method = message.get("method")
+    if "id" not in message:
+        return None
+    ident = json.dumps(message["id"])
+    if method == "initialize":
+        version = json.dumps(message["params"]["protocolVersion"])
+        result = ('{"protocolVersion": %s, "capabilities": {"tools": {}}, '
+                  '"serverInfo": {"name": "hostile", "version": "1"}}' % version)
+    elif method == "tools/list":
+        listed = [{"name": name, "description": f"The {name} tool.", "inputSchema": schema}
+                  for name, schema in tools.items()]
+        result = json.dumps({"tools": listed})
+    elif method == "tools/call":
+        result = call(message["params"]["name"], message["params"].get("arguments") or {})
+    elif method == "ping":
+        result = "{}"
+    else:
+        return '{"jsonrpc": "2.0", "id": %s, "error": {"code": -32601, "message": "no"}}' % ident
+    return '{"jsonrpc": "2.0", "id": %s, "result": %s}' % (ident, result)
+
+
+def call(name: str, arguments: dict[str, Any]) -> str:
+    if name == "surrogate":
+        return '{"content": [{"type": "text", "text": "before \\ud800 after"}]}'
+    if name == "nan":
+        return '{"content": [{"type": "text", "text": "odd numbers"}], "structuredContent": {"a": NaN, "b": -Infinity}}'
+    if name == "big":
+        return json.dumps({"content": [{"type": "text", "text": "x" * int(arguments["size"])}]})
+    return json.dumps({"content": [{"type": "text", "text": f"{name} got {json.dumps(arguments, sort_keys=True)}"}]})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ref-url", default="http://127.0.0.1:9/schema.json")
+    parser.add_argument("--ref-file", default="file:///etc/hostname")
+    args = parser.parse_args()
+    tools = schemas(args.ref_url, args.ref_file)
+    for line in sys.stdin:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        reply = answer(message, tools)
+        if reply is not None:
+            sys.stdout.write(reply + "\n")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
