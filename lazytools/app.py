@@ -19,6 +19,7 @@ import anyio
 import mcp_types as types
 
 from .catalog import Catalog, Group
+from .safetext import redact_session_ids
 from .server.core import LazyServer, build_server
 from .settings import Settings
 from .sources import Source, StaticSource
@@ -37,6 +38,7 @@ _BUNDLED_ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hi
 def configure_logging(level: str) -> None:
     """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else."""
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    redact_session_ids()
 
 
 def bundled_catalog(files_root: Path, catalog: Catalog | None = None) -> Catalog:

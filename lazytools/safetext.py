@@ -1,4 +1,4 @@
-"""Untrusted text made safe to log or echo back: control characters escaped, length cut (one helper for both).
+"""Untrusted text made safe to log or echo (escaped, cut: one helper), and session ids kept out of INFO logs.
 
 A tool name, group or argument comes from a client or an upstream server. Logged as it is, a newline in it forges a
 log line and a 3 MB name makes a 3 MB line; echoed in an error, it sends the model's own 3 MB back to it.
@@ -6,9 +6,10 @@ log line and a 3 MB name makes a 3 MB line; echoed in an error, it sends the mod
 
 from __future__ import annotations
 
+import logging
 import re
 
-__all__ = ["ECHO_LIMIT", "clip"]
+__all__ = ["ECHO_LIMIT", "SessionIdRedactor", "clip", "redact_session_ids"]
 
 ECHO_LIMIT = 200
 """Characters of an untrusted value kept in a log line or an error message."""
@@ -37,3 +38,30 @@ def clip(value: object, limit: int = ECHO_LIMIT) -> str:
         text = text[:limit]
     text = _UNSAFE.sub(_escape, text)
     return f"{text}… (+{cut:,} chars)" if cut > 0 else text
+
+
+class SessionIdRedactor(logging.Filter):
+    """Cuts session ids in the SDK's INFO lines to their first 8 characters: over HTTP a session id is a bearer
+    credential (whoever holds it acts in that session), and INFO logs are shipped and read widely."""
+
+    _ID = re.compile(r"(?i)(session(?: id)?:?\s+)([^\s:]{8})[^\s:]*")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.INFO:
+            message = record.getMessage()
+            redacted = self._ID.sub(r"\1\2…", message)
+            if redacted != message:
+                record.msg, record.args = redacted, None
+        return True
+
+
+_REDACTED_LOGGERS = ("mcp.server.streamable_http_manager", "mcp.server.streamable_http", "mcp.client.streamable_http")
+"""The SDK's loggers that print whole session ids at INFO (servers' own and upstreams')."""
+
+
+def redact_session_ids() -> None:
+    """Install `SessionIdRedactor` on the SDK's loggers (idempotent)."""
+    for name in _REDACTED_LOGGERS:
+        target = logging.getLogger(name)
+        if not any(isinstance(f, SessionIdRedactor) for f in target.filters):
+            target.addFilter(SessionIdRedactor())

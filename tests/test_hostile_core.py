@@ -24,6 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from lazytools import Catalog, FunctionGroup, Group, ToolArgumentsError, build_server
+import lazytools
 from lazytools import validation
 from lazytools.transports.http import build_app
 from lazytools.validation import validate_arguments
@@ -33,6 +34,8 @@ from .helpers import eventually, running_http
 from .upstreams.helpers import opened
 
 HOSTILE = Path(__file__).resolve().parent / "upstreams" / "hostile.py"
+SOURCE = str(Path(lazytools.__file__).resolve().parent.parent)
+"""Where the lazytools under test lives: the spawned server runs the same code."""
 
 
 def hostile(*flags: str, timeout: float = 20) -> dict[str, Any]:
@@ -137,7 +140,7 @@ async def test_lone_surrogates_and_nan_from_an_upstream_do_not_break_stdio(tmp_p
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"h": hostile(timeout=10)}}))
     params = StdioServerParameters(command=sys.executable, args=["-m", "lazytools", "--config", str(config)],
-                                   cwd=str(tmp_path), env={"LAZYTOOLS_MODE": "proxy"})
+                                   cwd=str(tmp_path), env={"LAZYTOOLS_MODE": "proxy", "PYTHONPATH": SOURCE})
     with anyio.fail_after(60):
         async with Client(params, mode="legacy") as c:
             for _ in range(2):

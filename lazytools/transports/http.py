@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -29,10 +30,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..safetext import redact_session_ids
 from ..settings import Settings
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
+from .http_limits import fd_bounded, guarded_protocol
 
-__all__ = ["MCP_PATH", "McpEndpoint", "build_app", "serve_http"]
+__all__ = ["MCP_PATH", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +48,11 @@ class McpEndpoint:
     """ASGI app at `/mcp`: checks a POST's body, then hands the request to the session or the stateless manager."""
 
     def __init__(self, sessions: StreamableHTTPSessionManager, stateless: StreamableHTTPSessionManager,
-                 *, max_body_bytes: int) -> None:
+                 *, max_body_bytes: int, body_timeout: float = 15.0) -> None:
         self.sessions = sessions
         self.stateless = stateless
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -59,7 +63,13 @@ class McpEndpoint:
             await jsonrpc_error(415, "Unsupported Media Type: Content-Type must be application/json")(
                 scope, receive, send)
             return
-        body = await self._read_body(headers, receive)
+        with anyio.move_on_after(self.body_timeout) as reading:
+            body = await self._read_body(headers, receive)
+        if reading.cancelled_caught:
+            # A body that trickles in (or never comes) would hold the connection forever.
+            await jsonrpc_error(408, f"Request body not received within {self.body_timeout:g} s",
+                                headers={"Connection": "close"})(scope, receive, send)
+            return
         if body is None:
             await jsonrpc_error(413, f"Request body larger than {self.max_body_bytes} bytes")(scope, receive, send)
             return
@@ -140,6 +150,7 @@ async def _healthz(request: Request) -> JSONResponse:
 
 def build_app(server: Server[Any], settings: Settings) -> Starlette:
     """The ASGI app for `server`: streamable HTTP at `/mcp`, a health check at `/healthz`."""
+    redact_session_ids()
     # Host and Origin are checked by HTTPGuard for every route, so the SDK's own check (with narrower defaults
     # that would refuse a Host without a port) stays off; it still checks Content-Type and Accept.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -179,16 +190,21 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
                            MCP_SESSION_ID_HEADER],
             expose_headers=[MCP_SESSION_ID_HEADER, "www-authenticate"],
         ))
-    endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes)
+    endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
+                           body_timeout=settings.body_timeout)
     routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"])]
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
-def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str) -> uvicorn.Config:
+def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, header_timeout: float = 10.0,
+                    max_connections: int = 512) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         host=host,
         port=port,
+        # Headers within a deadline and a cap on open connections (http_limits.py): slowloris cannot starve us.
+        http=guarded_protocol(AutoHTTPProtocol, header_timeout=header_timeout,
+                              max_connections=fd_bounded(max_connections)),
         lifespan="on",
         # uvicorn's own logging config writes access lines to stdout; ours sends everything to stderr.
         log_config=None,
@@ -203,11 +219,16 @@ async def serve_http(server: Server[Any], settings: Settings) -> None:
     if settings.host.lower() not in LOOPBACK_NAMES and settings.auth_token is None:
         logger.warning("serving on %s without LAZYTOOLS_AUTH_TOKEN: anyone who can reach this address can call "
                        "every tool", settings.host)
-    app = build_app(server, settings)
-    config = _uvicorn_config(app, settings.host, settings.port, settings.log_level)
     where = f"http://{_url_host(settings.host)}:{settings.port}" if settings.port else f"a free port of {settings.host}"
     logger.info("streamable HTTP at %s%s, health check at /healthz", where, MCP_PATH)
-    await uvicorn.Server(config).serve()
+    await http_server(build_app(server, settings), settings).serve()
+
+
+def http_server(app: ASGIApp, settings: Settings) -> uvicorn.Server:
+    """The uvicorn server for `app` on settings.host:settings.port, with lazytools' connection limits."""
+    return uvicorn.Server(_uvicorn_config(app, settings.host, settings.port, settings.log_level,
+                                          header_timeout=settings.header_timeout,
+                                          max_connections=settings.max_connections))
 
 
 def _url_host(host: str) -> str:

@@ -1,0 +1,104 @@
+"""HTTP connection limits uvicorn does not have: a deadline for a request's headers, a cap on open connections.
+
+uvicorn closes idle kept-alive connections (`timeout_keep_alive`) but waits forever for headers that never end, so a
+slowloris client holding a few hundred half-sent requests used up the process's file descriptors and `/healthz`
+stopped answering. `guarded_protocol` wraps uvicorn's HTTP protocol class:
+
+- a request's headers must be complete within `header_timeout` seconds of the connection (or, on a kept-alive
+  connection, of the request's first byte), or the connection is closed;
+- past `max_connections` open connections, the oldest one still sending its headers is closed to make room; when
+  none is, the newcomer gets a 503 and is closed. Connections with a request being served are never cut.
+
+The body's deadline is the ASGI app's (`McpEndpoint`), which can answer 408.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+try:
+    import resource
+except ImportError:  # Windows: no RLIMIT_NOFILE to fit under
+    resource = None  # type: ignore[assignment]
+
+__all__ = ["fd_bounded", "guarded_protocol"]
+
+logger = logging.getLogger(__name__)
+
+_FD_RESERVE = 64
+"""File descriptors kept for everything else: upstream pipes, log files, the listening socket."""
+_BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def fd_bounded(max_connections: int) -> int:
+    """`max_connections`, lowered to fit under the process's open-file limit."""
+    if resource is None:
+        return max_connections
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return max_connections
+    fitting = max(soft - _FD_RESERVE, 8)
+    if fitting < max_connections:
+        logger.warning("LAZYTOOLS_MAX_CONNECTIONS=%d does not fit the open-file limit (%d): using %d",
+                       max_connections, soft, fitting)
+        return fitting
+    return max_connections
+
+
+def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
+                     max_connections: int) -> type[asyncio.Protocol]:
+    """A subclass of uvicorn's `base` protocol (h11 or httptools: both keep the request in `self.cycle`)."""
+    waiting: dict[Any, None] = {}
+    """Connections whose current request has not finished its headers, oldest first."""
+
+    class Guarded(base):  # type: ignore[misc,valid-type]
+        _lt_timer: asyncio.TimerHandle | None = None
+        _lt_cycle: Any = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            if len(self.connections) > max_connections:
+                oldest = next(iter(waiting), None)
+                if oldest is None:
+                    logger.warning("%d HTTP connections open (LAZYTOOLS_MAX_CONNECTIONS): refusing a new one",
+                                   len(self.connections) - 1)
+                    transport.write(_BUSY)  # type: ignore[attr-defined]
+                    transport.close()
+                    return
+                oldest._lt_expire("LAZYTOOLS_MAX_CONNECTIONS reached")
+            self._lt_arm()
+
+        def data_received(self, data: bytes) -> None:
+            cycle = self.cycle
+            if self._lt_timer is None and (cycle is None or cycle.response_complete):
+                self._lt_arm()  # the first bytes of the next request on a kept-alive connection
+            super().data_received(data)
+            if self._lt_timer is not None and self.cycle is not self._lt_cycle:
+                self._lt_disarm()  # its headers are in: the request is being served
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._lt_disarm()
+            super().connection_lost(exc)
+
+        def _lt_arm(self) -> None:
+            self._lt_cycle = self.cycle
+            waiting[self] = None
+            self._lt_timer = self.loop.call_later(header_timeout, self._lt_expire, "LAZYTOOLS_HEADER_TIMEOUT")
+
+        def _lt_disarm(self) -> None:
+            waiting.pop(self, None)
+            if self._lt_timer is not None:
+                self._lt_timer.cancel()
+                self._lt_timer = None
+
+        def _lt_expire(self, why: str) -> None:
+            self._lt_disarm()
+            logger.info("closing an HTTP connection from %s that did not finish its headers (%s)",
+                        "%s:%d" % self.client if self.client else "?", why)
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
+    return Guarded
