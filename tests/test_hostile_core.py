@@ -23,9 +23,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from lazytools import Catalog, FunctionGroup, Group, ToolArgumentsError, build_server
+from lazytools import Catalog, ConfigError, FunctionGroup, Group, ToolArgumentsError, build_server
 import lazytools
 from lazytools import validation
+from lazytools.sources.gateway.config import load_config, parse_config
+from lazytools.sources.gateway.configtext import expand_variables
 from lazytools.transports.http import build_app
 from lazytools.validation import validate_arguments
 
@@ -289,3 +291,56 @@ async def test_hostile_names_are_escaped_and_cut_in_logs_and_errors(caplog: pyte
         message = record.getMessage()
         assert "\n" not in message and len(message) < 2000, message[:300]
     assert any("\\n2026-01-01 INFO" in r.getMessage() for r in caplog.records)
+
+
+# -- item 11: config files -------------------------------------------------------------------------------------------
+
+
+def _config(tmp_path: Path, content: str | bytes) -> Path:
+    path = tmp_path / "mcp.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+def test_a_deeply_nested_config_is_a_clear_error(tmp_path: Path) -> None:
+    deep = '{"mcpServers": {"a": {"command": "x", "args": ' + "[" * 100_000 + "]" * 100_000 + "}}}"
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(_config(tmp_path, deep), environ={})
+    defaults = '{"mcpServers": {"a": {"command": "' + "${NOPE:-" * 5000 + "x" + "}" * 5000 + '"}}}'
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(_config(tmp_path, defaults), environ={})
+
+
+def test_a_config_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    latin1 = '{"mcpServers": {"café": {"command": "x"}}}'.encode("latin-1")
+    with pytest.raises(ConfigError, match=r"not UTF-8 text \(byte 20 is b'\\xe9'\)"):
+        load_config(_config(tmp_path, latin1), environ={})
+    with_bom = '\ufeff{"mcpServers": {"café": {"command": "x"}}}'.encode()
+    assert list(load_config(_config(tmp_path, with_bom), environ={}).servers) == ["café"]
+
+
+def test_a_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:
+    config = _config(tmp_path, json.dumps({"mcpServers": {"a": {"command": sys.executable, "cwd": "nowhere"}}}))
+    with pytest.raises(ConfigError, match=r"server 'a', field cwd: .*nowhere is not a directory"):
+        load_config(config, environ={})
+
+
+def test_defaults_nest_as_in_shells() -> None:
+    environ = {"HOME": "/home/me", "EMPTY": ""}
+    assert expand_variables("${NOPE:-${HOME}}/x", environ) == "/home/me/x"
+    assert expand_variables("${NOPE:-${EMPTY:-${HOME}}}", environ) == "/home/me"
+    assert expand_variables("${HOME:-${NOPE}}", environ) == "/home/me"  # an unused default is not expanded
+    with pytest.raises(ValueError, match="NOPE is not set"):
+        expand_variables("${EMPTY:-${NOPE}}", environ)
+
+
+def test_include_and_exclude_patterns_ignore_case() -> None:
+    entry = {"command": "x", "exclude": ["delete_*"], "include": ["*_EVERYTHING", "list*"]}
+    config = parse_config({"mcpServers": {"a": entry}}, environ={})
+    server = config.servers["a"]
+    assert not server.allows("Delete_Everything") and not server.allows("DELETE_EVERYTHING")
+    assert server.allows("Keep_Everything") and server.allows("List_Things") and not server.allows("other")
+    assert server.unmatched_includes(["KEEP_everything"]) == ["list*"]

@@ -91,18 +91,20 @@ class _Server(BaseModel):
         return self.prefix or server_prefix(self.name)
 
     def allows(self, tool: str) -> bool:
-        """Whether the include/exclude lists let `tool` (the upstream's own name) through."""
-        names = (tool, public_tool_name(self.tool_prefix, tool))
+        """Whether the include/exclude lists let `tool` (the upstream's own name) through. Patterns match
+        case-insensitively, as tool names are compared elsewhere: `delete_*` also excludes `Delete_Everything`."""
+        names = (tool.lower(), public_tool_name(self.tool_prefix, tool).lower())
 
         def matches(patterns: list[str]) -> bool:
-            return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names)
+            return any(fnmatch.fnmatchcase(name, pattern.lower()) for pattern in patterns for name in names)
 
         return (self.include is None or matches(self.include)) and not matches(self.exclude)
 
     def unmatched_includes(self, tools: list[str]) -> list[str]:
         """Include patterns that match none of `tools`: most likely typos, worth a warning."""
         return [p for p in self.include or () if not any(
-            fnmatch.fnmatchcase(name, p) for tool in tools for name in (tool, public_tool_name(self.tool_prefix, tool))
+            fnmatch.fnmatchcase(name.lower(), p.lower())
+            for tool in tools for name in (tool, public_tool_name(self.tool_prefix, tool))
         )]
 
 
@@ -152,14 +154,23 @@ class GatewayConfig(BaseModel):
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> GatewayConfig:
     """Read, expand and validate a config file. `environ` defaults to the process environment."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is not an error
     except OSError as exc:
         raise ConfigError(f"Cannot read config file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start:exc.start + 1]!r}); "
+                          "save the file as UTF-8") from None
     try:
         data = json.loads(strip_jsonc(text))
+        config = parse_config(data, environ=os.environ if environ is None else environ, path=path)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
-    return parse_config(data, environ=os.environ if environ is None else environ, path=path)
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read (objects, arrays or ${{...:-...}} defaults)") from None
+    for name, server in config.servers.items():
+        if isinstance(server, StdioServer) and server.cwd is not None and not server.cwd.is_dir():
+            raise ConfigError(f"{path}: server {name!r}, field cwd: {server.cwd} is not a directory")
+    return config
 
 
 def parse_config(data: Any, *, environ: Mapping[str, str], path: Path | None = None) -> GatewayConfig:

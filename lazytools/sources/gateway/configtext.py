@@ -12,7 +12,7 @@ from ...errors import ConfigError
 
 __all__ = ["expand_tree", "expand_variables", "strip_jsonc", "workspace_of"]
 
-_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 # -- ${VAR} expansion -----------------------------------------------------------------------------------------------
@@ -20,30 +20,57 @@ _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 def expand_variables(text: str, environ: Mapping[str, str], *, workspace: Path | None = None) -> str:
     """Expand `${VAR}`, `${env:VAR}`, `${VAR:-default}`, and VS Code's `${workspaceFolder}`, `${userHome}`,
-    `${pathSeparator}`. An unset variable without a default is an error (a `ValueError` naming it)."""
+    `${pathSeparator}`. A default may itself hold variables (`${NOPE:-${HOME}}`), expanded only when it is used,
+    as shells do. An unset variable without a default is an error (a `ValueError` naming it)."""
+    out: list[str] = []
+    i = 0
+    while (start := text.find("${", i)) >= 0:
+        end = _closing_brace(text, start + 2)
+        if end < 0:
+            break  # an unclosed `${` stays as it is
+        out.append(text[i:start])
+        out.append(_expand_one(text[start + 2:end], environ, workspace))
+        i = end + 1
+    out.append(text[i:])
+    return "".join(out)
 
-    def replace(match: re.Match[str]) -> str:
-        body = match.group(1).strip()
-        if body.startswith("input:"):
-            raise ValueError(f"${{{body}}} is a VS Code prompt, which lazytools cannot show; "
-                             f"put the value in an environment variable and write ${{env:NAME}}")
-        if body == "workspaceFolder":
-            return str(workspace or Path.cwd())
-        if body == "userHome":
-            return str(Path.home())
-        if body in ("pathSeparator", "/"):
-            return os.sep
-        name, has_default, default = body.removeprefix("env:").partition(":-")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise ValueError(f"${{{body}}} is not a variable lazytools knows (use ${{NAME}} or ${{env:NAME}})")
-        value = environ.get(name)
-        if value is None or (has_default and value == ""):
-            if has_default:
-                return default
-            raise ValueError(f"environment variable {name} is not set (write ${{{name}:-}} to allow it empty)")
-        return value
 
-    return _VARIABLE.sub(replace, text)
+def _closing_brace(text: str, i: int) -> int:
+    """The index of the `}` that closes a `${` opened just before `i`, counting nested `${ }`; -1 if none."""
+    depth = 1
+    while i < len(text):
+        if text.startswith("${", i):
+            depth += 1
+            i += 2
+            continue
+        if text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def _expand_one(raw: str, environ: Mapping[str, str], workspace: Path | None) -> str:
+    body = raw.strip()
+    if body.startswith("input:"):
+        raise ValueError(f"${{{body}}} is a VS Code prompt, which lazytools cannot show; "
+                         f"put the value in an environment variable and write ${{env:NAME}}")
+    if body == "workspaceFolder":
+        return str(workspace or Path.cwd())
+    if body == "userHome":
+        return str(Path.home())
+    if body in ("pathSeparator", "/"):
+        return os.sep
+    name, has_default, default = body.removeprefix("env:").partition(":-")
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"${{{body}}} is not a variable lazytools knows (use ${{NAME}} or ${{env:NAME}})")
+    value = environ.get(name)
+    if value is None or (has_default and value == ""):
+        if has_default:
+            return expand_variables(default, environ, workspace=workspace)
+        raise ValueError(f"environment variable {name} is not set (write ${{{name}:-}} to allow it empty)")
+    return value
 
 
 def expand_tree(value: Any, here: str, environ: Mapping[str, str], workspace: Path, at: str = "") -> Any:

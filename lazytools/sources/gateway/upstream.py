@@ -154,7 +154,7 @@ class Upstream:
                     self._mode = "auto"
                     self._attempts_started -= 1  # the same attempt, in the other era
                     continue
-                reason = describe_failure(exc)
+                reason = describe_failure(exc, cwd=getattr(self.config, "cwd", None))
             stayed_up = self._up_since is not None and anyio.current_time() - self._up_since >= self.backoff.stable
             failures = 0 if stayed_up else failures + 1
             self._went_down(reason, failures)
@@ -453,10 +453,13 @@ def _refused_handshake(exc: BaseException) -> bool:
     return isinstance(exc, MCPError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION
 
 
-def describe_failure(exc: BaseException) -> str:
+def describe_failure(exc: BaseException, *, cwd: Any = None) -> str:
     """One line saying why a connection failed, from the innermost useful exception."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError) and cwd is not None and exc.filename is not None and \
+            str(exc.filename) == str(cwd):
+        return f"working directory not found: {cwd}"
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
