@@ -62,7 +62,7 @@ class _OutOfTime(Exception):
 
 
 def _refuse_retrieval(uri: str) -> Any:
-    raise NoSuchResource(ref=uri)
+    raise NoSuchResource(uri)
 
 
 _LOCAL_ONLY: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
@@ -310,7 +310,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
 def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check) -> list[ValidationError]:
     try:
         base = validators.validator_for(schema, default=validators.Draft202012Validator)
-        validator = _safe_class(base)(schema, registry=_LOCAL_ONLY)  # type: ignore[call-arg]
+        validator = _safe_class(base)(schema, registry=_LOCAL_ONLY)
     except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot even load: nothing can be checked
         check.problems.add(f"cannot be loaded ({type(exc).__name__}: {clip(str(exc), 120)})")
         return []

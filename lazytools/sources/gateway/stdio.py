@@ -163,14 +163,12 @@ async def stdio_client(server: StdioServerParameters, *, max_line_bytes: int,
         try:
             async with read_writer:
                 try:
-                    while True:
+                    ended = False
+                    while not ended:
                         try:
-                            chunk = await process.stdout.receive()
+                            pending = lines.feed(await process.stdout.receive())
                         except anyio.EndOfStream:
-                            pending = lines.end()
-                            chunk = None
-                        else:
-                            pending = lines.feed(chunk)
+                            pending, ended = lines.end(), True
                         for line in pending:
                             item = parse_line(line, max_line_bytes)
                             if item is None:
@@ -179,8 +177,6 @@ async def stdio_client(server: StdioServerParameters, *, max_line_bytes: int,
                                 await read_writer.send(item)
                             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                                 return
-                        if chunk is None:
-                            return
                 finally:
                     await drain_stdout(process)
         except anyio.ClosedResourceError:
