@@ -242,21 +242,25 @@ def _safe_class(base: type[Validator]) -> type[Validator]:
 
 
 def _within(value: Any, budget: int) -> bool:
-    """Whether `value` serialises to roughly `budget` bytes or fewer; stops counting as soon as it is over."""
+    """Whether `value` serialises to about `budget` bytes or fewer; stops counting as soon as it is over."""
     stack = [value]
     used = 0
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            used += len(item) + 2
+            used += len(item) + 3
+        elif isinstance(item, bool) or item is None:
+            used += 5
+        elif isinstance(item, int):
+            used += item.bit_length() * 3 // 10 + 2
         elif isinstance(item, dict):
-            used += 2 + 4 * len(item) + sum(len(key) for key in item)
+            used += 2 + sum(len(key) + 4 for key in item)
             stack.extend(item.values())
         elif isinstance(item, list):
-            used += 2 + len(item)
+            used += 2
             stack.extend(item)
         else:
-            used += 8
+            used += 12
         if used > budget:
             return False
     return True

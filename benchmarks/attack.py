@@ -1,0 +1,282 @@
+"""A bounded, local attack on a real `lazytools --transport http` process, while another session pings it.
+
+    python benchmarks/attack.py [--seconds 30] [--slowloris 300] [--fd-limit 256]
+
+Only 127.0.0.1, only a child process this script starts (bundled catalog, files root in a scratch directory), and
+every loop ends at the deadline (at most 120 s). At once, for `--seconds`:
+
+- symlink swaps (issue #12 item 1): a thread keeps swapping `swap.txt` inside the files root between a regular file
+  and a symlink to a file outside it, while clients call `read_text_file` and `search_in_files` on it; a result
+  that holds the outside file's marker is a read outside the root;
+- quadratic-regex inputs (item 5): `csv_to_json` with a 20 KB cell, `count_text_stats` on `"."*40000+"x"`,
+  `extract_emails` on `"a."*30000`, `json_get_path` with a 20,000-character path;
+- slowloris (item 8): up to `--slowloris` connections that send part of a request's headers, then one more header
+  line every 2 s, never finishing; each one the server closes is reopened;
+- a separate MCP session pings every 100 ms, and `/healthz` is fetched every second.
+
+The server runs with its open-file limit lowered to `--fd-limit` (the probe that found item 8 used 256). Printed:
+ping p50 / p99 / max and failures, /healthz failures, reads outside the root, attack calls by outcome, slowloris
+connections opened and closed by the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+MARKER = "OUTSIDE-THE-ROOT-7f3a"
+MAX_SECONDS = 120.0
+MAX_SLOWLORIS = 1000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(root: Path, port: int, fd_limit: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
+    env["LAZYTOOLS_MODE"] = "proxy"
+
+    def limit_fds() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
+
+    command = [sys.executable, "-m", "lazytools", "--transport", "http", "--host", "127.0.0.1", "--port", str(port),
+               "--files-root", str(root), "--log-level", "WARNING"]
+    with log.open("wb") as sink:
+        return subprocess.Popen(command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
+                                preexec_fn=limit_fds)
+
+
+async def wait_healthy(base: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    async with httpx2.AsyncClient(timeout=2) as http:
+        with anyio.fail_after(timeout):
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"lazytools exited with {process.returncode} at start-up")
+                try:
+                    if (await http.get(base + "/healthz")).status_code == 200:
+                        return
+                except httpx2.HTTPError:
+                    pass
+                await anyio.sleep(0.1)
+
+
+def swapper(root: Path, outside: Path, deadline: float, swaps: list[int]) -> None:
+    """Swap root/swap.txt between a regular file and a symlink to `outside`, until the deadline."""
+    regular, link, target = root / ".regular.tmp", root / ".link.tmp", root / "swap.txt"
+    target.write_text("inside the root\n")
+    count = 0
+    while time.monotonic() < deadline:
+        regular.write_text("inside the root\n")
+        os.replace(regular, target)
+        link.unlink(missing_ok=True)
+        link.symlink_to(outside)
+        os.replace(link, target)
+        count += 1
+        time.sleep(0.0005)
+    regular.write_text("inside the root\n")
+    os.replace(regular, target)
+    swaps.append(count)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.outcomes: Counter[str] = Counter()
+        self.outside = 0
+        self.pings: list[float] = []
+        self.ping_failures = 0
+        self.health_failures = 0
+        self.health_checks = 0
+        self.slow_opened = 0
+        self.slow_closed = 0
+        self.slow_refused = 0
+
+
+ATTACKS: list[tuple[str, dict[str, Any]]] = [
+    ("csv_to_json", {"csv_text": 'a,b\n"' + "1" * 20000 + 'x",2\n'}),
+    ("count_text_stats", {"text": "." * 40000 + "x"}),
+    ("extract_emails", {"text": "a." * 30000}),
+    ("json_get_path", {"data": {"a": 1}, "path": "a." * 10000}),
+]
+
+
+async def call(c: Client, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    return await c.call_tool("invoke_tool", {"tool_name": tool, "arguments": arguments})
+
+
+async def reader(url: str, deadline: float, tally: Tally, tool: str) -> None:
+    async with Client(url, mode="legacy", client_info=types.Implementation(name="claude-ai", version="1")) as c:
+        arguments_by_tool: dict[str, dict[str, Any]] = {
+            "read_text_file": {"path": "swap.txt"},
+            "search_in_files": {"query": "e", "path": ".", "file_glob": "swap.txt", "include_hidden": False},
+        }
+        while time.monotonic() < deadline:
+            result = await call(c, tool, arguments_by_tool[tool])
+            tally.outcomes[f"{tool}: {'error' if result.is_error else 'ok'}"] += 1
+            if MARKER in text_of(result) or MARKER in json.dumps(result.structured_content or {}):
+                tally.outside += 1
+
+
+async def regex_attacker(url: str, deadline: float, tally: Tally, offset: int) -> None:
+    async with Client(url, mode="legacy", client_info=types.Implementation(name="claude-ai", version="1")) as c:
+        i = offset
+        while time.monotonic() < deadline:
+            tool, arguments = ATTACKS[i % len(ATTACKS)]
+            i += 1
+            result = await call(c, tool, arguments)
+            tally.outcomes[f"{tool}: {'error' if result.is_error else 'ok'}"] += 1
+
+
+async def pinger(url: str, deadline: float, tally: Tally) -> None:
+    async with Client(url, mode="legacy") as c:
+        while time.monotonic() < deadline:
+            start = time.perf_counter()
+            try:
+                with anyio.fail_after(30), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await c.send_ping()
+                tally.pings.append(time.perf_counter() - start)
+            except Exception:  # noqa: BLE001 - counted, the run goes on
+                tally.ping_failures += 1
+            await anyio.sleep(0.1)
+
+
+async def health(base: str, deadline: float, tally: Tally) -> None:
+    async with httpx2.AsyncClient(timeout=5) as http:
+        while time.monotonic() < deadline:
+            tally.health_checks += 1
+            try:
+                if (await http.get(base + "/healthz")).status_code != 200:
+                    tally.health_failures += 1
+            except httpx2.HTTPError:
+                tally.health_failures += 1
+            await anyio.sleep(1)
+
+
+async def slowloris(port: int, deadline: float, tally: Tally) -> None:
+    """One slow connection at a time, reopened each time the server closes it, until the deadline."""
+    while time.monotonic() < deadline:
+        try:
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+        except OSError:
+            tally.slow_refused += 1
+            await anyio.sleep(1)
+            continue
+        tally.slow_opened += 1
+        try:
+            await stream.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n")
+            while time.monotonic() < deadline:
+                with anyio.move_on_after(2):
+                    data = await stream.receive()  # the server answering (503) or closing
+                    if data:
+                        continue
+                await stream.send(b"X-Slow: 1\r\n")
+        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            tally.slow_closed += 1
+        finally:
+            await stream.aclose()
+
+
+async def attack(args: argparse.Namespace) -> Tally:
+    seconds = min(args.seconds, MAX_SECONDS)
+    with tempfile.TemporaryDirectory(prefix="lazytools-attack-") as scratch:
+        root = Path(scratch) / "root"
+        root.mkdir()
+        (root / "notes.txt").write_text("an ordinary file\n")
+        outside = Path(scratch) / "outside.txt"
+        outside.write_text(f"{MARKER}\n")
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        log = Path(scratch) / "server.log"
+        process = start_server(root, port, args.fd_limit, log)
+        tally = Tally()
+        swaps: list[int] = []
+        try:
+            await wait_healthy(base, process)
+            deadline = time.monotonic() + seconds
+            thread = threading.Thread(target=swapper, args=(root, outside, deadline, swaps), daemon=True)
+            thread.start()
+            url = base + "/mcp"
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pinger, url, deadline, tally)
+                tg.start_soon(health, base, deadline, tally)
+                for i in range(args.readers):
+                    tg.start_soon(reader, url, deadline, tally, ["read_text_file", "search_in_files"][i % 2])
+                for i in range(args.regex_workers):
+                    tg.start_soon(regex_attacker, url, deadline, tally, i)
+                for _ in range(min(args.slowloris, MAX_SLOWLORIS)):
+                    tg.start_soon(slowloris, port, deadline, tally)
+            thread.join(10)
+        finally:
+            process.terminate()
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+            tail = log.read_text(errors="replace")[-3000:]
+        print(f"server: exit {process.returncode}; last log lines:\n{tail[-1200:]}" if args.verbose else "", end="")
+        tally.outcomes["symlink swaps"] = swaps[0] if swaps else 0
+    return tally
+
+
+def report(tally: Tally, args: argparse.Namespace) -> str:
+    pings = sorted(tally.pings)
+    lines = [f"attack for {min(args.seconds, MAX_SECONDS):g} s: {args.readers} readers, {args.regex_workers} regex "
+             f"attackers, {min(args.slowloris, MAX_SLOWLORIS)} slowloris connections, server open-file limit "
+             f"{args.fd_limit}"]
+    if pings:
+        p99 = pings[min(len(pings) - 1, int(len(pings) * 0.99))]
+        lines.append(f"ping: {len(pings)} answered, {tally.ping_failures} failed; p50 {statistics.median(pings)*1000:.1f} ms, "
+                     f"p99 {p99*1000:.1f} ms, max {pings[-1]*1000:.1f} ms")
+    else:
+        lines.append(f"ping: none answered, {tally.ping_failures} failed")
+    lines.append(f"/healthz: {tally.health_checks - tally.health_failures}/{tally.health_checks} answered 200")
+    lines.append(f"reads outside the root: {tally.outside}")
+    lines.append(f"slowloris: {tally.slow_opened} connections opened, {tally.slow_closed} closed by the server, "
+                 f"{tally.slow_refused} connects refused")
+    for key, count in sorted(tally.outcomes.items()):
+        lines.append(f"  {key}: {count}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--slowloris", type=int, default=300)
+    parser.add_argument("--fd-limit", type=int, default=256)
+    parser.add_argument("--readers", type=int, default=2)
+    parser.add_argument("--regex-workers", type=int, default=2)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    tally = anyio.run(attack, args)
+    print(report(tally, args))
+    return 0 if tally.outside == 0 and tally.pings and tally.ping_failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
