@@ -81,6 +81,7 @@ async def big_array_with_ping() -> list[str]:
     catalog.set_group(Group("bench", ""), group.entries)
     server = build_server(catalog, Settings(_env_file=None, mode="proxy"))  # type: ignore[call-arg]
     pings: list[float] = []
+    outcome: list[str] = []
     done = anyio.Event()
     async with Client(server, mode="legacy") as attacker, Client(server, mode="legacy") as other:
 
@@ -89,7 +90,8 @@ async def big_array_with_ping() -> list[str]:
             result = await attacker.call_tool("invoke_tool", {"tool_name": "count_items",
                                                               "arguments": {"items": [1] * 1_300_000}})
             pings.append(-(time.perf_counter() - start))  # negative: the attack's own duration
-            assert not result.is_error, result
+            text = "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+            outcome.append(f"refused ({text[:90]}…)" if result.is_error else f"answered {text}")
             done.set()
 
         async with anyio.create_task_group() as tg:
@@ -103,7 +105,8 @@ async def big_array_with_ping() -> list[str]:
                 await anyio.sleep(0.02)
     attack_time = -min(pings)
     answered = [p for p in pings if p >= 0]
-    return [f"1.3M-item array call (in-process, in-memory clients): {attack_time:.2f} s; meanwhile {len(answered)} "
+    return [f"1.3M-item array call (in-process, in-memory clients): {outcome[0]} after {attack_time:.2f} s; "
+            f"meanwhile {len(answered)} "
             f"pings from another session, p50 {statistics.median(answered) * 1000:.1f} ms, "
             f"max {max(answered) * 1000:.1f} ms"]
 

@@ -171,6 +171,11 @@ def odd_catalog() -> Catalog:
         return {"nan": float("nan"), "inf": float("inf")}
 
     @odd.tool
+    def enormous_integer() -> int:
+        """An integer past Python's 4300-digit conversion limit."""
+        return 10**5000
+
+    @odd.tool
     def huge(size: int) -> str:
         """`size` characters."""
         return "é" * size
@@ -191,7 +196,9 @@ async def test_unserialisable_in_process_results_are_answered_over_http() -> Non
                 assert "\ufffd and \U0001f600" in text_of(odd) and "lone surrogate(s)" in text_of(odd)
                 assert odd.structured_content == {"text": "\ufffd and \U0001f600", "key\ufffd": 1}
                 nan = await call(c, "not_a_number", {})
-                assert not nan.is_error and json.loads(nan.content[0].text) == {"nan": None, "inf": None}  # type: ignore[union-attr]
+                assert not nan.is_error and json.loads(text_of(nan)) == {"nan": None, "inf": None}
+                big = await call(c, "enormous_integer", {})
+                assert big.is_error and "cannot be written as JSON" in text_of(big), text_of(big)
                 await ping(c)
 
 
