@@ -11,7 +11,7 @@ every loop ends at the deadline (at most 120 s). At once, for `--seconds`:
 - quadratic-regex inputs (item 5): `csv_to_json` with a 20 KB cell, `count_text_stats` on `"."*40000+"x"`,
   `extract_emails` on `"a."*30000`, `json_get_path` with a 20,000-character path;
 - slowloris (item 8): up to `--slowloris` connections that send part of a request's headers, then one more header
-  line every 2 s, never finishing; each one the server closes is reopened;
+  line every 2 s, never finishing; each one the server closes is reopened (at once by default: a connection flood);
 - a separate MCP session pings every 100 ms, and `/healthz` is fetched every second.
 
 The server runs with its open-file limit lowered to `--fd-limit` (the probe that found item 8 used 256). Printed:
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import resource
 import socket
@@ -30,7 +31,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from collections import Counter
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import httpx2
 import mcp_types as types
 from mcp import Client
@@ -129,57 +130,64 @@ async def call(c: Client, tool: str, arguments: dict[str, Any]) -> types.CallToo
     return await c.call_tool("invoke_tool", {"tool_name": tool, "arguments": arguments})
 
 
-async def reader(url: str, deadline: float, tally: Tally, tool: str) -> None:
-    async with Client(url, mode="legacy", client_info=types.Implementation(name="claude-ai", version="1")) as c:
-        arguments_by_tool: dict[str, dict[str, Any]] = {
-            "read_text_file": {"path": "swap.txt"},
-            "search_in_files": {"query": "e", "path": ".", "file_glob": "swap.txt", "include_hidden": False},
-        }
-        while time.monotonic() < deadline:
-            result = await call(c, tool, arguments_by_tool[tool])
-            tally.outcomes[f"{tool}: {'error' if result.is_error else 'ok'}"] += 1
-            if MARKER in text_of(result) or MARKER in json.dumps(result.structured_content or {}):
-                tally.outside += 1
+READS: dict[str, dict[str, Any]] = {
+    "read_text_file": {"path": "swap.txt"},
+    "search_in_files": {"query": "e", "path": ".", "file_glob": "swap.txt", "include_hidden": False},
+}
 
 
-async def regex_attacker(url: str, deadline: float, tally: Tally, offset: int) -> None:
-    async with Client(url, mode="legacy", client_info=types.Implementation(name="claude-ai", version="1")) as c:
-        i = offset
-        while time.monotonic() < deadline:
-            tool, arguments = ATTACKS[i % len(ATTACKS)]
-            i += 1
-            result = await call(c, tool, arguments)
-            tally.outcomes[f"{tool}: {'error' if result.is_error else 'ok'}"] += 1
+async def caller(url: str, deadline: float, tally: Tally, calls: list[tuple[str, dict[str, Any]]]) -> None:
+    """Call `calls` in turn in one session until the deadline; a session that breaks is counted and reopened."""
+    i = 0
+    while time.monotonic() < deadline:
+        try:
+            with anyio.move_on_after(max(deadline - time.monotonic(), 0) + 30):
+                async with Client(url, mode="legacy",
+                                  client_info=types.Implementation(name="claude-ai", version="1")) as c:
+                    while time.monotonic() < deadline:
+                        tool, arguments = calls[i % len(calls)]
+                        i += 1
+                        result = await call(c, tool, arguments)
+                        tally.outcomes[f"{tool}: {'error' if result.is_error else 'ok'}"] += 1
+                        if MARKER in text_of(result) or MARKER in json.dumps(result.structured_content or {}):
+                            tally.outside += 1
+        except Exception as exc:  # noqa: BLE001 - counted, the attack goes on
+            tally.outcomes[f"session broke: {type(exc).__name__}"] += 1
+            await anyio.sleep(0.5)
 
 
 async def pinger(url: str, deadline: float, tally: Tally) -> None:
-    async with Client(url, mode="legacy") as c:
-        while time.monotonic() < deadline:
-            start = time.perf_counter()
-            try:
-                with anyio.fail_after(30), warnings.catch_warnings():
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await c.send_ping()
-                tally.pings.append(time.perf_counter() - start)
-            except Exception:  # noqa: BLE001 - counted, the run goes on
-                tally.ping_failures += 1
-            await anyio.sleep(0.1)
+    """Ping every 100 ms in one session, opened before the attack starts; a failure counts, then it reconnects."""
+    while time.monotonic() < deadline:
+        try:
+            async with Client(url, mode="legacy") as c:
+                while time.monotonic() < deadline:
+                    start = time.perf_counter()
+                    with anyio.fail_after(30), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", MCPDeprecationWarning)
+                        await c.send_ping()
+                    tally.pings.append(time.perf_counter() - start)
+                    await anyio.sleep(0.1)
+        except Exception:  # noqa: BLE001 - counted, the run goes on
+            tally.ping_failures += 1
+            await anyio.sleep(0.5)
 
 
 async def health(base: str, deadline: float, tally: Tally) -> None:
-    async with httpx2.AsyncClient(timeout=5) as http:
-        while time.monotonic() < deadline:
-            tally.health_checks += 1
-            try:
+    """GET /healthz every second on a new connection (a kept-alive one would not show a server that accepts none)."""
+    while time.monotonic() < deadline:
+        tally.health_checks += 1
+        try:
+            async with httpx2.AsyncClient(timeout=5) as http:
                 if (await http.get(base + "/healthz")).status_code != 200:
                     tally.health_failures += 1
-            except httpx2.HTTPError:
-                tally.health_failures += 1
-            await anyio.sleep(1)
+        except httpx2.HTTPError:
+            tally.health_failures += 1
+        await anyio.sleep(1)
 
 
-async def slowloris(port: int, deadline: float, tally: Tally) -> None:
-    """One slow connection at a time, reopened each time the server closes it, until the deadline."""
+async def slowloris(port: int, deadline: float, tally: Tally, reconnect_delay: float) -> None:
+    """One slow connection at a time, reopened (after `reconnect_delay`) each time the server closes it."""
     while time.monotonic() < deadline:
         try:
             stream = await anyio.connect_tcp("127.0.0.1", port)
@@ -200,9 +208,46 @@ async def slowloris(port: int, deadline: float, tally: Tally) -> None:
             tally.slow_closed += 1
         finally:
             await stream.aclose()
+        await anyio.sleep(reconnect_delay)
+
+
+def run_callers(url: str, deadline: float, readers: int, regex_workers: int, out: Any) -> None:
+    """Child process: the file-tool readers and the regex attackers, each in its own session."""
+    tally = Tally()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for i in range(readers):
+                tool = ["read_text_file", "search_in_files"][i % 2]
+                tg.start_soon(caller, url, deadline, tally, [(tool, READS[tool])])
+            for i in range(regex_workers):
+                tg.start_soon(caller, url, deadline, tally, ATTACKS[i:] + ATTACKS[:i])
+
+    anyio.run(main)
+    out.put(("callers", dict(tally.outcomes), tally.outside))
+
+
+def run_slowloris(port: int, deadline: float, count: int, reconnect_delay: float, out: Any) -> None:
+    """Child process: `count` slowloris connections, each reopened when the server closes it."""
+    tally = Tally()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(count):
+                tg.start_soon(slowloris, port, deadline, tally, reconnect_delay)
+
+    anyio.run(main)
+    out.put(("slowloris", tally.slow_opened, tally.slow_closed, tally.slow_refused))
+
+
+def run_swapper(root: Path, outside: Path, deadline: float, out: Any) -> None:
+    swaps: list[int] = []
+    swapper(root, outside, deadline, swaps)
+    out.put(("swaps", swaps[0] if swaps else 0))
 
 
 async def attack(args: argparse.Namespace) -> Tally:
+    """The attackers run in child processes: their own work must not delay this process's pings."""
     seconds = min(args.seconds, MAX_SECONDS)
     with tempfile.TemporaryDirectory(prefix="lazytools-attack-") as scratch:
         root = Path(scratch) / "root"
@@ -215,32 +260,48 @@ async def attack(args: argparse.Namespace) -> Tally:
         log = Path(scratch) / "server.log"
         process = start_server(root, port, args.fd_limit, log)
         tally = Tally()
-        swaps: list[int] = []
+        context = multiprocessing.get_context("spawn")
+        results = context.Queue()
+        children = []
         try:
             await wait_healthy(base, process)
             deadline = time.monotonic() + seconds
-            thread = threading.Thread(target=swapper, args=(root, outside, deadline, swaps), daemon=True)
-            thread.start()
             url = base + "/mcp"
+            children = [
+                context.Process(target=run_swapper, args=(root, outside, deadline, results)),
+                context.Process(target=run_callers, args=(url, deadline, args.readers, args.regex_workers, results)),
+                context.Process(target=run_slowloris,
+                                args=(port, deadline, min(args.slowloris, MAX_SLOWLORIS), args.reconnect_delay,
+                                      results)),
+            ]
+            for child in children:
+                child.start()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(pinger, url, deadline, tally)
                 tg.start_soon(health, base, deadline, tally)
-                for i in range(args.readers):
-                    tg.start_soon(reader, url, deadline, tally, ["read_text_file", "search_in_files"][i % 2])
-                for i in range(args.regex_workers):
-                    tg.start_soon(regex_attacker, url, deadline, tally, i)
-                for _ in range(min(args.slowloris, MAX_SLOWLORIS)):
-                    tg.start_soon(slowloris, port, deadline, tally)
-            thread.join(10)
+            for _ in children:
+                message = await anyio.to_thread.run_sync(results.get, True, 120)
+                if message[0] == "callers":
+                    tally.outcomes.update(message[1])
+                    tally.outside = message[2]
+                elif message[0] == "slowloris":
+                    tally.slow_opened, tally.slow_closed, tally.slow_refused = message[1:]
+                else:
+                    tally.outcomes["symlink swaps"] = message[1]
         finally:
+            for child in children:
+                child.join(30)
+                if child.is_alive():
+                    child.kill()
             process.terminate()
             try:
                 process.wait(15)
             except subprocess.TimeoutExpired:
                 process.kill()
-            tail = log.read_text(errors="replace")[-3000:]
-        print(f"server: exit {process.returncode}; last log lines:\n{tail[-1200:]}" if args.verbose else "", end="")
-        tally.outcomes["symlink swaps"] = swaps[0] if swaps else 0
+            if args.verbose:
+                text = log.read_text(errors="replace")
+                print(f"server: exit {process.returncode}; EMFILE errors: {text.count('Too many open files')}; "
+                      f"log tail:\n{text[-1500:]}")
     return tally
 
 
@@ -248,7 +309,7 @@ def report(tally: Tally, args: argparse.Namespace) -> str:
     pings = sorted(tally.pings)
     lines = [f"attack for {min(args.seconds, MAX_SECONDS):g} s: {args.readers} readers, {args.regex_workers} regex "
              f"attackers, {min(args.slowloris, MAX_SLOWLORIS)} slowloris connections, server open-file limit "
-             f"{args.fd_limit}"]
+             f"{args.fd_limit}, slowloris reconnect delay {args.reconnect_delay:g} s"]
     if pings:
         p99 = pings[min(len(pings) - 1, int(len(pings) * 0.99))]
         lines.append(f"ping: {len(pings)} answered, {tally.ping_failures} failed; p50 {statistics.median(pings)*1000:.1f} ms, "
@@ -269,6 +330,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--slowloris", type=int, default=300)
     parser.add_argument("--fd-limit", type=int, default=256)
+    parser.add_argument("--reconnect-delay", type=float, default=0.0,
+                        help="seconds a slowloris connection waits before reopening once closed (0: at once, a flood)")
     parser.add_argument("--readers", type=int, default=2)
     parser.add_argument("--regex-workers", type=int, default=2)
     parser.add_argument("--verbose", action="store_true")

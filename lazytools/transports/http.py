@@ -198,13 +198,14 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
 
 def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, header_timeout: float = 10.0,
                     max_connections: int = 512) -> uvicorn.Config:
+    # Headers within a deadline and a cap on open connections (http_limits.py): slowloris cannot starve us.
+    connections, backlog = fd_bounded(max_connections)
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        # Headers within a deadline and a cap on open connections (http_limits.py): slowloris cannot starve us.
-        http=guarded_protocol(AutoHTTPProtocol, header_timeout=header_timeout,
-                              max_connections=fd_bounded(max_connections)),
+        http=guarded_protocol(AutoHTTPProtocol, header_timeout=header_timeout, max_connections=connections),
+        backlog=backlog,
         lifespan="on",
         # uvicorn's own logging config writes access lines to stdout; ours sends everything to stderr.
         log_config=None,

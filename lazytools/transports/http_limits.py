@@ -6,8 +6,9 @@ stopped answering. `guarded_protocol` wraps uvicorn's HTTP protocol class:
 
 - a request's headers must be complete within `header_timeout` seconds of the connection (or, on a kept-alive
   connection, of the request's first byte), or the connection is closed;
-- past `max_connections` open connections, the oldest one still sending its headers is closed to make room; when
-  none is, the newcomer gets a 503 and is closed. Connections with a request being served are never cut.
+- past `max_connections` open connections, the oldest one still sending its headers is closed to make room (a real
+  client's headers follow its connection at once, so only a connection that stalls grows old); when none is, the
+  newcomer gets a 503 and is closed. Connections with a request being served are never cut.
 
 The body's deadline is the ASGI app's (`McpEndpoint`), which can answer 408.
 """
@@ -32,19 +33,25 @@ _FD_RESERVE = 64
 _BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
-def fd_bounded(max_connections: int) -> int:
-    """`max_connections`, lowered to fit under the process's open-file limit."""
+def fd_bounded(max_connections: int, backlog: int = 2048) -> tuple[int, int]:
+    """`max_connections` and the listen backlog, lowered to fit under the process's open-file limit.
+
+    asyncio accepts up to `backlog` connections in one go before any of them is seen (and closed, if over the cap),
+    and two or three such bursts can land before the first is seen, so the file descriptors must cover the open
+    connections, three bursts and a reserve for the rest; past the limit accept() fails with EMFILE and asyncio stops
+    accepting for a second at a time (measured: 44 times in 20 s of slowloris with room for one burst only)."""
     if resource is None:
-        return max_connections
+        return max_connections, backlog
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
-        return max_connections
-    fitting = max(soft - _FD_RESERVE, 8)
+        return max_connections, backlog
+    backlog = max(min(backlog, (soft - _FD_RESERVE) // 8), 8)
+    fitting = max(soft - _FD_RESERVE - 3 * backlog, 8)
     if fitting < max_connections:
-        logger.warning("LAZYTOOLS_MAX_CONNECTIONS=%d does not fit the open-file limit (%d): using %d",
-                       max_connections, soft, fitting)
-        return fitting
-    return max_connections
+        logger.warning("LAZYTOOLS_MAX_CONNECTIONS=%d does not fit the open-file limit (%d): using %d (listen backlog "
+                       "%d)", max_connections, soft, fitting, backlog)
+        return fitting, backlog
+    return max_connections, backlog
 
 
 def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
@@ -52,6 +59,8 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
     """A subclass of uvicorn's `base` protocol (h11 or httptools: both keep the request in `self.cycle`)."""
     waiting: dict[Any, None] = {}
     """Connections whose current request has not finished its headers, oldest first."""
+    refused = [0, 0.0]
+    """Newcomers refused since the last warning, and when that warning was logged (one a minute at most)."""
 
     class Guarded(base):  # type: ignore[misc,valid-type]
         _lt_timer: asyncio.TimerHandle | None = None
@@ -62,8 +71,11 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
             if len(self.connections) > max_connections:
                 oldest = next(iter(waiting), None)
                 if oldest is None:
-                    logger.warning("%d HTTP connections open (LAZYTOOLS_MAX_CONNECTIONS): refusing a new one",
-                                   len(self.connections) - 1)
+                    refused[0] += 1
+                    if self.loop.time() - refused[1] >= 60:
+                        logger.warning("%d HTTP connections open, all serving requests (LAZYTOOLS_MAX_CONNECTIONS): "
+                                       "refused %d new one(s)", len(self.connections) - 1, refused[0])
+                        refused[0], refused[1] = 0, self.loop.time()
                     transport.write(_BUSY)  # type: ignore[attr-defined]
                     transport.close()
                     return
@@ -95,7 +107,7 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
 
         def _lt_expire(self, why: str) -> None:
             self._lt_disarm()
-            logger.info("closing an HTTP connection from %s that did not finish its headers (%s)",
+            logger.debug("closing an HTTP connection from %s that did not finish its headers (%s)",
                         "%s:%d" % self.client if self.client else "?", why)
             if not self.transport.is_closing():
                 self.transport.close()
