@@ -116,6 +116,7 @@ class Tally:
         self.slow_opened = 0
         self.slow_closed = 0
         self.slow_refused = 0
+        self.raw: list[float] = []
 
 
 ATTACKS: list[tuple[str, dict[str, Any]]] = [
@@ -128,6 +129,12 @@ ATTACKS: list[tuple[str, dict[str, Any]]] = [
 
 async def call(c: Client, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
     return await c.call_tool("invoke_tool", {"tool_name": tool, "arguments": arguments})
+
+
+def _innermost(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {str(exc)[:80]}"
 
 
 READS: dict[str, dict[str, Any]] = {
@@ -152,7 +159,7 @@ async def caller(url: str, deadline: float, tally: Tally, calls: list[tuple[str,
                         if MARKER in text_of(result) or MARKER in json.dumps(result.structured_content or {}):
                             tally.outside += 1
         except Exception as exc:  # noqa: BLE001 - counted, the attack goes on
-            tally.outcomes[f"session broke: {type(exc).__name__}"] += 1
+            tally.outcomes[f"session broke: {_innermost(exc)}"] += 1
             await anyio.sleep(0.5)
 
 
@@ -168,9 +175,26 @@ async def pinger(url: str, deadline: float, tally: Tally) -> None:
                         await c.send_ping()
                     tally.pings.append(time.perf_counter() - start)
                     await anyio.sleep(0.1)
-        except Exception:  # noqa: BLE001 - counted, the run goes on
+        except Exception as exc:  # noqa: BLE001 - counted, the run goes on
             tally.ping_failures += 1
+            tally.outcomes[f"ping session broke: {_innermost(exc)}"] += 1
             await anyio.sleep(0.5)
+
+
+async def kept_alive(port: int, deadline: float, tally: Tally) -> None:
+    """GET /healthz every 100 ms on one kept-alive connection: the server's own delay, without connection set-up."""
+    stream = await anyio.connect_tcp("127.0.0.1", port)
+    try:
+        while time.monotonic() < deadline:
+            start = time.perf_counter()
+            await stream.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            await stream.receive()
+            tally.raw.append(time.perf_counter() - start)
+            await anyio.sleep(0.1)
+    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+        tally.outcomes["kept-alive /healthz connection closed"] += 1
+    finally:
+        await stream.aclose()
 
 
 async def health(base: str, deadline: float, tally: Tally) -> None:
@@ -279,6 +303,7 @@ async def attack(args: argparse.Namespace) -> Tally:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(pinger, url, deadline, tally)
                 tg.start_soon(health, base, deadline, tally)
+                tg.start_soon(kept_alive, port, deadline, tally)
             for _ in children:
                 message = await anyio.to_thread.run_sync(results.get, True, 120)
                 if message[0] == "callers":
@@ -312,11 +337,15 @@ def report(tally: Tally, args: argparse.Namespace) -> str:
              f"{args.fd_limit}, slowloris reconnect delay {args.reconnect_delay:g} s"]
     if pings:
         p99 = pings[min(len(pings) - 1, int(len(pings) * 0.99))]
+        slowest = sorted(range(len(tally.pings)), key=lambda i: -tally.pings[i])[:3]
         lines.append(f"ping: {len(pings)} answered, {tally.ping_failures} failed; p50 {statistics.median(pings)*1000:.1f} ms, "
-                     f"p99 {p99*1000:.1f} ms, max {pings[-1]*1000:.1f} ms")
+                     f"p99 {p99*1000:.1f} ms, max {pings[-1]*1000:.1f} ms (slowest: "
+                     + ", ".join(f"#{i + 1} {tally.pings[i] * 1000:.0f} ms" for i in slowest) + ")")
     else:
         lines.append(f"ping: none answered, {tally.ping_failures} failed")
-    lines.append(f"/healthz: {tally.health_checks - tally.health_failures}/{tally.health_checks} answered 200")
+    lines.append(f"/healthz: {tally.health_checks - tally.health_failures}/{tally.health_checks} answered 200 on new "
+                 f"connections; on one kept-alive connection {len(tally.raw)} answered, max "
+                 f"{max(tally.raw, default=0) * 1000:.1f} ms")
     lines.append(f"reads outside the root: {tally.outside}")
     lines.append(f"slowloris: {tally.slow_opened} connections opened, {tally.slow_closed} closed by the server, "
                  f"{tally.slow_refused} connects refused")

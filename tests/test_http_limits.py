@@ -114,3 +114,25 @@ async def test_session_ids_are_cut_in_info_logs(caplog: pytest.LogCaptureFixture
     assert len(created) == 1 and re.search(r"session ID: [0-9a-f]{8}…$", created[0]), created
     for record in caplog.records:
         assert not re.search(r"[0-9a-f]{32}", record.getMessage()), record.getMessage()
+
+
+async def test_at_the_cap_a_connection_that_sent_part_of_its_headers_goes_before_a_silent_one() -> None:
+    cap = 16
+    async with serving(header_timeout=600, max_connections=cap) as (base, port):
+        slow = []
+        for _ in range(cap - 1):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            await stream.send(PARTIAL)
+            slow.append(stream)
+        quiet = await anyio.connect_tcp("127.0.0.1", port)  # connected, nothing sent yet (a client about to write)
+        for _ in range(2 * cap):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            await stream.send(PARTIAL)
+            slow.append(stream)
+        for stream in slow[:cap]:
+            assert await closed_by_server(stream) == b""
+        await quiet.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        with anyio.fail_after(10):
+            assert (await quiet.receive()).startswith(b"HTTP/1.1 200")
+        for stream in [quiet, *slow]:
+            await stream.aclose()

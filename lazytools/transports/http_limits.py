@@ -6,9 +6,10 @@ stopped answering. `guarded_protocol` wraps uvicorn's HTTP protocol class:
 
 - a request's headers must be complete within `header_timeout` seconds of the connection (or, on a kept-alive
   connection, of the request's first byte), or the connection is closed;
-- past `max_connections` open connections, the oldest one still sending its headers is closed to make room (a real
-  client's headers follow its connection at once, so only a connection that stalls grows old); when none is, the
-  newcomer gets a 503 and is closed. Connections with a request being served are never cut.
+- past `max_connections` open connections, one that has not finished its headers is closed to make room: the oldest
+  of those that sent part of them (a real client sends its headers in one piece, a slowloris client a bit at a time),
+  else the oldest of those that sent nothing yet; when there is none, the newcomer gets a 503 and is closed.
+  Connections with a request being served are never cut.
 
 The body's deadline is the ASGI app's (`McpEndpoint`), which can answer 408.
 """
@@ -57,8 +58,12 @@ def fd_bounded(max_connections: int, backlog: int = 2048) -> tuple[int, int]:
 def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
                      max_connections: int) -> type[asyncio.Protocol]:
     """A subclass of uvicorn's `base` protocol (h11 or httptools: both keep the request in `self.cycle`)."""
-    waiting: dict[Any, None] = {}
-    """Connections whose current request has not finished its headers, oldest first."""
+    silent: dict[Any, None] = {}
+    """Connections waiting for a request that has not sent a byte of it yet, oldest first."""
+    partial: dict[Any, None] = {}
+    """Connections that sent part of a request's headers and not the rest, oldest first: closed first."""
+    closing: set[Any] = set()
+    """Connections this guard closed whose end uvicorn has not seen yet: they no longer count."""
     refused = [0, 0.0]
     """Newcomers refused since the last warning, and when that warning was logged (one a minute at most)."""
 
@@ -68,8 +73,8 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
-            if len(self.connections) > max_connections:
-                oldest = next(iter(waiting), None)
+            if len(self.connections) - len(closing) > max_connections:
+                oldest = next(iter(partial), None) or next(iter(silent), None)
                 if oldest is None:
                     refused[0] += 1
                     if self.loop.time() - refused[1] >= 60:
@@ -77,6 +82,7 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
                                        "refused %d new one(s)", len(self.connections) - 1, refused[0])
                         refused[0], refused[1] = 0, self.loop.time()
                     transport.write(_BUSY)  # type: ignore[attr-defined]
+                    closing.add(self)
                     transport.close()
                     return
                 oldest._lt_expire("LAZYTOOLS_MAX_CONNECTIONS reached")
@@ -87,20 +93,26 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
             if self._lt_timer is None and (cycle is None or cycle.response_complete):
                 self._lt_arm()  # the first bytes of the next request on a kept-alive connection
             super().data_received(data)
-            if self._lt_timer is not None and self.cycle is not self._lt_cycle:
-                self._lt_disarm()  # its headers are in: the request is being served
+            if self._lt_timer is not None:
+                if self.cycle is not self._lt_cycle:
+                    self._lt_disarm()  # its headers are in: the request is being served
+                elif self in silent:
+                    del silent[self]
+                    partial[self] = None
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._lt_disarm()
+            closing.discard(self)
             super().connection_lost(exc)
 
         def _lt_arm(self) -> None:
             self._lt_cycle = self.cycle
-            waiting[self] = None
+            silent[self] = None
             self._lt_timer = self.loop.call_later(header_timeout, self._lt_expire, "LAZYTOOLS_HEADER_TIMEOUT")
 
         def _lt_disarm(self) -> None:
-            waiting.pop(self, None)
+            silent.pop(self, None)
+            partial.pop(self, None)
             if self._lt_timer is not None:
                 self._lt_timer.cancel()
                 self._lt_timer = None
@@ -110,6 +122,7 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
             logger.debug("closing an HTTP connection from %s that did not finish its headers (%s)",
                         "%s:%d" % self.client if self.client else "?", why)
             if not self.transport.is_closing():
+                closing.add(self)
                 self.transport.close()
 
     Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
