@@ -33,7 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..safetext import redact_session_ids
 from ..settings import Settings
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
-from .http_limits import fd_bounded, guarded_protocol
+from .http_limits import GuardedServer, fd_bounded, guarded_protocol
 
 __all__ = ["MCP_PATH", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
@@ -227,9 +227,9 @@ async def serve_http(server: Server[Any], settings: Settings) -> None:
 
 def http_server(app: ASGIApp, settings: Settings) -> uvicorn.Server:
     """The uvicorn server for `app` on settings.host:settings.port, with lazytools' connection limits."""
-    return uvicorn.Server(_uvicorn_config(app, settings.host, settings.port, settings.log_level,
-                                          header_timeout=settings.header_timeout,
-                                          max_connections=settings.max_connections))
+    return GuardedServer(_uvicorn_config(app, settings.host, settings.port, settings.log_level,
+                                         header_timeout=settings.header_timeout,
+                                         max_connections=settings.max_connections))
 
 
 def _url_host(host: str) -> str:

@@ -18,19 +18,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import Any
+
+import uvicorn
 
 try:
     import resource
 except ImportError:  # Windows: no RLIMIT_NOFILE to fit under
     resource = None  # type: ignore[assignment]
 
-__all__ = ["fd_bounded", "guarded_protocol"]
+__all__ = ["LISTEN_QUEUE", "GuardedServer", "fd_bounded", "guarded_protocol"]
 
 logger = logging.getLogger(__name__)
 
 _FD_RESERVE = 64
 """File descriptors kept for everything else: upstream pipes, log files, the listening socket."""
+LISTEN_QUEUE = 1024
+"""Connections the kernel may hold before they are accepted (they cost no file descriptor of ours until then)."""
 _BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -127,3 +132,22 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
 
     Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
     return Guarded
+
+
+class GuardedServer(uvicorn.Server):
+    """uvicorn's server with a deep listen queue and a short accept burst.
+
+    asyncio uses one number for both: the kernel's listen queue and how many connections it accepts in one go. The
+    burst must be short to fit the open-file limit (see `fd_bounded`), but a short queue overflows under a flood of
+    connections, and a real client whose connection attempt is dropped waits a second for its retry. So after
+    start-up each listening socket is told again to listen, with `LISTEN_QUEUE`: the burst stays as it was."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        for server in self.servers:
+            for listening in server.sockets:
+                with socket.socket(fileno=listening.fileno()) as raw:
+                    try:
+                        raw.listen(LISTEN_QUEUE)
+                    finally:
+                        raw.detach()  # the socket stays asyncio's: only the queue length changed
