@@ -30,8 +30,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from lazytools import Catalog, FunctionGroup, Group, Settings, ToolArgumentsError, build_server
-from lazytools.gateway import open_gateway
-from lazytools.upstream_stdio import LineReader
+from lazytools.sources.gateway.gateway import open_gateway
+from lazytools.sources.gateway.stdio import LineReader
 from lazytools.validation import validate_arguments
 
 HOSTILE = Path(__file__).resolve().parent.parent / "tests" / "upstreams" / "hostile.py"

@@ -120,7 +120,7 @@ async def test_references_outside_the_schema_are_never_fetched(tmp_path: Path,
 async def test_a_broken_schema_checks_what_it_can_and_a_malformed_tool_is_skipped(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     async with opened(tmp_path, {"h": hostile()}) as o:
-        assert o.gateway["h"].status == "up"
+        assert o.gateway["h"].state == "serving"
         assert "h__echo" in o.catalog and "h__broken" not in o.catalog
         async with client(o.server, "claude-ai") as c:
             for tool in ("h__bad_pattern", "h__ref_loop"):

@@ -7,7 +7,7 @@ event loop was busy all along. Here a byte buffer is searched only where new byt
 it answers gets an error saying how large it was (found from the `"id"` at the start of the line).
 
 Lines the SDK's strict JSON parser refuses but Python's accepts (lone surrogate escapes, `NaN`) are parsed by the
-latter and handed on; lazytools' result boundary (results.py) makes them sendable.
+latter and handed on; lazytools' result boundary (server/results.py) makes them sendable.
 
 Process start and stop are the SDK's own (spawn in a new session, close stdin, wait, kill the tree), reached through
 `lazytools.sdk` (they are private in mcp 2.3.0).
