@@ -1,6 +1,6 @@
 """A bounded, local attack on a real `lazytools --transport http` process, while another session pings it.
 
-    python benchmarks/attack.py [--seconds 30] [--slowloris 300] [--fd-limit 256]
+    python -m benchmarks.attack [--seconds 30] [--slowloris 300] [--fd-limit 256]
 
 Only 127.0.0.1, only a child process this script starts (bundled catalog, files root in a scratch directory), and
 every loop ends at the deadline (at most 120 s). At once, for `--seconds`:

@@ -29,6 +29,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 import regex
 from jsonschema import validators
 from jsonschema.exceptions import ValidationError
@@ -39,7 +40,7 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from .errors import ToolArgumentsError
 from .safetext import clip
 
-__all__ = ["compact_json", "validate_arguments", "validate_off_loop"]
+__all__ = ["checks_running", "compact_json", "validate_arguments", "validate_off_loop"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +49,9 @@ _MAX_COLLECTED = 50
 """Errors gathered before sorting: an array of a million wrong items does not make a million error objects."""
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 DEFAULT_TIMEOUT = 5.0
-_LIMITER: anyio.CapacityLimiter | None = None
-"""Validations in worker threads at once: hostile ones cannot take every thread the in-process tools need."""
+_LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("lazytools_validation_limiter")
+"""Validations in worker threads at once, per event loop: hostile ones cannot take every thread the in-process
+tools need."""
 _WORKERS = 4
 
 
@@ -59,6 +61,19 @@ def compact_json(value: Any) -> str:
 
 class _OutOfTime(Exception):
     """The deadline passed in the middle of a check."""
+
+
+class _PatternTooSlow(Exception):
+    """One `pattern` took longer than `_PATTERN_TIMEOUT` on one value: it backtracks."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        super().__init__(pattern)
+
+
+_PATTERN_TIMEOUT = 1.0
+"""Seconds one pattern may take on one value (the regex package counts CPU time). A sane pattern takes
+microseconds; one that backtracks catastrophically is stopped here instead of at the whole check's deadline."""
 
 
 def _refuse_retrieval(uri: str) -> Any:
@@ -131,10 +146,13 @@ def _search(pattern: str, text: str) -> bool:
         compiled = _compiled(pattern)
     except (regex.error, TypeError, ValueError) as exc:
         raise _BrokenSchema(f"has a pattern that does not compile ({clip(pattern, 60)}: {exc})") from None
+    budget = min(check.remaining(), _PATTERN_TIMEOUT)
     try:
-        return compiled.search(text, timeout=check.remaining()) is not None
+        return compiled.search(text, timeout=budget) is not None
     except TimeoutError:
-        raise _OutOfTime from None
+        if budget < _PATTERN_TIMEOUT:
+            raise _OutOfTime from None
+        raise _PatternTooSlow(pattern) from None
 
 
 class _BrokenSchema(Exception):
@@ -216,7 +234,7 @@ def _guarded(keyword: str, apply: Callable[..., Iterator[ValidationError]]) -> C
         check.tick_sometimes()
         try:
             yield from apply(validator, value, instance, schema)
-        except (_OutOfTime, ValidationError):
+        except (_OutOfTime, _PatternTooSlow, ValidationError):
             raise
         except _BrokenSchema as exc:
             check.problems.add(str(exc))
@@ -298,6 +316,10 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
         raise ToolArgumentsError(
             f"Invalid arguments for {clip(tool)}: checking them against the input schema took longer than "
             f"{timeout:g} s (LAZYTOOLS_VALIDATION_TIMEOUT); make them smaller or simpler.") from None
+    except _PatternTooSlow as slow:
+        raise ToolArgumentsError(
+            f"Invalid arguments for {clip(tool)}: the input schema's pattern {clip(slow.pattern, 80)!r} took more "
+            f"than {_PATTERN_TIMEOUT:g} s on a value (it backtracks); not checked, not sent.") from None
     finally:
         _current.check = previous
     for problem in sorted(check.problems):
@@ -330,7 +352,7 @@ def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check)
     except RecursionError:
         check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
         return []
-    except _OutOfTime:
+    except (_OutOfTime, _PatternTooSlow):
         raise
     except Exception as exc:  # noqa: BLE001 - raised outside any keyword (e.g. an unknown $schema dialect)
         check.problems.add(f"cannot be applied ({type(exc).__name__}: {clip(str(exc), 120)})")
@@ -341,16 +363,27 @@ def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check)
 async def validate_off_loop(tool: str, schema: Mapping[str, Any], arguments: Any, *,
                             timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
     """`validate_arguments` in a worker thread: the event loop keeps serving every other session meanwhile."""
-    global _LIMITER
-    if _LIMITER is None:
-        _LIMITER = anyio.CapacityLimiter(_WORKERS)
     run = partial(validate_arguments, tool, schema, arguments, timeout=timeout, max_bytes=max_bytes)
     # The deadline inside the check stops it; this outer one only covers a check stuck in one C call.
     with anyio.move_on_after(timeout + 1.0) as scope:
-        return await anyio.to_thread.run_sync(run, limiter=_LIMITER, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(run, limiter=_limiter(), abandon_on_cancel=True)
     assert scope.cancelled_caught
     raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: not checked within {timeout:g} s "
                              "(LAZYTOOLS_VALIDATION_TIMEOUT).")
+
+
+def _limiter() -> anyio.CapacityLimiter:
+    try:
+        return _LIMITER.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(_WORKERS)
+        _LIMITER.set(limiter)
+        return limiter
+
+
+def checks_running() -> int:
+    """How many argument checks are running in worker threads now (in this event loop)."""
+    return int(_limiter().borrowed_tokens)
 
 
 def _shorten(message: str, limit: int = 300) -> str:

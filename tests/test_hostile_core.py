@@ -246,13 +246,13 @@ async def test_a_slow_validation_does_not_hold_other_sessions(tmp_path: Path) ->
 
             async def attack() -> None:
                 result = await call(attacker, "h__slow_pattern", {"text": "a" * 40 + "!"})
-                assert result.is_error and "LAZYTOOLS_VALIDATION_TIMEOUT" in text_of(result), text_of(result)
+                assert result.is_error and "it backtracks" in text_of(result), text_of(result)
                 order.append("attack answered")
 
             with anyio.fail_after(120):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(attack)
-                    await eventually(lambda: validation._LIMITER is not None and validation._LIMITER.borrowed_tokens)
+                    await eventually(validation.checks_running)
                     await ping(other)
                     order.append("ping answered")
                     fine = await call(other, "h__echo", {"text": "meanwhile"})
