@@ -338,7 +338,8 @@ def report(tally: Tally, args: argparse.Namespace) -> str:
     if pings:
         p99 = pings[min(len(pings) - 1, int(len(pings) * 0.99))]
         slowest = sorted(range(len(tally.pings)), key=lambda i: -tally.pings[i])[:3]
-        lines.append(f"ping: {len(pings)} answered, {tally.ping_failures} failed; p50 {statistics.median(pings)*1000:.1f} ms, "
+        lines.append(f"ping: {len(pings)} answered, {tally.ping_failures} failed; "
+                     f"p50 {statistics.median(pings) * 1000:.1f} ms, "
                      f"p99 {p99*1000:.1f} ms, max {pings[-1]*1000:.1f} ms (slowest: "
                      + ", ".join(f"#{i + 1} {tally.pings[i] * 1000:.0f} ms" for i in slowest) + ")")
     else:

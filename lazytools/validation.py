@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -30,7 +31,6 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from anyio.lowlevel import RunVar
-import regex
 from jsonschema import validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
@@ -43,6 +43,23 @@ from .safetext import clip
 __all__ = ["checks_running", "compact_json", "validate_arguments", "validate_off_loop"]
 
 logger = logging.getLogger(__name__)
+
+
+def _regex_package() -> Any:
+    """The `regex` package, or None when a script's own folder shadows it (`python examples/my_server.py` puts
+    examples/, which holds a regex.py, first on sys.path): then patterns fall back to `re`, without a timeout."""
+    try:
+        import regex
+    except ImportError:
+        regex = None
+    if regex is None or not hasattr(regex, "VERSION1"):
+        logger.warning("the regex package is shadowed by another module named regex (a regex.py beside the script?): "
+                       "schema patterns are matched with re, without a timeout")
+        return None
+    return regex
+
+
+_REGEX = _regex_package()
 
 _MAX_REPORTED = 5
 _MAX_COLLECTED = 50
@@ -136,17 +153,19 @@ def _warn_once(tool: str, problem: str) -> None:
 
 
 @lru_cache(maxsize=512)
-def _compiled(pattern: str) -> regex.Pattern[str]:
-    return regex.compile(pattern)
+def _compiled(pattern: str) -> Any:
+    return _REGEX.compile(pattern) if _REGEX is not None else re.compile(pattern)
 
 
 def _search(pattern: str, text: str) -> bool:
     check = _check()
     try:
         compiled = _compiled(pattern)
-    except (regex.error, TypeError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - regex.error, re.error, a pattern that is not a string: all broken
         raise _BrokenSchema(f"has a pattern that does not compile ({clip(pattern, 60)}: {exc})") from None
     budget = min(check.remaining(), _PATTERN_TIMEOUT)
+    if _REGEX is None:
+        return compiled.search(text) is not None
     try:
         return compiled.search(text, timeout=budget) is not None
     except TimeoutError:
@@ -336,7 +355,8 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
     more = f" (and {len(errors) - _MAX_REPORTED} more)" if len(errors) > _MAX_REPORTED else ""
     more = more.replace(" more)", "+ more)") if len(errors) >= _MAX_COLLECTED else more
     raise ToolArgumentsError(
-        f"Invalid arguments for {clip(tool)}: " + "; ".join(problems[:_MAX_REPORTED]) + more + f". Input schema: {compact_json(schema)}"
+        f"Invalid arguments for {clip(tool)}: " + "; ".join(problems[:_MAX_REPORTED]) + more
+        + f". Input schema: {compact_json(schema)}"
     )
 
 

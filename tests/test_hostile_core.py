@@ -22,12 +22,14 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.message import SessionMessage
 
 from lazytools import Catalog, ConfigError, FunctionGroup, Group, ToolArgumentsError, build_server
 import lazytools
 from lazytools import validation
 from lazytools.sources.gateway.config import load_config, parse_config
 from lazytools.sources.gateway.configtext import expand_variables
+from lazytools.sources.gateway.stdio import LineReader, parse_line
 from lazytools.transports.http import build_app
 from lazytools.validation import validate_arguments
 
@@ -109,7 +111,8 @@ async def test_references_outside_the_schema_are_never_fetched(tmp_path: Path,
                         wrong = await call(c, tool, {"text": "abc", "n": "x"})
                         assert wrong.is_error and "n: 'x' is not of type 'integer'" in text_of(wrong)
         assert seen == []
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "not inside" in r.getMessage()]
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelno == logging.WARNING and "not inside" in r.getMessage()]
     assert len(warnings) == 2, warnings  # once per tool
     assert any("h__ref_url" in w and url in w for w in warnings) and any("h__ref_file" in w for w in warnings)
 
@@ -351,3 +354,25 @@ def test_include_and_exclude_patterns_ignore_case() -> None:
     assert not server.allows("Delete_Everything") and not server.allows("DELETE_EVERYTHING")
     assert server.allows("Keep_Everything") and server.allows("List_Things") and not server.allows("other")
     assert server.unmatched_includes(["KEEP_everything"]) == ["list*"]
+
+
+# -- item 9: the upstream line reader --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 300, 65536])
+def test_the_line_reader_splits_any_chunking_and_answers_oversized_lines_by_id(chunk: int) -> None:
+    long_first = b'{"jsonrpc":"2.0","id":7,"result":{"x":"' + b"a" * 500 + b'"}}'
+    long_last = b'{"result":{"x":"' + b"b" * 500 + b'"},"jsonrpc":"2.0","id":"k"}'
+    no_id = b'{"result":{"x":"' + b"c" * 500 + b'"}}'
+    short = b'{"jsonrpc":"2.0","id":8,"result":{}}'
+    data = b"\n".join([short, long_first, b"", long_last, no_id, short]) + b"\n" + short  # the last without \n
+    reader = LineReader(200)
+    lines = [line for i in range(0, len(data), chunk) for line in reader.feed(data[i:i + chunk])] + reader.end()
+    parsed = [parse_line(line, 200) for line in lines]
+    kinds = [type(item.message).__name__ if isinstance(item, SessionMessage) else type(item).__name__
+             for item in parsed if item is not None]
+    assert kinds == ["JSONRPCResponse", "JSONRPCError", "JSONRPCError", "ValueError", "JSONRPCResponse",
+                     "JSONRPCResponse"]
+    errors = [item.message for item in parsed if isinstance(item, SessionMessage)
+              and isinstance(item.message, types.JSONRPCError)]
+    assert [e.id for e in errors] == [7, "k"] and "it was not read" in errors[0].error.message

@@ -98,7 +98,8 @@ async def test_past_the_connection_cap_the_oldest_unfinished_one_makes_room() ->
 async def test_a_body_that_never_arrives_gets_408() -> None:
     async with serving(body_timeout=1) as (base, port):
         stream = await anyio.connect_tcp("127.0.0.1", port)
-        await stream.send(PARTIAL + b"Accept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n{\"jsonrpc\"")
+        await stream.send(PARTIAL + b"Accept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n"
+                          b'{"jsonrpc"')
         answer = await closed_by_server(stream)
         assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
         assert b"Request body not received within 1 s" in answer

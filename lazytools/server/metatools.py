@@ -143,7 +143,8 @@ def search_tools(
     if group is not None and group not in {g.name for g in catalog.groups}:
         close = [g.name for g in catalog.groups if group.lower() in g.name.lower() or g.name.lower() in group.lower()]
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise ToolArgumentsError(f"Unknown group '{clip(group)}'.{hint} Groups: {', '.join(g.name for g in catalog.groups)}")
+        groups = ", ".join(g.name for g in catalog.groups)
+        raise ToolArgumentsError(f"Unknown group '{clip(group)}'.{hint} Groups: {groups}")
 
     found: list[ToolEntry] = []
     weaker: list[ToolEntry] = []

@@ -44,10 +44,11 @@ __all__ = ["LineReader", "OversizedLine", "parse_line", "stdio_client"]
 logger = logging.getLogger(__name__)
 
 _FLUSH_TIMEOUT = 0.5
-_ID_AT_START = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+_ID_VALUE = rb'(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
+_ID_AT_START = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID_VALUE)
 # Most writers put the id first (`{"jsonrpc":"2.0","id":7,"result":...}`); some put it last (`{"result":...,
 # "jsonrpc":"2.0","id":7}`). Only those two top-level places are trusted: an "id" inside the result is not one.
-_ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$')
+_ID_AT_END = re.compile(rb'"id"\s*:\s*' + _ID_VALUE + rb'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$')
 _EDGE = 512
 
 
@@ -90,7 +91,13 @@ class LineReader:
             chunk = chunk[end + 1:]
         self._buffer += chunk
         while (end := self._buffer.find(b"\n", self._searched)) >= 0:
-            out.append(bytes(self._buffer[:end]))
+            if end > self.max_line_bytes:  # a long line that arrived whole in one chunk
+                oversized = OversizedLine(0, bytes(self._buffer[:_EDGE]))
+                oversized.skipped(bytes(self._buffer[max(end - _EDGE, 0):end]))
+                oversized.size = end
+                out.append(oversized)
+            else:
+                out.append(bytes(self._buffer[:end]))
             del self._buffer[: end + 1]
             self._searched = 0
         self._searched = len(self._buffer)
