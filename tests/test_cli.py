@@ -43,3 +43,13 @@ def test_unknown_setting_value_is_reported(tmp_path: Path, capsys: pytest.Captur
     monkeypatch.setenv("LAZYTOOLS_DEFAULT_SURFACE", "sometimes")
     assert main(["surface"]) == 2
     assert "default_surface" in capsys.readouterr().err
+
+
+def test_options_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lazytools search --tools-jsonl FILE "query"`: the option is an option, not the query."""
+    monkeypatch.chdir(tmp_path)
+    tools = tmp_path / "tools.jsonl"
+    tools.write_text('{"id": "t1", "name": "frobnicate_widget", "description": "Frobnicate a widget."}\n')
+    assert main(["search", "--tools-jsonl", str(tools), "frobnicate", "--limit", "1"]) == 0
+    assert "frobnicate_widget" in capsys.readouterr().out
