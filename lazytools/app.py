@@ -16,6 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.abc
 import mcp_types as types
 
 from .catalog import Catalog, Group
@@ -100,15 +101,15 @@ async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
 async def serve(settings: Settings) -> None:
     async with open_server(settings) as server:
         await server.index.ready()  # built before the first client asks, not during its first search
-        logger.info("serving %d tools over %s", len(server.catalog), settings.transport)
         if settings.transport == "http":
             from .transports.http import serve_http
 
+            logger.info("serving %d tools over http", len(server.catalog))
             await _until_sigterm(serve_http(server, settings))
         else:
             from .transports.stdio import serve_stdio
 
-            await _until_signalled(serve_stdio(server))
+            await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
 
 
 async def _until_sigterm(serving: Awaitable[None]) -> None:
@@ -138,18 +139,22 @@ async def _until_sigterm(serving: Awaitable[None]) -> None:
             signal.signal(signal.SIGTERM, previous)
 
 
-async def _until_signalled(serving: Awaitable[None]) -> None:
-    """Run `serving` until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs uncancelled."""
+async def _until_signalled(serving: Awaitable[None], started: str) -> None:
+    """Run `serving` until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs uncancelled.
+
+    `started` is logged once the signals are ours, so whoever waits for it may signal at once."""
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as tg:
 
-            async def stop_on_signal() -> None:
+            async def stop_on_signal(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    task_status.started()
                     async for signum in signals:
                         logger.info("received %s, shutting down", signal.Signals(signum).name)
                         scope.cancel()
                         return
 
-            tg.start_soon(stop_on_signal)
+            await tg.start(stop_on_signal)
+            logger.info("%s", started)
             await serving
             tg.cancel_scope.cancel()

@@ -21,6 +21,15 @@ from .settingsdoc import env_name, flag_name, is_secret
 __all__ = ["main"]
 
 
+_WAITING = """\
+lazytools is an MCP server: it is waiting for an MCP client to speak JSON-RPC on stdin (this terminal).
+Point a client at the `lazytools` command instead (README: "Add it to your client"), or try it from the shell:
+  lazytools search "convert a temperature"     the tools a query finds
+  lazytools surface                            what a fresh session lists, and its token cost
+  npx @modelcontextprotocol/inspector --cli lazytools --method tools/list
+Ctrl-C stops it."""
+
+
 def _json_object(text: str) -> Any:
     try:
         return json.loads(text)
@@ -111,8 +120,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from . import app, report
 
-    app.configure_logging(settings.log_level if args.command in (None, "serve") else "WARNING")
-    if args.command in (None, "serve"):
+    serving = args.command in (None, "serve")
+    # `search` and `surface` print a report: logs (upstream servers' stderr among them) only when asked for debugging
+    app.configure_logging(settings.log_level if serving or settings.log_level == "DEBUG" else "WARNING")
+    if serving:
+        if settings.transport == "stdio" and sys.stdin is not None and sys.stdin.isatty():
+            print(_WAITING, file=sys.stderr, flush=True)
         await app.serve(settings)
     elif args.command == "search":
         async with app.open_catalog(settings) as catalog:
