@@ -15,6 +15,7 @@ from lazytools.names import check_tool_name
 from lazytools.search import SearchIndex
 
 
+@pytest.mark.process
 async def test_a_short_soak_serves_every_kind_of_session_without_errors() -> None:
     report = await run_soak(SoakPlan(sessions=3, seconds=4, sample_every=0.5, churn=2))
     assert report.errors == 0, report.error_samples
@@ -56,6 +57,7 @@ def test_the_plan_is_bounded(bad: dict[str, float]) -> None:
         SoakPlan(**bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.process
 def test_the_command_line_runs_a_tiny_soak(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--sessions", "2", "--seconds", "1", "--sample-every", "0.5", "--churn", "1"]) == 0
     out = capsys.readouterr().out

@@ -19,6 +19,8 @@ from .conftest import Recorder, client, text_of
 from .helpers import eventually, tool_names
 from .upstreams.helpers import http_toy, opened, toy
 
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
+
 
 async def test_an_upstream_that_crashes_mid_session_is_named_and_comes_back_on_next_use(tmp_path: Path) -> None:
     servers = {"alpha": toy("alpha", "--tools", "echo,crash"), "beta": toy("beta", "--tools", "echo")}

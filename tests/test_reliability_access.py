@@ -21,6 +21,8 @@ from .test_http import rpc
 from .upstreams.faulty import entry
 from .upstreams.helpers import opened
 
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
+
 EXCLUDED = ["alpha__delete_everything", "beta__read_file", "beta__delete_everything", "alpha__extra"]
 """Public names of tools the config below leaves out (alpha__extra appears upstream only after `grow`)."""
 
