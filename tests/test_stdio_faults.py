@@ -78,7 +78,8 @@ def test_garbage_is_answered_or_dropped_and_service_goes_on(tmp_path: Path) -> N
     by_id = {m.get("id"): m for m in messages}
     for number, name in enumerate(names):
         listed = by_id[1000 + number]
-        assert "result" in listed and listed["result"]["tools"][0]["name"] == "search_tools", name  # type: ignore[index]
+        assert "result" in listed, name
+        assert listed["result"]["tools"][0]["name"] == "search_tools", name  # type: ignore[index]
     for message in messages:
         if message.get("id") not in {1, 99, *(1000 + n for n in range(len(names)))}:
             assert "error" in message or message["result"]["isError"] is True, message  # type: ignore[index]
