@@ -81,8 +81,8 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _child(command: list[str], port: int, cwd: Path) -> Iterator[str]:
-    """Start a server, wait until it accepts connections (60 s at most), yield its /mcp URL, stop it."""
+def _child(command: list[str], port: int, cwd: Path) -> Iterator[tuple[str, int]]:
+    """Start a server, wait until it accepts connections (60 s at most), yield its /mcp URL and pid, stop it."""
     process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
     try:
@@ -96,7 +96,7 @@ def _child(command: list[str], port: int, cwd: Path) -> Iterator[str]:
                     error = process.stderr.read().decode(errors="replace") if process.stderr else ""
                     raise RuntimeError(f"{command} did not start: {error[-2000:]}") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", process.pid
     finally:
         process.terminate()
         try:
@@ -123,8 +123,17 @@ def _check(url: str, body: dict[str, Any]) -> str:
     return text
 
 
-def _wrk(url: str, body: dict[str, Any], seconds: float, connections: int) -> tuple[float, int]:
-    """Requests per second and non-2xx answers, by wrk (one thread: the machine has few cores)."""
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system, all threads) a process has used so far; None where /proc is missing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wrk(url: str, body: dict[str, Any], seconds: float, connections: int) -> tuple[float, int, int]:
+    """Requests per second, requests and non-2xx answers, by wrk (one thread: the machine has few cores)."""
     headers = "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in _headers(body).items())
     script = f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n{headers}'
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as file:
@@ -135,18 +144,19 @@ def _wrk(url: str, body: dict[str, Any], seconds: float, connections: int) -> tu
     finally:
         os.unlink(file.name)
     rate = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
+    total = re.search(r"(\d+) requests in", done.stdout)
     bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", done.stdout)
     errors = re.search(r"Socket errors:.*", done.stdout)
-    if rate is None:
+    if rate is None or total is None:
         raise RuntimeError(f"wrk said: {done.stdout}{done.stderr}")
     failures = int(bad.group(1)) if bad else 0
     if errors:
         failures += sum(int(n) for n in re.findall(r"\d+", errors.group(0)))
-    return float(rate.group(1)), failures
+    return float(rate.group(1)), int(total.group(1)), failures
 
 
-def _python_load(url: str, body: dict[str, Any], seconds: float, connections: int) -> tuple[float, int]:
-    """Requests per second and failures, by `connections` keep-alive clients in this process (no wrk here)."""
+def _python_load(url: str, body: dict[str, Any], seconds: float, connections: int) -> tuple[float, int, int]:
+    """Requests per second, requests and failures, by `connections` keep-alive clients in this process."""
     import anyio
     import httpx2
 
@@ -167,14 +177,18 @@ def _python_load(url: str, body: dict[str, Any], seconds: float, connections: in
         return time.perf_counter() - start
 
     elapsed = anyio.run(run)
-    return (counts["ok"] + counts["bad"]) / elapsed, counts["bad"]
+    total = counts["ok"] + counts["bad"]
+    return total / elapsed, total, counts["bad"]
 
 
 def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int = 3,
                           progress: Callable[[str], None] | None = None) -> str:
+    """Requests per second, and server CPU per request (steadier on a shared machine), for both servers."""
     load = _wrk if shutil.which("wrk") else _python_load
     generator = "wrk -t1" if load is _wrk else "a Python client"
-    rates: dict[str, list[float]] = {"bare SDK": [], "lazytools": []}
+    names = ("bare SDK", "lazytools")
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}  # server CPU microseconds per request
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -183,18 +197,23 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
         lazy_command = [sys.executable, "-m", "lazytools", "--transport", "http", "--port", str(lazy_port),
                         "--log-level", "WARNING", "--files-root", str(root)]
         here = Path(__file__).resolve().parent.parent
-        with _child(bare_command, bare_port, here) as bare_url, _child(lazy_command, lazy_port, root) as lazy_url:
-            targets = {"bare SDK": (bare_url, BARE_CALL), "lazytools": (lazy_url, LAZYTOOLS_CALL)}
-            for url, body in targets.values():
+        with _child(bare_command, bare_port, here) as bare, _child(lazy_command, lazy_port, root) as lazy:
+            targets = {"bare SDK": (*bare, BARE_CALL), "lazytools": (*lazy, LAZYTOOLS_CALL)}
+            for url, _, body in targets.values():
                 _check(url, body)
                 load(url, body, 1, connections)  # warm-up: imports, caches, the first connections
             for number in range(rounds):
-                order = list(targets) if number % 2 == 0 else list(reversed(targets))
+                order = list(names) if number % 2 == 0 else list(reversed(names))
                 for name in order:
                     if progress:
                         progress(f"HTTP throughput: round {number + 1}/{rounds}, {name} ({seconds:g} s)")
-                    rate, bad = load(*targets[name], seconds, connections)
+                    url, pid, body = targets[name]
+                    before = _cpu_seconds(pid)
+                    rate, total, bad = load(url, body, seconds, connections)
+                    after = _cpu_seconds(pid)
                     rates[name].append(rate)
+                    if before is not None and after is not None and total:
+                        cpu[name].append((after - before) / total * 1e6)
                     failures += bad
     ratios = [ours / bare for ours, bare in zip(rates["lazytools"], rates["bare SDK"], strict=True)]
     lines = [f"## Stateless tools/call over HTTP ({VERSION}, {connections} connections, 127.0.0.1, {generator}, "
@@ -202,8 +221,13 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
              *(f"{name:>10}: " + ", ".join(f"{rate:,.0f}" for rate in values) + " req/s"
                f" (median {statistics.median(values):,.0f})" for name, values in rates.items()),
              "lazytools / bare, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios)
-             + f" (median {statistics.median(ratios):.2f}x, spread {min(ratios):.2f}-{max(ratios):.2f})",
-             f"failed requests: {failures}"]
+             + f" (median {statistics.median(ratios):.2f}x, spread {min(ratios):.2f}-{max(ratios):.2f})"]
+    if all(cpu.values()):
+        bare_cpu, ours_cpu = statistics.median(cpu["bare SDK"]), statistics.median(cpu["lazytools"])
+        lines.append("server CPU per request: bare SDK " + ", ".join(f"{v:.0f}" for v in cpu["bare SDK"])
+                     + " µs; lazytools " + ", ".join(f"{v:.0f}" for v in cpu["lazytools"]) + " µs; "
+                     + f"bare / lazytools (throughput on an idle core) {bare_cpu / ours_cpu:.2f}x")
+    lines.append(f"failed requests: {failures}")
     return "\n".join(lines)
 
 
