@@ -94,6 +94,7 @@ async def call(c: Client, tool: str, arguments: dict[str, Any]) -> types.CallToo
 # -- item 2: $ref is never fetched ------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 async def test_references_outside_the_schema_are_never_fetched(tmp_path: Path,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
     local = tmp_path / "integer.json"
@@ -120,6 +121,7 @@ async def test_references_outside_the_schema_are_never_fetched(tmp_path: Path,
 # -- item 4: broken schemas and malformed tools ----------------------------------------------------------------------
 
 
+@pytest.mark.process
 async def test_a_broken_schema_checks_what_it_can_and_a_malformed_tool_is_skipped(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     async with opened(tmp_path, {"h": hostile()}) as o:
@@ -141,6 +143,7 @@ async def test_a_broken_schema_checks_what_it_can_and_a_malformed_tool_is_skippe
 # -- items 3 and 4: results that cannot be serialised -----------------------------------------------------------------
 
 
+@pytest.mark.process
 async def test_lone_surrogates_and_nan_from_an_upstream_do_not_break_stdio(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"h": hostile(timeout=10)}}))
@@ -224,6 +227,7 @@ async def test_in_process_results_over_the_limit_are_truncated_with_a_note() -> 
         assert text_of(small) == "é" * 10
 
 
+@pytest.mark.process
 async def test_upstream_results_are_bounded_and_a_huge_one_is_not_read(tmp_path: Path) -> None:
     limit = 65536
     async with opened(tmp_path, {"h": hostile()}, max_result_bytes=limit) as o:
@@ -242,6 +246,7 @@ async def test_upstream_results_are_bounded_and_a_huge_one_is_not_read(tmp_path:
 # -- item 6: validation off the event loop, bounded ------------------------------------------------------------------
 
 
+@pytest.mark.process
 async def test_a_slow_validation_does_not_hold_other_sessions(tmp_path: Path) -> None:
     async with opened(tmp_path, {"h": hostile()}, validation_timeout=2) as o:
         order: list[str] = []
@@ -285,6 +290,7 @@ def test_arguments_over_the_size_limit_are_refused_before_checking() -> None:
 # -- item 10: what is logged and echoed is escaped and short ----------------------------------------------------------
 
 
+@pytest.mark.process
 async def test_hostile_names_are_escaped_and_cut_in_logs_and_errors(caplog: pytest.LogCaptureFixture,
                                                                      catalog: Catalog) -> None:
     caplog.set_level(logging.INFO)
