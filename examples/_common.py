@@ -1,6 +1,7 @@
 """Shared guards for the example tools: input-size caps, the result-size cap, and results made safe for JSON."""
 
 import functools
+import json
 import math
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -17,6 +18,7 @@ __all__ = [
     "clean_text",
     "json_ready",
     "bounded_tool",
+    "MAX_ERROR_CHARS",
 ]
 
 # Tools must stay fast and bounded no matter what a client sends, so every
@@ -73,8 +75,11 @@ def clean_text(text: str) -> str:
     return text
 
 
-def _utf8_size(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+def _json_size(text: str) -> int:
+    """Bytes of `text` as a JSON string in UTF-8 (quotes, escapes of quotes, backslashes and control characters)."""
+    if text.isascii() and text.isprintable():
+        return len(text) + 2 + text.count('"') + text.count("\\")
+    return len(json.dumps(clean_text(text), ensure_ascii=False).encode("utf-8"))
 
 
 def json_ready(value: Any) -> Any:
@@ -82,21 +87,33 @@ def json_ready(value: Any) -> Any:
 
     Floats that are not finite become the strings "NaN", "Infinity" and "-Infinity" (JSON has no such numbers);
     lone surrogates in strings and keys are escaped as text (`\\ud800`); results deeper than MAX_RESULT_DEPTH,
-    holding an integer of more than MAX_RESULT_INT_BITS bits, or larger than MAX_RESULT_BYTES as JSON raise
-    ValueError. The size is counted while walking, so the walk stops as soon as the limit is passed.
+    holding an integer of more than MAX_RESULT_INT_BITS bits, or larger than MAX_RESULT_BYTES as sent raise
+    ValueError. The size is counted while walking, so the walk stops as soon as the limit is passed. An object is
+    sent twice (as JSON text and as structured content) and JSON text is escaped once more inside the message, so
+    an object may use a little under half of MAX_RESULT_BYTES, any other JSON value a little under all of it.
     """
-    budget = [MAX_RESULT_BYTES]
+    if isinstance(value, str):
+        limit = MAX_RESULT_BYTES - _MESSAGE_ROOM
+    elif isinstance(value, dict):
+        limit = int(MAX_RESULT_BYTES / 2.2) - _MESSAGE_ROOM
+    else:
+        limit = int(MAX_RESULT_BYTES / 1.2) - _MESSAGE_ROOM
+    budget = [limit]
     out = _clean(value, 0, budget)
     if budget[0] < 0:
         raise result_too_large()
     return out
 
 
+# Room for the rest of the JSON-RPC message around a result.
+_MESSAGE_ROOM = 1024
+
+
 def _clean(value: Any, depth: int, budget: list[int]) -> Any:
     if budget[0] < 0:
         raise result_too_large()
     if isinstance(value, str):
-        budget[0] -= _utf8_size(value) + 2
+        budget[0] -= _json_size(value)
         return clean_text(value)
     if isinstance(value, bool) or value is None:
         budget[0] -= 5
@@ -119,20 +136,45 @@ def _clean(value: Any, depth: int, budget: list[int]) -> Any:
         cleaned: dict[Any, Any] = {}
         for key, item in value.items():
             key = clean_text(key) if isinstance(key, str) else key
-            budget[0] -= _utf8_size(str(key)) + 4
+            budget[0] -= _json_size(str(key)) + 4  # ": " and ", "
             cleaned[key] = _clean(item, depth + 1, budget)
         return cleaned
     if isinstance(value, (list, tuple)):
         budget[0] -= 2
-        return [_clean(item, depth + 1, budget) for item in value]
+        out = []
+        for item in value:
+            budget[0] -= 2  # ", "
+            out.append(_clean(item, depth + 1, budget))
+        return out
     return value
 
 
+# Error messages echo inputs; a 1 MB argument must not come back as a 1 MB error.
+MAX_ERROR_CHARS = 1000
+
+
 def bounded_tool(fn: F) -> F:
-    """Wrap a tool so its result passes json_ready (the catalog applies this to every bundled tool)."""
+    """Wrap a tool so its result passes json_ready and its errors are clear (the catalog wraps every bundled tool).
+
+    Errors that would otherwise escape as something unclear become ValueError with a message: a lone surrogate in
+    an argument (it cannot be encoded as UTF-8), input nested deeper than Python can follow (RecursionError).
+    Error messages are cut to MAX_ERROR_CHARS.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return json_ready(fn(*args, **kwargs))
+        try:
+            return json_ready(fn(*args, **kwargs))
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else ""
+            raise ValueError(f"an argument holds text that cannot be encoded as UTF-8 ({ascii(bad)[:40]}: "
+                             "a lone surrogate); send valid Unicode text") from None
+        except RecursionError:
+            raise ValueError("the input is nested too deeply to process") from None
+        except ValueError as exc:
+            message = str(exc)
+            if len(message) <= MAX_ERROR_CHARS:
+                raise
+            raise ValueError(message[:MAX_ERROR_CHARS] + f"… ({len(message):,} characters in all)") from None
 
     return wrapper  # type: ignore[return-value]
