@@ -157,7 +157,8 @@ def bounded_tool(fn: F) -> F:
     """Wrap a tool so its result passes json_ready and its errors are clear (the catalog wraps every bundled tool).
 
     Errors that would otherwise escape as something unclear become ValueError with a message: a lone surrogate in
-    an argument (it cannot be encoded as UTF-8), input nested deeper than Python can follow (RecursionError).
+    an argument (it cannot be encoded as UTF-8), input nested deeper than Python can follow (RecursionError), a
+    number out of a float's range (OverflowError).
     Error messages are cut to MAX_ERROR_CHARS.
     """
 
@@ -171,6 +172,8 @@ def bounded_tool(fn: F) -> F:
                              "a lone surrogate); send valid Unicode text") from None
         except RecursionError:
             raise ValueError("the input is nested too deeply to process") from None
+        except OverflowError as exc:
+            raise ValueError(f"a number is out of range: {exc}") from None
         except ValueError as exc:
             message = str(exc)
             if len(message) <= MAX_ERROR_CHARS:

@@ -39,12 +39,15 @@ def _read_rows(csv_text: str, delimiter: str) -> tuple[list[str], list[list[str]
             delimiter = csv.Sniffer().sniff(csv_text[:_SNIFF_CHARS], delimiters=",;\t|").delimiter
         except csv.Error:
             delimiter = ","
+    rows: list[list[str]] = []
     try:
-        rows = [row for row in csv.reader(io.StringIO(csv_text), delimiter=delimiter) if row]
+        for row in csv.reader(io.StringIO(csv_text), delimiter=delimiter):
+            if row:
+                rows.append(row)
+                if len(rows) > _MAX_ROWS + 1:  # stop reading as soon as the limit is passed
+                    raise ValueError(f"too many rows (limit is {_MAX_ROWS})")
     except csv.Error as exc:
         raise ValueError(f"malformed CSV: {exc}") from None
-    if len(rows) > _MAX_ROWS + 1:
-        raise ValueError(f"too many rows (limit is {_MAX_ROWS})")
     header = [h.strip() for h in rows[0]]
     if len(set(header)) != len(header):
         raise ValueError(f"duplicate column names in header: {header}")

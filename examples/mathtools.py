@@ -308,7 +308,9 @@ def round_significant(
     """Round a number to a given number of significant figures, e.g. 123456 -> 123000 with 3 figures."""
     if not 1 <= figures <= 17:
         raise ValueError("figures must be between 1 and 17")
-    if value == 0 or not math.isfinite(value):
+    if not math.isfinite(value):
+        raise ValueError("value must be a finite number")
+    if value == 0:
         return value
     return round(value, figures - 1 - math.floor(math.log10(abs(value))))
 
