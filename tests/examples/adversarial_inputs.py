@@ -39,10 +39,7 @@ BASELINES: dict[str, dict[str, Any]] = {
     "loan_payment": {"principal": 1000.0, "annual_rate_percent": 5.0, "years": 10.0},
     "apply_discount": {"price": 100.0},
     "split_bill": {"total": 100.0, "people": 3},
-    **{f"convert_{kind}": {"value": 1.0, "from_unit": a, "to_unit": b} for kind, a, b in [
-        ("length", "m", "ft"), ("mass", "kg", "lb"), ("temperature", "c", "f"), ("data_size", "mb", "gb"),
-        ("speed", "km/h", "mph"), ("volume", "l", "gal"), ("area", "m2", "ft2"), ("duration", "h", "min"),
-        ("pressure", "bar", "psi"), ("energy", "j", "cal"), ("units", "km", "mi")]},
+    "convert_units": {"value": 1.0, "from_unit": "km", "to_unit": "mi"},  # the other converters take Literals
     "format_byte_size": {"num_bytes": 123456789.0},
     "convert_timezone": {"datetime_text": "2024-03-10 12:00", "from_zone": "UTC", "to_zone": "Europe/Paris"},
     "add_to_date": {"start": "2024-01-31"},
@@ -68,10 +65,12 @@ BASELINES: dict[str, dict[str, Any]] = {
     "hex_decode": {"data": "68656c6c6f"},
     "parse_url": {"url": "https://user@example.com:8080/a/b?x=1&y=2#f"},
     "unicode_char_info": {"text": "aé€"},
-    "regex_test": {"pattern": r"(\w+)@(\w+)", "text": "mail a@b now"},
-    "regex_find_all": {"pattern": r"\d+", "text": "a1b22c333"},
-    "regex_replace": {"pattern": r"\d", "replacement": "#", "text": "a1b2"},
-    "regex_split": {"pattern": r",\s*", "text": "a, b,c"},
+    # Patterns that run in linear time, so hostile texts exercise the tools' own limits; runaway patterns and the
+    # child's timeout have their own tests (test_regex.py).
+    "regex_test": {"pattern": "(b)(?P<n>c)", "text": "abc"},
+    "regex_find_all": {"pattern": "a", "text": "banana"},
+    "regex_replace": {"pattern": "a", "replacement": "#", "text": "banana"},
+    "regex_split": {"pattern": ",", "text": "a,b,c"},
     "regex_validate": {"pattern": r"(a)(?P<n>b)"},
     "read_text_file": {"path": "notes.txt"},
     "get_file_info": {"path": "notes.txt"},
