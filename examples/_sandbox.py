@@ -242,7 +242,11 @@ class Sandbox:
                         return None
                     # Swapped for a link since the walk saw it: resolve it like any path (it may point outside).
                 else:
-                    return Opened(fd, ref.parts, os.fstat(fd), False)
+                    try:
+                        return Opened(fd, ref.parts, os.fstat(fd), False)
+                    except OSError:
+                        os.close(fd)
+                        return None
             return self._open(list(ref.parts))
         except (_Refused, OSError):
             return None
