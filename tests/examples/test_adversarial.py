@@ -18,7 +18,7 @@ import mcp_types as types
 import pytest
 
 from lazytools.errors import ToolArgumentsError, ToolExecutionError
-from lazytools.functions import function_tool
+from lazytools.sources.functions import function_tool
 from lazytools_examples._common import MAX_RESULT_BYTES
 
 from .adversarial_inputs import adversarial_calls, make_adversarial_root, tool_functions
