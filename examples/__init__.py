@@ -16,11 +16,12 @@ from . import (
     jsontools,
     mathtools,
     random_tools,
-    regex,
+    regex_tools,
     semver,
     text,
     units,
 )
+from ._common import bounded_tool
 
 __all__ = ["CATEGORY_SUMMARIES", "build_catalog"]
 
@@ -48,7 +49,7 @@ _MODULES: dict[str, list[ModuleType]] = {
     "data": [jsontools, csvtools],
     "hashing": [hashing],
     "encoding": [encoding],
-    "regex": [regex],
+    "regex": [regex_tools],
     "colors": [colors],
     "dev": [semver, cron],
     "random": [random_tools],
@@ -62,4 +63,5 @@ def build_catalog(files_root: Path) -> dict[str, list[Callable[..., Any]]]:
         for category, modules in _MODULES.items()
     }
     catalog["files"] = files.make_file_tools(Path(files_root))
-    return {category: catalog[category] for category in CATEGORY_SUMMARIES}
+    # Every result is checked on the way out: strict JSON, valid UTF-8, bounded depth and size (see _common).
+    return {category: [bounded_tool(fn) for fn in catalog[category]] for category in CATEGORY_SUMMARIES}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _regex_ops
+from ._common import MAX_RESULT_BYTES
 
 __all__ = ["run_regex", "DEFAULT_TIMEOUT_SECONDS"]
 
@@ -16,24 +17,29 @@ DEFAULT_TIMEOUT_SECONDS = 3.0
 _OPS_SCRIPT = Path(_regex_ops.__file__)
 
 
-def run_regex(request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-    """Execute one regex operation in a child process; raise ValueError on timeout or failure.
+def run_regex(request: dict[str, Any], timeout: float | None = None, blobs: list[bytes] | None = None) -> dict[str, Any]:
+    """Execute one regex operation in a child process; raise ValueError on timeout, failure or a too-large result.
 
     The request holds "op" (search, match, fullmatch, finditer, subn, split, grep), "pattern",
-    "flags" (an int) and the operation's inputs. The pattern must already compile in the parent.
+    "flags" (an int) and the operation's inputs; "grep" searches `blobs` (file contents already read by the
+    caller). The pattern must already compile in the parent. The child stops any result over MAX_RESULT_BYTES.
     """
     limit = DEFAULT_TIMEOUT_SECONDS if timeout is None else timeout
+    blobs = blobs or []
+    request = {**request, "max_bytes": MAX_RESULT_BYTES, "sizes": [len(b) for b in blobs]}
     if not sys.executable or not _OPS_SCRIPT.is_file():
         # No interpreter to spawn (embedded/frozen installs): run in-process, unprotected.
-        result = _regex_ops.run(request)
+        request.pop("sizes")
+        result = _regex_ops.run(request, blobs)
     else:
+        # ASCII-only JSON keeps the pipe independent of the locale; the file contents follow as raw bytes.
+        payload = json.dumps(request).encode("ascii") + b"\n" + b"".join(blobs)
         try:
             # -I keeps the script's folder off sys.path (its modules must not shadow the stdlib); -S skips site.
             proc = subprocess.run(
                 [sys.executable, "-I", "-S", str(_OPS_SCRIPT)],
-                input=json.dumps(request),  # ASCII-only JSON keeps the pipe independent of the locale
+                input=payload,
                 capture_output=True,
-                text=True,
                 timeout=limit,
             )
         except subprocess.TimeoutExpired:
@@ -42,8 +48,10 @@ def run_regex(request: dict[str, Any], timeout: float | None = None) -> dict[str
                 "(avoid overlapping repeats such as .*.* or (a|a)*) or shorten the text"
             ) from None
         if proc.returncode != 0:
-            last = proc.stderr.strip().splitlines()[-1:] or ["no output"]
-            raise ValueError(f"regex evaluation failed: {last[0]}")
+            last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+            if "MemoryError" in last[0]:
+                raise ValueError("the regular expression used too much memory and was stopped") from None
+            raise ValueError(f"regex evaluation failed: {last[0][:300]}")
         result = json.loads(proc.stdout)
     if "error" in result:
         raise ValueError(result["error"])

@@ -99,9 +99,11 @@ def cron_next_runs(
         raise ValueError("count must be between 1 and 100")
     schedule = _parse(expression)
     try:
+        if len(zone) > 100:
+            raise ValueError("zone name is too long")
         tz = ZoneInfo(zone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {zone!r}") from None
+        raise ValueError(f"unknown time zone {zone[:100]!r}") from None
     try:
         begin = datetime.fromisoformat(start.strip()) if start.strip() else datetime.now(tz)
     except ValueError:

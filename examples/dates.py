@@ -25,6 +25,8 @@ _WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
 
 
 def _zone(name: str) -> ZoneInfo:
+    if len(name) > 100:  # the longest IANA name has 32 characters; long keys made zoneinfo recurse deeply
+        raise ValueError("unknown time zone: the name is too long; use an IANA name like 'Europe/Berlin'")
     try:
         return ZoneInfo(name.strip())
     except (ZoneInfoNotFoundError, ValueError):

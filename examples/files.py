@@ -1,49 +1,45 @@
 """Read-only file tools confined to one root directory, built by `make_file_tools(root)`."""
 
 import hashlib
+import os
 import re
 import stat
 from collections import Counter
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field
 
 from . import _regex_runner
-from ._sandbox import Sandbox, glob_to_regex
+from ._common import MAX_RESULT_BYTES
+from ._sandbox import FileRef, Opened, Sandbox, display_name, glob_to_regex, read_at_most
 
-__all__ = ["make_file_tools"]
+__all__ = ["make_file_tools", "MAX_READ_BYTES", "MAX_SEARCH_BYTES", "MAX_SEARCH_TOTAL_BYTES", "MAX_CHECKSUM_BYTES"]
 
-_MAX_READ_BYTES = 10_000_000
+# Every read stops at a stated size, checked on the open descriptor (a file may grow or be swapped meanwhile).
+MAX_READ_BYTES = 10_000_000  # read_text_file: the whole file is read to count its lines
 _MAX_LINES_PER_READ = 5000
-_MAX_SEARCH_BYTES = 2_000_000
-_MAX_SEARCH_TOTAL_BYTES = 50_000_000
+MAX_SEARCH_BYTES = 2_000_000  # per file searched or counted
+MAX_SEARCH_TOTAL_BYTES = 50_000_000  # per search_in_files / count_file_lines call
 _BINARY_SNIFF = 8192
-_MAX_CHECKSUM_BYTES = 1_000_000_000
+MAX_CHECKSUM_BYTES = 1_000_000_000
+_MAX_LISTED = 1000
+_MAX_TREE_LINES = 2000
 
 RelPath = Annotated[str, Field(description="Path relative to the files root, e.g. 'src/app.py' or '.' for the root.")]
 Hidden = Annotated[bool, Field(description="Include dot-files and dot-directories such as .git.")]
 
 
-def _is_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return b"\x00" in handle.read(_BINARY_SNIFF)
+def _looks_binary(data: bytes) -> bool:
+    return b"\x00" in data[:_BINARY_SNIFF]
 
 
-def _read_text(path: Path, limit: int) -> str:
-    if path.stat().st_size > limit:
-        raise ValueError(f"file is too large ({path.stat().st_size} bytes; limit is {limit})")
-    if _is_binary(path):
-        raise ValueError(f"{path.name} looks like a binary file, not text")
-    return path.read_text(encoding="utf-8", errors="replace")
-
-
-def _literal_grep(matcher: re.Pattern[str], files: list[Path], limit: int) -> tuple[list[list[Any]], bool]:
+def _literal_grep(matcher: re.Pattern[str], texts: list[str], limit: int) -> tuple[list[list[Any]], bool]:
     """Find matching lines of an escaped (linear-time) pattern; returns [file index, line, text] hits."""
     hits: list[list[Any]] = []
-    for index, file in enumerate(files):
-        for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    for index, text in enumerate(texts):
+        for number, line in enumerate(text.splitlines(), 1):
             if matcher.search(line):
                 hits.append([index, number, line[:500]])
                 if len(hits) >= limit:
@@ -55,26 +51,48 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, timezone.utc).isoformat()
 
 
+def _kind(st: os.stat_result | None) -> str:
+    if st is None:
+        return "other"
+    return "directory" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
+
+
 def make_file_tools(root: Path) -> list[Callable[..., Any]]:
-    """Create the file tools bound to `root`; every path they accept is resolved inside it."""
+    """Create the file tools bound to `root`; every path they accept is opened inside it (see _sandbox)."""
     box = Sandbox(root)
+
+    def listing(folder: Opened, include_hidden: bool, limit: int) -> tuple[list[tuple[str, str, os.stat_result | None, bool]], bool]:
+        """(name, kind, stat, is_link) of a folder's entries; links are shown only if they stay under the root."""
+        entries, cut = box.entries(folder)
+        rows = []
+        for entry in entries:
+            if not include_hidden and entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_symlink():
+                    st = box.follow(folder.parts + (entry.name,))
+                    if st is None:
+                        continue  # leads outside the root, or nowhere
+                    rows.append((entry.name, _kind(st), st, True))
+                else:
+                    st = entry.stat(follow_symlinks=False)
+                    rows.append((entry.name, _kind(st), st, False))
+            except OSError:
+                continue  # vanished since it was listed
+        rows.sort(key=lambda r: (r[1] != "directory", r[0].lower()))
+        return rows[:limit], cut or len(rows) > limit
 
     def list_directory(path: RelPath = ".", include_hidden: Hidden = False) -> dict[str, Any]:
         """List the files and folders in a directory with their type and size."""
-        folder = box.resolve(path)
-        if not folder.is_dir():
-            raise ValueError(f"{path!r} is not a directory")
-        entries = []
-        for child in sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower())):
-            if not include_hidden and child.name.startswith("."):
-                continue
-            if not box.safe_entry(child):
-                continue
-            kind = "directory" if child.is_dir() else "file" if child.is_file() else "other"
-            entries.append({"name": child.name, "type": kind, "size": child.stat().st_size if kind == "file" else None})
-            if len(entries) >= 1000:
-                break
-        return {"path": box.relative(folder), "count": len(entries), "entries": entries}
+        with box.open(path) as folder:
+            if not folder.is_dir:
+                raise ValueError(f"{path!r} is not a directory")
+            rows, _cut = listing(folder, include_hidden, _MAX_LISTED)
+            entries = [
+                {"name": display_name(name), "type": kind, "size": st.st_size if kind == "file" and st else None}
+                for name, kind, st, _link in rows
+            ]
+            return {"path": box.relative(folder.parts), "count": len(entries), "entries": entries}
 
     def read_text_file(
         path: RelPath,
@@ -82,35 +100,54 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         end_line: Annotated[int, Field(description="Last line to return (inclusive); 0 means to the end.", ge=0)] = 0,
     ) -> dict[str, Any]:
         """Read a text file, optionally only a range of lines (at most 5000 lines per call)."""
-        file = box.resolve(path)
-        if not file.is_file():
-            raise ValueError(f"{path!r} is not a file")
         if start_line < 1 or end_line < 0 or (end_line and end_line < start_line):
             raise ValueError("need 1 <= start_line <= end_line (or end_line = 0 for the end of the file)")
-        lines = _read_text(file, _MAX_READ_BYTES).splitlines()
+        with box.open(path) as file:
+            if file.is_dir:
+                raise ValueError(f"{path!r} is not a file")
+            data = box.read(file, MAX_READ_BYTES, path)
+            rel = box.relative(file.parts)
+        if _looks_binary(data):
+            raise ValueError(f"{display_name(PurePosixPath(rel).name)} looks like a binary file, not text")
+        lines = data.decode("utf-8", errors="replace").splitlines()
         last = min(end_line or len(lines), len(lines), start_line + _MAX_LINES_PER_READ - 1)
+        # Long lines could still make a result far over the size limit: stop before it, at a line boundary.
+        wanted = lines[start_line - 1 : last]
+        chosen: list[str] = []
+        budget = MAX_RESULT_BYTES - 1024
+        for line in wanted:
+            budget -= len(line.encode("utf-8", "surrogatepass")) + 1
+            if budget < 0:
+                break
+            chosen.append(line)
+        if wanted and not chosen:
+            raise ValueError(f"line {start_line} alone is longer than the {MAX_RESULT_BYTES}-byte result limit")
+        if len(chosen) < len(wanted):
+            last = start_line + len(chosen) - 1
         return {
-            "path": box.relative(file),
+            "path": rel,
             "total_lines": len(lines),
             "start_line": start_line,
             "end_line": last,
-            "content": "\n".join(lines[start_line - 1 : last]),
+            "content": "\n".join(chosen),
             "truncated": last < (end_line or len(lines)),
         }
 
     def get_file_info(path: RelPath) -> dict[str, Any]:
         """Get metadata about a file or folder: size, type, permissions and modification time."""
-        target = box.resolve(path)
-        info = target.stat()
-        return {
-            "path": box.relative(target),
-            "type": "directory" if target.is_dir() else "file" if target.is_file() else "other",
-            "size_bytes": info.st_size,
-            "modified_utc": _iso(info.st_mtime),
-            "permissions": stat.filemode(info.st_mode),
-            "is_symlink": (box.root / path.strip()).is_symlink(),
-            "extension": target.suffix if target.is_file() else None,
-        }
+        with box.open(path) as target:
+            info = target.st
+            kind = _kind(info)
+            name = target.parts[-1] if target.parts else ""
+            return {
+                "path": box.relative(target.parts),
+                "type": kind,
+                "size_bytes": info.st_size,
+                "modified_utc": _iso(info.st_mtime),
+                "permissions": stat.filemode(info.st_mode),
+                "is_symlink": target.link,
+                "extension": display_name(PurePosixPath(name).suffix) if kind == "file" else None,
+            }
 
     def search_in_files(
         query: Annotated[str, Field(description="Text (or regular expression if regex=true) to look for.", min_length=1)],
@@ -129,26 +166,32 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         except re.error as exc:
             raise ValueError(f"invalid regular expression: {exc}") from None
         name_re = glob_to_regex(file_glob)
-        candidates: list[Path] = []
-        budget = _MAX_SEARCH_TOTAL_BYTES
-        for file in box.walk_files(box.resolve(path), include_hidden):
-            size = file.stat().st_size
-            if not name_re.match(file.name) or size > _MAX_SEARCH_BYTES or _is_binary(file):
-                continue
-            budget -= size
-            if budget < 0:
-                break
-            candidates.append(file)
+        names: list[str] = []
+        blobs: list[bytes] = []
+        budget = MAX_SEARCH_TOTAL_BYTES
+        with box.open(path) as top:
+            for ref in box.walk_files(top, include_hidden):
+                if not name_re.match(ref.name):
+                    continue
+                data = _read_small(box, ref, MAX_SEARCH_BYTES)
+                if data is None or _looks_binary(data):
+                    continue
+                budget -= len(data)
+                if budget < 0:
+                    break
+                names.append(box.relative(ref.parts))
+                blobs.append(data)
         if regex:
-            # User patterns may backtrack catastrophically, so they run in a killable child process.
-            request = {"op": "grep", "pattern": matcher.pattern, "flags": matcher.flags,
-                       "files": [str(f) for f in candidates], "limit": max_results}
-            found = _regex_runner.run_regex(request, timeout=_regex_runner.DEFAULT_TIMEOUT_SECONDS * 4)
+            # User patterns may backtrack catastrophically, so they run in a killable child process. The child
+            # gets the bytes already read here, never a path it would open again.
+            request = {"op": "grep", "pattern": matcher.pattern, "flags": matcher.flags, "limit": max_results}
+            found = _regex_runner.run_regex(request, timeout=_regex_runner.DEFAULT_TIMEOUT_SECONDS * 4, blobs=blobs)
             hits, truncated = found["hits"], found["truncated"]
         else:
-            hits, truncated = _literal_grep(matcher, candidates, max_results)
-        matches = [{"file": box.relative(candidates[i]), "line": n, "text": t} for i, n, t in hits]
-        return {"matches": matches, "files_searched": len(candidates), "truncated": truncated or budget < 0}
+            texts = [blob.decode("utf-8", errors="replace") for blob in blobs]
+            hits, truncated = _literal_grep(matcher, texts, max_results)
+        matches = [{"file": names[i], "line": n, "text": t} for i, n, t in hits]
+        return {"matches": matches, "files_searched": len(names), "truncated": truncated or budget < 0}
 
     def find_files(
         pattern: Annotated[str, Field(description="Glob such as '*.md' (matches names at any depth) or 'src/**/*.py' (matches paths).")],
@@ -157,16 +200,19 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         max_results: Annotated[int, Field(description="Maximum number of paths to return.", ge=1, le=5000)] = 500,
     ) -> dict[str, Any]:
         """Find files by name or glob pattern (e.g. *.py, **/test_*.py) under a directory."""
-        base = box.resolve(path)
         matcher = glob_to_regex(pattern)
         by_name = "/" not in pattern
-        found = []
-        for file in box.walk_files(base, include_hidden):
-            rel = file.relative_to(base).as_posix() if base.is_dir() else file.name
-            if matcher.match(file.name if by_name else rel):
-                found.append(box.relative(file))
-                if len(found) >= max_results:
-                    return {"count": len(found), "files": found, "truncated": True}
+        found: list[str] = []
+        size = 0
+        with box.open(path) as base:
+            for ref in box.walk_files(base, include_hidden):
+                rel = "/".join(ref.parts[len(base.parts) :]) if base.is_dir else ref.name
+                if matcher.match(ref.name if by_name else rel):
+                    shown = box.relative(ref.parts)
+                    size += len(shown) + 4
+                    if len(found) >= max_results or size > MAX_RESULT_BYTES // 2:
+                        return {"count": len(found), "files": found, "truncated": True}
+                    found.append(shown)
         return {"count": len(found), "files": found, "truncated": False}
 
     def count_file_lines(
@@ -179,17 +225,19 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         per_ext: Counter[str] = Counter()
         files_per_ext: Counter[str] = Counter()
         skipped = 0
-        for file in box.walk_files(box.resolve(path), include_hidden):
-            if not name_re.match(file.name):
-                continue
-            if file.stat().st_size > _MAX_SEARCH_BYTES or _is_binary(file):
-                skipped += 1
-                continue
-            with file.open("rb") as handle:
-                count = sum(1 for _ in handle)
-            ext = file.suffix.lower() or "(none)"
-            per_ext[ext] += count
-            files_per_ext[ext] += 1
+        budget = MAX_SEARCH_TOTAL_BYTES
+        with box.open(path) as top:
+            for ref in box.walk_files(top, include_hidden):
+                if not name_re.match(ref.name):
+                    continue
+                data = _read_small(box, ref, MAX_SEARCH_BYTES)
+                if data is None or _looks_binary(data) or budget < len(data):
+                    skipped += 1
+                    continue
+                budget -= len(data)
+                ext = display_name(PurePosixPath(ref.name).suffix.lower()) or "(none)"
+                per_ext[ext] += data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+                files_per_ext[ext] += 1
         by_ext = {ext: {"files": files_per_ext[ext], "lines": n} for ext, n in per_ext.most_common()}
         return {"total_lines": sum(per_ext.values()), "total_files": sum(files_per_ext.values()), "by_extension": by_ext, "skipped_files": skipped}
 
@@ -199,29 +247,33 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         include_hidden: Hidden = False,
     ) -> str:
         """Show a directory as an indented tree of folders and files (like the `tree` command)."""
-        top = box.resolve(path)
-        if not top.is_dir():
-            raise ValueError(f"{path!r} is not a directory")
-        lines = [box.relative(top) + "/"]
-        budget = [2000]
+        budget = [_MAX_TREE_LINES]
 
-        def walk(folder: Path, prefix: str, depth: int) -> None:
-            children = [
-                c for c in sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower()))
-                if (include_hidden or not c.name.startswith(".")) and box.safe_entry(c)
-            ]
-            for index, child in enumerate(children):
+        def walk(folder: Opened, prefix: str, depth: int, lines: list[str]) -> None:
+            rows, _cut = listing(folder, include_hidden, _MAX_TREE_LINES)
+            for index, (name, kind, _st, link) in enumerate(rows):
                 if budget[0] <= 0:
                     lines.append(prefix + "… (truncated)")
                     return
                 budget[0] -= 1
-                last = index == len(children) - 1
-                is_dir = child.is_dir() and not child.is_symlink()
-                lines.append(prefix + ("└── " if last else "├── ") + child.name + ("/" if is_dir else ""))
+                last = index == len(rows) - 1
+                is_dir = kind == "directory" and not link
+                lines.append(prefix + ("└── " if last else "├── ") + display_name(name) + ("/" if is_dir else ""))
                 if is_dir and depth < max_depth:
-                    walk(child, prefix + ("    " if last else "│   "), depth + 1)
+                    child = box.open_folder(folder.fd, name)
+                    if child is None:
+                        continue  # gone, or swapped for a link, since it was listed
+                    try:
+                        sub = Opened(child, folder.parts + (name,), os.fstat(child), False)
+                        walk(sub, prefix + ("    " if last else "│   "), depth + 1, lines)
+                    finally:
+                        os.close(child)
 
-        walk(top, "", 1)
+        with box.open(path) as top:
+            if not top.is_dir:
+                raise ValueError(f"{path!r} is not a directory")
+            lines = [box.relative(top.parts) + "/"]
+            walk(top, "", 1, lines)
         return "\n".join(lines)
 
     def file_checksum(
@@ -229,18 +281,36 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         algorithm: Annotated[Literal["md5", "sha1", "sha256", "sha512"], Field(description="Hash function.")] = "sha256",
     ) -> dict[str, Any]:
         """Compute the checksum (MD5, SHA-1, SHA-256, SHA-512) of a file to verify its integrity."""
-        file = box.resolve(path)
-        if not file.is_file():
-            raise ValueError(f"{path!r} is not a file")
-        if file.stat().st_size > _MAX_CHECKSUM_BYTES:
-            raise ValueError(f"file is too large to hash (limit is {_MAX_CHECKSUM_BYTES} bytes)")
-        digest = hashlib.new(algorithm)
-        with file.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
+        with box.open(path) as file:
+            if not file.is_file:
+                raise ValueError(f"{path!r} is not a file (only regular files can be hashed)")
+            if file.st.st_size > MAX_CHECKSUM_BYTES:
+                raise ValueError(f"file is too large to hash (limit is {MAX_CHECKSUM_BYTES} bytes)")
+            digest = hashlib.new(algorithm)
+            size = 0
+            while size <= MAX_CHECKSUM_BYTES:
+                chunk = read_at_most(file.fd, 1 << 20)
+                if not chunk:
+                    break
+                size += len(chunk)
                 digest.update(chunk)
-        return {"path": box.relative(file), "algorithm": algorithm, "hex": digest.hexdigest(), "size_bytes": file.stat().st_size}
+            if size > MAX_CHECKSUM_BYTES:
+                raise ValueError(f"file is too large to hash (limit is {MAX_CHECKSUM_BYTES} bytes)")
+            return {"path": box.relative(file.parts), "algorithm": algorithm, "hex": digest.hexdigest(), "size_bytes": size}
 
     return [
         list_directory, read_text_file, get_file_info, search_in_files,
         find_files, count_file_lines, directory_tree, file_checksum,
     ]
+
+
+def _read_small(box: Sandbox, ref: FileRef, limit: int) -> bytes | None:
+    """The bytes of a walked file if it is still a regular file under the root and at most `limit` bytes."""
+    opened = box.open_ref(ref)
+    if opened is None:
+        return None
+    with opened:
+        if not opened.is_file or opened.st.st_size > limit:
+            return None
+        data = read_at_most(opened.fd, limit + 1)
+    return None if len(data) > limit else data

@@ -77,6 +77,8 @@ def split_bill(
     """Split a restaurant bill with an optional tip evenly between people, distributing leftover cents fairly."""
     if total < 0 or not 1 <= people <= 1000 or not 0 <= tip_percent <= 100:
         raise ValueError("total must not be negative, people must be 1-1000 and tip 0-100%")
+    if not total < 1e15:  # also refuses NaN and Infinity; cents stay exact in a float below this
+        raise ValueError("total must be a finite amount below 10^15")
     grand_cents = round(total * (1 + tip_percent / 100) * 100)
     base, extra = divmod(grand_cents, people)
     # The first `extra` people pay one cent more so the shares add up exactly.

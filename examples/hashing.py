@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ._common import ensure_max_length
+from ._common import ensure_max_length, json_ready
 
 __all__ = [
     "hash_text",
@@ -182,12 +182,30 @@ def generate_random_token(
     return secrets.token_hex(num_bytes) if encoding == "hex" else secrets.token_urlsafe(num_bytes)
 
 
+_MAX_JWT_DEPTH = 100
+
+
 def _b64url_json(segment: str, what: str) -> Any:
     try:
         raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
-        return json.loads(raw)
+        value = json.loads(raw)
     except (binascii.Error, ValueError):
         raise ValueError(f"JWT {what} is not valid base64url-encoded JSON") from None
+    except RecursionError:
+        raise ValueError(f"JWT {what} is nested too deeply (limit is {_MAX_JWT_DEPTH} levels)") from None
+    # json.loads accepts about 1,000 levels, more than the serialisers further on: a 950-deep payload ended the
+    # call with a protocol error instead of a tool error.
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > _MAX_JWT_DEPTH:
+            raise ValueError(f"JWT {what} is nested too deeply (limit is {_MAX_JWT_DEPTH} levels)")
+        if isinstance(node, dict):
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1) for child in node)
+    # Lone surrogates ("\ud800" escapes) cannot be sent as UTF-8: show them as the escape text.
+    return json_ready(value)
 
 
 def decode_jwt_unverified(

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Callable
 
 from pydantic import Field
 
-from ._common import ensure_max_items
+from ._common import MAX_RESULT_INT_BITS, ensure_max_items
 
 __all__ = [
     "evaluate_expression",
@@ -41,9 +41,16 @@ def _factorial(n: float) -> int:
     return math.factorial(int(n))
 
 
+def _round(x: Any, ndigits: Any = None) -> Any:
+    # round(5, -10**7) would build 10**(10**7) first.
+    if ndigits is not None and (not isinstance(ndigits, int) or abs(ndigits) > 1000):
+        raise ValueError("round() takes a whole number of digits between -1000 and 1000")
+    return round(x, ndigits)
+
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sqrt": math.sqrt, "cbrt": lambda x: math.copysign(abs(x) ** (1 / 3), x),
-    "abs": abs, "round": round, "floor": math.floor, "ceil": math.ceil,
+    "abs": abs, "round": _round, "floor": math.floor, "ceil": math.ceil,
     "exp": math.exp, "ln": math.log, "log": math.log, "log10": math.log10, "log2": math.log2,
     "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
     "atan": math.atan, "atan2": math.atan2, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh,
@@ -52,14 +59,22 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 _MAX_EXPRESSION_CHARS = 1000
 _MAX_NODES = 300
-# Bounds the size of integer powers so `9**9**9` cannot hang the server.
-_MAX_POWER_BITS = 100_000
+# Bounds the size of integers, in every step, so `9**9**9` cannot hang the server and every result can be shown
+# (Python refuses to print integers of more than 4300 digits; 2**99999 used to end in that error, unexplained).
+_MAX_POWER_BITS = MAX_RESULT_INT_BITS
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, int) and value.bit_length() > MAX_RESULT_INT_BITS:
+        raise ValueError(f"an intermediate result is too large: more than {MAX_RESULT_INT_BITS:,} bits "
+                         "(about 4,200 digits)")
+    return value
 
 
 def _power(base: Any, exponent: Any) -> Any:
     if isinstance(base, int) and isinstance(exponent, int) and abs(base) > 1:
         if exponent * math.log2(abs(base)) > _MAX_POWER_BITS:
-            raise ValueError("result of ** is too large")
+            raise ValueError(f"result of ** is too large: more than {_MAX_POWER_BITS:,} bits (about 4,200 digits)")
     return operator.pow(base, exponent)
 
 
@@ -75,15 +90,15 @@ def _eval_node(node: ast.AST, names: dict[str, float]) -> Any:
     if isinstance(node, ast.BinOp) and type(node.op) in _BIN_OPS:
         left, right = _eval_node(node.left, names), _eval_node(node.right, names)
         if isinstance(node.op, ast.Pow):
-            return _power(left, right)
-        return _BIN_OPS[type(node.op)](left, right)
+            return _bounded(_power(left, right))
+        return _bounded(_BIN_OPS[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY_OPS:
         return _UNARY_OPS[type(node.op)](_eval_node(node.operand, names))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         func = _FUNCTIONS.get(node.func.id)
         if func is None:
             raise ValueError(f"unknown function {node.func.id!r}; allowed: {', '.join(sorted(_FUNCTIONS))}")
-        return func(*(_eval_node(arg, names) for arg in node.args))
+        return _bounded(func(*(_eval_node(arg, names) for arg in node.args)))
     raise ValueError(f"unsupported syntax: {type(node).__name__}")
 
 
@@ -105,6 +120,8 @@ def evaluate_expression(
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"invalid expression: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ValueError("expression is nested too deeply") from None
     if sum(1 for _ in ast.walk(tree)) > _MAX_NODES:
         raise ValueError("expression is too complex")
     try:
@@ -113,8 +130,13 @@ def evaluate_expression(
         raise ValueError("division by zero") from None
     except (OverflowError, TypeError, ValueError) as exc:
         raise ValueError(f"cannot evaluate expression: {exc}") from None
+    except RecursionError:
+        raise ValueError("expression is nested too deeply") from None
     if isinstance(result, complex):
         raise ValueError("result is a complex number")
+    if isinstance(result, float) and not math.isfinite(result):
+        # JSON has no NaN or Infinity; say it in words rather than send invalid JSON.
+        return {"expression": expression, "result": "NaN" if math.isnan(result) else "Infinity" if result > 0 else "-Infinity"}
     return {"expression": expression, "result": result}
 
 
@@ -128,6 +150,13 @@ def describe_numbers(
     if any(math.isnan(x) or math.isinf(x) for x in numbers):
         raise ValueError("numbers must be finite")
     many = len(numbers) > 1
+    try:
+        return _describe(numbers, many)
+    except OverflowError:
+        raise ValueError("the numbers are too large to sum (their total overflows a float)") from None
+
+
+def _describe(numbers: list[float], many: bool) -> dict[str, Any]:
     result: dict[str, Any] = {
         "count": len(numbers),
         "sum": math.fsum(numbers),
@@ -165,7 +194,13 @@ def gcd_lcm(
     ensure_max_items(numbers, "numbers", 10_000)
     if len(numbers) < 2:
         raise ValueError("give at least two integers")
-    return {"gcd": math.gcd(*numbers), "lcm": math.lcm(*numbers)}
+    lcm = 1
+    for number in numbers:
+        # The LCM of many large numbers grows with their product: stop before it passes what can be shown.
+        lcm = math.lcm(lcm, number)
+        if lcm.bit_length() > MAX_RESULT_INT_BITS:
+            raise ValueError(f"the LCM has more than {MAX_RESULT_INT_BITS:,} bits (about 4,200 digits)")
+    return {"gcd": math.gcd(*numbers), "lcm": lcm}
 
 
 def _is_probable_prime(n: int) -> bool:
@@ -273,7 +308,9 @@ def round_significant(
     """Round a number to a given number of significant figures, e.g. 123456 -> 123000 with 3 figures."""
     if not 1 <= figures <= 17:
         raise ValueError("figures must be between 1 and 17")
-    if value == 0 or not math.isfinite(value):
+    if not math.isfinite(value):
+        raise ValueError("value must be a finite number")
+    if value == 0:
         return value
     return round(value, figures - 1 - math.floor(math.log10(abs(value))))
 

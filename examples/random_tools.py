@@ -1,5 +1,6 @@
 """Randomness: dice rolls, random numbers, random picks and shuffles (optionally seeded)."""
 
+import math
 import random
 import re
 import secrets
@@ -25,7 +26,10 @@ def roll_dice(
     seed: Seed = None,
 ) -> dict[str, Any]:
     """Roll dice described in standard notation such as 2d6+3 and return each roll and the total."""
-    match = re.fullmatch(r"\s*(\d*)\s*[dD]\s*(\d+)\s*(?:([+-])\s*(\d+))?\s*", notation)
+    if len(notation) > 100:
+        raise ValueError("dice notation is too long (limit is 100 characters)")
+    # Spaces are dropped first: "\s*(\d*)\s*" let two space loops share every run of spaces (quadratic).
+    match = re.fullmatch(r"(\d{0,9})[dD](\d{1,9})(?:([+-])(\d{1,9}))?", "".join(notation.split()))
     if not match:
         raise ValueError(f"invalid dice notation {notation!r}; use e.g. '2d6+3'")
     count, sides = int(match.group(1) or 1), int(match.group(2))
@@ -45,8 +49,12 @@ def random_number(
     seed: Seed = None,
 ) -> list[int] | list[float]:
     """Generate random numbers (integers or decimals) within a range."""
+    if not (math.isfinite(minimum) and math.isfinite(maximum)):
+        raise ValueError("minimum and maximum must be finite numbers")
     if minimum > maximum:
         raise ValueError("minimum must not be greater than maximum")
+    if maximum - minimum > 1e300:
+        raise ValueError("the range from minimum to maximum is too wide")
     if not 1 <= count <= 10_000:
         raise ValueError("count must be between 1 and 10000")
     rng = _rng(seed)

@@ -1,9 +1,9 @@
-"""Tests for lazytools_examples.regex."""
+"""Tests for lazytools_examples.regex_tools."""
 
 import pytest
 
 from lazytools_examples import _regex_runner
-from lazytools_examples import regex as r
+from lazytools_examples import regex_tools as r
 
 
 def test_regex_test() -> None:

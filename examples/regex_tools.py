@@ -19,6 +19,7 @@ __all__ = [
 
 _MAX_PATTERN = 1000
 _MAX_TEXT = 1_000_000
+_MAX_REPLACEMENT = 10_000
 _FLAG_LETTERS: dict[str, tuple[re.RegexFlag, str]] = {
     "i": (re.IGNORECASE, "IGNORECASE: letters match regardless of case"),
     "m": (re.MULTILINE, "MULTILINE: ^ and $ match at the start/end of every line"),
@@ -33,6 +34,8 @@ Flags = Annotated[str, Field(description="Flag letters: i=ignore case, m=multili
 
 
 def _flag_value(flags: str) -> int:
+    if len(flags) > 10:
+        raise ValueError("flags is too long: give each letter once, e.g. 'im'")
     value = 0
     for letter in flags.lower():
         if letter not in _FLAG_LETTERS:
@@ -95,6 +98,8 @@ def regex_replace(
     """Search and replace text using a regular expression, with backreferences to captured groups."""
     compiled = _compile(pattern, flags)
     _check_text(text)
+    if len(replacement) > _MAX_REPLACEMENT:
+        raise ValueError(f"replacement is too long (limit is {_MAX_REPLACEMENT} characters)")
     request = {"op": "subn", "pattern": pattern, "flags": compiled.flags, "text": text, "replacement": replacement, "count": count}
     return _regex_runner.run_regex(request)
 

@@ -1,0 +1,257 @@
+"""The file tools under attack: files swapped for links, FIFOs and devices mid-call, odd names, huge files."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from lazytools_examples import files
+from lazytools_examples._sandbox import glob_to_regex
+from lazytools_examples.files import make_file_tools
+
+Tools = dict[str, Callable[..., Any]]
+
+# A separate process swaps race.txt between a regular file and something else, as fast as it can, so the swap
+# happens in parallel with the tool (on another core), not only when the interpreter switches threads.
+_SWAPPER = r"""
+import os, sys
+folder, kind, target, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+name, spare = os.path.join(folder, "race.txt"), os.path.join(folder, ".spare")
+print("ready", flush=True)
+for _ in range(rounds):
+    if kind == "link":
+        os.symlink(target, spare)
+    else:
+        os.mkfifo(spare)
+    os.replace(spare, name)
+    with open(spare, "w") as handle:
+        handle.write("inside\n")
+    os.replace(spare, name)
+"""
+
+
+@pytest.fixture()
+def root(tmp_path: Path) -> Path:
+    base = tmp_path / "root"
+    (base / "sub").mkdir(parents=True)
+    (base / "race.txt").write_text("inside\n")
+    (base / "sub" / "c.py").write_text("x = 1\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET\n")
+    return base
+
+
+@pytest.fixture()
+def tools(root: Path) -> Tools:
+    return {fn.__name__: fn for fn in make_file_tools(root)}
+
+
+def _swapping(root: Path, kind: str, target: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", _SWAPPER, str(root), kind, target, "1000000"],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.kill()
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _calls(tools: Tools, rounds: int) -> tuple[list[str], int, int, list[str]]:
+    """Call the reading tools on race.txt `rounds` times each; return what they returned, the counts of
+    answers and refusals (ValueError), and any other exception."""
+    seen: list[str] = []
+    unclear: list[str] = []
+    answered = refused = 0
+    calls = [
+        lambda: tools["read_text_file"]("race.txt")["content"],
+        lambda: json.dumps(tools["search_in_files"]("e", file_glob="race.txt")["matches"]),
+        lambda: tools["file_checksum"]("race.txt")["hex"],
+    ]
+    # The regex search starts a child process per call, so it takes part in one round out of ten.
+    regex = [lambda: json.dumps(tools["search_in_files"]("e", file_glob="race.txt", regex=True)["matches"])]
+    for round_ in range(rounds):
+        for call in calls + (regex if round_ % 10 == 0 else []):
+            try:
+                seen.append(call())
+                answered += 1
+            except ValueError:
+                refused += 1
+            except Exception as exc:  # noqa: BLE001 - reported by the test
+                unclear.append(f"{type(exc).__name__}: {exc}")
+    return seen, answered, refused, unclear
+
+
+def test_a_file_swapped_for_a_link_to_outside_is_never_read(tools: Tools, root: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "outside" / "secret.txt"
+    import hashlib
+
+    secret_hash = hashlib.sha256(secret.read_bytes()).hexdigest()
+    proc = _swapping(root, "link", str(secret))
+    try:
+        seen, answered, refused, unclear = _calls(tools, 200)
+    finally:
+        _stop(proc)
+    leaks = [s for s in seen if "SECRET" in s or s == secret_hash]
+    assert leaks == [], f"{len(leaks)} of {answered + refused + len(unclear)} calls read the file outside the root"
+    assert unclear == []
+    assert answered > 0  # the tools still work on the file between swaps
+
+
+def test_a_fifo_swapped_in_is_refused_and_never_blocks(tools: Tools, root: Path) -> None:
+    outcome: dict[str, Any] = {}
+
+    def attack() -> None:
+        outcome["result"] = _calls(tools, 100)
+
+    proc = _swapping(root, "fifo", "")
+    worker = threading.Thread(target=attack, daemon=True)
+    try:
+        worker.start()
+        worker.join(60)  # generous: the calls take well under a second; only a blocked open lasts forever
+    finally:
+        _stop(proc)
+    if worker.is_alive():
+        # Release the blocked reader (opening the FIFO for writing ends its open) before failing.
+        for _ in range(100):
+            try:
+                os.close(os.open(root / "race.txt", os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                break
+        pytest.fail("a tool blocked opening a FIFO")
+    _seen, answered, refused, unclear = outcome["result"]
+    assert unclear == [] and answered + refused == 100 * 3 + 10
+
+
+def test_fifos_devices_and_links_to_them_are_refused(tools: Tools, root: Path) -> None:
+    os.mkfifo(root / "pipe")
+    os.symlink("/dev/zero", root / "zero")
+    os.symlink("../../../../../../../../dev/zero", root / "zero_relative")
+    with pytest.raises(ValueError, match="not a regular file"):
+        tools["read_text_file"]("pipe")
+    with pytest.raises(ValueError, match="not a file"):
+        tools["file_checksum"]("pipe")
+    assert tools["get_file_info"]("pipe")["type"] == "other"
+    for name in ("zero", "zero_relative"):
+        for tool in ("read_text_file", "file_checksum", "get_file_info"):
+            with pytest.raises(ValueError, match="outside the allowed root"):
+                tools[tool](name)
+    assert tools["search_in_files"]("x", include_hidden=True)["files_searched"] == 2  # race.txt, sub/c.py
+    assert "pipe" not in tools["find_files"]("*")["files"]
+
+
+def test_reads_stop_at_the_stated_size(tools: Tools, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "MAX_READ_BYTES", 1000)
+    monkeypatch.setattr(files, "MAX_SEARCH_BYTES", 1000)
+    (root / "big.txt").write_text("y\n" * 600)
+    with pytest.raises(ValueError, match="too large"):
+        tools["read_text_file"]("big.txt")
+    assert tools["search_in_files"]("y", file_glob="big.txt")["files_searched"] == 0
+    assert tools["count_file_lines"]("big.txt")["skipped_files"] == 1
+    (root / "small.txt").write_text("y\n" * 400)
+    assert tools["read_text_file"]("small.txt")["total_lines"] == 400
+
+
+def test_long_lines_are_cut_at_the_result_limit(tools: Tools, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "MAX_RESULT_BYTES", 10_000)
+    (root / "wide.txt").write_text(("z" * 3000 + "\n") * 10)
+    result = tools["read_text_file"]("wide.txt")
+    assert result["truncated"] is True and result["end_line"] == 2 and len(result["content"]) < 10_000
+    (root / "one.txt").write_text("z" * 20_000)
+    with pytest.raises(ValueError, match="result limit"):
+        tools["read_text_file"]("one.txt")
+
+
+def test_hard_links_inside_the_root_stay_readable(tools: Tools, root: Path, tmp_path: Path) -> None:
+    # Documented limit: a hard link is the file itself; nothing on the path shows it was made from outside.
+    os.link(tmp_path / "outside" / "secret.txt", root / "hard.txt")
+    assert tools["read_text_file"]("hard.txt")["content"] == "TOP SECRET"
+
+
+def test_links_inside_the_root_are_followed_by_descriptor(tools: Tools, root: Path) -> None:
+    os.symlink("sub", root / "sublink")
+    os.symlink(str(root / "sub" / "c.py"), root / "absolute.py")
+    os.symlink("sub/../race.txt", root / "dotted.txt")
+    os.symlink("loop", root / "loop")
+    assert tools["read_text_file"]("sublink/c.py")["path"] == "sub/c.py"
+    assert tools["read_text_file"]("absolute.py")["content"] == "x = 1"
+    assert tools["read_text_file"]("dotted.txt")["path"] == "race.txt"
+    assert tools["get_file_info"]("dotted.txt")["is_symlink"] is True
+    assert tools["list_directory"]("sublink")["path"] == "sub"
+    with pytest.raises(ValueError, match="symbolic links"):
+        tools["read_text_file"]("loop")
+
+
+def test_names_that_are_not_utf8_come_out_escaped(tools: Tools, root: Path) -> None:
+    raw = os.fsencode(root) + b"/bad\xffname.txt"
+    with open(raw, "wb") as handle:
+        handle.write(b"hello\n")
+    os.mkdir(os.fsencode(root) + b"/dir\xfe")
+    outputs = [
+        tools["list_directory"](),
+        tools["find_files"]("*.txt"),
+        tools["directory_tree"](),
+        tools["search_in_files"]("hello"),
+        tools["count_file_lines"](),
+    ]
+    for output in outputs:
+        text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        text.encode("utf-8")  # raises on a lone surrogate
+    assert "bad\\xffname.txt" in [e["name"] for e in outputs[0]["entries"]]
+    assert "dir\\xfe" in [e["name"] for e in outputs[0]["entries"]]
+    assert "bad\\xffname.txt" in outputs[1]["files"]
+    assert "└── bad\\xffname.txt" in outputs[2] or "├── bad\\xffname.txt" in outputs[2]
+    assert outputs[3]["matches"][0]["file"] == "bad\\xffname.txt"
+
+
+def _reference_glob(pattern: str) -> "re.Pattern[str]":
+    """The plain translation the tools used before: the meaning the faster one must keep."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] in "*?":
+            out.append("[^/]*" if pattern[i] == "*" else "[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+GLOBS = ["*.py", "*a*a*b", "**/x/*.py", "src/**/*.py", "src/*", "**/a*", "*a**/b", "[!a]*", "a?c*", "**", "*/**/*",
+         "**/**/q", "*x*/y*", "***.md", "**/*a*b*/c"]
+NAMES = ["a.py", "src/a/b/c.py", "src/a", "x/y.py", "p/q/x/y.py", "p/x/q/y.py", "ab/ac", "axab", "xa/b", "ba", "ab",
+         "abc", "abcd", "q", "a/q", "x/y", "ax/yy", "README.md", "d/e.md", "aab/c", "zab/ab/c", "aaab", "a/a/b"]
+
+
+@pytest.mark.parametrize("pattern", GLOBS)
+def test_globs_match_as_before(pattern: str) -> None:
+    fast, plain = glob_to_regex(pattern), _reference_glob(pattern)
+    for name in NAMES:
+        assert (fast.match(name) is None) == (plain.match(name) is None), (pattern, name)
+
+
+def test_globs_that_would_backtrack_are_linear_or_refused() -> None:
+    # Before, `*a` twelve times then `b` against 200 `a`s took polynomial time (C(200, 12) paths).
+    assert glob_to_regex("*a" * 12 + "b").match("a" * 200) is None
+    with pytest.raises(ValueError, match="too many wildcards"):
+        glob_to_regex("**/a/" * 6 + "b")
