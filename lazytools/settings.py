@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -37,7 +38,14 @@ class Settings(BaseSettings):
     search_max_limit: int = Field(default=20, ge=1)
     max_enabled: int = Field(default=20, ge=1)
     relevance_floor: float = Field(default=0.4, ge=0.0, le=1.0)
-    semantic: bool = False
+    semantic: bool = Field(default=False, description="Fuse BM25 with a sentence encoder's similarity.")
+    embedder: str = Field(
+        default="minilm",
+        description="The semantic mode's embedder: minilm (quality), wordllama (fast), a+b (both), or a model folder.",
+    )
+    cache_dir: Path | None = Field(
+        default=None, description="Tool-vector cache directory; default $XDG_CACHE_HOME/lazytools or ~/.cache/lazytools."
+    )
 
     # Sources
     config: Path | None = None
@@ -62,6 +70,14 @@ class Settings(BaseSettings):
     json_response: bool = False
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    def embedding_cache_dir(self) -> Path:
+        """The directory of the tool-vector cache: `cache_dir`, else the user's cache directory."""
+        if self.cache_dir is not None:
+            return self.cache_dir
+        base = os.environ.get("XDG_CACHE_HOME", "").strip()
+        root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+        return root / "lazytools"
 
     @field_validator("always_available_tools", "allowed_origins", "allowed_hosts", mode="before")
     @classmethod

@@ -91,7 +91,8 @@ class LazyServer(Server[Any]):
             self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
         self.catalog = catalog
         self.settings = settings
-        self.index = LiveIndex(catalog, semantic=settings.semantic)
+        self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
+                               cache_dir=settings.embedding_cache_dir())
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface], list[types.Tool]] = {}
         self._always_available = self._check_pinned(settings.always_available_tools)

@@ -1,0 +1,113 @@
+"""Latency of the semantic mode's embedders: search p50/p95 at 1,000 tools, index build cold and from the cache.
+
+    nice python benchmarks/embedders.py [--tools 1000] [--embedders bm25,wordllama,minilm,minilm+wordllama]
+
+Not part of the package or the tests (speed belongs here, not in unit tests). The catalog is synthetic, in the
+shape of a gateway in front of many MCP servers (`server__verb_object`, a sentence of description, parameters);
+the queries mix what models send: a few words, a sentence, and multi-step tasks whose needs are each embedded.
+Each search is timed alone, as the server runs it (one query, one thread for the encoder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lazytools.entry import ToolEntry  # noqa: E402
+from lazytools.search import SearchIndex, build_index  # noqa: E402
+from lazytools.search.embedders import VectorCache, embedder_named  # noqa: E402
+
+VERBS = "get list create update delete search find send read write move copy run start stop sync export".split()
+OBJECTS = ("issue pull_request branch commit file directory message channel table row query schema event "
+           "calendar invoice customer order payment ticket page screenshot document image video user team "
+           "project label comment release build deployment alert metric log dashboard contact note task").split()
+SERVERS = ("github gitlab jira linear slack discord postgres mysql stripe notion drive calendar browser sentry "
+           "grafana hubspot salesforce zendesk figma vercel docker kubernetes aws gcp azure filesystem").split()
+QUERIES = [
+    "create an issue", "send a slack message", "list open pull requests", "weather in Paris", "git commit",
+    "convert a video to mp4", "find invoices from last month that are unpaid",
+    "take a screenshot of the dashboard and post it to the team channel",
+    "I need to know which customers cancelled their subscription this week",
+    "search the docs for how to rotate an API key",
+    "List the open issues labelled bug in the backend repository, create a branch for the oldest one, "
+    "then post a summary with links to the engineering channel on Slack.",
+    "Find the failing deployment in the staging cluster, fetch its last 200 log lines, open a ticket in Jira "
+    "with the error, and email the on-call engineer a link to the ticket.",
+    "Read the quarterly sales table from the database, build a chart of revenue by region, save it as an "
+    "image in the shared drive, and add a note to the finance project with the link.",
+]
+
+
+async def _never(arguments: dict[str, Any]) -> Any:
+    raise RuntimeError("benchmark tools are never called")
+
+
+def catalog(size: int, seed: int = 7) -> list[ToolEntry]:
+    rng = random.Random(seed)
+    entries: list[ToolEntry] = []
+    for n in range(size):
+        server, verb, obj = rng.choice(SERVERS), rng.choice(VERBS), rng.choice(OBJECTS)
+        words = " ".join(rng.sample(OBJECTS, 3))
+        entries.append(ToolEntry(
+            name=f"{server}__{verb}_{obj}_{n}", group=server, source_name=f"{verb}_{obj}",
+            description=f"{verb.capitalize()} a {obj.replace('_', ' ')} in {server}, with {words} options.",
+            input_schema={"type": "object", "properties": {"id": {"type": "string", "description": f"{obj} id"}}},
+            call=_never))
+    return entries
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tools", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=20, help="times each query is searched")
+    parser.add_argument("--embedders", default="bm25,wordllama,minilm,minilm+wordllama")
+    args = parser.parse_args()
+    entries = catalog(args.tools)
+    print(f"{args.tools} tools, {len(QUERIES)} queries x {args.rounds} rounds")
+    print(f"{'mode':<18} {'load s':>7} {'build cold s':>12} {'build cached s':>14} {'p50 ms':>7} {'p95 ms':>7} "
+          f"{'long p50 ms':>11}")
+    for name in args.embedders.split(","):
+        load = cold = warm = 0.0
+        if name == "bm25":
+            index = SearchIndex(entries)
+        else:
+            started = time.perf_counter()
+            model = embedder_named(name)
+            load = time.perf_counter() - started
+            with tempfile.TemporaryDirectory() as folder:
+                started = time.perf_counter()
+                index = build_index(entries, semantic=True, embedder=model, cache_dir=Path(folder))
+                cold = time.perf_counter() - started
+                started = time.perf_counter()  # a restart: same texts, vectors read from the cache
+                again = build_index(entries, semantic=True, embedder=model, cache_dir=Path(folder))
+                warm = time.perf_counter() - started
+                assert VectorCache(Path(folder)).path_for(model).is_file() and again.semantic
+        times: list[float] = []
+        long: list[float] = []
+        for _ in range(args.rounds):
+            for query in QUERIES:
+                started = time.perf_counter()
+                index.search(query, limit=5)
+                elapsed = (time.perf_counter() - started) * 1000
+                times.append(elapsed)
+                if len(query) > 120:
+                    long.append(elapsed)
+        print(f"{name:<18} {load:7.2f} {cold:12.2f} {warm:14.3f} {statistics.median(times):7.2f} "
+              f"{percentile(times, 0.95):7.2f} {statistics.median(long):11.2f}")
+
+
+if __name__ == "__main__":
+    main()
