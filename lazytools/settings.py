@@ -40,8 +40,8 @@ class Settings(BaseSettings):
     relevance_floor: float = Field(default=0.4, ge=0.0, le=1.0)
     semantic: bool = Field(default=False, description="Fuse BM25 with a sentence encoder's similarity.")
     embedder: str = Field(
-        default="minilm",
-        description="The semantic mode's embedder: minilm (quality), wordllama (fast), a+b (both), or a model folder.",
+        default="minilm+wordllama",
+        description="The semantic mode's embedder: minilm+wordllama (best), minilm, wordllama (fastest), or a model folder.",
     )
     cache_dir: Path | None = Field(
         default=None, description="Tool-vector cache directory; default $XDG_CACHE_HOME/lazytools or ~/.cache/lazytools."
