@@ -1,36 +1,26 @@
 """Latency of the semantic mode's embedders: search p50/p95 at 1,000 tools, index build cold and from the cache.
 
-    nice python benchmarks/embedders.py [--tools 1000] [--embedders bm25,wordllama,minilm,minilm+wordllama]
+    nice python -m benchmarks.embedders [--tools 1000] [--embedders bm25,wordllama,minilm,minilm+wordllama]
 
-Not part of the package or the tests (speed belongs here, not in unit tests). The catalog is synthetic, in the
-shape of a gateway in front of many MCP servers (`server__verb_object`, a sentence of description, parameters);
-the queries mix what models send: a few words, a sentence, and multi-step tasks whose needs are each embedded.
+Not part of the package or the tests (speed belongs here, not in unit tests). The catalog is the synthetic one of
+`benchmarks/search.py` (a gateway in front of many MCP servers); the queries mix what models send: a few words, a
+sentence, and multi-step tasks whose needs are each embedded.
 Each search is timed alone, as the server runs it (one query, one thread for the encoder).
 """
 
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from lazytools.search import SearchIndex, build_index
+from lazytools.search.embedders import VectorCache, embedder_named
 
-from lazytools.entry import ToolEntry  # noqa: E402
-from lazytools.search import SearchIndex, build_index  # noqa: E402
-from lazytools.search.embedders import VectorCache, embedder_named  # noqa: E402
+from .search import synthetic_catalog
 
-VERBS = "get list create update delete search find send read write move copy run start stop sync export".split()
-OBJECTS = ("issue pull_request branch commit file directory message channel table row query schema event "
-           "calendar invoice customer order payment ticket page screenshot document image video user team "
-           "project label comment release build deployment alert metric log dashboard contact note task").split()
-SERVERS = ("github gitlab jira linear slack discord postgres mysql stripe notion drive calendar browser sentry "
-           "grafana hubspot salesforce zendesk figma vercel docker kubernetes aws gcp azure filesystem").split()
 QUERIES = [
     "create an issue", "send a slack message", "list open pull requests", "weather in Paris", "git commit",
     "convert a video to mp4", "find invoices from last month that are unpaid",
@@ -46,24 +36,6 @@ QUERIES = [
 ]
 
 
-async def _never(arguments: dict[str, Any]) -> Any:
-    raise RuntimeError("benchmark tools are never called")
-
-
-def catalog(size: int, seed: int = 7) -> list[ToolEntry]:
-    rng = random.Random(seed)
-    entries: list[ToolEntry] = []
-    for n in range(size):
-        server, verb, obj = rng.choice(SERVERS), rng.choice(VERBS), rng.choice(OBJECTS)
-        words = " ".join(rng.sample(OBJECTS, 3))
-        entries.append(ToolEntry(
-            name=f"{server}__{verb}_{obj}_{n}", group=server, source_name=f"{verb}_{obj}",
-            description=f"{verb.capitalize()} a {obj.replace('_', ' ')} in {server}, with {words} options.",
-            input_schema={"type": "object", "properties": {"id": {"type": "string", "description": f"{obj} id"}}},
-            call=_never))
-    return entries
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -75,7 +47,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="times each query is searched")
     parser.add_argument("--embedders", default="bm25,wordllama,minilm,minilm+wordllama")
     args = parser.parse_args()
-    entries = catalog(args.tools)
+    entries = synthetic_catalog(args.tools)
     print(f"{args.tools} tools, {len(QUERIES)} queries x {args.rounds} rounds")
     print(f"{'mode':<18} {'load s':>7} {'build cold s':>12} {'build cached s':>14} {'p50 ms':>7} {'p95 ms':>7} "
           f"{'long p50 ms':>11}")

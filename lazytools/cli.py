@@ -83,7 +83,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     elif args.command == "search":
         async with app.open_catalog(settings) as catalog:
             print(report.search_report(catalog, args.query, limit=args.limit, group=args.group,
-                                       semantic=settings.semantic))
+                                       semantic=settings.semantic, embedder=settings.embedder))
     elif args.command == "surface":
         async with app.open_server(settings) as server:
             print(report.surface_report(server))

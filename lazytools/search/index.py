@@ -32,8 +32,8 @@ from .fusion import SEMANTIC_WEIGHT, fuse_semantic, with_clauses
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .query import catalog_expansions, clauses, weighted_terms
-from .semantic import query_vectors
 from .related import RelatedWords, default_related_words
+from .semantic import query_vectors
 from .vocabulary import Vocabulary, split_compound
 
 if TYPE_CHECKING:
