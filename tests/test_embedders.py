@@ -27,7 +27,7 @@ from lazytools.search.embedders import (
     load_folder,
 )
 from lazytools.search.embedders import packaged
-from lazytools.search.semantic import query_vectors
+from lazytools.search.semantic import MAX_EMBEDDED_NEEDS, query_vectors
 
 from .fixtures.catalogs import realistic, tool
 
@@ -282,6 +282,10 @@ def test_long_requests_embed_the_whole_and_each_need_in_one_call(tiny_bert: tupl
     vectors = query_vectors(model, "rent a car, then the weather forecast", needs)
     assert model.embedded == ["rent a car, then the weather forecast", *needs] and vectors.shape == (3, HIDDEN)
     assert np.allclose(vectors[1:], model.inner.embed(needs), atol=1e-5)
+    model.embedded.clear()
+    many = [f"rent car {n}" for n in range(MAX_EMBEDDED_NEEDS + 5)]
+    assert query_vectors(model, ", ".join(many), many).shape == (MAX_EMBEDDED_NEEDS + 1, HIDDEN)
+    assert model.embedded[1:] == many[:MAX_EMBEDDED_NEEDS]  # a hostile list of needs costs a bounded encoding
 
 
 def test_packaged_minilm_is_checked_and_embeds_meaning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from .embedders.static import load_wordllama
 
 __all__ = [
     "DEFAULT_EMBEDDER",
+    "MAX_EMBEDDED_NEEDS",
     "SEMANTIC_EXTRA",
     "BackgroundVectors",
     "StaticEmbedder",
@@ -48,11 +49,16 @@ def default_embedder() -> Embedder:
     return embedder_named(DEFAULT_EMBEDDER)
 
 
+MAX_EMBEDDED_NEEDS = 8
+"""Needs of one request embedded at most (the first ones): a query of 8,000 characters can hold hundreds, and
+each costs milliseconds of an encoder; BM25 still scores them all."""
+
+
 def query_vectors(embedder: Embedder, query: str, needs: Sequence[str]) -> Vectors:
-    """The vector of `query`, then one per need of it (`needs`, from `query.clauses`), in one call so that an
-    encoder batches them. Measured and not kept: the whole request's vector as the mean of its needs' (half the
+    """The vector of `query`, then one per need of it (`needs`, from `query.clauses`, at most
+    MAX_EMBEDDED_NEEDS), in one call so that an encoder batches them. Measured and not kept: the whole request's vector as the mean of its needs' (half the
     tokens to encode) lost 1-2 points of R@5 on MetaTool's two-need queries."""
-    return embedder.embed([query, *needs])
+    return embedder.embed([query, *needs[:MAX_EMBEDDED_NEEDS]])
 
 
 def tool_vectors(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> Vectors:

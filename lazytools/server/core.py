@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -30,6 +31,7 @@ from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
     SEARCH_TOOLS,
+    SearchOutcome,
     invoke_tool_definition,
     resolve_invocation,
     search_schema,
@@ -260,16 +262,15 @@ class LazyServer(Server[Any]):
         ctx: ServerRequestContext[Any, Any] | None,
     ) -> types.CallToolResult:
         settings = self.settings
-        outcome = search_tools(
-            self.catalog,
-            await self.index.ready(),
-            arguments,
-            surface=view.surface,
-            default_limit=settings.search_limit,
-            max_limit=settings.search_max_limit,
-            bridge=settings.dynamic_bridge,
-            floor=settings.relevance_floor,
-        )
+        index = await self.index.ready()
+
+        def search() -> SearchOutcome:
+            return search_tools(self.catalog, index, arguments, surface=view.surface,
+                                default_limit=settings.search_limit, max_limit=settings.search_max_limit,
+                                bridge=settings.dynamic_bridge, floor=settings.relevance_floor)
+
+        # A sentence encoder takes milliseconds of CPU per query: off the event loop, other sessions keep going.
+        outcome = await anyio.to_thread.run_sync(search) if index.semantic else search()
         if state is not None and view.search_enables:
             # Pinned tools are always listed and never counted: they neither take a place nor ever leave.
             wanted = [entry.name for entry in outcome.found if entry.name not in self.pinned]
