@@ -26,7 +26,8 @@ _ECHO = types.Tool(name="echo", description="Echo a text back.",
 
 def _upstream_entry(name: str, work_ms: float = 0.0) -> dict[str, Any]:
     # Run by path, not `-m benchmarks.gateway`: that would import all of lazytools (numpy, search) in every
-    # upstream and measure our import time instead of an ordinary SDK server's start.
+    # upstream and measure our import time instead of an ordinary SDK server's start. (Run by path, benchmarks/
+    # is the first import folder, so no module there may share a standard library name: http.py broke this.)
     args = [str(Path(__file__).resolve()), "serve", "--name", name, "--work-ms", str(work_ms)]
     return {"command": sys.executable, "args": args}
 

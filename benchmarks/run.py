@@ -1,4 +1,4 @@
-"""`python -m benchmarks`: the figures quoted in the README, measured on this machine (not asserted in tests)."""
+"""`python -m benchmarks`: the figures in docs/benchmarks.md, measured on this machine (not asserted in tests)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from lazytools.settings import Settings, Surface
 from lazytools.tokens import count_tokens, tokenizer_name
 
 from .gateway import gateway_benchmarks
-from .http import http_benchmarks
+from .http_sessions import http_benchmarks
+from .http_throughput import throughput_benchmarks
 from .search import search_benchmarks, synthetic_catalog
 from .stats import percentiles
 
@@ -120,21 +121,58 @@ async def round_trip_figures(files_root: Path, quick: bool) -> str:
     return "\n".join(lines)
 
 
-async def run_benchmarks(quick: bool = False) -> str:
+SECTIONS: list[tuple[str, float, float]] = [
+    # (name, seconds it took in a full run, in a quick run) on the shared 2-core machine, busy (load 5-9): the
+    # estimate shown before and during a run
+    ("tokens", 3, 3),
+    ("search → notification → re-list", 4, 3),
+    ("search latency", 5, 3),
+    ("gateway", 70, 30),
+    ("HTTP sessions", 140, 60),
+    ("HTTP throughput", 35, 15),
+]
+
+
+async def run_benchmarks(quick: bool = False, progress: Callable[[str], None] | None = None) -> str:
+    """Every section in turn; `progress` hears which one runs, and the estimate of what is left."""
+    column = 2 if quick else 1
+    left = sum(section[column] for section in SECTIONS)
+    started = time.perf_counter()
+    if progress:
+        progress(f"{len(SECTIONS)} sections, about {_minutes(left)} on a 2-core machine")
+    sections = [f"python -m benchmarks ({'quick' if quick else 'full'}), Python {sys.version.split()[0]}"]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        sections = [f"python -m benchmarks ({'quick' if quick else 'full'}), Python {sys.version.split()[0]}",
-                    await anyio.to_thread.run_sync(token_figures, _server(root)),
-                    await round_trip_figures(root, quick)]
-    sections.append(search_benchmarks(quick))
-    sections.append(await gateway_benchmarks(quick))
-    sections.append(await http_benchmarks(quick))
+        runs: list[Callable[[], Awaitable[str]]] = [
+            lambda: anyio.to_thread.run_sync(token_figures, _server(root)),
+            lambda: round_trip_figures(root, quick),
+            lambda: anyio.to_thread.run_sync(search_benchmarks, quick),
+            lambda: gateway_benchmarks(quick),
+            lambda: http_benchmarks(quick),
+            lambda: anyio.to_thread.run_sync(_throughput, quick),
+        ]
+        for number, (section, run) in enumerate(zip(SECTIONS, runs, strict=True), start=1):
+            if progress:
+                progress(f"[{number}/{len(SECTIONS)}] {section[0]} (about {_minutes(section[column])}; "
+                         f"{_minutes(time.perf_counter() - started)} so far, about {_minutes(left)} left)")
+            sections.append(await run())
+            left -= section[column]
+    if progress:
+        progress(f"done in {_minutes(time.perf_counter() - started)}")
     return "\n\n".join(sections)
+
+
+def _throughput(quick: bool) -> str:
+    return throughput_benchmarks(seconds=2 if quick else 4, rounds=2 if quick else 3)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     args = parser.parse_args(argv)
-    print(anyio.run(run_benchmarks, args.quick))
+    print(anyio.run(run_benchmarks, args.quick, lambda line: print(line, file=sys.stderr, flush=True)))
     return 0

@@ -16,6 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.abc
 import mcp_types as types
 
 from .catalog import Catalog, Group
@@ -100,56 +101,62 @@ async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
 async def serve(settings: Settings) -> None:
     async with open_server(settings) as server:
         await server.index.ready()  # built before the first client asks, not during its first search
-        logger.info("serving %d tools over %s", len(server.catalog), settings.transport)
         if settings.transport == "http":
             from .transports.http import serve_http
 
-            await _until_sigterm(serve_http(server, settings))
+            logger.info("serving %d tools over http", len(server.catalog))
+            await _until_stopped(serve_http(server, settings))
         else:
             from .transports.stdio import serve_stdio
 
-            await _until_signalled(serve_stdio(server))
+            await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
 
 
-async def _until_sigterm(serving: Awaitable[None]) -> None:
-    """Run `serving` (uvicorn) until it ends or SIGTERM arrives; either way the caller's cleanup then runs.
+async def _until_stopped(serving: Awaitable[None]) -> None:
+    """Run `serving` (uvicorn) until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs.
 
-    uvicorn handles SIGTERM while it serves, stops gracefully, then raises the signal again: with the default action
-    the process would die right there, before the gateway stops its upstream servers (one that ignores the end of its
-    stdin would outlive us). This handler ends `serving` instead, so the exit is clean and its status 0. SIGINT stays
-    uvicorn's and the event loop's (exit status 130)."""
+    uvicorn handles both signals while it serves, stops gracefully, then raises the signal again for the handler
+    that was there before. With the default actions the process would die right there (SIGTERM), before the
+    gateway stops its upstream servers (one that ignores the end of its stdin would outlive us), or exit 130 or 0
+    depending on the event loop (SIGINT: asyncio's runner and uvloop differ). These handlers end `serving`
+    instead, so the exit is clean and its status 0, as on stdio."""
     if threading.current_thread() is not threading.main_thread():
         await serving  # signal handlers belong to the main thread; uvicorn leaves signals alone elsewhere too
         return
     loop = asyncio.get_running_loop()
     with anyio.CancelScope() as scope:
 
-        def stop() -> None:
-            logger.info("received SIGTERM, shutting down")
+        def stop(signum: int) -> None:
+            logger.info("received %s, shutting down", signal.Signals(signum).name)
             scope.cancel()
 
-        def on_sigterm(signum: int, frame: FrameType | None) -> None:
-            loop.call_soon_threadsafe(stop)  # on the loop's own turn, as asyncio.Runner handles SIGINT
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            loop.call_soon_threadsafe(stop, signum)  # on the loop's own turn, as asyncio.Runner handles SIGINT
 
-        previous = signal.signal(signal.SIGTERM, on_sigterm)
+        previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)}
         try:
             await serving
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
-async def _until_signalled(serving: Awaitable[None]) -> None:
-    """Run `serving` until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs uncancelled."""
+async def _until_signalled(serving: Awaitable[None], started: str) -> None:
+    """Run `serving` until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs uncancelled.
+
+    `started` is logged once the signals are ours, so whoever waits for it may signal at once."""
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as tg:
 
-            async def stop_on_signal() -> None:
+            async def stop_on_signal(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    task_status.started()
                     async for signum in signals:
                         logger.info("received %s, shutting down", signal.Signals(signum).name)
                         scope.cancel()
                         return
 
-            tg.start_soon(stop_on_signal)
+            await tg.start(stop_on_signal)
+            logger.info("%s", started)
             await serving
             tg.cancel_scope.cancel()

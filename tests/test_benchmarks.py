@@ -5,16 +5,23 @@ valid. The percentile summary is `statistics.quantiles`."""
 
 from __future__ import annotations
 
+import re
+import sys
+from pathlib import Path
+
 import mcp_types as types
 import pytest
 
+from benchmarks.http_throughput import throughput_benchmarks
 from benchmarks.search import synthetic_catalog, synthetic_queries
 from benchmarks.soak import ROUNDS, SoakPlan, SoakReport, _Load, main, run_soak
 from benchmarks.stats import percentiles
+from lazytools import cli
 from lazytools.names import check_tool_name
 from lazytools.search import SearchIndex
 
 
+@pytest.mark.process
 async def test_a_short_soak_serves_every_kind_of_session_without_errors() -> None:
     report = await run_soak(SoakPlan(sessions=3, seconds=4, sample_every=0.5, churn=2))
     assert report.errors == 0, report.error_samples
@@ -56,6 +63,7 @@ def test_the_plan_is_bounded(bad: dict[str, float]) -> None:
         SoakPlan(**bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.process
 def test_the_command_line_runs_a_tiny_soak(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--sessions", "2", "--seconds", "1", "--sample-every", "0.5", "--churn", "1"]) == 0
     out = capsys.readouterr().out
@@ -89,3 +97,25 @@ async def test_the_enabled_tools_benchmark_counts_what_a_session_lists() -> None
     every_match = Settings(_env_file=None, relevance_floor=0.0)  # type: ignore[call-arg]
     uncapped = await enabled_counts(every_match, SEQUENCE[:2])
     assert uncapped == [5, 10]  # every match of the first two searches, none shared
+
+
+def test_no_benchmark_module_shadows_the_standard_library() -> None:
+    """benchmarks/gateway.py runs its upstreams by path, which puts benchmarks/ first on their import path: a
+    benchmarks/http.py there hid the standard library's `http`, and every upstream died on start."""
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    modules = {path.stem for path in folder.glob("*.py")}
+    assert len(modules) > 5
+    assert not modules & set(sys.stdlib_module_names)
+
+
+@pytest.mark.process
+def test_the_throughput_comparison_runs_both_servers_with_no_failed_request() -> None:
+    report = throughput_benchmarks(seconds=1, connections=2, rounds=1)
+    rates = dict(re.findall(r"^\s*(bare SDK|lazytools): ([\d,]+) req/s", report, flags=re.M))
+    assert set(rates) == {"bare SDK", "lazytools"} and all(int(rate.replace(",", "")) > 0 for rate in rates.values())
+    assert "failed requests: 0" in report and re.search(r"per round: \d+\.\d\dx", report)
+
+
+def test_lazytools_runs_on_uvloop_where_installed() -> None:
+    """uvicorn[standard] brings uvloop; the CLI's event loop is uvloop's then (docs/benchmarks.md: HTTP throughput)."""
+    assert cli._loop_options() == {"use_uvloop": True}

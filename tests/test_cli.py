@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from lazytools.cli import main
+
+from .upstreams.helpers import toy
 
 
 def test_search_prints_ranked_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -43,3 +48,34 @@ def test_unknown_setting_value_is_reported(tmp_path: Path, capsys: pytest.Captur
     monkeypatch.setenv("LAZYTOOLS_DEFAULT_SURFACE", "sometimes")
     assert main(["surface"]) == 2
     assert "default_surface" in capsys.readouterr().err
+
+
+def test_options_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lazytools search --tools-jsonl FILE "query"`: the option is an option, not the query."""
+    monkeypatch.chdir(tmp_path)
+    tools = tmp_path / "tools.jsonl"
+    tools.write_text('{"id": "t1", "name": "frobnicate_widget", "description": "Frobnicate a widget."}\n')
+    assert main(["search", "--tools-jsonl", str(tools), "frobnicate", "--limit", "1"]) == 0
+    assert "frobnicate_widget" in capsys.readouterr().out
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("level", [None, "DEBUG"])
+def test_upstream_stderr_is_quiet_in_search_unless_debugging_and_then_named(tmp_path: Path,
+                                                                            level: str | None) -> None:
+    """An upstream's stderr does not land unlabelled among search results; with --log-level DEBUG it is named."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "gone": toy("gone", "--require-file", str(tmp_path / "missing")),  # says why on stderr, exits
+        "alpha": toy("alpha"),
+    }}))
+    flags = ["--log-level", level] if level else []
+    done = subprocess.run([sys.executable, "-m", "lazytools", "search", "--config", str(config), *flags,
+                           "echo a text"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "alpha__echo" in done.stdout and "is missing" not in done.stdout
+    if level:
+        assert "[gone] toy gone:" in done.stderr and "is missing, exiting" in done.stderr
+    else:
+        assert "is missing" not in done.stderr

@@ -22,6 +22,8 @@ from .helpers import eventually, running_http, tool_names
 from .upstreams.helpers import TOY, direct, http_toy, opened, toy
 from .upstreams.toy import LONG_NAME, WEIRD_NAME
 
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
+
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
 

@@ -22,6 +22,8 @@ from .test_gateway_passthrough import Asked, Seen
 from .helpers import eventually
 from .upstreams.helpers import Opened, opened
 
+pytestmark = pytest.mark.process
+
 EVERYTHING = Path(__file__).resolve().parent / "everything"
 
 

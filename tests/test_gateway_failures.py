@@ -19,6 +19,8 @@ from .conftest import Recorder, client, text_of
 from .helpers import eventually, tool_names
 from .upstreams.helpers import http_toy, opened, toy
 
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
+
 
 async def test_an_upstream_that_crashes_mid_session_is_named_and_comes_back_on_next_use(tmp_path: Path) -> None:
     servers = {"alpha": toy("alpha", "--tools", "echo,crash"), "beta": toy("beta", "--tools", "echo")}
@@ -186,11 +188,12 @@ async def test_tool_list_changes_relist_reindex_keep_enabled_tools_and_notify(tm
 
 
 async def test_a_config_that_starts_lazytools_on_itself_does_not_recurse(tmp_path: Path,
-                                                                           capfd: pytest.CaptureFixture[str]) -> None:
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="lazytools.upstream")  # upstream stderr lines, labelled by server
     me = {"command": sys.executable, "args": ["-m", "lazytools", "--config", str(tmp_path / "mcp.json")],
           "cwd": str(tmp_path)}
     servers = {"me": me, "alpha": toy("alpha", "--tools", "echo")}
     async with opened(tmp_path, servers, backoff=Backoff(first=600, most=600)) as o:
         await eventually(lambda: o.gateway["me"].state == "failed")
         assert o.catalog.names() == ["alpha__echo"]
-    assert "this file starts lazytools, which would front this file again" in capfd.readouterr().err
+        await eventually(lambda: "[me] " in caplog.text and "which would front this file again" in caplog.text)

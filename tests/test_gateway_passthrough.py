@@ -35,7 +35,7 @@ from .upstreams.helpers import Opened, opened
 FEATURES = Path(__file__).resolve().parent / "upstreams" / "features.py"
 CLIENTS = {"dynamic": "Visual Studio Code", "proxy": "claude-ai"}
 
-pytestmark = pytest.mark.parametrize("upstream", ["stdio", "http"])
+pytestmark = [pytest.mark.process, pytest.mark.parametrize("upstream", ["stdio", "http"])]
 
 
 def features_entry(name: str, **options: Any) -> dict[str, Any]:

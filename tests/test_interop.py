@@ -14,6 +14,8 @@ import pytest
 
 from .helpers import spawned_http_server
 
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
+
 INTEROP = Path(__file__).resolve().parent / "interop"
 
 

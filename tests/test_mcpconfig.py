@@ -213,7 +213,7 @@ def test_readme_section_shows_the_sample_config_and_client_snippets_that_parse()
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Fronting your own servers", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```json\n(.*?)```", section, flags=re.S)
-    assert (ROOT / "examples" / "mcp.json").read_text() in blocks and len(blocks) == 3
+    assert (ROOT / "examples" / "mcp.json").read_text() in blocks and len(blocks) == 2  # the config, VS Code
     for block in blocks:
         config = parse_config(json.loads(block), environ={"GITHUB_TOKEN": "t", "HOME": "/home/u"},
                               path=Path("/work/.vscode/mcp.json"))

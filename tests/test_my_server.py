@@ -6,9 +6,12 @@ import sys
 from pathlib import Path
 
 import mcp_types as types
+import pytest
 from mcp import Client, StdioServerParameters
 
 from .conftest import text_of
+
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "my_server.py"
 

@@ -27,8 +27,25 @@ def test_client_snippets_are_the_example_files(example: str) -> None:
 
 def test_ci_runs_the_readme_test_command() -> None:
     commands = re.findall(r"```sh\n(.*?)\n```", README, flags=re.S)
-    test_command = next(c for c in commands if "pytest" in c)
+    (test_command,) = [c for c in commands if "pytest" in c and "pip install" in c]  # one line: install and test
     assert test_command in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_quick_start_installs_without_the_test_extras() -> None:
+    commands = re.findall(r"```sh\n(.*?)\n```", README, flags=re.S)
+    run = next(c for c in commands if c.endswith(".venv/bin/lazytools"))
+    assert "pip install -q -e . " in run and "[test]" not in run
+
+
+def test_readme_is_short() -> None:
+    assert len(README.splitlines()) <= 250  # the rest lives in docs/
+
+
+def test_readme_links_resolve() -> None:
+    for document in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#]+?)(?:#[^)]*)?\)", document.read_text()):
+            if "://" not in target:
+                assert (document.parent / target).exists(), (document.name, target)
 
 
 def test_author_snippet_matches_the_example() -> None:

@@ -22,6 +22,8 @@ from .helpers import eventually, spawned_http_server, tool_names
 from .upstreams.faulty import GARBAGE, entry
 from .upstreams.helpers import opened
 
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
+
 # -- junk on the wire --------------------------------------------------------------------------------------------
 
 

@@ -25,6 +25,8 @@ from lazytools import LazyServer
 from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving
 from .test_stdio_faults import INIT, LIST, _exchange
 
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
+
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "wire", "version": "1"}}

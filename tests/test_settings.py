@@ -8,16 +8,29 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from lazytools import Settings
+from lazytools import Settings, cli, settingsdoc
 from lazytools.server.clients import client_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_env_example_lists_every_setting() -> None:
+def test_generated_files_match_the_fields() -> None:
+    """.env.example and docs/settings.md are made from the fields: `python -m lazytools.settingsdoc` rewrites them."""
+    assert (ROOT / ".env.example").read_text() == settingsdoc.env_example()
+    assert (ROOT / "docs" / "settings.md").read_text() == settingsdoc.settings_markdown()
+
+
+def test_settingsdoc_check_sees_a_stale_file(tmp_path: Path) -> None:
+    assert settingsdoc.main(["--root", str(tmp_path)]) == 0  # writes both
+    assert settingsdoc.main(["--root", str(tmp_path), "--check"]) == 0
+    (tmp_path / ".env.example").write_text(settingsdoc.env_example().replace("LAZYTOOLS_PORT=8000", ""))
+    assert settingsdoc.main(["--root", str(tmp_path), "--check"]) == 1
+
+
+def test_every_setting_is_described_and_documented() -> None:
     documented = set(re.findall(r"^LAZYTOOLS_([A-Z_]+)=", (ROOT / ".env.example").read_text(), flags=re.M))
-    fields = {name.upper() for name in Settings.model_fields}
-    assert fields == documented
+    assert documented == {name.upper() for name in Settings.model_fields}
+    assert all(field.description for field in Settings.model_fields.values())
 
 
 def test_env_example_values_are_the_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -51,10 +64,19 @@ def test_invalid_values_name_the_field() -> None:
         Settings(_env_file=None, mode="sometimes")  # type: ignore[call-arg]
 
 
-def test_readme_settings_table_lists_every_setting_with_its_default() -> None:
-    readme = (ROOT / "README.md").read_text()
-    rows = dict(re.findall(r"^\| `LAZYTOOLS_([A-Z_]+)` \| ([^|]+) \|", readme, flags=re.M))
-    example = dict(re.findall(r"^LAZYTOOLS_([A-Z_]+)=(.*)$", (ROOT / ".env.example").read_text(), flags=re.M))
-    assert set(rows) == {name.upper() for name in Settings.model_fields}
-    for name, default in example.items():
-        assert rows[name].strip() == (f"`{default}`" if default else "(empty)"), name
+def test_every_setting_but_secrets_is_a_flag_before_or_after_the_command(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    parser = cli._parser()
+    flags = {action.dest for action in parser._actions if action.option_strings}
+    assert flags >= {name for name, field in Settings.model_fields.items() if not settingsdoc.is_secret(field)}
+    assert "auth_token" not in flags
+    for argv in (["--search-limit", "3", "--no-dynamic-bridge", "search", "q"],
+                 ["search", "--search-limit", "3", "--no-dynamic-bridge", "q"],
+                 ["search", "q", "--search-limit", "3", "--no-dynamic-bridge"]):
+        settings = cli._settings(parser.parse_args(argv))
+        assert (settings.search_limit, settings.dynamic_bridge, settings.mode) == (3, False, "auto"), argv
+    settings = cli._settings(parser.parse_args([
+        "surface", "--client-surfaces", '{"x": "proxy"}', "--allowed-hosts", "a,b", "--log-level", "debug"]))
+    assert settings.client_surfaces == {"x": "proxy"} and settings.allowed_hosts == ["a", "b"]
+    assert settings.log_level == "DEBUG"

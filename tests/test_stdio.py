@@ -16,6 +16,8 @@ from .conftest import Recorder, text_of
 from .helpers import tool_names
 from .test_stdio_faults import INIT, LIST, _exchange
 
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
+
 
 def _params(tmp_path: Path, **env: str) -> StdioServerParameters:
     # cwd is an empty folder so a developer's own .env cannot change what the test sees.

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.process  # every test here starts lazytools or an upstream as a child process
+
 INIT = [
     {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
@@ -66,21 +68,26 @@ def _drive(proc: subprocess.Popen[str], lines: list[str], wait_for: frozenset[in
 ARGS = ["lazytools"]
 
 
-@pytest.mark.parametrize("name", list(GARBAGE))
-def test_garbage_is_answered_or_dropped_and_service_goes_on(tmp_path: Path, name: str) -> None:
-    messages, _ = _exchange(tmp_path, [GARBAGE[name]])
+def test_garbage_is_answered_or_dropped_and_service_goes_on(tmp_path: Path) -> None:
+    """Every kind of garbage in one process, each followed by a tools/list that must still be served."""
+    names = list(GARBAGE)
+    lines: list[str] = []
+    for number, name in enumerate(names):
+        lines += [GARBAGE[name], json.dumps({**LIST, "id": 1000 + number})]
+    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 99, *(1000 + n for n in range(len(names)))}))
     by_id = {m.get("id"): m for m in messages}
-    assert "result" in by_id[99] and by_id[99]["result"]["tools"][0]["name"] == "search_tools"  # type: ignore[index]
+    for number, name in enumerate(names):
+        listed = by_id[1000 + number]
+        assert "result" in listed, name
+        assert listed["result"]["tools"][0]["name"] == "search_tools", name  # type: ignore[index]
     for message in messages:
-        if message.get("id") not in (1, 99):
-            assert "error" in message or message["result"]["isError"] is True  # type: ignore[index]
+        if message.get("id") not in {1, 99, *(1000 + n for n in range(len(names)))}:
+            assert "error" in message or message["result"]["isError"] is True, message  # type: ignore[index]
             assert len(json.dumps(message)) < 20_000  # a huge input does not come back as a huge error
-
-
-def test_unknown_method_gets_method_not_found(tmp_path: Path) -> None:
-    messages, _ = _exchange(tmp_path, [GARBAGE["unknown method"]])
-    (error,) = [m for m in messages if m.get("id") == 4]
-    assert error["error"]["code"] == -32601  # type: ignore[index]
+    (unknown,) = [m for m in messages if m.get("id") == 4]
+    assert unknown["error"]["code"] == -32601  # type: ignore[index]  # method not found
+    (bad_arguments,) = [m for m in messages if m.get("id") == 6]
+    assert "error" in bad_arguments or bad_arguments["result"]["isError"] is True  # type: ignore[index]
 
 
 def test_sigterm_exits_cleanly(tmp_path: Path) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from mcp.client import Client
 
 from lazytools.server.clients import client_table
 from lazytools.server.surface import choose_surface
+
+from .helpers import tool_names
 
 TABLE = client_table({})
 
@@ -30,3 +33,15 @@ def test_choose_surface(mode: str, version: str, has_session: bool, client: str 
 def test_default_surface_for_unknown_clients() -> None:
     assert choose_surface(mode="auto", protocol_version="2025-11-25", has_session=True, client_name="x",
                           table=TABLE, default="proxy") == "proxy"
+
+
+async def test_the_sdk_default_client_gets_proxy_and_legacy_mode_gets_dynamic(server_factory) -> None:
+    """What the README's client table says about the installed SDK: `Client(...)` (mode "auto") adopts 2026-07-28,
+    a stateless protocol with no per-session list; `Client(..., mode="legacy")` shakes hands as `mcp` → dynamic."""
+    async with Client(server_factory()) as auto:
+        found = await auto.call_tool("search_tools", {"query": "weather forecast for a city"})
+        assert not found.is_error
+        assert await tool_names(auto) == ["search_tools", "invoke_tool"]
+    async with Client(server_factory(), mode="legacy") as legacy:
+        await legacy.call_tool("search_tools", {"query": "weather forecast for a city"})
+        assert "get_forecast" in await tool_names(legacy)

@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.process  # mypy runs as a child process (and takes a while)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

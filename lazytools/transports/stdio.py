@@ -192,11 +192,15 @@ async def serve_stdio(server: Server) -> None:
     """Serve one client on stdin/stdout until stdin closes and what it asked is answered (or the caller cancels)."""
     stdin_fd = sys.stdin.fileno() if sys.stdin is not None else -1
     async with AsyncExitStack() as stack:
-        lines: PipeLines | None = None  # a file or terminal: the SDK's threaded reader (only a pipe can be waited on)
+        lines: PipeLines | None = None  # a regular file: the SDK's threaded reader (a file cannot be waited on)
         if stdin_fd >= 0 and _is_pipe(stdin_fd):
             was_blocking = os.get_blocking(stdin_fd)
             os.set_blocking(stdin_fd, False)
             stack.callback(os.set_blocking, stdin_fd, was_blocking)
+            lines = PipeLines(stdin_fd)
+        elif stdin_fd >= 0 and os.isatty(stdin_fd):
+            # A terminal can be waited on too, and stays blocking (the shell shares it): a read after readiness
+            # returns the typed line at once. Without this, Ctrl-C waited for the SDK's reader thread, i.e. Ctrl-D.
             lines = PipeLines(stdin_fd)
         read_stream, write_stream = await stack.enter_async_context(stdio_server(stdin=lines))  # type: ignore[arg-type]
         unanswered = Unanswered()

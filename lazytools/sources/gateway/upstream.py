@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 import anyio
 import mcp_types as types
@@ -37,6 +37,7 @@ from ...settings import Settings
 from .config import HttpServer, ServerConfig
 from .offerings import Offerings, SeenUris, list_offerings, uris_in
 from .relay import Inflight, Relay, current_origin
+from .stderr import labelled_stderr
 
 __all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
 
@@ -117,6 +118,7 @@ class Upstream:
         self._attempts_started = 0
         self._attempts_over = 0
         self._attempt_over = anyio.Event()
+        self._stderr: TextIO = sys.stderr  # a pipe to labelled log lines while `run` runs
 
     @property
     def serving(self) -> bool:
@@ -131,7 +133,8 @@ class Upstream:
             # An empty group says "this source exists but serves nothing yet"; its tools arrive when it does.
             self.catalog.set_group(Group(self.name, self.config.description or ""), [])
         try:
-            await self._reconnect_forever()
+            async with labelled_stderr(self.name) as self._stderr:
+                await self._reconnect_forever()
         finally:
             self.state = "stopped"
 
@@ -282,8 +285,8 @@ class Upstream:
         params = StdioServerParameters(command=config.command, args=list(config.args),
                                        env={**config.env, CHAIN_VARIABLE: self.chain}, cwd=config.cwd,
                                        encoding_error_handler="replace")
-        # Its stderr is ours: an upstream's own messages are what a user needs to see when it fails.
-        return stdio_client(params, errlog=sys.stderr)
+        # Its stderr becomes our log lines, named by the server: what a user needs to see when it fails.
+        return stdio_client(params, errlog=self._stderr)
 
     # -- tools ------------------------------------------------------------------------------------------------
 
@@ -453,7 +456,7 @@ def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-        return "it exited or closed the connection before answering (a command prints why on stderr)"
+        return "it exited or closed the connection before answering (its stderr, logged as [name] lines, may say why)"
     if isinstance(exc, MCPError):
         return f"error {exc.code}: {exc.error.message}"
     if isinstance(exc, TimeoutError) and str(exc):

@@ -1,7 +1,7 @@
 """HTTP figures for `python -m benchmarks`: idle sessions one process holds, memory per session, search latency.
 
-The server runs in a child process (`python -m benchmarks.http --child ...`, run from the clone's root), so its memory is its own;
-the parent opens sessions over real HTTP and asks the child, over stdin/stdout lines, to measure itself.
+The server runs in a child process (`python -m benchmarks.http_sessions --child ...`, run from the clone's root),
+so its memory is its own; the parent opens sessions over real HTTP and asks the child, over stdin/stdout lines, to measure itself.
 Memory is counted two ways: Python allocations (tracemalloc, in a traced child) and resident set size (in an
 untraced child, because tracing costs memory too). A plain SDK server through the same transport is the baseline
 for "the SDK's own" cost.
@@ -53,7 +53,7 @@ _CONCURRENCY = 32
 async def http_benchmarks(quick: bool) -> str:
     from .stats import percentiles
 
-    traced, held, searches = (100, 1000, 4) if quick else (500, 5000, 20)
+    traced, held, searches = (100, 1000, 4) if quick else (500, 3000, 20)  # 3,000: the full run within 5 min
     lines = ["## Streamable HTTP (server in a child process, clients in this one, over 127.0.0.1)"]
 
     sdk = await _idle_memory("sdk", traced)
@@ -224,7 +224,7 @@ async def _http() -> AsyncIterator[httpx2.AsyncClient]:
 @asynccontextmanager
 async def _child(kind: str, *, traced: bool) -> AsyncIterator[tuple[str, _Measure]]:
     """Start a server child; yields its URL and `measure()`, which returns the child's own figures."""
-    command = [sys.executable, "-m", "benchmarks.http", "--child", kind] + (["--traced"] if traced else [])
+    command = [sys.executable, "-m", "benchmarks.http_sessions", "--child", kind] + (["--traced"] if traced else [])
     process: Process = await anyio.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
                                                 cwd=Path(__file__).resolve().parent.parent)
     async with process:

@@ -1,0 +1,250 @@
+"""Stateless `tools/call` throughput over HTTP: a bare MCP SDK server and lazytools, side by side in one run.
+
+    python -m benchmarks.http_throughput [--seconds 5] [--connections 16] [--rounds 3]
+
+Both servers run as child processes on 127.0.0.1 and get the same 2026-07-28 `tools/call` (no session, no
+handshake) from the same load generator: `wrk` when it is installed (`apt-get install wrk`; it costs the
+machine far less CPU than Python does), else a Python client with one connection per worker. The bare server is
+the SDK's low-level `Server` with one trivial tool, served by `Server.streamable_http_app()` under `uvicorn.run`
+(uvicorn picks httptools and uvloop when they are installed); lazytools is `lazytools --transport http` as shipped,
+called through `invoke_tool` on a trivial bundled tool. Rounds alternate which server goes first, so a machine
+that gets busier weighs on both; the ratio is taken per round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "throughput_benchmarks"]
+
+VERSION = "2026-07-28"
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+           "mcp-protocol-version": VERSION, "mcp-method": "tools/call"}
+"""What the SDK's client sends with a 2026-07-28 request (plus `mcp-name`, the tool: see `_headers`)."""
+_META = {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {},
+         "io.modelcontextprotocol/clientInfo": {"name": "throughput", "version": "1"}}
+_ARGUMENTS = {"value": 100, "from_unit": "C", "to_unit": "F"}
+BARE_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+             "params": {"name": "convert_temperature", "arguments": _ARGUMENTS, "_meta": _META}}
+LAZYTOOLS_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "invoke_tool", "_meta": _META,
+                             "arguments": {"tool_name": "convert_temperature", "arguments": _ARGUMENTS}}}
+
+
+# -- the bare SDK server (a child process) -------------------------------------------------------------------------
+
+
+def serve_bare(port: int) -> None:
+    """The SDK's low-level server with one trivial tool, as its documentation serves it over HTTP."""
+    import mcp_types as types
+    import uvicorn
+    from mcp.server.lowlevel import Server
+
+    tool = types.Tool(name="convert_temperature", description="Convert a temperature.", input_schema={
+        "type": "object", "properties": {"value": {"type": "number"}, "from_unit": {"type": "string"},
+                                         "to_unit": {"type": "string"}}, "required": ["value"]})
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        value = float((params.arguments or {})["value"]) * 9 / 5 + 32
+        answer = {"value": value, "unit": "F"}
+        return types.CallToolResult(content=[types.TextContent(text=json.dumps(answer))], structured_content=answer)
+
+    server = Server("bare", on_list_tools=list_tools, on_call_tool=call_tool)
+    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+
+
+# -- the parent: start both, load each in turn --------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def _child(command: list[str], port: int, cwd: Path) -> Iterator[tuple[str, int]]:
+    """Start a server, wait until it accepts connections (60 s at most), yield its /mcp URL and pid, stop it."""
+    process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    error = process.stderr.read().decode(errors="replace") if process.stderr else ""
+                    raise RuntimeError(f"{command} did not start: {error[-2000:]}") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr:
+            process.stderr.close()
+
+
+def _headers(body: dict[str, Any]) -> dict[str, str]:
+    return {**HEADERS, "mcp-name": body["params"]["name"]}
+
+
+def _check(url: str, body: dict[str, Any]) -> str:
+    """One call before the load: it must succeed, so the load measures answers and not refusals."""
+    import httpx2
+
+    answer = httpx2.post(url, json=body, headers=_headers(body), timeout=30)
+    text = answer.text
+    if answer.status_code != 200 or '"result"' not in text or '"isError":true' in text.replace(" ", ""):
+        raise RuntimeError(f"{url} answered {answer.status_code}: {text[:500]}")
+    return text
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system, all threads) a process has used so far; None where /proc is missing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wrk(url: str, body: dict[str, Any], seconds: float, connections: int) -> tuple[float, int, int]:
+    """Requests per second, requests and non-2xx answers, by wrk (one thread: the machine has few cores)."""
+    headers = "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in _headers(body).items())
+    script = f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n{headers}'
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as file:
+        file.write(script)
+    try:
+        done = subprocess.run(["nice", "wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s",
+                               "-s", file.name, url], capture_output=True, text=True, check=True)
+    finally:
+        os.unlink(file.name)
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", done.stdout)
+    total = re.search(r"(\d+) requests in", done.stdout)
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", done.stdout)
+    errors = re.search(r"Socket errors:.*", done.stdout)
+    if rate is None or total is None:
+        raise RuntimeError(f"wrk said: {done.stdout}{done.stderr}")
+    failures = int(bad.group(1)) if bad else 0
+    if errors:
+        failures += sum(int(n) for n in re.findall(r"\d+", errors.group(0)))
+    return float(rate.group(1)), int(total.group(1)), failures
+
+
+def _python_load(url: str, body: dict[str, Any], seconds: float, connections: int) -> tuple[float, int, int]:
+    """Requests per second, requests and failures, by `connections` keep-alive clients in this process."""
+    import anyio
+    import httpx2
+
+    payload = json.dumps(body).encode()
+    counts = {"ok": 0, "bad": 0}
+
+    async def worker(end: float) -> None:
+        async with httpx2.AsyncClient(timeout=30) as client:
+            while time.perf_counter() < end:
+                answer = await client.post(url, content=payload, headers=_headers(body))
+                counts["ok" if answer.status_code == 200 else "bad"] += 1
+
+    async def run() -> float:
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(connections):
+                tg.start_soon(worker, start + seconds)
+        return time.perf_counter() - start
+
+    elapsed = anyio.run(run)
+    total = counts["ok"] + counts["bad"]
+    return total / elapsed, total, counts["bad"]
+
+
+def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int = 3,
+                          progress: Callable[[str], None] | None = None) -> str:
+    """Requests per second, and server CPU per request (steadier on a shared machine), for both servers."""
+    load = _wrk if shutil.which("wrk") else _python_load
+    generator = "wrk -t1" if load is _wrk else "a Python client"
+    names = ("bare SDK", "lazytools")
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}  # server CPU microseconds per request
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        bare_port, lazy_port = _free_port(), _free_port()
+        bare_command = [sys.executable, "-m", "benchmarks.http_throughput", "--serve-bare", str(bare_port)]
+        lazy_command = [sys.executable, "-m", "lazytools", "--transport", "http", "--port", str(lazy_port),
+                        "--log-level", "WARNING", "--files-root", str(root)]
+        here = Path(__file__).resolve().parent.parent
+        with _child(bare_command, bare_port, here) as bare, _child(lazy_command, lazy_port, root) as lazy:
+            targets = {"bare SDK": (*bare, BARE_CALL), "lazytools": (*lazy, LAZYTOOLS_CALL)}
+            for url, _, body in targets.values():
+                _check(url, body)
+                load(url, body, 1, connections)  # warm-up: imports, caches, the first connections
+            for number in range(rounds):
+                order = list(names) if number % 2 == 0 else list(reversed(names))
+                for name in order:
+                    if progress:
+                        progress(f"HTTP throughput: round {number + 1}/{rounds}, {name} ({seconds:g} s)")
+                    url, pid, body = targets[name]
+                    before = _cpu_seconds(pid)
+                    rate, total, bad = load(url, body, seconds, connections)
+                    after = _cpu_seconds(pid)
+                    rates[name].append(rate)
+                    if before is not None and after is not None and total:
+                        cpu[name].append((after - before) / total * 1e6)
+                    failures += bad
+    ratios = [ours / bare for ours, bare in zip(rates["lazytools"], rates["bare SDK"], strict=True)]
+    lines = [f"## Stateless tools/call over HTTP ({VERSION}, {connections} connections, 127.0.0.1, {generator}, "
+             f"{rounds} rounds of {seconds:g} s, alternating)",
+             *(f"{name:>10}: " + ", ".join(f"{rate:,.0f}" for rate in values) + " req/s"
+               f" (median {statistics.median(values):,.0f})" for name, values in rates.items()),
+             "lazytools / bare, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios)
+             + f" (median {statistics.median(ratios):.2f}x, spread {min(ratios):.2f}-{max(ratios):.2f})"]
+    if all(cpu.values()):
+        bare_cpu, ours_cpu = statistics.median(cpu["bare SDK"]), statistics.median(cpu["lazytools"])
+        lines.append("server CPU per request: bare SDK " + ", ".join(f"{v:.0f}" for v in cpu["bare SDK"])
+                     + " µs; lazytools " + ", ".join(f"{v:.0f}" for v in cpu["lazytools"]) + " µs; "
+                     + f"bare / lazytools (throughput on an idle core) {bare_cpu / ours_cpu:.2f}x")
+    lines.append(f"failed requests: {failures}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.http_throughput", description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=5, help="load per server per round (default 5)")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--serve-bare", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_bare is not None:
+        serve_bare(args.serve_bare)
+        return 0
+    print(throughput_benchmarks(args.seconds, args.connections, args.rounds,
+                                progress=lambda line: print(line, file=sys.stderr, flush=True)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
