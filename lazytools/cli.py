@@ -141,7 +141,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     elif args.command == "search":
         async with app.open_catalog(settings) as catalog:
             print(report.search_report(catalog, args.query, limit=args.limit, group=args.group,
-                                       semantic=settings.semantic))
+                                       semantic=settings.semantic, embedder=settings.embedder))
     elif args.command == "surface":
         async with app.open_server(settings) as server:
             print(report.surface_report(server))
@@ -151,5 +151,5 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses, split=args.split,
                        semantic=settings.semantic, half=args.half,
                        limit=settings.search_limit if args.limit is None else args.limit, rankings=args.rankings,
-                       floor=settings.relevance_floor))
+                       floor=settings.relevance_floor, embedder=settings.embedder))
     return 0

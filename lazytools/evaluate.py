@@ -17,6 +17,7 @@ from .catalog import Catalog
 from .entry import ToolEntry
 from .errors import ConfigError
 from .search import SearchIndex, build_index
+from .search.embedders import DEFAULT_EMBEDDER
 from .server.metatools import RELEVANCE_FLOOR, search_tools
 from .settings import Settings
 from .sources.jsonl import load_jsonl_catalog, read_jsonl
@@ -247,6 +248,7 @@ def run_eval(
     limit: int | None = None,
     rankings: Path | None = None,
     floor: float = RELEVANCE_FLOOR,
+    embedder: str = DEFAULT_EMBEDDER,
 ) -> str:
     """The `lazytools eval` report: figures per split and the worst misses, from what `search_tools` returns at
     `limit` (default: the server's default limit); `rankings` receives each query's returned tool ids."""
@@ -254,7 +256,7 @@ def run_eval(
     if depth < 1:
         raise ConfigError("--limit must be at least 1")
     loaded = load_jsonl_catalog(tools_path)
-    index = build_index(loaded.catalog, semantic=semantic)
+    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder)
     queries = read_queries(queries_path, every=every, split=split, half=half)
     if not queries:
         raise ConfigError(f"{queries_path}: no queries selected")

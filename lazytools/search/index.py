@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,15 +27,18 @@ from ..catalog import Catalog
 from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem, tokenize
 from .bm25 import BM25FPostings, BM25Postings
+from .embedders import DEFAULT_EMBEDDER
 from .fusion import SEMANTIC_WEIGHT, fuse_semantic, with_clauses
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .query import catalog_expansions, clauses, weighted_terms
 from .related import RelatedWords, default_related_words
+from .semantic import query_vectors
 from .vocabulary import Vocabulary, split_compound
 
 if TYPE_CHECKING:
-    from .semantic import StaticEmbedder
+    from .embedders import Embedder, Vectors
+    from .semantic import BackgroundVectors
 
 __all__ = ["FIELD_WEIGHTS", "GROUP_BOOST", "NAME_WORDS_BOOST", "Hit", "LiveIndex", "SearchIndex", "document_terms"]
 
@@ -150,7 +154,7 @@ class SearchIndex:
         self,
         entries: Iterable[ToolEntry],
         *,
-        embedder: StaticEmbedder | None = None,
+        embedder: Embedder | None = None,
         semantic_weight: float = SEMANTIC_WEIGHT,
         related: RelatedWords | None = None,
     ) -> None:
@@ -173,9 +177,11 @@ class SearchIndex:
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
         self._producers = input_producers(self.entries)
-        self.embedder = embedder
         self.semantic_weight = semantic_weight
-        self._vectors = embedder.embed([embedding_text(e) for e in self.entries]) if embedder else None
+        self.embedder: Embedder | None = None
+        self._vectors: Vectors | None = None
+        if embedder is not None:
+            self.use_embeddings(embedder, embedder.embed(self.embedding_texts()))
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -183,6 +189,17 @@ class SearchIndex:
     @property
     def semantic(self) -> bool:
         return self._vectors is not None
+
+    def embedding_texts(self) -> list[str]:
+        return [embedding_text(entry) for entry in self.entries]
+
+    def use_embeddings(self, embedder: Embedder, vectors: Vectors) -> None:
+        """Fuse `embedder`'s similarity from now on; `vectors` are those of `embedding_texts()`, in order.
+        Safe while other threads search: the embedder is set before the vectors that switch fusion on."""
+        if vectors.shape != (len(self.entries), embedder.dimensions):
+            raise ValueError(f"{vectors.shape} vectors for {len(self.entries)} tools of {embedder.dimensions}")
+        self.embedder = embedder
+        self._vectors = vectors
 
     def query_terms(self, query: str) -> dict[str, float]:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
@@ -215,11 +232,11 @@ class SearchIndex:
         parts = [self._bm25_scores(part) for part in needs]
         scores = self._lexical_scores(query, parts)
         candidates = scores > 0
-        if self._vectors is not None and self.embedder is not None:
+        vectors, embedder = self._vectors, self.embedder
+        if vectors is not None and embedder is not None:
             # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which
             # made it 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
-            query_vectors = self.embedder.embed([query, *needs])
-            similarities = np.einsum("ij,kj->ki", self._vectors, query_vectors).astype(np.float64)
+            similarities = np.einsum("ij,kj->ki", vectors, query_vectors(embedder, query, needs)).astype(np.float64)
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
@@ -273,22 +290,52 @@ class SearchIndex:
 
 
 class LiveIndex:
-    """The index of a catalog, rebuilt on first use after the catalog changed."""
+    """The index of a catalog, rebuilt on first use after the catalog changed.
 
-    def __init__(self, catalog: Catalog, *, semantic: bool = False) -> None:
+    With `semantic`, each new index answers with BM25 at once while its tools are embedded in a background
+    thread (through the vector cache in `cache_dir`); fusion starts when they are ready (`semantic_ready`)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        semantic: bool = False,
+        embedder: str | Embedder = DEFAULT_EMBEDDER,
+        cache_dir: Path | None = None,
+    ) -> None:
         self._catalog = catalog
         self._semantic = semantic
+        self._embedder = embedder
+        self._cache_dir = cache_dir
         self._index: SearchIndex | None = None
         self._version = -1
         self._lock = anyio.Lock()
+        self.background: BackgroundVectors | None = None
 
     @property
     def current(self) -> SearchIndex:
         """The index now, built here if stale (blocking: use `ready()` on the event loop)."""
         if self._index is None or self._version != self._catalog.version:
-            self._index = build_index(self._catalog, semantic=self._semantic)
-            self._version = self._catalog.version
+            version = self._catalog.version
+            self._index, self._version = self._build(list(self._catalog)), version
         return self._index
+
+    def _build(self, entries: list[ToolEntry]) -> SearchIndex:
+        index = SearchIndex(entries)
+        if self._semantic:
+            from .semantic import BackgroundVectors
+
+            self.background = BackgroundVectors(self._embedder, index.embedding_texts(), index.use_embeddings,
+                                                cache_dir=self._cache_dir)
+        return index
+
+    async def semantic_ready(self) -> SearchIndex:
+        """The index once its embeddings are in (or failed to load: then it stays BM25)."""
+        index = await self.ready()
+        background = self.background
+        if background is not None:
+            await anyio.to_thread.run_sync(background.done.wait)
+        return index
 
     async def ready(self) -> SearchIndex:
         """The index now; a stale one is rebuilt in a worker thread, so other sessions keep being served."""
@@ -299,15 +346,24 @@ class LiveIndex:
                 version = self._catalog.version
                 # set_group swaps in new dicts rather than mutating, so the thread reads a consistent snapshot.
                 snapshot = list(self._catalog)
-                index = await anyio.to_thread.run_sync(lambda: build_index(snapshot, semantic=self._semantic))
+                index = await anyio.to_thread.run_sync(lambda: self._build(snapshot))
                 self._index, self._version = index, version
         return self._index
 
 
-def build_index(entries: Iterable[ToolEntry], *, semantic: bool = False) -> SearchIndex:
-    """The index the server uses: BM25 only, or fused with WordLlama embeddings when `semantic` is on."""
-    if not semantic:
-        return SearchIndex(entries)
-    from .semantic import default_embedder  # the optional extra is imported only when asked for
+def build_index(
+    entries: Iterable[ToolEntry],
+    *,
+    semantic: bool = False,
+    embedder: str | Embedder = DEFAULT_EMBEDDER,
+    cache_dir: Path | None = None,
+) -> SearchIndex:
+    """BM25 only, or (`semantic`) fused with `embedder`'s similarity, embedded here and now (through the vector
+    cache in `cache_dir` when given)."""
+    index = SearchIndex(entries)
+    if semantic:
+        from .semantic import resolve, tool_vectors  # the optional extra is imported only when asked for
 
-    return SearchIndex(entries, embedder=default_embedder())
+        model = resolve(embedder)
+        index.use_embeddings(model, tool_vectors(model, index.embedding_texts(), cache_dir))
+    return index

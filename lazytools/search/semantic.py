@@ -1,99 +1,109 @@
-"""Static word embeddings for the optional semantic search (`pip install 'lazytools[semantic]'`).
+"""The semantic mode's plumbing between the index and the embedders: which embedder, cached tool vectors, and
+embedding a catalog in the background while BM25 answers.
 
-A text's vector is the mean of its tokens' vectors in a fixed table: no model runs, so embedding a query takes
-well under a millisecond on the CPU and nothing is downloaded. The default table is WordLlama's `l2_supercat`
-(256 dimensions, 32,000 tokens), whose weights ship inside the `wordllama` wheel. Only its files are used:
-importing `wordllama` itself configures the root logger, and its loader looks for the tokenizer under
-`tokenizer/` while the wheel installs it under `tokenizers/`, so the two files are opened here by path.
+The embedders themselves live in `lazytools.search.embedders` (`pip install 'lazytools[semantic]'`).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
+from .embedders import (
+    DEFAULT_EMBEDDER,
+    SEMANTIC_EXTRA,
+    Embedder,
+    StaticEmbedder,
+    VectorCache,
+    Vectors,
+    embedder_named,
+)
+from .embedders.static import load_wordllama
 
-from ..errors import ConfigError
-
-__all__ = ["WORDLLAMA_EXTRA", "StaticEmbedder", "default_embedder", "load_wordllama"]
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "MAX_EMBEDDED_NEEDS",
+    "SEMANTIC_EXTRA",
+    "BackgroundVectors",
+    "StaticEmbedder",
+    "default_embedder",
+    "load_wordllama",
+    "query_vectors",
+    "resolve",
+    "tool_vectors",
+]
 
 logger = logging.getLogger("lazytools.search")
 
-WORDLLAMA_EXTRA = "pip install 'lazytools[semantic]'"
-_WEIGHTS = Path("weights") / "l2_supercat_256.safetensors"
-_TOKENIZER = Path("tokenizers") / "l2_supercat_tokenizer_config.json"
 
-Vectors = npt.NDArray[np.float32]
-
-
-class StaticEmbedder:
-    """Texts to unit vectors: the mean of the table rows of their tokens (a zero vector for no tokens)."""
-
-    def __init__(self, table: npt.ArrayLike, encode: Callable[[str], Sequence[int]], *, name: str = "custom") -> None:
-        self.table: Vectors = np.ascontiguousarray(np.asarray(table, dtype=np.float32))
-        if self.table.ndim != 2 or self.table.shape[0] == 0:
-            raise ValueError("an embedding table needs shape (tokens, dimensions)")
-        self._encode = encode
-        self.name = name
-
-    @property
-    def dimensions(self) -> int:
-        return int(self.table.shape[1])
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        last = self.table.shape[0] - 1
-        for row, text in enumerate(texts):
-            ids = [i for i in self._encode(text) if 0 <= i <= last]
-            if ids:
-                out[row] = self.table[ids].mean(axis=0)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 0)
-        return out
+def resolve(embedder: str | Embedder) -> Embedder:
+    """An embedder object for a setting value (loaded once per process) or the object itself."""
+    return embedder_named(embedder) if isinstance(embedder, str) else embedder
 
 
-def _wordllama_dir() -> Path:
-    spec = importlib.util.find_spec("wordllama")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"Semantic search needs the optional extra: {WORDLLAMA_EXTRA}")
-    return Path(next(iter(spec.submodule_search_locations)))
+def default_embedder() -> Embedder:
+    """The quality default (all-MiniLM-L6-v2), loaded once per process."""
+    return embedder_named(DEFAULT_EMBEDDER)
 
 
-def load_wordllama(package_dir: Path | None = None) -> StaticEmbedder:
-    """WordLlama's table and tokenizer, read from the installed wheel (or `package_dir`) without a download."""
-    try:
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
-    except ImportError as exc:
-        raise ConfigError(f"Semantic search needs the optional extra: {WORDLLAMA_EXTRA}") from exc
-    root = package_dir if package_dir is not None else _wordllama_dir()
-    weights, tokenizer_file = root / _WEIGHTS, root / _TOKENIZER
-    for path in (weights, tokenizer_file):
-        if not path.is_file():
-            raise ConfigError(f"Semantic search: {path} is missing; reinstall with {WORDLLAMA_EXTRA}")
-    table = load_file(str(weights))["embedding.weight"]
-    tokenizer = Tokenizer.from_file(str(tokenizer_file))
-
-    def encode(text: str) -> list[int]:
-        return list(tokenizer.encode(text, add_special_tokens=False).ids)
-
-    logger.info("semantic search: WordLlama l2_supercat, %d tokens x %d dimensions", *table.shape)
-    return StaticEmbedder(table, encode, name="wordllama-l2_supercat-256")
+MAX_EMBEDDED_NEEDS = 8
+"""Needs of one request embedded at most (the first ones): a query of 8,000 characters can hold hundreds, and
+each costs milliseconds of an encoder; BM25 still scores them all."""
 
 
-_default: StaticEmbedder | None = None
-_lock = threading.Lock()
+def query_vectors(embedder: Embedder, query: str, needs: Sequence[str]) -> Vectors:
+    """The vector of `query`, then one per need of it (`needs`, from `query.clauses`, at most
+    MAX_EMBEDDED_NEEDS), in one call so that an encoder batches them. Measured and not kept: the whole request's vector as the mean of its needs' (half the
+    tokens to encode) lost 1-2 points of R@5 on MetaTool's two-need queries."""
+    return embedder.embed([query, *needs[:MAX_EMBEDDED_NEEDS]])
 
 
-def default_embedder() -> StaticEmbedder:
-    """The WordLlama embedder, loaded once per process (about 16 MB of weights)."""
-    global _default
-    with _lock:
-        if _default is None:
-            _default = load_wordllama()
-        return _default
+def tool_vectors(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> Vectors:
+    """The vectors of `texts`, through the on-disk cache when `cache_dir` is given."""
+    if cache_dir is None:
+        return embedder.embed(texts)
+    return VectorCache(cache_dir).vectors(embedder, texts)
+
+
+class BackgroundVectors:
+    """Embeds texts in a daemon thread and hands the vectors to `deliver`; `done` is set either way.
+
+    The server keeps answering with BM25 meanwhile: a first index over 1,000 tools takes seconds with a
+    transformer, and nothing about the catalog's words needs to wait for it."""
+
+    def __init__(
+        self,
+        embedder: str | Embedder,
+        texts: Sequence[str],
+        deliver: Callable[[Embedder, Vectors], None],
+        *,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(embedder, list(texts), deliver, cache_dir), name="lazytools-embed", daemon=True
+        )
+        self._thread.start()
+
+    def _run(
+        self,
+        embedder: str | Embedder,
+        texts: list[str],
+        deliver: Callable[[Embedder, Vectors], None],
+        cache_dir: Path | None,
+    ) -> None:
+        started = time.perf_counter()
+        try:
+            model = resolve(embedder)
+            deliver(model, tool_vectors(model, texts, cache_dir))
+            logger.info("semantic search ready: %d tools embedded by %s in %.2f s", len(texts), model.name,
+                        time.perf_counter() - started)
+        except Exception as exc:  # a missing extra or a broken model must not stop BM25 from serving
+            self.error = exc
+            logger.error("semantic search unavailable, BM25 only: %s", exc)
+        finally:
+            self.done.set()

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -31,6 +32,7 @@ from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
     SEARCH_TOOLS,
+    SearchOutcome,
     invoke_tool_definition,
     resolve_invocation,
     search_schema,
@@ -93,7 +95,8 @@ class LazyServer(Server[Any]):
             self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
         self.catalog = catalog
         self.settings = settings
-        self.index = LiveIndex(catalog, semantic=settings.semantic)
+        self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
+                               cache_dir=settings.embedding_cache_dir())
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface], list[types.Tool]] = {}
         self._always_available = self._check_pinned(settings.always_available_tools)
@@ -267,16 +270,15 @@ class LazyServer(Server[Any]):
         ctx: ServerRequestContext[Any, Any] | None,
     ) -> types.CallToolResult:
         settings = self.settings
-        outcome = search_tools(
-            self.catalog,
-            await self.index.ready(),
-            arguments,
-            surface=view.surface,
-            default_limit=settings.search_limit,
-            max_limit=settings.search_max_limit,
-            bridge=settings.dynamic_bridge,
-            floor=settings.relevance_floor,
-        )
+        index = await self.index.ready()
+
+        def search() -> SearchOutcome:
+            return search_tools(self.catalog, index, arguments, surface=view.surface,
+                                default_limit=settings.search_limit, max_limit=settings.search_max_limit,
+                                bridge=settings.dynamic_bridge, floor=settings.relevance_floor)
+
+        # A sentence encoder takes milliseconds of CPU per query: off the event loop, other sessions keep going.
+        outcome = await anyio.to_thread.run_sync(search) if index.semantic else search()
         if state is not None and view.search_enables:
             # Pinned tools are always listed and never counted: they neither take a place nor ever leave.
             wanted = [entry.name for entry in outcome.found if entry.name not in self.pinned]

@@ -1,0 +1,119 @@
+"""Tool vectors on disk, keyed by a hash of the embedded text and the embedder's fingerprint.
+
+A restart, or an upstream server listing its tools again, re-embeds only the tools whose text changed. One file
+per embedder fingerprint (`<dir>/vectors/<fingerprint>.npz`: 16-byte text digests and float32 rows), read without
+pickle and replaced atomically, so a crash or a second process never leaves half a file; an unreadable file is
+ignored (and rewritten), and a directory that cannot be written only costs the saving.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .base import Embedder, Vectors
+
+__all__ = ["MAX_ENTRIES", "VectorCache", "text_key"]
+
+logger = logging.getLogger("lazytools.search")
+
+MAX_ENTRIES = 20_000
+"""Rows kept per embedder (30 MB at 384 dimensions); past it the rows not asked for last go first."""
+
+_locks: dict[Path, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def text_key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+def _file_name(fingerprint: str) -> str:
+    readable = re.sub(r"[^A-Za-z0-9._+-]", "_", fingerprint)[:80]
+    return f"{readable}-{hashlib.sha256(fingerprint.encode()).hexdigest()[:12]}.npz"
+
+
+class VectorCache:
+    """Vectors of texts for one directory; `vectors(embedder, texts)` embeds only what is not stored yet."""
+
+    def __init__(self, directory: Path, *, max_entries: int = MAX_ENTRIES) -> None:
+        self.directory = directory
+        self.max_entries = max_entries
+        self.hits = 0
+        self.misses = 0
+
+    def path_for(self, embedder: Embedder) -> Path:
+        return self.directory / "vectors" / _file_name(embedder.fingerprint)
+
+    def vectors(self, embedder: Embedder, texts: Sequence[str]) -> Vectors:
+        path = self.path_for(embedder)
+        with _lock_for(path):
+            keys, rows = self._read(path, embedder.dimensions)
+            known = {key: i for i, key in enumerate(keys)}
+            wanted = [text_key(text) for text in texts]
+            missing = sorted({key: i for i, key in reversed(list(enumerate(wanted))) if key not in known}.values())
+            fresh = embedder.embed([texts[i] for i in missing]) if missing else rows[:0]
+            self.hits += len(texts) - len(missing)
+            self.misses += len(missing)
+            if missing:
+                added = {wanted[i]: row for i, row in zip(missing, fresh, strict=True)}
+                keys, rows = self._merged(keys, rows, wanted, added)
+                self._write(path, keys, rows)
+                known = {key: i for i, key in enumerate(keys)}
+            out: Vectors = rows[[known[key] for key in wanted]] if wanted else rows[:0]
+            return out.astype(np.float32, copy=False)
+
+    def _merged(
+        self, keys: list[bytes], rows: Vectors, wanted: list[bytes], added: dict[bytes, Vectors]
+    ) -> tuple[list[bytes], Vectors]:
+        """Old rows, then the new ones; over the cap, old rows not wanted now leave first."""
+        all_keys = keys + list(added)
+        all_rows = np.vstack([rows, np.array(list(added.values()), dtype=np.float32).reshape(len(added), -1)])
+        if len(all_keys) > self.max_entries:
+            wanted_set = set(wanted)
+            spare = [i for i, key in enumerate(all_keys) if key not in wanted_set]
+            drop = set(spare[: len(all_keys) - self.max_entries])
+            kept = [i for i in range(len(all_keys)) if i not in drop]
+            all_keys, all_rows = [all_keys[i] for i in kept], all_rows[kept]
+        return all_keys, all_rows
+
+    def _read(self, path: Path, dimensions: int) -> tuple[list[bytes], Vectors]:
+        empty = (list[bytes](), np.zeros((0, dimensions), dtype=np.float32))
+        if not path.is_file():
+            return empty
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                keys, rows = data["keys"], data["vectors"]
+                if keys.dtype != np.dtype("S16") or rows.dtype != np.float32 or rows.shape != (len(keys), dimensions):
+                    raise ValueError(f"unexpected arrays {keys.dtype} {rows.dtype} {rows.shape}")
+                return [bytes(key) for key in keys], np.array(rows)
+        except (OSError, ValueError, KeyError) as exc:
+            logger.warning("vector cache %s unreadable, rebuilding it: %s", path, exc)
+            return empty
+
+    def _write(self, path: Path, keys: list[bytes], rows: Vectors) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=".vectors-", suffix=".npz", dir=path.parent)
+            try:
+                with os.fdopen(handle, "wb") as file:
+                    np.savez(file, keys=np.array(keys, dtype="S16"), vectors=rows.astype(np.float32))
+                os.replace(temporary, path)
+            finally:
+                if os.path.exists(temporary):
+                    os.unlink(temporary)
+        except OSError as exc:
+            logger.warning("vector cache %s not written: %s", path, exc)
+
+
+def _lock_for(path: Path) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(path, threading.Lock())

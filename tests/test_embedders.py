@@ -1,0 +1,354 @@
+"""Embedders: a tiny random BERT written by the test in both layouts (numpy from safetensors, onnxruntime from
+an ONNX graph of the same weights) must agree; model2vec folders, joined embedders, the vector cache, the
+packaged MiniLM, and the server answering with BM25 until its embeddings are in."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lazytools import Catalog, ConfigError, Group
+from lazytools.entry import ToolEntry
+from lazytools.search import LiveIndex, SearchIndex
+from lazytools.search.embedders import (
+    Embedder,
+    Joined,
+    StaticEmbedder,
+    VectorCache,
+    Vectors,
+    embedder_named,
+    load_embedder,
+    load_folder,
+)
+from lazytools.search.embedders import packaged
+from lazytools.search.semantic import MAX_EMBEDDED_NEEDS, query_vectors
+
+from .fixtures.catalogs import realistic, tool
+
+WORDS = ["rent", "car", "weather", "forecast", "rain", "file", "read", "write", "send", "message", "the", "a",
+         "##s", "##ing", "city", "tomorrow"]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+HIDDEN, HEADS, LAYERS, INTERMEDIATE, POSITIONS = 16, 2, 2, 32, 64
+
+
+def write_tokenizer(folder: Path) -> None:
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+
+    vocab = {token: i for i, token in enumerate(SPECIALS + WORDS)}
+    tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    tokenizer.save(str(folder / "tokenizer.json"))
+
+
+def bert_weights(seed: int = 3) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+
+    def r(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    w = {"embeddings.word_embeddings.weight": r(len(SPECIALS) + len(WORDS), HIDDEN),
+         "embeddings.position_embeddings.weight": r(POSITIONS, HIDDEN),
+         "embeddings.token_type_embeddings.weight": r(2, HIDDEN),
+         "embeddings.LayerNorm.weight": 1 + r(HIDDEN), "embeddings.LayerNorm.bias": r(HIDDEN)}
+    for n in range(LAYERS):
+        p = f"encoder.layer.{n}."
+        for name, (rows, cols) in {"attention.self.query": (HIDDEN, HIDDEN), "attention.self.key": (HIDDEN, HIDDEN),
+                                   "attention.self.value": (HIDDEN, HIDDEN),
+                                   "attention.output.dense": (HIDDEN, HIDDEN),
+                                   "intermediate.dense": (INTERMEDIATE, HIDDEN),
+                                   "output.dense": (HIDDEN, INTERMEDIATE)}.items():
+            w[p + name + ".weight"], w[p + name + ".bias"] = r(rows, cols), r(rows)  # torch layout: (out, in)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            w[p + norm + ".weight"], w[p + norm + ".bias"] = 1 + r(HIDDEN), r(HIDDEN)
+    return w
+
+
+def write_config(folder: Path) -> None:
+    config = {"hidden_size": HIDDEN, "num_attention_heads": HEADS, "num_hidden_layers": LAYERS,
+              "intermediate_size": INTERMEDIATE, "max_position_embeddings": POSITIONS, "hidden_act": "gelu",
+              "layer_norm_eps": 1e-12, "model_type": "bert"}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
+
+
+def bert_onnx(w: dict[str, np.ndarray], path: Path) -> None:
+    """The same BERT as an ONNX graph, written node by node (an independent second implementation)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes: list[onnx.NodeProto] = []
+    inits = [numpy_helper.from_array(value if value.ndim != 2 or "embeddings" in key else value.T.copy(), key)
+             for key, value in w.items()]
+    constants = {"half": 0.5, "one": 1.0, "sqrt2": math.sqrt(2.0), "scale": 1 / math.sqrt(HIDDEN // HEADS),
+                 "big": -1e9}
+    inits += [numpy_helper.from_array(np.array(v, dtype=np.float32), k) for k, v in constants.items()]
+    inits += [numpy_helper.from_array(np.array([0, 0, HEADS, HIDDEN // HEADS], dtype=np.int64), "heads_shape"),
+              numpy_helper.from_array(np.array([0, 0, HIDDEN], dtype=np.int64), "flat_shape"),
+              numpy_helper.from_array(np.array([1], dtype=np.int64), "i1"),
+              numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
+              numpy_helper.from_array(np.array(1, dtype=np.int64), "step"),
+              numpy_helper.from_array(np.array([1, 2], dtype=np.int64), "axes12")]
+
+    def node(op: str, inputs: list[str], output: str, **attrs: object) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], **attrs))
+        return output
+
+    def norm(x: str, name: str, out: str) -> str:
+        return node("LayerNormalization", [x, name + ".weight", name + ".bias"], out, axis=-1, epsilon=1e-12)
+
+    def linear(x: str, name: str, out: str) -> str:
+        return node("Add", [node("MatMul", [x, name + ".weight"], out + "_mm"), name + ".bias"], out)
+
+    length = node("Gather", [node("Shape", ["input_ids"], "shape"), "i1"], "length1")
+    positions = node("Range", ["zero", node("Squeeze", [length], "length"), "step"], "positions")
+    x = node("Add", [node("Gather", ["embeddings.word_embeddings.weight", "input_ids"], "words"),
+                     node("Gather", ["embeddings.position_embeddings.weight", positions], "pos")], "x_wp")
+    x = node("Add", [x, node("Gather", ["embeddings.token_type_embeddings.weight", "token_type_ids"], "types")], "x_e")
+    x = norm(x, "embeddings.LayerNorm", "x0")
+    maskf = node("Cast", ["attention_mask"], "maskf", to=TensorProto.FLOAT)
+    bias = node("Unsqueeze", [node("Mul", [node("Sub", ["one", maskf], "inv"), "big"], "neg"), "axes12"], "bias")
+    for n in range(LAYERS):
+        p = f"encoder.layer.{n}."
+
+        def heads(name: str, perm: list[int]) -> str:
+            flat = linear(x, p + f"attention.self.{name}", f"{name}{n}")
+            return node("Transpose", [node("Reshape", [flat, "heads_shape"], f"{name}{n}_r")], f"{name}{n}_t",
+                        perm=perm)
+
+        q, k, v = heads("query", [0, 2, 1, 3]), heads("key", [0, 2, 3, 1]), heads("value", [0, 2, 1, 3])
+        scores = node("Add", [node("Mul", [node("MatMul", [q, k], f"qk{n}"), "scale"], f"qks{n}"), bias], f"s{n}")
+        context = node("MatMul", [node("Softmax", [scores], f"a{n}", axis=-1), v], f"c{n}")
+        context = node("Reshape", [node("Transpose", [context], f"ct{n}", perm=[0, 2, 1, 3]), "flat_shape"], f"cf{n}")
+        attended = linear(context, p + "attention.output.dense", f"ao{n}")
+        x = norm(node("Add", [attended, x], f"r1{n}"), p + "attention.output.LayerNorm", f"x1{n}")
+        h = linear(x, p + "intermediate.dense", f"h{n}")
+        erf = node("Erf", [node("Div", [h, "sqrt2"], f"hd{n}")], f"he{n}")
+        gelu = node("Mul", [node("Mul", [h, "half"], f"hh{n}"), node("Add", [erf, "one"], f"h1{n}")], f"g{n}")
+        out = linear(gelu, p + "output.dense", f"o{n}")
+        x = norm(node("Add", [out, x], f"r2{n}"), p + "output.LayerNorm", f"x2{n}")
+    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+    ints = [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"])
+            for name in ("input_ids", "attention_mask", "token_type_ids")]
+    output = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", HIDDEN])
+    graph = helper.make_graph(nodes, "tiny-bert", ints, [output], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
+@pytest.fixture
+def tiny_bert(tmp_path: Path) -> tuple[Path, Path]:
+    """Two folders holding the same random BERT: safetensors (numpy) and onnx/model.onnx (onnxruntime)."""
+    from safetensors.numpy import save_file
+
+    weights = bert_weights()
+    numpy_dir, onnx_dir = tmp_path / "st", tmp_path / "onnx"
+    for folder in (numpy_dir, onnx_dir):
+        folder.mkdir()
+        write_tokenizer(folder)
+        write_config(folder)
+    save_file(weights, str(numpy_dir / "model.safetensors"))
+    bert_onnx(weights, onnx_dir / "onnx" / "model.onnx")
+    return numpy_dir, onnx_dir
+
+
+TEXTS = ["rent a car", "weather forecast for the city tomorrow", "read a file", "sending messages",
+         "rain", "zzz unknown words only", ""]
+
+
+def test_numpy_and_onnx_encoders_agree_on_the_same_weights(tiny_bert: tuple[Path, Path]) -> None:
+    numpy_model, onnx_model = load_folder(tiny_bert[0]), load_folder(tiny_bert[1])
+    assert numpy_model.dimensions == onnx_model.dimensions == HIDDEN
+    a, b = numpy_model.embed(TEXTS), onnx_model.embed(TEXTS)
+    assert a.shape == (len(TEXTS), HIDDEN) and a.dtype == np.float32
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(a * b, axis=1)) > 0.9999
+    assert numpy_model.fingerprint != onnx_model.fingerprint  # different files, different cache entries
+
+
+def test_padding_does_not_change_a_texts_vector(tiny_bert: tuple[Path, Path]) -> None:
+    # Alone, a short text has no padding; beside a long one it is padded: the mask must hide the padding.
+    for folder in tiny_bert:
+        model = load_folder(folder)
+        alone = model.embed(["rent a car"])[0]
+        padded = model.embed(["rent a car", "the weather forecast for the city tomorrow read a file"])[0]
+        assert np.allclose(alone, padded, atol=1e-5)
+
+
+def test_model2vec_folder_means_the_rows_of_its_tokens(tmp_path: Path) -> None:
+    from safetensors.numpy import save_file
+
+    write_tokenizer(tmp_path)
+    table = np.random.default_rng(1).standard_normal((len(SPECIALS) + len(WORDS), 8)).astype(np.float32)
+    save_file({"embeddings": table}, str(tmp_path / "model.safetensors"))
+    model = load_folder(tmp_path)
+    assert isinstance(model, StaticEmbedder) and model.dimensions == 8
+    ids = [len(SPECIALS) + WORDS.index(word) for word in ("rent", "car")]
+    expected = table[ids].mean(axis=0)
+    assert np.allclose(model.embed(["rent car"])[0], expected / np.linalg.norm(expected), atol=1e-6)
+
+
+def test_joined_cosine_is_the_mean_of_the_parts(tiny_bert: tuple[Path, Path]) -> None:
+    first, second = load_folder(tiny_bert[0]), embedder_named("wordllama")
+    joined = Joined([first, second])
+    assert joined.dimensions == first.dimensions + second.dimensions
+    pair = ["rent a car", "weather forecast"]
+    expected = np.mean([(e.embed(pair)[0] @ e.embed(pair)[1]) for e in (first, second)])
+    vectors = joined.embed(pair)
+    assert np.isclose(vectors[0] @ vectors[1], expected, atol=1e-5)
+    assert load_embedder(f"{tiny_bert[0]}+wordllama").fingerprint == joined.fingerprint
+
+
+def test_unknown_embedders_and_broken_folders_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        load_embedder("gpt-17")
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_embedder(str(tmp_path / "nowhere"))
+    with pytest.raises(ConfigError, match="tokenizer"):
+        load_embedder(str(tmp_path))
+
+
+class Counting:
+    """An embedder that counts the texts it was asked to embed."""
+
+    def __init__(self, inner: Embedder, fingerprint: str | None = None) -> None:
+        self.inner, self.name = inner, inner.name
+        self.fingerprint = fingerprint or inner.fingerprint
+        self.embedded: list[str] = []
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.embedded.extend(texts)
+        return self.inner.embed(texts)
+
+
+def test_vector_cache_embeds_only_new_texts(tmp_path: Path) -> None:
+    model = Counting(embedder_named("wordllama"))
+    texts = ["read a file", "send a message", "rent a car"]
+    first = VectorCache(tmp_path).vectors(model, texts)
+    assert model.embedded == texts
+    model.embedded.clear()
+    again = VectorCache(tmp_path).vectors(model, texts)  # a restart: a new cache object, the same directory
+    assert model.embedded == [] and np.array_equal(first, again)
+    changed = VectorCache(tmp_path).vectors(model, ["read a file", "rent a bike", "send a message", "rent a bike"])
+    assert model.embedded == ["rent a bike"]
+    assert np.array_equal(changed[0], first[0]) and np.array_equal(changed[1], changed[3])
+    other = Counting(model.inner, fingerprint="another-model")
+    VectorCache(tmp_path).vectors(other, texts)
+    assert other.embedded == texts  # vectors of one model are never served for another
+
+
+def test_vector_cache_survives_a_damaged_file_and_keeps_its_cap(tmp_path: Path) -> None:
+    model = Counting(embedder_named("wordllama"))
+    cache = VectorCache(tmp_path, max_entries=3)
+    cache.path_for(model).parent.mkdir(parents=True)
+    cache.path_for(model).write_bytes(b"not a numpy file")
+    cache.vectors(model, ["a", "b", "c"])
+    assert model.embedded == ["a", "b", "c"]
+    cache.vectors(model, ["d", "e"])  # over the cap: old rows not asked for leave, the asked ones stay
+    model.embedded.clear()
+    cache.vectors(model, ["d", "e"])
+    assert model.embedded == []
+    with np.load(cache.path_for(model)) as data:
+        assert len(data["keys"]) == 3
+
+
+def test_unwritable_cache_directory_still_gives_vectors(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory would be")
+    vectors = VectorCache(blocker).vectors(embedder_named("wordllama"), ["read a file"])
+    assert vectors.shape == (1, 256)
+
+
+def test_long_requests_embed_the_whole_and_each_need_in_one_call(tiny_bert: tuple[Path, Path]) -> None:
+    model = Counting(load_folder(tiny_bert[0]))
+    needs = ["rent a car", "the weather forecast"]
+    vectors = query_vectors(model, "rent a car, then the weather forecast", needs)
+    assert model.embedded == ["rent a car, then the weather forecast", *needs] and vectors.shape == (3, HIDDEN)
+    assert np.allclose(vectors[1:], model.inner.embed(needs), atol=1e-5)
+    model.embedded.clear()
+    many = [f"rent car {n}" for n in range(MAX_EMBEDDED_NEEDS + 5)]
+    assert query_vectors(model, ", ".join(many), many).shape == (MAX_EMBEDDED_NEEDS + 1, HIDDEN)
+    assert model.embedded[1:] == many[:MAX_EMBEDDED_NEEDS]  # a hostile list of needs costs a bounded encoding
+
+
+def test_packaged_minilm_is_checked_and_embeds_meaning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    model = embedder_named("minilm")
+    assert model.dimensions == 384 and model.fingerprint.startswith("minilm-int8-")
+    a, b, c = model.embed(["will it rain tomorrow", "weather forecast for the next days", "compress a video"])
+    assert a @ b > 0.5 > a @ c
+    # A package whose file is not the pinned one is refused (found by find_spec, never imported).
+    fake = tmp_path / packaged.MINILM_PACKAGE
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    (fake / "model.onnx").write_bytes(b"something else")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match="not the expected file"):
+        packaged.minilm_graph()
+
+
+def catalog_of(entries: list[ToolEntry]) -> Catalog:
+    catalog = Catalog()
+    for group in sorted({entry.group for entry in entries}):
+        catalog.set_group(Group(group), [entry for entry in entries if entry.group == group])
+    return catalog
+
+
+class Gated:
+    """An embedder whose first `embed` waits until the test opens the gate."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.fingerprint = inner, inner.name, inner.fingerprint
+        self.gate, self.entered = threading.Event(), threading.Event()
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.entered.set()
+        if not self.gate.wait(timeout=300):  # a guard against a hang if embedding ever blocked the server
+            raise RuntimeError("the test never opened the gate")
+        return self.inner.embed(texts)
+
+
+async def test_bm25_answers_until_the_embeddings_are_ready(tmp_path: Path) -> None:
+    import anyio.to_thread
+
+    catalog = catalog_of(realistic())
+    model = Gated(embedder_named("wordllama"))
+    live = LiveIndex(catalog, semantic=True, embedder=model, cache_dir=tmp_path)
+    index = await live.ready()
+    await anyio.to_thread.run_sync(model.entered.wait)  # the background thread is embedding the tools now
+    plain = SearchIndex(realistic())
+    query = "read a file and list the directory"
+    assert not index.semantic
+    assert [h.entry.name for h in index.search(query)] == [h.entry.name for h in plain.search(query)]
+    model.gate.set()
+    assert (await live.semantic_ready()) is index and index.semantic
+    assert index.search("vorpal snickersnack")  # fused: every tool is ranked by meaning now
+
+
+async def test_a_broken_embedder_leaves_bm25_serving(tmp_path: Path) -> None:
+    catalog = catalog_of([tool("read_file", "Read a file from disk.")])
+    live = LiveIndex(catalog, semantic=True, embedder=str(tmp_path / "no-model"), cache_dir=tmp_path)
+    index = await live.semantic_ready()
+    assert not index.semantic and live.background is not None
+    assert isinstance(live.background.error, ConfigError)
+    assert [h.entry.name for h in index.search("read a file")] == ["read_file"]
