@@ -13,7 +13,17 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CLAUSE_WEIGHT", "SEMANTIC_WEIGHT", "ScoreArray", "fuse_semantic", "with_clauses", "zscores"]
+__all__ = [
+    "CLAUSE_WEIGHT",
+    "LONG_TASK_CLAUSES",
+    "LONG_TASK_CLAUSE_WEIGHT",
+    "SEMANTIC_WEIGHT",
+    "ScoreArray",
+    "clause_weight",
+    "fuse_semantic",
+    "with_clauses",
+    "zscores",
+]
 
 ScoreArray = npt.NDArray[np.float64]
 """One score per catalog tool, in catalog order."""
@@ -23,6 +33,17 @@ SEMANTIC_WEIGHT = 0.6
 checked on the odd one (figures in docs/search.md)."""
 CLAUSE_WEIGHT = 0.3
 """How much a tool that best answers one need of a long request gains, next to the whole request's score."""
+LONG_TASK_CLAUSES = 4
+LONG_TASK_CLAUSE_WEIGHT = 0.6
+"""BM25's clause weight for a task of LONG_TASK_CLAUSES or more clauses: a task told in several sentences with
+three or four steps. Its whole text is dominated by whichever step has the most words (and by the story around
+the steps), so the tool of a shorter step needs a larger share of its own clause to reach the first five. Shorter
+requests keep CLAUSE_WEIGHT: most of their clauses are one need said twice (docs/search.md)."""
+
+
+def clause_weight(clause_count: int) -> float:
+    """The BM25 clause weight for a request cut into `clause_count` clauses."""
+    return LONG_TASK_CLAUSE_WEIGHT if clause_count >= LONG_TASK_CLAUSES else CLAUSE_WEIGHT
 
 
 def zscores(scores: ScoreArray) -> ScoreArray:

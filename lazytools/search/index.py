@@ -26,7 +26,8 @@ from ..catalog import Catalog
 from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem, tokenize
 from .bm25 import BM25FPostings, BM25Postings
-from .fusion import SEMANTIC_WEIGHT, ScoreArray, fuse_semantic, with_clauses
+from .copies import first_copies
+from .fusion import SEMANTIC_WEIGHT, ScoreArray, clause_weight, fuse_semantic, with_clauses
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .query import catalog_expansions, clauses, weighted_terms
@@ -169,6 +170,7 @@ class SearchIndex:
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
         self._producers = input_producers(self.entries)
+        self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
         self.embedder = embedder
         self.semantic_weight = semantic_weight
         self._vectors = embedder.embed([embedding_text(e) for e in self.entries]) if embedder else None
@@ -190,7 +192,7 @@ class SearchIndex:
         return self._lexical_scores(query, [self._bm25_scores(part) for part in clauses(query)])
 
     def _lexical_scores(self, query: str, parts: Sequence[ScoreArray]) -> ScoreArray:
-        scores = with_clauses(self._bm25_scores(query), parts)
+        scores = with_clauses(self._bm25_scores(query), parts, clause_weight(len(parts)))
         terms = set(tokenize(query))
         mentioned = [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
         if mentioned:
@@ -255,17 +257,28 @@ class SearchIndex:
         return inside
 
     def _top(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[Hit]:
-        """The `limit` best candidates."""
+        """The `limit` best candidates, a tool listed twice by its server (see `copies`) only once."""
 
         def rank(i: int) -> tuple[float, int]:
             # Equal scores keep catalog order: results are deterministic.
             return (-scores[i], i)
 
         matched = np.flatnonzero(candidates)
-        if matched.size > limit:
-            matched = matched[np.argpartition(-scores[matched], limit - 1)[:limit]]
-        order = sorted(matched.tolist(), key=rank)
-        return [Hit(self.entries[i], float(scores[i])) for i in order]
+        # Copies sit next to each other in the ranking, so twice the limit almost always holds `limit` originals.
+        wanted = 2 * limit
+        while True:
+            pool = matched
+            if matched.size > wanted:
+                pool = matched[np.argpartition(-scores[matched], wanted - 1)[:wanted]]
+            order: list[int] = []
+            seen: set[int] = set()
+            for i in sorted(pool.tolist(), key=rank):
+                if int(self._copy_of[i]) not in seen:
+                    seen.add(int(self._copy_of[i]))
+                    order.append(i)
+            if len(order) >= limit or pool.size == matched.size:
+                return [Hit(self.entries[i], float(scores[i])) for i in order[:limit]]
+            wanted *= 2
 
 
 class LiveIndex:
