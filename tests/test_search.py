@@ -352,3 +352,13 @@ def test_copies_are_the_same_text_and_parameters_under_a_related_name() -> None:
         tool("a_b", "", "w"),  # no description: nobody's copy
     ]
     assert first_copies(entries) == [0, 0, 2, 3, 4, 5]
+
+
+def test_copies_of_a_shared_text_are_compared_with_a_bounded_number_of_tools() -> None:
+    from lazytools.search.copies import MAX_COMPARED, first_copies
+
+    entries = [tool(f"tool_{i:05d}", "Does a thing.", "w") for i in range(3 * MAX_COMPARED)]
+    entries.append(tool(f"x_tool_{2 * MAX_COMPARED:05d}", "Does a thing.", "w"))  # its original is past the bound
+    entries.append(tool("x_tool_00001", "Does a thing.", "w"))  # its original is within it
+    found = first_copies(entries)
+    assert found[-2] == len(entries) - 2 and found[-1] == 1

@@ -14,7 +14,11 @@ from collections.abc import Mapping, Sequence
 
 from ..entry import ToolEntry
 
-__all__ = ["first_copies"]
+__all__ = ["MAX_COMPARED", "first_copies"]
+
+MAX_COMPARED = 8
+"""A tool's name is compared with at most this many earlier tools of the same text: a hostile catalog of
+thousands of tools with one description must not cost a comparison per pair."""
 
 
 def first_copies(entries: Sequence[ToolEntry]) -> list[int]:
@@ -31,7 +35,7 @@ def first_copies(entries: Sequence[ToolEntry]) -> list[int]:
         parameters = tuple(sorted(str(name) for name in properties)) if isinstance(properties, Mapping) else ()
         earlier = same_text.setdefault((text, parameters), [])
         name = _plain(entry.source_name or entry.name)
-        for other in earlier:
+        for other in earlier[:MAX_COMPARED]:
             other_name = _plain(entries[other].source_name or entries[other].name)
             if other_name in name or name in other_name:
                 result[position] = other
