@@ -311,7 +311,8 @@ def test_a_long_task_keeps_the_tool_of_its_shortest_step(monkeypatch: pytest.Mon
     # Six clauses, most of them about GitHub: the whole text's words drown "tell the team on Slack".
     assert len(clauses(LONG_TASK)) >= fusion.LONG_TASK_CLAUSES
     top = names(INDEX, LONG_TASK)
-    assert {"github__list_issues", "github__get_pull_request", "github__create_issue", "slack__post_message"} <= set(top)
+    needed = {"github__list_issues", "github__get_pull_request", "github__create_issue", "slack__post_message"}
+    assert needed <= set(top)
     monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", fusion.CLAUSE_WEIGHT)
     assert "slack__post_message" not in names(INDEX, LONG_TASK)  # with the short requests' weight it sinks
 
