@@ -10,7 +10,9 @@ request, then the same again for a second incident. It is kept here, unchanged, 
 
 from __future__ import annotations
 
+import json
 import sys
+import tempfile
 from pathlib import Path
 
 import anyio
@@ -24,6 +26,22 @@ from lazytools.sources.jsonl import load_jsonl_catalog
 __all__ = ["SEQUENCE", "enabled_counts", "main"]
 
 CATALOG = Path(__file__).parent / "data" / "multiserver" / "tools.jsonl"
+FIRST_SERVERS = 26
+"""The sequence was measured on the dev catalog's first 26 servers (314 tools), before 28 more were added for
+long tasks; the benchmark keeps to them so its figures in docs/search.md can be re-made."""
+
+
+def _first_servers(path: Path, count: int = FIRST_SERVERS) -> list[str]:
+    """The lines of the catalog's first `count` servers, in file order."""
+    kept: list[str] = []
+    servers: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        server = json.loads(line)["server"]
+        if server not in servers and len(servers) == count:
+            continue
+        servers.add(server)
+        kept.append(line)
+    return kept
 
 SEQUENCE = (
     "read the config file settings.yaml",
@@ -46,7 +64,10 @@ SEQUENCE = (
 
 async def enabled_counts(settings: Settings, queries: tuple[str, ...] = SEQUENCE) -> list[int]:
     """Tools listed by the session (besides the meta-tools) after each search of `queries`."""
-    catalog = load_jsonl_catalog(CATALOG).catalog
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tools.jsonl"
+        path.write_text("\n".join(_first_servers(CATALOG)) + "\n", encoding="utf-8")
+        catalog = load_jsonl_catalog(path).catalog
     server = build_server(catalog, settings)
     counts: list[int] = []
     info = types.Implementation(name="Visual Studio Code", version="1.0")

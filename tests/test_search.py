@@ -296,3 +296,70 @@ def test_tools_that_produce_a_required_id_are_suggested_beside_their_consumer() 
     assert index.producers([by_name["find"]], limit=1) == [by_name["connect"]]
     assert index.producers([by_name["post_message"], by_name["list_channels"]]) == []  # already found
     assert index.producers([by_name["list_channels"], by_name["connect"]]) == []  # they require no id
+
+
+LONG_TASK = (
+    "Our repository on GitHub has piled up issues since the last release and the pull requests keep waiting. "
+    "List the open issues in the GitHub repository, get the pull request that fixes the login issue, "
+    "create an issue in the repository for the release notes, and tell the team on Slack"
+)
+
+
+def test_a_long_task_keeps_the_tool_of_its_shortest_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lazytools.search.fusion as fusion
+
+    # Six clauses, most of them about GitHub: the whole text's words drown "tell the team on Slack".
+    assert len(clauses(LONG_TASK)) >= fusion.LONG_TASK_CLAUSES
+    top = names(INDEX, LONG_TASK)
+    needed = {"github__list_issues", "github__get_pull_request", "github__create_issue", "slack__post_message"}
+    assert needed <= set(top)
+    monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", fusion.CLAUSE_WEIGHT)
+    assert "slack__post_message" not in names(INDEX, LONG_TASK)  # with the short requests' weight it sinks
+
+
+def test_requests_of_few_clauses_keep_the_short_clause_weight(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lazytools.search.fusion as fusion
+
+    query = "get the weather forecast for Lisbon, convert 9am Lisbon time to Chicago time, and post it on Slack"
+    assert 2 <= len(clauses(query)) < fusion.LONG_TASK_CLAUSES
+    before = INDEX.lexical_scores(query)
+    monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", 5.0)
+    assert INDEX.lexical_scores(query) == pytest.approx(before)
+
+
+def test_a_tool_its_server_lists_twice_takes_one_place() -> None:
+    text = "Get a summary of a Wikipedia article."
+    index = SearchIndex([
+        tool("get_summary", text, "wikipedia", title="Article title"),
+        tool("wikipedia_get_summary", text, "wikipedia", title="Article title"),
+        tool("get_article", "Get the full text of a Wikipedia article.", "wikipedia", title="Article title"),
+        tool("translate", "Translate a text into another language.", "lara", text="Text", target="Language"),
+    ])
+    found = names(index, "summary of the wikipedia article, then translate it", limit=3)
+    assert set(found) == {"get_summary", "translate", "get_article"}  # not both names of the summary
+    assert names(index, "wikipedia_get_summary", limit=1) == ["wikipedia_get_summary"]  # still found by its name
+
+
+def test_copies_are_the_same_text_and_parameters_under_a_related_name() -> None:
+    from lazytools.search.copies import first_copies
+
+    text = "Get a summary of a Wikipedia article."
+    entries = [
+        tool("get_summary", text, "w", title="t"),
+        tool("wikipedia_get_summary", "  get a summary of a wikipedia ARTICLE. ", "w", title="t"),  # a copy
+        tool("get_summary_v2", text, "w", title="t", lang="l"),  # other parameters
+        tool("fetch_digest", text, "w", title="t"),  # the same vague text under an unrelated name
+        tool("a", "", "w"),
+        tool("a_b", "", "w"),  # no description: nobody's copy
+    ]
+    assert first_copies(entries) == [0, 0, 2, 3, 4, 5]
+
+
+def test_copies_of_a_shared_text_are_compared_with_a_bounded_number_of_tools() -> None:
+    from lazytools.search.copies import MAX_COMPARED, first_copies
+
+    entries = [tool(f"tool_{i:05d}", "Does a thing.", "w") for i in range(3 * MAX_COMPARED)]
+    entries.append(tool(f"x_tool_{2 * MAX_COMPARED:05d}", "Does a thing.", "w"))  # its original is past the bound
+    entries.append(tool("x_tool_00001", "Does a thing.", "w"))  # its original is within it
+    found = first_copies(entries)
+    assert found[-2] == len(entries) - 2 and found[-1] == 1

@@ -94,15 +94,16 @@ def test_developer_queries_with_the_semantic_extra() -> None:
 
 
 MULTISERVER = Path(__file__).parents[1] / "benchmarks" / "data" / "multiserver"
-"""The multi-server dev set kept in the repository (314 tools of 26 real servers, 126 requests written before
-they were measured; see its SOURCE.md). Measured as served (limit 5): BM25 R@5 .820 (single .851, multi .729);
-the 12 requests in Chinese .667 (0 before CJK bigrams)."""
+"""The multi-server dev set kept in the repository (647 tools of 54 real servers, 196 requests written before
+they were measured: single-need, multi-step and long tasks; see its SOURCE.md). Figures as served are in
+docs/search.md; the floors below sit a little under them."""
 
 
 def test_multiserver_labels_name_tools_of_the_set() -> None:
     ids = {json.loads(line)["id"] for line in (MULTISERVER / "tools.jsonl").read_text().splitlines()}
     queries = read_queries(MULTISERVER / "queries.jsonl")
-    assert len(ids) == 314 and len(queries) == 126
+    assert len(ids) == 647 and len(queries) == 196
+    assert sum(query.split == "long" for query in queries) == 70
     for query in queries:
         assert frozenset().union(*query.relevant) <= ids, query.id
 
@@ -113,6 +114,7 @@ def test_multiserver_requests_as_served_stay_above_their_floor() -> None:
     queries = read_queries(MULTISERVER / "queries.jsonl")
     ranker = served_ranker(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
     scores = evaluate(queries, ranker, cutoffs=cutoffs_for(LIMIT))
-    assert scores["all"].recall(LIMIT) >= 0.80 and scores["multi"].recall(LIMIT) >= 0.70
+    assert scores["all"].recall(LIMIT) >= 0.70 and scores["single"].recall(LIMIT) >= 0.80
+    assert scores["multi"].recall(LIMIT) >= 0.64 and scores["long"].recall(LIMIT) >= 0.60
     chinese = [query for query in queries if query.id.startswith("c") or query.id in ("m17", "m18")]
     assert len(chinese) == 12 and evaluate(chinese, ranker, cutoffs=cutoffs_for(LIMIT))["all"].recall(LIMIT) >= 0.6

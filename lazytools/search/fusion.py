@@ -13,45 +13,66 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CLAUSE_WEIGHT", "SEMANTIC_WEIGHT", "fuse_semantic", "with_clauses", "zscores"]
+__all__ = [
+    "CLAUSE_WEIGHT",
+    "LONG_TASK_CLAUSES",
+    "LONG_TASK_CLAUSE_WEIGHT",
+    "SEMANTIC_WEIGHT",
+    "ScoreArray",
+    "clause_weight",
+    "fuse_semantic",
+    "with_clauses",
+    "zscores",
+]
 
-Scores = npt.NDArray[np.float64]
+ScoreArray = npt.NDArray[np.float64]
+"""One score per catalog tool, in catalog order."""
 
 SEMANTIC_WEIGHT = 0.6
-"""Share of the embedding similarity in the fused score (BM25 gets the rest). 0.7 was best before BM25 gained
-related words; since then 0.6 is best on both MetaTool halves (R@5 even .768 -> .770, odd .779 -> .785) and on
-the bundled catalog's own queries (R@1 .846 -> .865)."""
+"""Share of the embedding similarity in the fused score (BM25 gets the rest); chosen on MetaTool's even half and
+checked on the odd one (figures in docs/search.md)."""
 CLAUSE_WEIGHT = 0.3
 """How much a tool that best answers one need of a long request gains, next to the whole request's score."""
+LONG_TASK_CLAUSES = 4
+LONG_TASK_CLAUSE_WEIGHT = 0.6
+"""BM25's clause weight for a task of LONG_TASK_CLAUSES or more clauses: a task told in several sentences with
+three or four steps. Its whole text is dominated by whichever step has the most words (and by the story around
+the steps), so the tool of a shorter step needs a larger share of its own clause to reach the first five. Shorter
+requests keep CLAUSE_WEIGHT: most of their clauses are one need said twice (docs/search.md)."""
 
 
-def zscores(scores: Scores) -> Scores:
+def clause_weight(clause_count: int) -> float:
+    """The BM25 clause weight for a request cut into `clause_count` clauses."""
+    return LONG_TASK_CLAUSE_WEIGHT if clause_count >= LONG_TASK_CLAUSES else CLAUSE_WEIGHT
+
+
+def zscores(scores: ScoreArray) -> ScoreArray:
     """(score - mean) / standard deviation; all zeros when every tool scores the same (catalogs of one tool)."""
     spread = float(scores.std()) if scores.size else 0.0
     if spread <= 1e-12:
         return np.zeros_like(scores)
-    centred: Scores = (scores - scores.mean()) / spread
+    centred: ScoreArray = (scores - scores.mean()) / spread
     return centred
 
 
 def fuse_semantic(
-    lexical: Scores, similarity: Scores, weight: float = SEMANTIC_WEIGHT, *, parts: Sequence[Scores] = ()
-) -> Scores:
+    lexical: ScoreArray, similarity: ScoreArray, weight: float = SEMANTIC_WEIGHT, *, parts: Sequence[ScoreArray] = ()
+) -> ScoreArray:
     """Weighted z-scores of BM25 and of the request's similarity, where each tool also gains CLAUSE_WEIGHT times
     its best z-score over the request's separate needs (`parts`: one similarity per need).
 
     One mean vector for "book a flight, then find a hotel and tell my team on Slack" sits between the needs
-    and close to none; each need's own vector finds its tool. Measured on MetaTool's two-tool queries: +2 to
-    +3 points of Recall@5 on both halves, single-need queries unchanged.
+    and close to none; each need's own vector finds its tool (gains on MetaTool's two-tool queries, none lost on
+    single-need ones: docs/search.md).
     """
     semantic = zscores(similarity)
     if len(parts):
         semantic = semantic + CLAUSE_WEIGHT * np.max([zscores(part) for part in parts], axis=0)
-    fused: Scores = (1.0 - weight) * zscores(lexical) + weight * semantic
+    fused: ScoreArray = (1.0 - weight) * zscores(lexical) + weight * semantic
     return fused
 
 
-def with_clauses(whole: Scores, parts: Sequence[Scores], weight: float = CLAUSE_WEIGHT) -> Scores:
+def with_clauses(whole: ScoreArray, parts: Sequence[ScoreArray], weight: float = CLAUSE_WEIGHT) -> ScoreArray:
     """`whole` plus, for each tool, its best share of one clause's top score (scaled to `whole`'s top).
 
     A request listing several needs ("get the stock price and the latest news") ranks by all its words at

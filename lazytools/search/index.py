@@ -6,9 +6,9 @@ Ranking, in order of precedence:
    the catalog's own vocabulary, a request's separate needs scored one by one too, tools of a group the query
    names or whose name's words it holds boosted, and (with the semantic extra) fused with embedding similarity.
 
-No place is reserved for the best tool of each separate need: measured as served (limit 5), that rule cost
-R@5 on both MetaTool halves (.709 -> .693 even, .732 -> .715 odd) and was neutral on the multi-server dev set
-(.747 without, .749 with; its halves disagree), so the scores alone order the results (docs/search.md).
+No place is reserved for the best tool of each separate need: as served (limit 5) that rule cost recall on both
+MetaTool halves and did not help the multi-server dev set, so the scores alone order the results (figures in
+docs/search.md).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from ..catalog import Catalog
 from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem, tokenize
 from .bm25 import BM25FPostings, BM25Postings
+from .copies import first_copies
 from .embedders import DEFAULT_EMBEDDER
-from .fusion import SEMANTIC_WEIGHT, fuse_semantic, with_clauses
+from .fusion import SEMANTIC_WEIGHT, ScoreArray, clause_weight, fuse_semantic, with_clauses
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .query import catalog_expansions, clauses, weighted_terms
@@ -42,19 +43,15 @@ if TYPE_CHECKING:
 
 __all__ = ["FIELD_WEIGHTS", "GROUP_BOOST", "NAME_WORDS_BOOST", "Hit", "LiveIndex", "SearchIndex", "document_terms"]
 
-Scores = npt.NDArray[np.float64]
 
 FIELD_WEIGHTS: Mapping[str, float] = {"name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0}
 """How much each field's terms count in BM25F (each field normalised by its own length). BM25F replaced
-repeating fields by their weight (which let a long description dilute a short name): as served, multi-server
-dev set R@5 .803 -> .820 (halves .799/.807 -> .796/.844), MetaTool neutral (.709/.732 -> .708/.730), with b
-and these weights the old defaults (tuning them moved the two dev halves in opposite directions)."""
+repeating fields by their weight, which let a long description dilute a short name; tuning these weights moved
+the two dev-set halves in opposite directions, so they stay the old defaults (docs/search.md)."""
 
 BM25F_K1 = 2.0
-"""Term-frequency saturation of BM25F. Tuned on the even halves, checked on the odd ones (R@5 as served):
-k1 1.5 -> 2.0 gains MetaTool .708 -> .716 (odd .730 -> .730) and R@1 on both halves of both sets, the dev set
-stays level (.796 -> .792, odd .844 -> .848); 2.5 and 3.0 gain more on MetaTool but lose the dev set's odd
-half (.837)."""
+"""Term-frequency saturation of BM25F, tuned on the even halves and checked on the odd ones; larger values gain
+on MetaTool but lose the dev set's odd half (docs/search.md)."""
 
 GROUP_BOOST = 0.5
 """Tools of a group the query names ("github issues") score this much more (a share of their own score)."""
@@ -177,6 +174,7 @@ class SearchIndex:
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
         self._producers = input_producers(self.entries)
+        self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
         self.semantic_weight = semantic_weight
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None
@@ -206,19 +204,19 @@ class SearchIndex:
         related words)."""
         return weighted_terms(query, self.vocabulary, self._expansions)
 
-    def lexical_scores(self, query: str) -> Scores:
+    def lexical_scores(self, query: str) -> ScoreArray:
         """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
         return self._lexical_scores(query, [self._bm25_scores(part) for part in clauses(query)])
 
-    def _lexical_scores(self, query: str, parts: Sequence[Scores]) -> Scores:
-        scores = with_clauses(self._bm25_scores(query), parts)
+    def _lexical_scores(self, query: str, parts: Sequence[ScoreArray]) -> ScoreArray:
+        scores = with_clauses(self._bm25_scores(query), parts, clause_weight(len(parts)))
         terms = set(tokenize(query))
         mentioned = [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
         if mentioned:
             scores = scores * np.where(self._in_groups(mentioned), 1.0 + GROUP_BOOST, 1.0)
         return scores * np.where(self._name_words.covered(terms), 1.0 + NAME_WORDS_BOOST, 1.0)
 
-    def _bm25_scores(self, query: str) -> Scores:
+    def _bm25_scores(self, query: str) -> ScoreArray:
         scores = np.zeros(len(self.entries), dtype=np.float64)
         for term, weight in self.query_terms(query).items():
             self._bm25.accumulate(scores, term, weight)
@@ -275,18 +273,29 @@ class SearchIndex:
                 inside |= mask
         return inside
 
-    def _top(self, scores: Scores, candidates: npt.NDArray[np.bool_], limit: int) -> list[Hit]:
-        """The `limit` best candidates."""
+    def _top(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[Hit]:
+        """The `limit` best candidates, a tool listed twice by its server (see `copies`) only once."""
 
         def rank(i: int) -> tuple[float, int]:
             # Equal scores keep catalog order: results are deterministic.
             return (-scores[i], i)
 
         matched = np.flatnonzero(candidates)
-        if matched.size > limit:
-            matched = matched[np.argpartition(-scores[matched], limit - 1)[:limit]]
-        order = sorted(matched.tolist(), key=rank)
-        return [Hit(self.entries[i], float(scores[i])) for i in order]
+        # Copies sit next to each other in the ranking, so twice the limit almost always holds `limit` originals.
+        wanted = 2 * limit
+        while True:
+            pool = matched
+            if matched.size > wanted:
+                pool = matched[np.argpartition(-scores[matched], wanted - 1)[:wanted]]
+            order: list[int] = []
+            seen: set[int] = set()
+            for i in sorted(pool.tolist(), key=rank):
+                if int(self._copy_of[i]) not in seen:
+                    seen.add(int(self._copy_of[i]))
+                    order.append(i)
+            if len(order) >= limit or pool.size == matched.size:
+                return [Hit(self.entries[i], float(scores[i])) for i in order[:limit]]
+            wanted *= 2
 
 
 class LiveIndex:

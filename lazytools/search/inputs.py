@@ -7,9 +7,8 @@ tool brings its producers as suggestions. A producer is read from names alone: a
 (or `<thing>Id`), and a tool of the same group, not itself requiring that parameter, whose name holds the thing
 and a verb that finds or makes one (list, search, get, find, resolve, connect).
 
-Measured on the multi-server dev set: producers appended to the five results, at most two per search, +.013 R@5
-on both halves (0.37 extra tools per request); taking the places of the last results instead did not help
-(+.004/-.003). MetaTool has no schemas, so nothing changes there.
+Producers are appended after the results (at most two per search) rather than taking the last places: on the
+multi-server dev set appending gained on both halves and replacing did not (docs/search.md).
 """
 
 from __future__ import annotations
