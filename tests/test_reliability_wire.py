@@ -34,6 +34,13 @@ MAX_ANSWER = 20_000
 """No refusal may echo a large input back: bytes of the largest acceptable answer."""
 
 
+def _header_safe(value: Any) -> bool:
+    """A value an HTTP client can put in a header: visible ASCII, inner spaces only (h11 and httptools refuse the
+    rest before any request reaches the server, as they should)."""
+    return (isinstance(value, str) and value.isascii() and value == value.strip()
+            and all(" " <= ch < "\x7f" for ch in value))
+
+
 def call(name: str, arguments: Any, request_id: int = 7) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
             "params": {"name": name, "arguments": arguments}}
@@ -95,9 +102,9 @@ def modern(message: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     headers = {"mcp-protocol-version": MODERN}
     if isinstance(params, dict):
         message = {**message, "params": {**params, "_meta": ENVELOPE}}
-        if isinstance(params.get("name"), str) and params["name"].isascii():
+        if _header_safe(params.get("name")):
             headers["mcp-name"] = params["name"]
-    if isinstance(message.get("method"), str):
+    if _header_safe(message.get("method")):
         headers["mcp-method"] = message["method"]
     return json.dumps(message).encode(), headers
 
@@ -272,7 +279,7 @@ def test_any_json_message_over_http_is_answered_or_dropped(live: Live, message: 
         headers["mcp-session-id"] = live.target
     elif era == MODERN:
         headers["mcp-protocol-version"] = MODERN
-        if isinstance(message, dict) and isinstance(message.get("method"), str) and message["method"].isascii():
+        if isinstance(message, dict) and _header_safe(message.get("method")):
             headers["mcp-method"] = message["method"]
     with httpx2.Client(timeout=30) as http:
         response = http.post(live.url, content=json.dumps(message).encode(), headers=headers)
