@@ -7,7 +7,7 @@ import pytest
 from lazytools import Catalog, Group, ToolEntry
 from lazytools.search import LiveIndex, SearchIndex, split_words, stem, tokenize
 from lazytools.search.query import clauses
-from lazytools.search.vocabulary import Vocabulary, edit_distance, split_compound
+from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit_distance, split_compound
 
 from .fixtures.catalogs import realistic, tool
 
@@ -363,3 +363,25 @@ def test_copies_of_a_shared_text_are_compared_with_a_bounded_number_of_tools() -
     entries.append(tool("x_tool_00001", "Does a thing.", "w"))  # its original is within it
     found = first_copies(entries)
     assert found[-2] == len(entries) - 2 and found[-1] == 1
+
+
+class _CountingSet(set[str]):
+    """A vocabulary that counts the pieces looked up in it."""
+
+    looked_up = 0
+
+    def __contains__(self, piece: object) -> bool:
+        type(self).looked_up += 1
+        return super().__contains__(piece)
+
+
+def test_glued_words_cost_linear_work_and_hostile_lengths_are_left_whole() -> None:
+    known = _CountingSet({"get", "weather", "forecast"})
+    glued = "getweatherforecast" * 3  # 54 characters: still cut
+    assert split_compound(glued, known) == ["get", "weather", "forecast"] * 3
+    assert _CountingSet.looked_up <= len(glued) * MAX_PART
+    _CountingSet.looked_up = 0
+    assert split_compound("getweather" * 100_000, known) == []  # a 1 MB upstream name: not cut at all
+    assert _CountingSet.looked_up == 0
+    assert split_compound("x" * MAX_COMPOUND, known) == []
+    assert _CountingSet.looked_up <= MAX_COMPOUND * MAX_PART

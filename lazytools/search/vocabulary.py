@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
-__all__ = ["Vocabulary", "edit_distance", "split_compound"]
+__all__ = ["MAX_COMPOUND", "MAX_PART", "Vocabulary", "edit_distance", "split_compound"]
 
 MIN_TYPO_LENGTH = 4
 """Shorter words have too many neighbours one edit away ("cat": car, cut, chat) to be corrected safely."""
@@ -88,16 +88,22 @@ class Vocabulary:
         return sorted(found, key=len)[:limit]
 
 
+MAX_COMPOUND = 64
+"""Longer glued words are left whole: no real name glues that much, and a hostile one must not cost n² slices."""
+MAX_PART = 24
+"""The longest piece tried: the work per word is linear in its length times this."""
+
+
 def split_compound(word: str, known: frozenset[str] | set[str], min_part: int = 3) -> list[str]:
     """`word` cut into known words ("seoanalysis" → seo, analysis), fewest parts; [] when it cannot be cut."""
     n = len(word)
-    if n < 2 * min_part:
+    if n < 2 * min_part or n > MAX_COMPOUND:
         return []
     # best[i]: fewest parts covering word[:i]
     best: list[list[str] | None] = [None] * (n + 1)
     best[0] = []
     for end in range(min_part, n + 1):
-        for start in range(0, end - min_part + 1):
+        for start in range(max(0, end - MAX_PART), end - min_part + 1):
             head = best[start]
             piece = word[start:end]
             if head is not None and piece in known and (best[end] is None or len(head) + 1 < len(best[end])):  # type: ignore[arg-type]
