@@ -101,17 +101,54 @@ async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
 
 
 async def serve(settings: Settings) -> None:
-    async with open_server(settings) as server:
-        await server.index.ready()  # built before the first client asks, not during its first search
-        if settings.transport == "http":
-            from .transports.http import serve_http
+    with anyio.CancelScope() as whole:
+        async with anyio.create_task_group() as tg:
+            # Start-up (upstreams answering initialize, npx downloads) can take up to the connect timeout; a
+            # SIGTERM or Ctrl-C then ends it cleanly too, with every upstream already started stopped.
+            watching = await tg.start(_cancel_on_signal, whole) if _in_main_thread() else None
+            async with open_server(settings) as server:
+                await server.index.ready()  # built before the first client asks, not during its first search
+                if watching is not None:
+                    await watching.stop()  # the transports handle signals from here on
+                if settings.transport == "http":
+                    from .transports.http import serve_http
 
-            logger.info("serving %d tools over http", len(server.catalog))
-            await _until_stopped(serve_http(server, settings))
-        else:
-            from .transports.stdio import serve_stdio
+                    logger.info("serving %d tools over http", len(server.catalog))
+                    await _until_stopped(serve_http(server, settings))
+                else:
+                    from .transports.stdio import serve_stdio
 
-            await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
+                    await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()  # signal handlers belong to the main thread
+
+
+class _Watch:
+    """A running signal watcher that can be stopped, and waited for until its handlers are gone."""
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.gone = anyio.Event()
+
+    async def stop(self) -> None:
+        self.scope.cancel()
+        await self.gone.wait()
+
+
+async def _cancel_on_signal(target: anyio.CancelScope, *,
+                            task_status: anyio.abc.TaskStatus[_Watch] = anyio.TASK_STATUS_IGNORED) -> None:
+    watch = _Watch()
+    try:
+        with watch.scope, anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started(watch)
+            async for signum in signals:
+                logger.info("received %s while starting, shutting down", signal.Signals(signum).name)
+                target.cancel()
+                return
+    finally:
+        watch.gone.set()
 
 
 async def _until_stopped(serving: Awaitable[None]) -> None:

@@ -6,10 +6,12 @@ sat in read() and the process logged "shutting down" but lived on until Ctrl-D.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,39 @@ def test_no_banner_when_stdin_is_not_a_terminal(tmp_path: Path) -> None:
                           input="", capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and done.stdout == ""
     assert "waiting for an MCP client" not in done.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_during_start_up_stops_lazytools_and_its_upstreams(tmp_path: Path, signum: signal.Signals) -> None:
+    """Start-up waits for upstreams (npx downloads, slow servers) up to the connect timeout: a client that gives up
+    then and signals must not leave lazytools, or the upstreams it started, running."""
+    pid_file = tmp_path / "upstream.pid"
+    never_answers = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"slow": {"command": sys.executable, "args": ["-c", never_answers]}}}))
+    with subprocess.Popen([sys.executable, "-m", "lazytools", "--config", str(config), "--connect-timeout", "120"],
+                          cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as process:
+        try:
+            for _ in range(600):  # the upstream has started (or lazytools died trying)
+                if pid_file.exists() and pid_file.read_text() or process.poll() is not None:
+                    break
+                time.sleep(0.05)
+            assert process.poll() is None and pid_file.read_text(), "the upstream never started"
+            upstream = int(pid_file.read_text())
+            process.send_signal(signum)
+            _, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, err[-2000:]
+    assert "while starting" in err
+    assert not _alive(upstream), "the upstream outlived lazytools"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return "zombie" not in status.read()
+    except FileNotFoundError:
+        return False
