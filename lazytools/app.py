@@ -20,6 +20,7 @@ import anyio.abc
 import mcp_types as types
 
 from .catalog import Catalog, Group
+from .errors import ConfigError
 from .safetext import redact_session_ids
 from .server.core import LazyServer, build_server
 from .settings import Settings
@@ -47,6 +48,9 @@ def bundled_catalog(files_root: Path, catalog: Catalog | None = None) -> Catalog
     import lazytools_examples
 
     catalog = catalog if catalog is not None else Catalog()
+    if not files_root.is_dir():  # a typo'd or unexpanded path in a client's config: say which setting
+        state = "does not exist" if not files_root.exists() else "is not a directory"
+        raise ConfigError(f"files root {files_root} {state} (--files-root / LAZYTOOLS_FILES_ROOT)")
     for category, functions in lazytools_examples.build_catalog(files_root).items():
         group = Group(category, lazytools_examples.CATEGORY_SUMMARIES.get(category, ""))
         entries = [function_tool(fn, group=category, annotations=_BUNDLED_ANNOTATIONS) for fn in functions]
@@ -101,24 +105,37 @@ async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
 
 
 async def serve(settings: Settings) -> None:
+    failed: Exception | None = None
     with anyio.CancelScope() as whole:
         async with anyio.create_task_group() as tg:
             # Start-up (upstreams answering initialize, npx downloads) can take up to the connect timeout; a
             # SIGTERM or Ctrl-C then ends it cleanly too, with every upstream already started stopped.
             watching = await tg.start(_cancel_on_signal, whole) if _in_main_thread() else None
-            async with open_server(settings) as server:
-                await server.index.ready()  # built before the first client asks, not during its first search
+            try:
+                async with open_server(settings) as server:
+                    await server.index.ready()  # built before the first client asks, not during its first search
+                    if watching is not None:
+                        await watching.stop()  # the transports handle signals from here on
+                    await _serve_on(server, settings)
+            except Exception as exc:  # re-raised as itself below, not inside the task group's ExceptionGroup
+                failed = exc
+            finally:
                 if watching is not None:
-                    await watching.stop()  # the transports handle signals from here on
-                if settings.transport == "http":
-                    from .transports.http import serve_http
+                    watching.scope.cancel()
+    if failed is not None:
+        raise failed
 
-                    logger.info("serving %d tools over http", len(server.catalog))
-                    await _until_stopped(serve_http(server, settings))
-                else:
-                    from .transports.stdio import serve_stdio
 
-                    await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
+async def _serve_on(server: LazyServer, settings: Settings) -> None:
+    if settings.transport == "http":
+        from .transports.http import serve_http
+
+        logger.info("serving %d tools over http", len(server.catalog))
+        await _until_stopped(serve_http(server, settings))
+    else:
+        from .transports.stdio import serve_stdio
+
+        await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
 
 
 def _in_main_thread() -> bool:

@@ -71,6 +71,11 @@ def _settings_options() -> argparse.ArgumentParser:
     return options
 
 
+def _shown(limit: int | None, settings: Settings) -> int:
+    """`lazytools search` shows what search_tools would return: its default limit, and never past its maximum."""
+    return settings.search_limit if limit is None else max(1, min(limit, settings.search_max_limit))
+
+
 def _parser() -> argparse.ArgumentParser:
     common = _settings_options()
     parser = argparse.ArgumentParser(prog="lazytools", parents=[common], usage="%(prog)s [OPTIONS] [COMMAND] ...",
@@ -79,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("serve", parents=[common], help="serve MCP (the default)")
     search = commands.add_parser("search", parents=[common], help="search the catalog from the shell")
     search.add_argument("query")
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--limit", type=int, help="matches to show (default: what search_tools returns, LAZYTOOLS_SEARCH_LIMIT; at most LAZYTOOLS_SEARCH_MAX_LIMIT)")
     search.add_argument("--group")
     commands.add_parser("surface", parents=[common], help="what a fresh session sees and what it costs in tokens")
     evaluate = commands.add_parser("eval", parents=[common], help="search quality on a labelled query file")
@@ -140,7 +145,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         await app.serve(settings)
     elif args.command == "search":
         async with app.open_catalog(settings) as catalog:
-            print(report.search_report(catalog, args.query, limit=args.limit, group=args.group,
+            print(report.search_report(catalog, args.query, limit=_shown(args.limit, settings), group=args.group,
                                        semantic=settings.semantic, embedder=settings.embedder))
     elif args.command == "surface":
         async with app.open_server(settings) as server:

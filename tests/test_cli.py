@@ -79,3 +79,23 @@ def test_upstream_stderr_is_quiet_in_search_unless_debugging_and_then_named(tmp_
         assert "[gone] toy gone:" in done.stderr and "is missing, exiting" in done.stderr
     else:
         assert "is missing" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [["surface"], []], ids=["surface", "serve"])
+def test_a_files_root_that_is_not_a_folder_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            command: list[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("x")
+    for root, said in ((tmp_path / "missing", "does not exist"), (tmp_path / "a-file", "is not a directory")):
+        assert main(["--files-root", str(root), *command]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "LAZYTOOLS_FILES_ROOT" in err and "Traceback" not in err
+
+
+def test_search_shows_what_search_tools_returns(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for options, shown in (([], 5), (["--search-limit", "2"], 2), (["--limit", "50", "--search-max-limit", "7"], 7)):
+        assert main(["--files-root", str(tmp_path), "search", "convert a temperature", *options]) == 0
+        assert len(re.findall(r"^\s*\d+\.", capsys.readouterr().out, flags=re.M)) == shown, options
