@@ -49,7 +49,10 @@ def _flag_options(field: FieldInfo) -> dict[str, Any]:
     if get_origin(annotation) is dict:
         return {"type": _json_object, "metavar": "JSON"}
     if annotation in (int, float, Path):
-        return {"type": annotation, "metavar": {int: "N", float: "SECONDS", Path: "PATH"}[annotation]}
+        metavar = {int: "N", float: "NUMBER", Path: "PATH"}[annotation]
+        if (field.description or "").startswith("Seconds"):
+            metavar = "SECONDS"
+        return {"type": annotation, "metavar": metavar}
     return {"type": str, "metavar": "TEXT" if annotation is str else "A,B"}  # lists: split by Settings
 
 
@@ -84,7 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("serve", parents=[common], help="serve MCP (the default)")
     search = commands.add_parser("search", parents=[common], help="search the catalog from the shell")
     search.add_argument("query")
-    search.add_argument("--limit", type=int, help="matches to show (default: what search_tools returns, LAZYTOOLS_SEARCH_LIMIT; at most LAZYTOOLS_SEARCH_MAX_LIMIT)")
+    search.add_argument("--limit", type=int, help="matches to show (default: what search_tools returns, "
+                        "LAZYTOOLS_SEARCH_LIMIT; at most LAZYTOOLS_SEARCH_MAX_LIMIT)")
     search.add_argument("--group")
     commands.add_parser("surface", parents=[common], help="what a fresh session sees and what it costs in tokens")
     evaluate = commands.add_parser("eval", parents=[common], help="search quality on a labelled query file")
@@ -137,8 +141,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from . import app, report
 
     serving = args.command in (None, "serve")
-    # `search` and `surface` print a report: logs (upstream servers' stderr among them) only when asked for debugging
-    app.configure_logging(settings.log_level if serving or settings.log_level == "DEBUG" else "WARNING")
+    # `search` and `surface` print a report: logs (upstream servers' stderr among them) only when asked for
+    asked = "log_level" in settings.model_fields_set  # from a flag, the environment or .env
+    app.configure_logging(settings.log_level if serving or asked else "WARNING")
     if serving:
         if settings.transport == "stdio" and sys.stdin is not None and sys.stdin.isatty():
             print(_WAITING, file=sys.stderr, flush=True)

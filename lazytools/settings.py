@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from .server.surface import Mode, Surface
@@ -172,3 +172,9 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _limits_agree(self) -> Settings:
+        if self.search_limit > self.search_max_limit:
+            raise ValueError(f"search_limit ({self.search_limit}) is above search_max_limit ({self.search_max_limit})")
+        return self

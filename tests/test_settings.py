@@ -80,3 +80,9 @@ def test_every_setting_but_secrets_is_a_flag_before_or_after_the_command(tmp_pat
         "surface", "--client-surfaces", '{"x": "proxy"}', "--allowed-hosts", "a,b", "--log-level", "debug"]))
     assert settings.client_surfaces == {"x": "proxy"} and settings.allowed_hosts == ["a", "b"]
     assert settings.log_level == "DEBUG"
+
+
+def test_a_default_limit_above_the_maximum_is_refused() -> None:
+    with pytest.raises(ValueError, match="search_max_limit"):
+        Settings(_env_file=None, search_limit=30, search_max_limit=20)  # type: ignore[call-arg]
+    assert Settings(_env_file=None, search_limit=20, search_max_limit=20).search_limit == 20  # type: ignore[call-arg]
