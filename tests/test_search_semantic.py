@@ -12,6 +12,7 @@ from lazytools import ConfigError
 from lazytools.search import SearchIndex, build_index
 from lazytools.search.fusion import CLAUSE_WEIGHT, fuse_semantic, with_clauses, zscores
 from lazytools.search.index import embedding_text
+from lazytools.search.query import clauses
 from lazytools.search.related import RelatedWords
 from lazytools.search.embedders import StaticEmbedder, embedder_named
 from lazytools.search.embedders.static import load_wordllama
@@ -109,6 +110,29 @@ def test_search_embeds_the_needs_of_a_long_request(monkeypatch: pytest.MonkeyPat
     with_needs = lead_of_the_tools_between_the_needs()
     monkeypatch.setattr(fusion, "CLAUSE_WEIGHT", 0.0)
     assert with_needs < lead_of_the_tools_between_the_needs()
+
+
+def test_a_long_task_gives_the_embedding_a_smaller_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lazytools.search.fusion as fusion
+    import lazytools.search.index as index_module
+
+    assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES - 1) == fusion.SEMANTIC_WEIGHT
+    assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES) == fusion.LONG_TASK_SEMANTIC_WEIGHT < fusion.SEMANTIC_WEIGHT
+    assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES, 0.0) == 0.0  # a BM25-only weight stays so
+    weights: list[float] = []
+
+    def spy(lexical: np.ndarray, similarity: np.ndarray, weight: float, **kwargs: object) -> np.ndarray:
+        weights.append(weight)
+        return fuse_semantic(lexical, similarity, weight, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_module, "fuse_semantic", spy)
+    index = SearchIndex(catalog(), embedder=fake_embedder())
+    long_task = "We fly to Lisbon on Friday. Rent a car at the airport. Check the weather forecast. Convert the units."
+    short = "car hire and the weather forecast"
+    assert len(clauses(long_task)) >= fusion.LONG_TASK_CLAUSES > len(clauses(short))
+    index.search(short)
+    index.search(long_task)
+    assert weights == [fusion.SEMANTIC_WEIGHT, fusion.LONG_TASK_SEMANTIC_WEIGHT]
 
 
 def test_clause_scores_lift_the_best_tool_of_each_need() -> None:

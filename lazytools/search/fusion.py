@@ -17,10 +17,12 @@ __all__ = [
     "CLAUSE_WEIGHT",
     "LONG_TASK_CLAUSES",
     "LONG_TASK_CLAUSE_WEIGHT",
+    "LONG_TASK_SEMANTIC_WEIGHT",
     "SEMANTIC_WEIGHT",
     "ScoreArray",
     "clause_weight",
     "fuse_semantic",
+    "semantic_weight",
     "with_clauses",
     "zscores",
 ]
@@ -41,9 +43,23 @@ the steps), so the tool of a shorter step needs a larger share of its own clause
 requests keep CLAUSE_WEIGHT: most of their clauses are one need said twice (docs/search.md)."""
 
 
+LONG_TASK_SEMANTIC_WEIGHT = 0.45
+"""The embedding similarity's share for a task of LONG_TASK_CLAUSES or more clauses (at most; SEMANTIC_WEIGHT
+below that). One vector for a whole story with three or four steps says mostly what the story is about (a
+forecast, a Jira board), and at .6 it pulled the top five towards one server: the dev set's long tasks scored no
+better than BM25 alone. With BM25's long-task clause weight carrying more of the ranking, they gain about three
+points on both halves while MetaTool holds (tuned on the even halves; figures in docs/search.md)."""
+
+
 def clause_weight(clause_count: int) -> float:
     """The BM25 clause weight for a request cut into `clause_count` clauses."""
     return LONG_TASK_CLAUSE_WEIGHT if clause_count >= LONG_TASK_CLAUSES else CLAUSE_WEIGHT
+
+
+def semantic_weight(clause_count: int, weight: float = SEMANTIC_WEIGHT) -> float:
+    """The embedding similarity's share for a request cut into `clause_count` clauses, given the index's
+    `weight`: never above LONG_TASK_SEMANTIC_WEIGHT for a long task (a weight of 0 stays 0)."""
+    return min(weight, LONG_TASK_SEMANTIC_WEIGHT) if clause_count >= LONG_TASK_CLAUSES else weight
 
 
 def zscores(scores: ScoreArray) -> ScoreArray:

@@ -29,7 +29,7 @@ from .analysis import STOP_WORDS, split_words, stem, tokenize
 from .bm25 import BM25FPostings, BM25Postings
 from .copies import first_copies
 from .embedders import DEFAULT_EMBEDDER
-from .fusion import SEMANTIC_WEIGHT, ScoreArray, clause_weight, fuse_semantic, with_clauses
+from .fusion import SEMANTIC_WEIGHT, ScoreArray, clause_weight, fuse_semantic, semantic_weight, with_clauses
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .query import catalog_expansions, clauses, weighted_terms
@@ -238,7 +238,8 @@ class SearchIndex:
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
-            scores = fuse_semantic(scores, similarities[0], self.semantic_weight, parts=list(similarities[1:]))
+            weight = semantic_weight(len(needs), self.semantic_weight)
+            scores = fuse_semantic(scores, similarities[0], weight, parts=list(similarities[1:]))
         named = self._names.matches(query)
         if named:
             # Tiers sit above every relevance score; within a tier, relevance still orders the tools.
