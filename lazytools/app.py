@@ -88,6 +88,10 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
     """The catalog, and the gateway's front when a source is a gateway (its prompts, resources, client side)."""
     from .sources.gateway.gateway import Gateway
 
+    if settings.semantic:
+        from .search.embedders import check_embedder
+
+        check_embedder(settings.embedder)
     catalog = Catalog()
     front: Front | None = None
     async with AsyncExitStack() as stack:

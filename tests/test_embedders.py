@@ -269,6 +269,21 @@ def test_vector_cache_survives_a_damaged_file_and_keeps_its_cap(tmp_path: Path) 
         assert len(data["keys"]) == 3
 
 
+
+def test_a_truncated_cache_file_is_rebuilt_not_fatal(tmp_path: Path) -> None:
+    """A cut-off .npz (a crash mid-copy, a full disk) reads as a damaged zip: rebuilt like any other damage."""
+    model = Counting(embedder_named("wordllama"))
+    texts = ["read a file", "send a message", "rent a car"]
+    VectorCache(tmp_path).vectors(model, texts)
+    path = VectorCache(tmp_path).path_for(model)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    model.embedded.clear()
+    again = VectorCache(tmp_path).vectors(model, texts)
+    assert model.embedded == texts and again.shape[0] == 3
+    model.embedded.clear()
+    VectorCache(tmp_path).vectors(model, texts)
+    assert model.embedded == []  # and the rebuilt file serves the next restart
+
 def test_unwritable_cache_directory_still_gives_vectors(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache directory would be")
@@ -352,3 +367,18 @@ async def test_a_broken_embedder_leaves_bm25_serving(tmp_path: Path) -> None:
     assert not index.semantic and live.background is not None
     assert isinstance(live.background.error, ConfigError)
     assert [h.entry.name for h in index.search("read a file")] == ["read_file"]
+
+
+def test_an_embedder_setting_naming_nothing_stops_start_up(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from lazytools.cli import main
+    from lazytools.search.embedders import check_embedder
+
+    check_embedder("minilm+wordllama")
+    check_embedder(f"wordllama+{tmp_path}")  # a folder that exists is checked when it loads, not here
+    for wrong in ("gpt5", "minilm+", str(tmp_path / "missing")):
+        with pytest.raises(ConfigError, match="unknown embedder"):
+            check_embedder(wrong)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--semantic", "--embedder", "gpt5", "search", "weather"]) == 2
+    assert "unknown embedder 'gpt5'" in capsys.readouterr().err

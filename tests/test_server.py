@@ -8,7 +8,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from lazytools import ConfigError, build_server
+from lazytools import ConfigError, ToolArgumentsError, build_server
 from lazytools.app import bundled_catalog
 
 from .conftest import Recorder, client, make_settings, small_catalog, text_of
@@ -305,3 +305,13 @@ async def test_a_match_brings_the_tool_that_produces_its_required_id_as_a_sugges
         assert text.startswith("Enabled: chat_post_message.")
         assert "- chat_list_channels [chat]:" in text.split("Also possibly relevant, not enabled", 1)[1]
         assert "chat_list_channels" not in await tool_names(c)
+
+
+def test_search_refuses_a_huge_tool_names_list_before_checking_each_name() -> None:
+    from lazytools.server.metatools import MAX_TOOL_NAMES, search_tools
+    from lazytools.search import SearchIndex
+
+    catalog = small_catalog()
+    with pytest.raises(ToolArgumentsError, match=f"at most {MAX_TOOL_NAMES} names \\(300000 given\\)"):
+        search_tools(catalog, SearchIndex(list(catalog)), {"tool_names": ["x"] * 300_000}, surface="proxy",
+                     default_limit=5, max_limit=20, bridge=True)

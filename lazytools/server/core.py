@@ -277,8 +277,9 @@ class LazyServer(Server[Any]):
                                 default_limit=settings.search_limit, max_limit=settings.search_max_limit,
                                 bridge=settings.dynamic_bridge, floor=settings.relevance_floor)
 
-        # A sentence encoder takes milliseconds of CPU per query: off the event loop, other sessions keep going.
-        outcome = await anyio.to_thread.run_sync(search) if index.semantic else search()
+        # Off the event loop: a sentence encoder takes milliseconds of CPU per query, and checking a hostile
+        # client's arguments can take longer; other sessions keep going meanwhile.
+        outcome = await anyio.to_thread.run_sync(search)
         if state is not None and view.search_enables:
             # Pinned tools are always listed and never counted: they neither take a place nor ever leave.
             wanted = [entry.name for entry in outcome.found if entry.name not in self.pinned]

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 MAX_QUERY_CHARS = 8000
+MAX_TOOL_NAMES = 50
 """Long task descriptions fit; a megabyte of text does not reach the analyser."""
 
 SEARCH_TOOLS = "search_tools"
@@ -52,7 +53,7 @@ def search_schema(max_limit: int, default_limit: int) -> dict[str, Any]:
             "query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
                       "description": "The capability you need, in plain words."},
             "group": {"type": "string", "description": "Only tools of this group."},
-            "tool_names": {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": 50,
+            "tool_names": {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": MAX_TOOL_NAMES,
                            "description": "Exact tool names."},
             "limit": {"type": "integer", "minimum": 1, "maximum": max_limit, "default": default_limit},
         },
@@ -133,6 +134,10 @@ def search_tools(
     floor: float = RELEVANCE_FLOOR,
 ) -> SearchOutcome:
     """Run a search; the caller enables `found` in the session (dynamic surface) and sends the notification."""
+    names_given = arguments.get("tool_names")
+    if isinstance(names_given, list) and len(names_given) > MAX_TOOL_NAMES:
+        # Refused before the schema walks every item (300k names held a worker for seconds).
+        raise ToolArgumentsError(f"tool_names takes at most {MAX_TOOL_NAMES} names ({len(names_given)} given).")
     args = validate_arguments(SEARCH_TOOLS, search_schema(max_limit, default_limit), arguments)
     query = str(args.get("query") or "").strip()
     group = args.get("group")

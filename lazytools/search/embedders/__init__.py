@@ -35,6 +35,7 @@ __all__ = [
     "TransformerEmbedder",
     "VectorCache",
     "Vectors",
+    "check_embedder",
     "embedder_named",
     "load_embedder",
     "load_folder",
@@ -95,6 +96,18 @@ def load_embedder(name: str) -> Embedder:
     if name and (path.is_absolute() or name.startswith(".") or path.exists()):
         return load_folder(path)
     raise ConfigError(f"unknown embedder {name!r}: minilm, wordllama, a+b, or a model folder")
+
+
+def check_embedder(name: str) -> None:
+    """Refuse, at start-up, a setting that names no embedder (a typo, a folder that is not there), without loading
+    any model: what the background build would otherwise only log while serving BM25 alone."""
+    for part in name.strip().split("+"):
+        part = part.strip()
+        if part.lower() in _BUILTIN:
+            continue
+        if not part or not Path(part).expanduser().is_dir():
+            raise ConfigError(f"unknown embedder {part!r} in LAZYTOOLS_EMBEDDER={name!r}: minilm, wordllama, a+b, "
+                              "or a model folder that exists")
 
 
 _loaded: dict[str, Embedder] = {}

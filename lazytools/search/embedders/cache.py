@@ -14,6 +14,7 @@ import os
 import re
 import tempfile
 import threading
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -90,12 +91,13 @@ class VectorCache:
         if not path.is_file():
             return empty
         try:
-            with np.load(path, allow_pickle=False) as data:
+            # Opened here, not by np.load: a damaged zip there leaves its file handle open.
+            with path.open("rb") as handle, np.load(handle, allow_pickle=False) as data:
                 keys, rows = data["keys"], data["vectors"]
                 if keys.dtype != np.dtype("S16") or rows.dtype != np.float32 or rows.shape != (len(keys), dimensions):
                     raise ValueError(f"unexpected arrays {keys.dtype} {rows.dtype} {rows.shape}")
                 return [bytes(key) for key in keys], np.array(rows)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
             logger.warning("vector cache %s unreadable, rebuilding it: %s", path, exc)
             return empty
 
