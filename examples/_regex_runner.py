@@ -1,20 +1,27 @@
 """Runs regex matching in a short-lived child interpreter so a runaway pattern can be killed."""
 
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from . import _regex_ops
 from ._common import MAX_RESULT_BYTES
 
-__all__ = ["run_regex", "DEFAULT_TIMEOUT_SECONDS"]
+__all__ = ["run_regex", "DEFAULT_TIMEOUT_SECONDS", "MAX_CHILDREN"]
 
 # Python's `re` holds the GIL and cannot be interrupted, so patterns such as `a*a*a*b` on long
 # input would freeze the whole server. A separate process is the only reliable way to stop one.
 DEFAULT_TIMEOUT_SECONDS = 3.0
 _OPS_SCRIPT = Path(_regex_ops.__file__)
+# Each child may burn a core for the whole timeout: past two per core, cheap calls of every session would queue
+# behind them (60 at once stalled others by seconds). A call that finds no place within a second is refused.
+MAX_CHILDREN = 2 * (os.cpu_count() or 1)
+_CHILD_WAIT_SECONDS = 1.0
+_children = threading.BoundedSemaphore(MAX_CHILDREN)
 
 
 def run_regex(request: dict[str, Any], timeout: float | None = None, blobs: list[bytes] | None = None) -> dict[str, Any]:
@@ -34,6 +41,8 @@ def run_regex(request: dict[str, Any], timeout: float | None = None, blobs: list
     else:
         # ASCII-only JSON keeps the pipe independent of the locale; the file contents follow as raw bytes.
         payload = json.dumps(request).encode("ascii") + b"\n" + b"".join(blobs)
+        if not _children.acquire(timeout=_CHILD_WAIT_SECONDS):
+            raise ValueError(f"{MAX_CHILDREN} regular expressions are already being evaluated; try again shortly")
         try:
             # -I keeps the script's folder off sys.path (its modules must not shadow the stdlib); -S skips site.
             proc = subprocess.run(
@@ -47,6 +56,8 @@ def run_regex(request: dict[str, Any], timeout: float | None = None, blobs: list
                 f"the regular expression took longer than {limit:g}s and was stopped; simplify the pattern "
                 "(avoid overlapping repeats such as .*.* or (a|a)*) or shorten the text"
             ) from None
+        finally:
+            _children.release()
         if proc.returncode != 0:
             last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
             if "MemoryError" in last[0]:

@@ -28,6 +28,7 @@ __all__ = [
     "FileRef",
     "glob_to_regex",
     "display_name",
+    "line_name",
     "MAX_WALK_ENTRIES",
     "MAX_WALK_DEPTH",
     "MAX_SYMLINKS",
@@ -139,6 +140,12 @@ def display_name(name: str) -> str:
     except UnicodeEncodeError:
         return os.fsencode(name).decode("utf-8", "backslashreplace")
     return name
+
+
+def line_name(name: str) -> str:
+    """A file name for one line of plain text: also control characters (newline, ESC) as `\\xNN`, so a name can
+    neither start a fake line nor colour a terminal."""
+    return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in display_name(name))
 
 
 @dataclass

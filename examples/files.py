@@ -13,7 +13,7 @@ from pydantic import Field
 
 from . import _regex_runner
 from ._common import MAX_RESULT_BYTES
-from ._sandbox import FileRef, Opened, Sandbox, display_name, glob_to_regex, read_at_most
+from ._sandbox import FileRef, Opened, Sandbox, display_name, glob_to_regex, line_name, read_at_most
 
 __all__ = ["make_file_tools", "MAX_READ_BYTES", "MAX_SEARCH_BYTES", "MAX_SEARCH_TOTAL_BYTES", "MAX_CHECKSUM_BYTES"]
 
@@ -258,7 +258,7 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
                 budget[0] -= 1
                 last = index == len(rows) - 1
                 is_dir = kind == "directory" and not link
-                lines.append(prefix + ("└── " if last else "├── ") + display_name(name) + ("/" if is_dir else ""))
+                lines.append(prefix + ("└── " if last else "├── ") + line_name(name) + ("/" if is_dir else ""))
                 if is_dir and depth < max_depth:
                     child = box.open_folder(folder.fd, name)
                     if child is None:

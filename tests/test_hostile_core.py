@@ -382,3 +382,14 @@ def test_the_line_reader_splits_any_chunking_and_answers_oversized_lines_by_id(c
     errors = [item.message for item in parsed if isinstance(item, SessionMessage)
               and isinstance(item.message, types.JSONRPCError)]
     assert [e.id for e in errors] == [7, "k"] and "it was not read" in errors[0].error.message
+
+
+def test_an_answer_nested_too_deep_to_parse_fails_its_call_at_once() -> None:
+    deep = b'{"jsonrpc":"2.0","id":9,"result":{"structuredContent":' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    parsed = parse_line(deep, 10**9)
+    assert isinstance(parsed, SessionMessage) and isinstance(parsed.message, types.JSONRPCError)
+    assert parsed.message.id == 9 and "could not be parsed" in parsed.message.error.message
+    # A request of the upstream's own, nested as deep, is not mistaken for an answer to one of ours.
+    request = (b'{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage","params":'
+               + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    assert not isinstance(parse_line(request, 10**9), SessionMessage)

@@ -134,7 +134,7 @@ def search_tools(
     floor: float = RELEVANCE_FLOOR,
 ) -> SearchOutcome:
     """Run a search; the caller enables `found` in the session (dynamic surface) and sends the notification."""
-    names_given = arguments.get("tool_names")
+    names_given = arguments.get("tool_names") if isinstance(arguments, Mapping) else None  # else: the schema says
     if isinstance(names_given, list) and len(names_given) > MAX_TOOL_NAMES:
         # Refused before the schema walks every item (300k names held a worker for seconds).
         raise ToolArgumentsError(f"tool_names takes at most {MAX_TOOL_NAMES} names ({len(names_given)} given).")

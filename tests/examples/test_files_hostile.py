@@ -255,3 +255,10 @@ def test_globs_that_would_backtrack_are_linear_or_refused() -> None:
     assert glob_to_regex("*a" * 12 + "b").match("a" * 200) is None
     with pytest.raises(ValueError, match="too many wildcards"):
         glob_to_regex("**/a/" * 6 + "b")
+
+
+def test_a_name_with_a_newline_or_escape_cannot_forge_tree_lines(tools: Tools, root: Path) -> None:
+    (root / "odd\nname\x1b[31m.txt").write_text("x")
+    tree = tools["directory_tree"]()
+    assert "odd\\x0aname\\x1b[31m.txt" in tree
+    assert "\x1b" not in tree and not any(line.startswith("name") for line in tree.splitlines())

@@ -74,3 +74,17 @@ def test_size_and_syntax_guards() -> None:
         r.regex_split("a" * 1001, "a")
     with pytest.raises(ValueError, match="invalid regular expression"):
         r.regex_find_all("[", "a")
+
+
+def test_regex_children_are_capped_and_a_call_past_the_cap_is_refused() -> None:
+    from lazytools_examples import _regex_runner
+
+    held = [_regex_runner._children.acquire(blocking=False) for _ in range(_regex_runner.MAX_CHILDREN)]
+    try:
+        assert all(held)  # no other call is running in this test
+        with pytest.raises(ValueError, match="already being evaluated"):
+            r.regex_test("a+", "aaa")
+    finally:
+        for _ in held:
+            _regex_runner._children.release()
+    assert r.regex_test("a+", "aaa")  # a place again

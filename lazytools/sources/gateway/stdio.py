@@ -132,8 +132,31 @@ def parse_line(line: bytes | OversizedLine, max_line_bytes: int) -> SessionMessa
             # Python's parser takes what the strict one refuses: lone surrogate escapes, NaN, Infinity.
             return SessionMessage(types.jsonrpc_message_adapter.validate_python(json.loads(text), by_name=False))
         except (ValueError, RecursionError, ValidationError):
+            unreadable = _unreadable_answer(line)
+            if unreadable is not None:  # an answer too deep (or too odd) to parse: its caller hears so now
+                return unreadable
             logger.debug("upstream wrote a line that is not JSON-RPC (%s)", clip(text, 120))
             return strict_error
+
+
+def _unreadable_answer(line: bytes) -> SessionMessage | None:
+    """An error for the request an unparseable answer names at its start or end (nested 100,000 deep, say), so
+    the call fails at once instead of at its timeout; None when the line names no request."""
+    edges = OversizedLine(len(line), line[:_EDGE])
+    edges.skipped(line[-_EDGE:])
+    try:
+        request_id = edges.request_id()
+    except ValueError:
+        return None
+    head = line[:_EDGE]
+    answer = b'"method"' not in head and (b'"result"' in head or b'"error"' in head)  # not a request of its own
+    if not isinstance(request_id, (int, str)) or not answer:
+        return None
+    logger.warning("upstream answered request %s with a message lazytools cannot parse (%d bytes)",
+                   clip(str(request_id), 40), len(line))
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
+        code=types.INTERNAL_ERROR, message=f"the upstream's answer ({len(line):,} bytes) could not be parsed "
+                                           "(nested too deep, or not JSON)")))
 
 
 def _oversized(line: OversizedLine, max_line_bytes: int) -> SessionMessage | Exception:
