@@ -258,6 +258,36 @@ async def test_resources_templates_and_links_in_results_are_readable(tmp_path: P
             assert str(read.contents[0].uri) == uri
 
 
+async def test_an_excluded_template_keeps_its_uris_out_by_every_route(tmp_path: Path, upstream: str) -> None:
+    async with upstream_entry(upstream, exclude=["features://feat/item/{id}"]) as entry, \
+            front(tmp_path, upstream, entry=entry) as f:
+        assert (await f.client.list_resource_templates()).resource_templates == []
+        # The server still lists features:// resources: no "only server using this scheme" guess reaches the item.
+        assert (await f.client.read_resource("features://feat/readme")).contents
+        with pytest.raises(MCPError, match="No upstream server serves resource"):
+            await f.client.read_resource("features://feat/item/7")
+        # Nor does the server naming the URI in a result of its own.
+        links = await f.call("links", {"uri": "features://feat/item/8"})
+        assert [str(c.uri) for c in links.content if isinstance(c, types.ResourceLink)] == ["features://feat/item/8"]
+        with pytest.raises(MCPError, match="No upstream server serves resource"):
+            await f.client.read_resource("features://feat/item/8")
+
+
+async def test_a_uri_named_in_a_result_routes_reads_of_that_session_only(tmp_path: Path, upstream: str) -> None:
+    async with upstream_entry(upstream, name="one") as one, upstream_entry(upstream, name="two") as two:
+        async with opened(tmp_path, {"one": one, "two": two}) as o, _session(o) as a, _session(o) as b:
+            await b.call_tool("search_tools", {"tool_names": ["two__links"]})
+            # Server two names a URI that server one serves by template, and one of its own no list names.
+            for uri in ("features://one/item/5", "hidden-two://secret"):
+                await b.call_tool("two__links", {"uri": uri})
+            for session in (a, b):  # the template's server keeps its URI, for the session that called too
+                read = await session.read_resource("features://one/item/5")
+                assert read.contents[0].text == "one item 5"  # type: ignore[union-attr]
+            assert (await b.read_resource("hidden-two://secret")).contents[0].text == "two secret"  # type: ignore
+            with pytest.raises(MCPError, match="No upstream server serves resource"):
+                await a.read_resource("hidden-two://secret")
+
+
 async def test_argument_completion_reaches_the_server_of_the_prompt_or_template(tmp_path: Path,
                                                                                 upstream: str) -> None:
     async with front(tmp_path, upstream) as f:

@@ -86,8 +86,8 @@ class Features:
                        input_schema=_schema(message="string", delay="number")),
             types.Tool(name="roots_changes", description="Roots list changes heard, and the last roots.",
                        input_schema=_schema()),
-            types.Tool(name="links", description="Return resource links to this server's resources.",
-                       input_schema=_schema(count="integer")),
+            types.Tool(name="links", description="Return resource links to this server's resources (or to `uri`).",
+                       input_schema=_schema(count="integer", uri="string")),
             types.Tool(name="touch", description="Announce an update of a resource URI to its subscribers.",
                        input_schema=_schema(uri="string")),
             types.Tool(name="count", description="Increment this session's counter.", input_schema=_schema()),
@@ -179,6 +179,9 @@ class Features:
         return _text(f"{self.roots_changes} {' '.join(self.last_roots)}".strip())
 
     async def tool_links(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
+        if "uri" in args:  # any URI at all: how a server can name resources it does not serve
+            link = types.ResourceLink(uri=str(args["uri"]), name="named", mime_type="text/plain")
+            return types.CallToolResult(content=[types.TextContent(text="1 link"), link])
         count = int(args.get("count", 2))
         links: list[types.ContentBlock] = [
             types.ResourceLink(uri=f"features://{self.name}/item/{i}", name=f"item {i}", mime_type="text/plain")

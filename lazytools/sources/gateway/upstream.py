@@ -37,8 +37,8 @@ from ...sdk import create_mcp_http_client
 from ...settings import Settings
 from .config import HttpServer, ServerConfig
 from .listing import screen_listing
-from .offerings import Offerings, SeenUris, list_offerings, uris_in
-from .relay import Inflight, Relay, current_origin
+from .offerings import NamedUris, Offerings, list_offerings, uris_in
+from .relay import Inflight, Relay, current_origin, session_key
 from .stdio import stdio_client
 from .stderr import labelled_stderr
 
@@ -106,7 +106,8 @@ class Upstream:
         """Set for `"scope": "session"` servers: the connection of a session, which serves its requests."""
         # Besides tools (offerings.py): its prompts, resources and templates, and the URIs its results named.
         self.offerings = Offerings()
-        self.seen_uris = SeenUris()
+        self.seen_uris = NamedUris()
+        """URIs its results named, per client session (resources/read routes them for that session only)."""
         self.on_offerings_changed: Callable[[Upstream], Awaitable[None]] | None = None
         self.on_resource_updated: Callable[[Upstream, str], Awaitable[None]] | None = None
         # The current connection: its client (set exactly while `serving`), when it came up, and what `_serve`
@@ -372,7 +373,8 @@ class Upstream:
         """Forward a call; the upstream's result (isError, content, structuredContent) comes back unchanged."""
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
         result: types.CallToolResult = await self.request(request, types.CallToolResult, repr(tool))
-        self.seen_uris.add(uris_in(result))  # so resources/read can route the resource_link URIs it holds
+        # So resources/read can route the resource_link URIs it holds, for the session that called.
+        self.seen_uris.add(session_key(current_origin()), uris_in(result))
         return result
 
     async def request(self, request: types.ClientRequest, result_type: type[Any], what: str) -> Any:
