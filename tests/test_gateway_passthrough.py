@@ -202,6 +202,29 @@ async def test_set_level_is_accepted_and_applied(tmp_path: Path, upstream: str) 
         await eventually(lambda: [log.level for log in f.seen.logs] == ["critical"])
 
 
+async def test_a_session_without_a_level_is_not_silenced_by_another_sessions_level(tmp_path: Path,
+                                                                                    upstream: str) -> None:
+    async with front(tmp_path, upstream) as f:
+        other = Seen()
+        async with Client(f.opened.server, mode="legacy", message_handler=other.on_message,
+                          client_info=types.Implementation(name=CLIENTS["dynamic"], version="1.0")) as second:
+            await second.call_tool("search_tools", {"tool_names": ["feat__log", "feat__level"]})
+            with pytest.warns(MCPDeprecationWarning):
+                await f.client.set_logging_level("emergency")
+            # The second session never set a level: it counts as wanting everything, so the upstream stays at debug.
+            assert text_of(await second.call_tool("feat__level", {})) == "debug meta="
+            assert text_of(await second.call_tool("feat__log", {"level": "info", "message": "hear me"})) == "sent"
+            await eventually(lambda: [log.level for log in other.logs] == ["info"])
+        # Alone now, the first session's level reaches the upstream, with no progressToken riding on it.
+        await f.client.list_tools()
+        await eventually(lambda: _level_is(f, "emergency meta="))
+        assert text_of(await f.call("log", {"level": "alert", "message": "quiet"})) == "below the level"
+
+
+async def _level_is(f: Front, expected: str) -> bool:
+    return text_of(await f.call("level")) == expected
+
+
 async def test_logs_outside_a_call_go_to_every_session(tmp_path: Path, upstream: str) -> None:
     async with front(tmp_path, upstream) as f:
         other = Seen()

@@ -59,6 +59,7 @@ class Features:
     def __init__(self, name: str) -> None:
         self.name = name
         self.level: types.LoggingLevel = "debug"
+        self.level_meta: list[str] = []
         self.counts: dict[str, int] = {}
         self.cancelled_calls = 0
         self.roots_changes = 0
@@ -82,6 +83,8 @@ class Features:
             types.Tool(name="cancelled", description="How many calls were cancelled.", input_schema=_schema()),
             types.Tool(name="log", description="Send a log message at a level during the call.",
                        input_schema=_schema(level="string", message="string")),
+            types.Tool(name="level", description="The log level set, and the _meta keys its setLevel carried.",
+                       input_schema=_schema()),
             types.Tool(name="log_later", description="Send a log message after the call returned.",
                        input_schema=_schema(message="string", delay="number")),
             types.Tool(name="roots_changes", description="Roots list changes heard, and the last roots.",
@@ -175,6 +178,9 @@ class Features:
         await session.send_notification(note, related_request_id)
         return True
 
+    async def tool_level(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
+        return _text(f"{self.level} meta={','.join(self.level_meta)}")
+
     async def tool_roots_changes(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
         return _text(f"{self.roots_changes} {' '.join(self.last_roots)}".strip())
 
@@ -233,6 +239,7 @@ class Features:
 
     async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
         self.level = params.level
+        self.level_meta = sorted((params.meta or {}).keys())
         return types.EmptyResult()
 
     async def roots_changed(self, ctx: Ctx, params: Any) -> None:

@@ -206,6 +206,7 @@ class Front:
 
     async def session_opened(self, client: ClientSide) -> None:
         """A client that can list roots is the one upstreams ask when it is the only session: tell them to ask."""
+        await self._apply_levels()  # a session without a level wants everything
         caps = client.capabilities
         if caps is not None and caps.roots is not None and [c.key for c in self.relay.clients] == [client.key]:
             await self.roots_changed(client)
@@ -218,8 +219,8 @@ class Front:
                 await self.unsubscribe(uri, _Gone(key))
             except Exception as exc:  # the upstream may be gone too
                 logger.debug("unsubscribing %s for an ended session failed: %s", uri, exc)
-        if self._levels.pop(key, None) is not None:
-            await self._apply_levels()
+        self._levels.pop(key, None)
+        await self._apply_levels(gone=key)
         if self.scoped is not None:
             self.scoped.stop(key)
 
@@ -231,20 +232,24 @@ class Front:
 
     async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None:
         """A session's `logging/setLevel`: the session is filtered at its level, and upstreams are asked for the
-        lowest level any session wants."""
+        most verbose level any session wants (a session that set none wants everything: `debug`)."""
         self._levels[client.key] = level
         await self._apply_levels()
 
-    async def _apply_levels(self) -> None:
-        lowest = min(self._levels.values(), key=_LEVELS.index, default=None)
+    async def _apply_levels(self, gone: str | None = None) -> None:
+        if not self._levels:
+            return  # no session ever asked: upstreams keep their own default
+        keys = {c.key for c in self.relay.clients if c.key != gone} | set(self._levels)
+        lowest = min((self._levels.get(key, "debug") for key in keys), key=_LEVELS.index, default=None)
         if lowest is None or lowest == self._upstream_level:
             return
         self._upstream_level = lowest
         for upstream in self.upstreams:
             if upstream.logs:
                 try:
+                    # No progressToken: setLevel is not a call that reports progress.
                     await upstream.request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=lowest)),
-                                           types.EmptyResult, "logging/setLevel")
+                                           types.EmptyResult, "logging/setLevel", progress=False)
                 except LazyToolsError as exc:
                     logger.info("upstream %r: setting its log level failed: %s", upstream.name, exc)
 

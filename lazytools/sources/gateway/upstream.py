@@ -377,7 +377,8 @@ class Upstream:
         self.seen_uris.add(session_key(current_origin()), uris_in(result))
         return result
 
-    async def request(self, request: types.ClientRequest, result_type: type[Any], what: str) -> Any:
+    async def request(self, request: types.ClientRequest, result_type: type[Any], what: str, *,
+                      progress: bool = True) -> Any:
         """Send one client request on, for the client request being served (`current_origin()`).
 
         The upstream always gets a progressToken: each progress it reports moves the deadline to `call_timeout`
@@ -388,7 +389,7 @@ class Upstream:
         origin = current_origin()
         if self.per_session is not None and origin is not None and origin.client is not None:
             own = await self.per_session(self, origin.client.key)
-            return await own.request(request, result_type, what)
+            return await own.request(request, result_type, what, progress=progress)
         client = await self._connected()
         ceiling = anyio.current_time() + self.call_ceiling
         with anyio.CancelScope(deadline=min(anyio.current_time() + self.call_timeout, ceiling)) as scope:
@@ -402,7 +403,8 @@ class Upstream:
                 with self.inflight.serving(origin):
                     # send_request, not call_tool: the client's own output-schema check would rewrite or reject
                     # results; a gateway passes them on as they are and lets the end client judge.
-                    return await client.session.send_request(request, result_type, progress_callback=on_progress)
+                    return await client.session.send_request(request, result_type,
+                                                             progress_callback=on_progress if progress else None)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED:
                     if self._client is client:  # not a late answer from a connection already replaced
