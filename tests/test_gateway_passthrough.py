@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from lazytools import UpstreamTimeoutError
+from lazytools.sources.gateway.bounds import MAX_NOTE_CHARS
 from lazytools.transports.http import build_app
 
 from .conftest import text_of
@@ -121,6 +122,23 @@ async def test_progress_reaches_the_client_against_its_own_token(tmp_path: Path,
         result = await f.call("slow_count", {"steps": 3, "delay": 0}, progress_callback=f.seen.on_progress)
         assert text_of(result) == "counted to 3"
         assert f.seen.progress == [(1.0, 3.0, "step 1 of 3"), (2.0, 3.0, "step 2 of 3"), (3.0, 3.0, "step 3 of 3")]
+
+
+async def test_an_oversized_progress_message_or_log_is_cut_with_a_note(tmp_path: Path, upstream: str) -> None:
+    async with front(tmp_path, upstream) as f:
+        await f.call("slow_count", {"steps": 1, "pad": 100_000}, progress_callback=f.seen.on_progress)
+        [(_, _, message)] = f.seen.progress
+        assert message is not None and message.startswith("step 1 of 1xxx") and len(message) < MAX_NOTE_CHARS + 100
+        assert message.endswith(f"cut from {100_000 + len('step 1 of 1')} characters]")
+        await f.call("log", {"level": "info", "message": "y" * 100_000})
+        await eventually(lambda: len(f.seen.logs) == 1)
+        data = f.seen.logs[0].data
+        assert isinstance(data, str) and data.startswith('{"message":"yyy') and "characters]" in data
+        assert len(data) < MAX_NOTE_CHARS + 100
+        # Small ones pass unchanged.
+        await f.call("log", {"level": "info", "message": "short"})
+        await eventually(lambda: len(f.seen.logs) == 2)
+        assert f.seen.logs[1].data == {"message": "short", "server": "feat"}
 
 
 @both_surfaces

@@ -78,7 +78,7 @@ class Features:
             types.Tool(name="echo", description=f"Echo a text back ({self.name}).",
                        input_schema=_schema(text="string")),
             types.Tool(name="slow_count", description="Count to steps, one step per delay seconds, with progress.",
-                       input_schema=_schema(steps="integer", delay="number")),
+                       input_schema=_schema(steps="integer", delay="number", pad="integer")),
             types.Tool(name="wait_forever", description="Run until cancelled.", input_schema=_schema()),
             types.Tool(name="cancelled", description="How many calls were cancelled.", input_schema=_schema()),
             types.Tool(name="log", description="Send a log message at a level during the call.",
@@ -132,10 +132,11 @@ class Features:
         return _text(str(args.get("text", "")))
 
     async def tool_slow_count(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
-        steps, delay = int(args.get("steps", 3)), float(args.get("delay", 0.0))
+        steps, delay, pad = int(args.get("steps", 3)), float(args.get("delay", 0.0)), int(args.get("pad", 0))
         for step in range(1, steps + 1):
             await anyio.sleep(delay)
-            await ctx.session.report_progress(step, steps, f"step {step} of {steps}")  # no-op without a token
+            message = f"step {step} of {steps}" + "x" * pad
+            await ctx.session.report_progress(step, steps, message)  # no-op without a token
         return _text(f"counted to {steps}")
 
     async def tool_wait_forever(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:

@@ -36,6 +36,7 @@ from ...safetext import clip
 from ...sdk import create_mcp_http_client
 from ...settings import Settings
 from .config import HttpServer, ServerConfig
+from .bounds import ProgressGate, bound_notification
 from .listing import screen_listing
 from .offerings import NamedUris, Offerings, list_offerings, uris_in
 from .relay import Inflight, Relay, current_origin, session_key
@@ -392,12 +393,14 @@ class Upstream:
             return await own.request(request, result_type, what, progress=progress)
         client = await self._connected()
         ceiling = anyio.current_time() + self.call_ceiling
+        # A client that does not read cannot make progress pile up: at most a few wait, the rest are dropped.
+        gate = ProgressGate(origin.progress) if origin is not None and origin.progress is not None else None
         with anyio.CancelScope(deadline=min(anyio.current_time() + self.call_timeout, ceiling)) as scope:
 
             async def on_progress(progress: float, total: float | None, message: str | None) -> None:
                 scope.deadline = min(anyio.current_time() + self.call_timeout, ceiling)
-                if origin is not None and origin.progress is not None:
-                    await origin.progress(progress, total, message)
+                if gate is not None:
+                    await gate(progress, total, message)
 
             try:
                 with self.inflight.serving(origin):
@@ -488,14 +491,15 @@ async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[A
 
 
 class _Screen:
-    """Drops the malformed tools of a listing (listing.py); knows the version once negotiated."""
+    """Drops the malformed tools of a listing (listing.py) and cuts oversized progress and log messages
+    (bounds.py); knows the version once negotiated."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.version: str | None = None
 
     def __call__(self, item: Any) -> Any:
-        return screen_listing(item, upstream=self.upstream, version=self.version)
+        return screen_listing(bound_notification(item), upstream=self.upstream, version=self.version)
 
 
 @asynccontextmanager
