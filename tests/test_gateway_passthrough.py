@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from lazytools import UpstreamTimeoutError
+from lazytools.sources.gateway.bounds import MAX_NOTE_CHARS
 from lazytools.transports.http import build_app
 
 from .conftest import text_of
@@ -123,6 +124,23 @@ async def test_progress_reaches_the_client_against_its_own_token(tmp_path: Path,
         assert f.seen.progress == [(1.0, 3.0, "step 1 of 3"), (2.0, 3.0, "step 2 of 3"), (3.0, 3.0, "step 3 of 3")]
 
 
+async def test_an_oversized_progress_message_or_log_is_cut_with_a_note(tmp_path: Path, upstream: str) -> None:
+    async with front(tmp_path, upstream) as f:
+        await f.call("slow_count", {"steps": 1, "pad": 100_000}, progress_callback=f.seen.on_progress)
+        [(_, _, message)] = f.seen.progress
+        assert message is not None and message.startswith("step 1 of 1xxx") and len(message) < MAX_NOTE_CHARS + 100
+        assert message.endswith(f"cut from {100_000 + len('step 1 of 1')} characters]")
+        await f.call("log", {"level": "info", "message": "y" * 100_000})
+        await eventually(lambda: len(f.seen.logs) == 1)
+        data = f.seen.logs[0].data
+        assert isinstance(data, str) and data.startswith('{"message":"yyy') and "characters]" in data
+        assert len(data) < MAX_NOTE_CHARS + 100
+        # Small ones pass unchanged.
+        await f.call("log", {"level": "info", "message": "short"})
+        await eventually(lambda: len(f.seen.logs) == 2)
+        assert f.seen.logs[1].data == {"message": "short", "server": "feat"}
+
+
 @both_surfaces
 async def test_a_call_that_keeps_reporting_progress_outlives_its_timeout(tmp_path: Path, upstream: str,
                                                                          surface: str) -> None:
@@ -202,6 +220,29 @@ async def test_set_level_is_accepted_and_applied(tmp_path: Path, upstream: str) 
         await eventually(lambda: [log.level for log in f.seen.logs] == ["critical"])
 
 
+async def test_a_session_without_a_level_is_not_silenced_by_another_sessions_level(tmp_path: Path,
+                                                                                    upstream: str) -> None:
+    async with front(tmp_path, upstream) as f:
+        other = Seen()
+        async with Client(f.opened.server, mode="legacy", message_handler=other.on_message,
+                          client_info=types.Implementation(name=CLIENTS["dynamic"], version="1.0")) as second:
+            await second.call_tool("search_tools", {"tool_names": ["feat__log", "feat__level"]})
+            with pytest.warns(MCPDeprecationWarning):
+                await f.client.set_logging_level("emergency")
+            # The second session never set a level: it counts as wanting everything, so the upstream stays at debug.
+            assert text_of(await second.call_tool("feat__level", {})) == "debug meta="
+            assert text_of(await second.call_tool("feat__log", {"level": "info", "message": "hear me"})) == "sent"
+            await eventually(lambda: [log.level for log in other.logs] == ["info"])
+        # Alone now, the first session's level reaches the upstream, with no progressToken riding on it.
+        await f.client.list_tools()
+        await eventually(lambda: _level_is(f, "emergency meta="))
+        assert text_of(await f.call("log", {"level": "alert", "message": "quiet"})) == "below the level"
+
+
+async def _level_is(f: Front, expected: str) -> bool:
+    return text_of(await f.call("level")) == expected
+
+
 async def test_logs_outside_a_call_go_to_every_session(tmp_path: Path, upstream: str) -> None:
     async with front(tmp_path, upstream) as f:
         other = Seen()
@@ -256,6 +297,36 @@ async def test_resources_templates_and_links_in_results_are_readable(tmp_path: P
         for uri in uris:
             read = await f.client.read_resource(uri)
             assert str(read.contents[0].uri) == uri
+
+
+async def test_an_excluded_template_keeps_its_uris_out_by_every_route(tmp_path: Path, upstream: str) -> None:
+    async with upstream_entry(upstream, exclude=["features://feat/item/{id}"]) as entry, \
+            front(tmp_path, upstream, entry=entry) as f:
+        assert (await f.client.list_resource_templates()).resource_templates == []
+        # The server still lists features:// resources: no "only server using this scheme" guess reaches the item.
+        assert (await f.client.read_resource("features://feat/readme")).contents
+        with pytest.raises(MCPError, match="No upstream server serves resource"):
+            await f.client.read_resource("features://feat/item/7")
+        # Nor does the server naming the URI in a result of its own.
+        links = await f.call("links", {"uri": "features://feat/item/8"})
+        assert [str(c.uri) for c in links.content if isinstance(c, types.ResourceLink)] == ["features://feat/item/8"]
+        with pytest.raises(MCPError, match="No upstream server serves resource"):
+            await f.client.read_resource("features://feat/item/8")
+
+
+async def test_a_uri_named_in_a_result_routes_reads_of_that_session_only(tmp_path: Path, upstream: str) -> None:
+    async with upstream_entry(upstream, name="one") as one, upstream_entry(upstream, name="two") as two:
+        async with opened(tmp_path, {"one": one, "two": two}) as o, _session(o) as a, _session(o) as b:
+            await b.call_tool("search_tools", {"tool_names": ["two__links"]})
+            # Server two names a URI that server one serves by template, and one of its own no list names.
+            for uri in ("features://one/item/5", "hidden-two://secret"):
+                await b.call_tool("two__links", {"uri": uri})
+            for session in (a, b):  # the template's server keeps its URI, for the session that called too
+                read = await session.read_resource("features://one/item/5")
+                assert read.contents[0].text == "one item 5"  # type: ignore[union-attr]
+            assert (await b.read_resource("hidden-two://secret")).contents[0].text == "two secret"  # type: ignore
+            with pytest.raises(MCPError, match="No upstream server serves resource"):
+                await a.read_resource("hidden-two://secret")
 
 
 async def test_argument_completion_reaches_the_server_of_the_prompt_or_template(tmp_path: Path,

@@ -59,6 +59,7 @@ class Features:
     def __init__(self, name: str) -> None:
         self.name = name
         self.level: types.LoggingLevel = "debug"
+        self.level_meta: list[str] = []
         self.counts: dict[str, int] = {}
         self.cancelled_calls = 0
         self.roots_changes = 0
@@ -77,17 +78,19 @@ class Features:
             types.Tool(name="echo", description=f"Echo a text back ({self.name}).",
                        input_schema=_schema(text="string")),
             types.Tool(name="slow_count", description="Count to steps, one step per delay seconds, with progress.",
-                       input_schema=_schema(steps="integer", delay="number")),
+                       input_schema=_schema(steps="integer", delay="number", pad="integer")),
             types.Tool(name="wait_forever", description="Run until cancelled.", input_schema=_schema()),
             types.Tool(name="cancelled", description="How many calls were cancelled.", input_schema=_schema()),
             types.Tool(name="log", description="Send a log message at a level during the call.",
                        input_schema=_schema(level="string", message="string")),
+            types.Tool(name="level", description="The log level set, and the _meta keys its setLevel carried.",
+                       input_schema=_schema()),
             types.Tool(name="log_later", description="Send a log message after the call returned.",
                        input_schema=_schema(message="string", delay="number")),
             types.Tool(name="roots_changes", description="Roots list changes heard, and the last roots.",
                        input_schema=_schema()),
-            types.Tool(name="links", description="Return resource links to this server's resources.",
-                       input_schema=_schema(count="integer")),
+            types.Tool(name="links", description="Return resource links to this server's resources (or to `uri`).",
+                       input_schema=_schema(count="integer", uri="string")),
             types.Tool(name="touch", description="Announce an update of a resource URI to its subscribers.",
                        input_schema=_schema(uri="string")),
             types.Tool(name="count", description="Increment this session's counter.", input_schema=_schema()),
@@ -129,10 +132,11 @@ class Features:
         return _text(str(args.get("text", "")))
 
     async def tool_slow_count(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
-        steps, delay = int(args.get("steps", 3)), float(args.get("delay", 0.0))
+        steps, delay, pad = int(args.get("steps", 3)), float(args.get("delay", 0.0)), int(args.get("pad", 0))
         for step in range(1, steps + 1):
             await anyio.sleep(delay)
-            await ctx.session.report_progress(step, steps, f"step {step} of {steps}")  # no-op without a token
+            message = f"step {step} of {steps}" + "x" * pad
+            await ctx.session.report_progress(step, steps, message)  # no-op without a token
         return _text(f"counted to {steps}")
 
     async def tool_wait_forever(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
@@ -175,10 +179,16 @@ class Features:
         await session.send_notification(note, related_request_id)
         return True
 
+    async def tool_level(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
+        return _text(f"{self.level} meta={','.join(self.level_meta)}")
+
     async def tool_roots_changes(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
         return _text(f"{self.roots_changes} {' '.join(self.last_roots)}".strip())
 
     async def tool_links(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
+        if "uri" in args:  # any URI at all: how a server can name resources it does not serve
+            link = types.ResourceLink(uri=str(args["uri"]), name="named", mime_type="text/plain")
+            return types.CallToolResult(content=[types.TextContent(text="1 link"), link])
         count = int(args.get("count", 2))
         links: list[types.ContentBlock] = [
             types.ResourceLink(uri=f"features://{self.name}/item/{i}", name=f"item {i}", mime_type="text/plain")
@@ -230,6 +240,7 @@ class Features:
 
     async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
         self.level = params.level
+        self.level_meta = sorted((params.meta or {}).keys())
         return types.EmptyResult()
 
     async def roots_changed(self, ctx: Ctx, params: Any) -> None:

@@ -1,12 +1,12 @@
 """A real MCP server over stdio that speaks JSON-RPC by hand, so that it can say what the SDK would refuse to write:
 schemas that are broken or refer outside themselves, lone surrogates, `NaN`, results of any size.
 
-    python tests/upstreams/hostile.py [--ref-url URL] [--ref-file URL]
+    python tests/upstreams/hostile.py [--ref-url URL] [--ref-file URL] [--no-schema]
 
 Tools: `surrogate` (a lone \\ud800 in its text), `nan` (NaN and Infinity in structured content), `big` (`size` bytes
 of text), `echo`, and tools whose input schema is hostile: `ref_url`, `ref_file` (external `$ref`), `bad_pattern`
 (`pattern: "("`), `ref_loop` (`$ref: "#"`), `broken` (`properties: 5`), `slow_pattern` (catastrophic backtracking),
-`unique` (`uniqueItems` on objects).
+`unique` (`uniqueItems` on objects). `--no-schema` adds `no_schema`, listed without any `inputSchema`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import sys
 from typing import Any
 
 OBJECT: dict[str, Any] = {"type": "object"}
+NO_SCHEMA: dict[str, Any] = {}
+"""Stands for a tool listed with no inputSchema at all (compared by identity)."""
 
 
 def schemas(ref_url: str, ref_file: str) -> dict[str, dict[str, Any]]:
@@ -47,8 +49,8 @@ def answer(message: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str | N
         result = ('{"protocolVersion": %s, "capabilities": {"tools": {}}, '
                   '"serverInfo": {"name": "hostile", "version": "1"}}' % version)
     elif method == "tools/list":
-        listed = [{"name": name, "description": f"The {name} tool.", "inputSchema": schema}
-                  for name, schema in tools.items()]
+        listed = [{"name": name, "description": f"The {name} tool.",
+                   **({} if schema is NO_SCHEMA else {"inputSchema": schema})} for name, schema in tools.items()]
         result = json.dumps({"tools": listed})
     elif method == "tools/call":
         result = call(message["params"]["name"], message["params"].get("arguments") or {})
@@ -73,8 +75,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ref-url", default="http://127.0.0.1:9/schema.json")
     parser.add_argument("--ref-file", default="file:///etc/hostname")
+    parser.add_argument("--no-schema", action="store_true")
     args = parser.parse_args()
     tools = schemas(args.ref_url, args.ref_file)
+    if args.no_schema:
+        tools["no_schema"] = NO_SCHEMA
     for line in sys.stdin:
         try:
             message = json.loads(line)

@@ -2,8 +2,11 @@
 
 Prompts are named like tools (`server__prompt`, same rules, so two servers never collide). Resources keep their
 URIs, because tool results hold them (`resource_link`) and pass through unchanged: a URI is routed to the server
-that listed it, else the one whose results named it, else the one whose template matches it, else the only one
-using its scheme. Two servers listing one URI: the first in the config keeps it.
+that listed it, else the one with a template that matches it, else the one whose results named it in a call or
+prompt of the same session (what one session's calls name never changes another session's routing). Nothing is
+guessed beyond that (no "the only server using this scheme"). A server is never asked for a URI that its own
+excluded resources, excluded templates or exclude patterns match, whichever route led to it. Two servers listing
+one URI: the first in the config keeps it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from ...errors import LazyToolsError
 from ...names import public_tool_name, unique_name
 from .offerings import permitted, uris_in
-from .relay import ClientSide, Clients, Relay
+from .relay import ClientSide, Clients, Relay, current_origin, session_key
 from .scoped import SessionUpstreams
 from .upstream import Upstream
 
@@ -80,7 +83,7 @@ class Front:
                                                                                      arguments=arguments))
                 result: types.GetPromptResult = await upstream.request(request, types.GetPromptResult,
                                                                        f"prompt {prompt.name!r}")
-                upstream.seen_uris.add(uris_in(result))
+                upstream.seen_uris.add(session_key(current_origin()), uris_in(result))
                 return result
         raise UnknownPromptError(name)
 
@@ -129,33 +132,36 @@ class Front:
                 self._templates[text] = None
         return self._templates[text]
 
+    def _matches(self, templates: tuple[str, ...], uri: str) -> bool:
+        for text in templates:
+            parsed = self._template(text)
+            if parsed is not None and parsed.match(uri) is not None:
+                return True
+        return False
+
+    def _blocked(self, upstream: Upstream, uri: str) -> bool:
+        """Whether `upstream`'s config keeps `uri` out: a resource it listed under an excluded name, a URI an
+        exclude pattern matches, or one an excluded template of it matches."""
+        return not permitted_uri(upstream, uri) or self._matches(upstream.offerings.hidden_templates, uri)
+
     def owner_of(self, uri: str) -> Upstream:
-        """The upstream that serves `uri` (see the module's docstring for the order)."""
-        for upstream in self.upstreams:
+        """The upstream that serves `uri` for the session being served (see the module's docstring for the
+        order); servers whose config keeps `uri` out are never chosen."""
+        candidates = [u for u in self.upstreams if not self._blocked(u, uri)]
+        for upstream in candidates:
             if any(resource.uri == uri for resource in upstream.offerings.resources):
                 return upstream
-        for upstream in self.upstreams:
-            if uri in upstream.seen_uris:
+        for upstream in candidates:
+            if self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri):
                 return upstream
-        for upstream in self.upstreams:
-            for template in upstream.offerings.templates:
-                parsed = self._template(template.uri_template)
-                if parsed is not None and parsed.match(uri) is not None:
-                    return upstream
-        scheme = uri.split(":", 1)[0] + ":" if ":" in uri else None
-        if scheme is not None:
-            users = [u for u in self.upstreams if any(
-                str(known).startswith(scheme)
-                for known in [*(r.uri for r in u.offerings.resources), *(t.uri_template for t in u.offerings.templates)]
-            )]
-            if len(users) == 1:
-                return users[0]
+        session = session_key(current_origin())
+        for upstream in candidates:
+            if upstream.seen_uris.named(session, uri):
+                return upstream
         raise UnknownResourceError(uri)
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         upstream = self.owner_of(uri)
-        if not permitted_uri(upstream, uri):
-            raise UnknownResourceError(uri)
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         result: types.ReadResourceResult = await upstream.request(request, types.ReadResourceResult,
                                                                   f"resource {uri!r}")
@@ -200,18 +206,21 @@ class Front:
 
     async def session_opened(self, client: ClientSide) -> None:
         """A client that can list roots is the one upstreams ask when it is the only session: tell them to ask."""
+        await self._apply_levels()  # a session without a level wants everything
         caps = client.capabilities
         if caps is not None and caps.roots is not None and [c.key for c in self.relay.clients] == [client.key]:
             await self.roots_changed(client)
 
     async def session_closed(self, key: str) -> None:
+        for upstream in self.upstreams:
+            upstream.seen_uris.forget(key)
         for uri in [uri for uri, keys in self._subscribers.items() if key in keys]:
             try:
                 await self.unsubscribe(uri, _Gone(key))
             except Exception as exc:  # the upstream may be gone too
                 logger.debug("unsubscribing %s for an ended session failed: %s", uri, exc)
-        if self._levels.pop(key, None) is not None:
-            await self._apply_levels()
+        self._levels.pop(key, None)
+        await self._apply_levels(gone=key)
         if self.scoped is not None:
             self.scoped.stop(key)
 
@@ -223,20 +232,24 @@ class Front:
 
     async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None:
         """A session's `logging/setLevel`: the session is filtered at its level, and upstreams are asked for the
-        lowest level any session wants."""
+        most verbose level any session wants (a session that set none wants everything: `debug`)."""
         self._levels[client.key] = level
         await self._apply_levels()
 
-    async def _apply_levels(self) -> None:
-        lowest = min(self._levels.values(), key=_LEVELS.index, default=None)
+    async def _apply_levels(self, gone: str | None = None) -> None:
+        if not self._levels:
+            return  # no session ever asked: upstreams keep their own default
+        keys = {c.key for c in self.relay.clients if c.key != gone} | set(self._levels)
+        lowest = min((self._levels.get(key, "debug") for key in keys), key=_LEVELS.index, default=None)
         if lowest is None or lowest == self._upstream_level:
             return
         self._upstream_level = lowest
         for upstream in self.upstreams:
             if upstream.logs:
                 try:
+                    # No progressToken: setLevel is not a call that reports progress.
                     await upstream.request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=lowest)),
-                                           types.EmptyResult, "logging/setLevel")
+                                           types.EmptyResult, "logging/setLevel", progress=False)
                 except LazyToolsError as exc:
                     logger.info("upstream %r: setting its log level failed: %s", upstream.name, exc)
 

@@ -42,14 +42,20 @@ def screen_listing(item: Any, *, upstream: str, version: str | None) -> Any:
     kept = []
     for index, tool in enumerate(tools):
         try:
-            validate_server_result("tools/list", version, {"tools": [tool]})
+            # The page's other fields come along: a 2026-07-28 page requires cacheScope, ttlMs and resultType, and
+            # a tool checked alone without them would fail, every tool of the page with it.
+            validate_server_result("tools/list", version, {**result, "tools": [tool]})
         except ValidationError as exc:
+            errors = [error for error in exc.errors() if error["loc"][:1] == ("tools",)]
+            if not errors:  # the page itself is wrong, not this tool: the SDK reports that, as it would have
+                kept.append(tool)
+                continue
             name = tool.get("name") if isinstance(tool, dict) else None
-            first = exc.errors()[0] if exc.errors() else None
-            where = ".".join(str(part) for part in first["loc"][2:]) if first else ""
+            first = errors[0]
+            where = ".".join(str(part) for part in first["loc"][2:])
             logger.warning("upstream %r: skipping tool %s (number %d of its list): %s%s", clip(upstream, 60),
                            clip(repr(name), 80), index + 1, f"{clip(where, 80)}: " if where else "",
-                           clip(first["msg"] if first else str(exc), 160))
+                           clip(first["msg"], 160))
             continue
         except (KeyError, ValueError):
             pass

@@ -18,7 +18,7 @@ from mcp import Client
 
 from .config import ServerConfig
 
-__all__ = ["MAX_PAGES", "Offerings", "SeenUris", "list_offerings", "permitted", "uris_in"]
+__all__ = ["MAX_PAGES", "NamedUris", "Offerings", "SeenUris", "list_offerings", "permitted", "uris_in"]
 
 MAX_PAGES = 100
 """Bound on pagination: a server whose cursor never ends cannot hang a refresh."""
@@ -35,6 +35,8 @@ class Offerings:
     """Whether the server accepts `resources/subscribe`."""
     hidden: tuple[str, ...] = ()
     """URIs of resources it listed that include/exclude keep out: not read even when asked by URI."""
+    hidden_templates: tuple[str, ...] = ()
+    """URI templates it listed that include/exclude keep out: no URI they match is read from it, by any route."""
 
 
 def permitted(config: ServerConfig, *names: str) -> bool:
@@ -90,6 +92,8 @@ async def list_offerings(client: Client, config: ServerConfig) -> Offerings:
             templates=tuple(t for t in listed_templates if permitted(config, t.name, t.uri_template)),
             subscribe=bool(caps.resources.subscribe),
             hidden=tuple(r.uri for r in listed_resources if not permitted(config, r.name, r.uri)),
+            hidden_templates=tuple(t.uri_template for t in listed_templates
+                                   if not permitted(config, t.name, t.uri_template)),
         )
     return found
 
@@ -124,3 +128,31 @@ class SeenUris:
 
     def __contains__(self, uri: object) -> bool:
         return uri in self._uris
+
+
+@dataclass(slots=True)
+class NamedUris:
+    """The URIs an upstream's results named, kept apart per client session: what one session's calls name routes
+    only that session's reads. At most `sessions` sessions are remembered (the least recently active go first)."""
+
+    sessions: int = 1024
+    _by_session: OrderedDict[str | None, SeenUris] = field(default_factory=OrderedDict)
+
+    def add(self, session: str | None, uris: Iterable[str]) -> None:
+        uris = list(uris)
+        if not uris:
+            return
+        seen = self._by_session.get(session)
+        if seen is None:
+            seen = self._by_session[session] = SeenUris()
+        self._by_session.move_to_end(session)
+        seen.add(uris)
+        while len(self._by_session) > self.sessions:
+            self._by_session.popitem(last=False)
+
+    def named(self, session: str | None, uri: str) -> bool:
+        seen = self._by_session.get(session)
+        return seen is not None and uri in seen
+
+    def forget(self, session: str) -> None:
+        self._by_session.pop(session, None)

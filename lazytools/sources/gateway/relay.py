@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["CallOrigin", "ClientSide", "Clients", "Inflight", "Relay", "calling", "current_origin"]
+__all__ = ["CallOrigin", "ClientSide", "Clients", "Inflight", "Relay", "calling", "current_origin", "session_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +84,11 @@ _current: ContextVar[CallOrigin | None] = ContextVar("lazytools_call_origin", de
 
 def current_origin() -> CallOrigin | None:
     return _current.get()
+
+
+def session_key(origin: CallOrigin | None) -> str | None:
+    """The key of the session `origin` belongs to; None outside any session (stateless HTTP, no request)."""
+    return origin.client.key if origin is not None and origin.client is not None else None
 
 
 @contextmanager

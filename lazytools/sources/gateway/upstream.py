@@ -36,9 +36,10 @@ from ...safetext import clip
 from ...sdk import create_mcp_http_client
 from ...settings import Settings
 from .config import HttpServer, ServerConfig
+from .bounds import ProgressGate, bound_notification
 from .listing import screen_listing
-from .offerings import Offerings, SeenUris, list_offerings, uris_in
-from .relay import Inflight, Relay, current_origin
+from .offerings import NamedUris, Offerings, list_offerings, uris_in
+from .relay import Inflight, Relay, current_origin, session_key
 from .stdio import stdio_client
 from .stderr import labelled_stderr
 
@@ -106,7 +107,8 @@ class Upstream:
         """Set for `"scope": "session"` servers: the connection of a session, which serves its requests."""
         # Besides tools (offerings.py): its prompts, resources and templates, and the URIs its results named.
         self.offerings = Offerings()
-        self.seen_uris = SeenUris()
+        self.seen_uris = NamedUris()
+        """URIs its results named, per client session (resources/read routes them for that session only)."""
         self.on_offerings_changed: Callable[[Upstream], Awaitable[None]] | None = None
         self.on_resource_updated: Callable[[Upstream, str], Awaitable[None]] | None = None
         # The current connection: its client (set exactly while `serving`), when it came up, and what `_serve`
@@ -372,10 +374,12 @@ class Upstream:
         """Forward a call; the upstream's result (isError, content, structuredContent) comes back unchanged."""
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
         result: types.CallToolResult = await self.request(request, types.CallToolResult, repr(tool))
-        self.seen_uris.add(uris_in(result))  # so resources/read can route the resource_link URIs it holds
+        # So resources/read can route the resource_link URIs it holds, for the session that called.
+        self.seen_uris.add(session_key(current_origin()), uris_in(result))
         return result
 
-    async def request(self, request: types.ClientRequest, result_type: type[Any], what: str) -> Any:
+    async def request(self, request: types.ClientRequest, result_type: type[Any], what: str, *,
+                      progress: bool = True) -> Any:
         """Send one client request on, for the client request being served (`current_origin()`).
 
         The upstream always gets a progressToken: each progress it reports moves the deadline to `call_timeout`
@@ -386,21 +390,24 @@ class Upstream:
         origin = current_origin()
         if self.per_session is not None and origin is not None and origin.client is not None:
             own = await self.per_session(self, origin.client.key)
-            return await own.request(request, result_type, what)
+            return await own.request(request, result_type, what, progress=progress)
         client = await self._connected()
         ceiling = anyio.current_time() + self.call_ceiling
+        # A client that does not read cannot make progress pile up: at most a few wait, the rest are dropped.
+        gate = ProgressGate(origin.progress) if origin is not None and origin.progress is not None else None
         with anyio.CancelScope(deadline=min(anyio.current_time() + self.call_timeout, ceiling)) as scope:
 
             async def on_progress(progress: float, total: float | None, message: str | None) -> None:
                 scope.deadline = min(anyio.current_time() + self.call_timeout, ceiling)
-                if origin is not None and origin.progress is not None:
-                    await origin.progress(progress, total, message)
+                if gate is not None:
+                    await gate(progress, total, message)
 
             try:
                 with self.inflight.serving(origin):
                     # send_request, not call_tool: the client's own output-schema check would rewrite or reject
                     # results; a gateway passes them on as they are and lets the end client judge.
-                    return await client.session.send_request(request, result_type, progress_callback=on_progress)
+                    return await client.session.send_request(request, result_type,
+                                                             progress_callback=on_progress if progress else None)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED:
                     if self._client is client:  # not a late answer from a connection already replaced
@@ -484,14 +491,15 @@ async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[A
 
 
 class _Screen:
-    """Drops the malformed tools of a listing (listing.py); knows the version once negotiated."""
+    """Drops the malformed tools of a listing (listing.py) and cuts oversized progress and log messages
+    (bounds.py); knows the version once negotiated."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.version: str | None = None
 
     def __call__(self, item: Any) -> Any:
-        return screen_listing(item, upstream=self.upstream, version=self.version)
+        return screen_listing(bound_notification(item), upstream=self.upstream, version=self.version)
 
 
 @asynccontextmanager

@@ -1,0 +1,52 @@
+"""An upstream's tools/list with malformed tools in it: those are skipped, the rest served (sources/gateway/listing.py)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+from mcp.shared.message import SessionMessage
+
+from lazytools.sources.gateway.listing import screen_listing
+
+from .upstreams.helpers import opened
+
+HOSTILE = Path(__file__).resolve().parent / "upstreams" / "hostile.py"
+
+
+@pytest.mark.process
+async def test_a_tool_listed_without_an_input_schema_is_skipped_not_its_server(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    entry = {"command": sys.executable, "args": [str(HOSTILE), "--no-schema"], "timeout": 20}
+    async with opened(tmp_path, {"h": entry}) as o:
+        assert o.gateway["h"].state == "serving", o.gateway["h"].error
+        assert "h__echo" in o.catalog and "h__no_schema" not in o.catalog
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("skipping tool 'no_schema'" in m and "inputSchema" in m for m in messages), messages
+
+
+GOOD = {"name": "good", "inputSchema": {"type": "object"}}
+BAD = {"name": "bad", "description": "no inputSchema"}
+
+
+def _listing(**result: object) -> SessionMessage:
+    return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=1, result=result))
+
+
+def _names(item: SessionMessage) -> list[str]:
+    assert isinstance(item.message, types.JSONRPCResponse)
+    return [tool["name"] for tool in item.message.result["tools"]]
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2026-07-28"])
+def test_the_screen_drops_only_the_malformed_tool_in_every_era(version: str,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    page: dict[str, object] = {"tools": [GOOD, BAD, {**GOOD, "name": "also_good"}]}
+    if version == "2026-07-28":  # that era's pages carry their cache rules
+        page.update(resultType="complete", cacheScope="shared", ttlMs=0)
+    screened = screen_listing(_listing(**page), upstream="h", version=version)
+    assert _names(screened) == ["good", "also_good"]
+    assert [r.getMessage() for r in caplog.records if "skipping tool 'bad'" in r.getMessage()]
