@@ -69,7 +69,7 @@ async def test_two_processes_do_not_share_state(tmp_path: Path) -> None:
 def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
     search = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "search_tools", "arguments": {"query": "uuid"}}})
-    messages, stderr = _exchange(tmp_path, [search], frozenset({1, 2, 99}))
+    messages, stderr = _exchange(tmp_path, [search], frozenset({1, 2, 99}), list_after=2)
     by_id = {m["id"]: m for m in messages if "id" in m}
     assert set(by_id) == {1, 2, 99} and all(m.get("jsonrpc") == "2.0" for m in messages)
     methods = [m.get("method") for m in messages if "method" in m]

@@ -36,27 +36,32 @@ GARBAGE = {
 }
 
 
-def _exchange(tmp_path: Path, lines: list[str], wait_for: frozenset[int] = frozenset({1, 99})
-              ) -> tuple[list[dict[str, object]], str]:
-    """Send the handshake, `lines` and a tools/list; read until the ids in `wait_for` are answered; close stdin."""
+def _exchange(tmp_path: Path, lines: list[str], wait_for: frozenset[int] = frozenset({1, 99}),
+              list_after: int | None = None) -> tuple[list[dict[str, object]], str]:
+    """Send the handshake, `lines` and a tools/list (once request `list_after` is answered, as a client re-lists
+    after a search; else at once); read until the ids in `wait_for` are answered; close stdin."""
     with subprocess.Popen([sys.executable, "-m", *ARGS], cwd=tmp_path, stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace") as proc:
-        return _drive(proc, lines, wait_for)
+        return _drive(proc, lines, wait_for, list_after)
 
 
-def _drive(proc: subprocess.Popen[str], lines: list[str], wait_for: frozenset[int]
+def _drive(proc: subprocess.Popen[str], lines: list[str], wait_for: frozenset[int], list_after: int | None = None
            ) -> tuple[list[dict[str, object]], str]:
     watchdog = threading.Timer(120, proc.kill)  # a hung server fails the test instead of hanging it
     watchdog.start()
     try:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        proc.stdin.write("\n".join([*(json.dumps(m) for m in INIT), *lines, json.dumps(LIST)]) + "\n")
+        first = [*(json.dumps(m) for m in INIT), *lines, *([json.dumps(LIST)] if list_after is None else [])]
+        proc.stdin.write("\n".join(first) + "\n")
         proc.stdin.flush()
         messages: list[dict[str, object]] = []
         while not wait_for <= {m.get("id") for m in messages}:
             line = proc.stdout.readline()
             assert line, f"server stopped early: {proc.stderr.read()[-2000:]}"
             messages.append(json.loads(line))  # every line on stdout must be a JSON message
+            if list_after is not None and messages[-1].get("id") == list_after:
+                proc.stdin.write(json.dumps(LIST) + "\n")  # requests in flight together may be answered in any order
+                proc.stdin.flush()
         proc.stdin.close()  # EOF: the server must exit by itself, cleanly
         assert proc.wait(timeout=60) == 0
         return messages, proc.stderr.read()
