@@ -39,6 +39,9 @@ class ToolEntry:
     execution: types.ToolExecution | None = None
     meta: Mapping[str, Any] | None = None
     """The tool's `_meta`, as its source gave it."""
+    trusted_schema: bool = False
+    """The schema is the server author's own (an in-process function's type hints), not an upstream's: small
+    arguments are checked on the event loop, skipping a worker-thread round trip on every call."""
 
     @property
     def summary(self) -> str:

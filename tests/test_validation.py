@@ -33,3 +33,25 @@ def test_invalid_arguments_are_named(arguments: object, expected: str) -> None:
 
 def test_a_broken_schema_does_not_block_the_call() -> None:
     assert validate_arguments("t", {"type": "nonsense-type"}, {"a": 1}) == {"a": 1}
+
+
+async def test_only_small_arguments_against_a_trusted_schema_are_checked_inline() -> None:
+    import threading
+
+    from lazytools.validation import INLINE_BYTES, validate_call
+
+    seen: list[bool] = []
+    main = threading.current_thread()
+
+    class Spy(dict[str, object]):
+        """An argument object that notes which thread looks at it."""
+
+        def __getitem__(self, key: str) -> object:  # the schema's check reads each property
+            seen.append(threading.current_thread() is main)
+            return super().__getitem__(key)
+
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    for trusted, text, inline in ((True, "x", True), (False, "x", False), (True, "x" * (INLINE_BYTES * 2), False)):
+        seen.clear()
+        assert await validate_call("t", schema, Spy(text=text), trusted=trusted) == {"text": text}
+        assert seen and all(flag == inline for flag in seen), (trusted, len(text))

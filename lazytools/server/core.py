@@ -26,7 +26,7 @@ from ..search import LiveIndex
 from ..settings import Settings
 from ..sources.gateway.front import Front
 from ..sources.gateway.relay import calling
-from ..validation import validate_off_loop
+from ..validation import validate_call
 from .clients import client_table
 from .metatools import (
     INVOKE_TOOL,
@@ -244,9 +244,11 @@ class LazyServer(Server[Any]):
             if state is not None:
                 state.used(entry.name)
             args = arguments
-        # Off the event loop, bounded in size and time: a hostile schema or argument stalls no other session.
-        valid = await validate_off_loop(entry.name, entry.input_schema, args, timeout=self.settings.validation_timeout,
-                                        max_bytes=self.settings.max_argument_bytes)
+        # Bounded in size and time, and off the event loop unless the schema is our own and the arguments small:
+        # a hostile schema or argument stalls no other session.
+        settings = self.settings
+        valid = await validate_call(entry.name, entry.input_schema, args, trusted=entry.trusted_schema,
+                                    timeout=settings.validation_timeout, max_bytes=settings.max_argument_bytes)
         # Upstreams send progress, logs and requests for the client during the call: they go to this request.
         with calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None):
             return await entry.call(valid)

@@ -56,6 +56,7 @@ def function_tool(
         input_schema=schema,
         call=call,
         annotations=annotations,
+        trusted_schema=True,
     )
 
 
