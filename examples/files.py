@@ -7,7 +7,7 @@ import stat
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Callable, Iterator, Literal
 
 from pydantic import Field
 
@@ -170,11 +170,8 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         blobs: list[bytes] = []
         budget = MAX_SEARCH_TOTAL_BYTES
         with box.open(path) as top:
-            for ref in box.walk_files(top, include_hidden):
-                if not name_re.match(ref.name):
-                    continue
-                data = _read_small(box, ref, MAX_SEARCH_BYTES)
-                if data is None or _looks_binary(data):
+            for ref, data in _texts(box, top, name_re, include_hidden):
+                if data is None:
                     continue
                 budget -= len(data)
                 if budget < 0:
@@ -227,11 +224,8 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         skipped = 0
         budget = MAX_SEARCH_TOTAL_BYTES
         with box.open(path) as top:
-            for ref in box.walk_files(top, include_hidden):
-                if not name_re.match(ref.name):
-                    continue
-                data = _read_small(box, ref, MAX_SEARCH_BYTES)
-                if data is None or _looks_binary(data) or budget < len(data):
+            for ref, data in _texts(box, top, name_re, include_hidden):
+                if data is None or budget < len(data):
                     skipped += 1
                     continue
                 budget -= len(data)
@@ -302,6 +296,16 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         list_directory, read_text_file, get_file_info, search_in_files,
         find_files, count_file_lines, directory_tree, file_checksum,
     ]
+
+
+def _texts(box: Sandbox, top: Opened, name_re: re.Pattern[str], include_hidden: bool
+           ) -> Iterator[tuple[FileRef, bytes | None]]:
+    """The files under `top` whose name matches, each with its text: None when it is gone, over
+    MAX_SEARCH_BYTES or binary (search_in_files and count_file_lines read files the same way)."""
+    for ref in box.walk_files(top, include_hidden):
+        if name_re.match(ref.name):
+            data = _read_small(box, ref, MAX_SEARCH_BYTES)
+            yield ref, None if data is None or _looks_binary(data) else data
 
 
 def _read_small(box: Sandbox, ref: FileRef, limit: int) -> bytes | None:
