@@ -180,7 +180,7 @@ async def _until_stopped(serving: Awaitable[None]) -> None:
     gateway stops its upstream servers (one that ignores the end of its stdin would outlive us), or exit 130 or 0
     depending on the event loop (SIGINT: asyncio's runner and uvloop differ). These handlers end `serving`
     instead, so the exit is clean and its status 0, as on stdio."""
-    if threading.current_thread() is not threading.main_thread():
+    if not _in_main_thread():
         await serving  # signal handlers belong to the main thread; uvicorn leaves signals alone elsewhere too
         return
     loop = asyncio.get_running_loop()
