@@ -40,7 +40,9 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from .errors import ToolArgumentsError
 from .safetext import clip
 
-__all__ = ["INLINE_BYTES", "checks_running", "compact_json", "validate_arguments", "validate_call", "validate_off_loop"]
+__all__ = [
+    "INLINE_BYTES", "checks_running", "compact_json", "validate_arguments", "validate_call", "validate_off_loop", "within",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -285,7 +287,7 @@ def _safe_class(base: type[Validator]) -> type[Validator]:
 # -- size -----------------------------------------------------------------------------------------------------------
 
 
-def _within(value: Any, budget: int) -> bool:
+def within(value: Any, budget: int) -> bool:
     """Whether `value` serialises to about `budget` bytes or fewer; stops counting as soon as it is over."""
     stack = [value]
     used = 0
@@ -323,7 +325,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
             f"Invalid arguments for {clip(tool)}: expected a JSON object, got {type(arguments).__name__}. "
             f"Input schema: {compact_json(schema)}"
         )
-    if not _within(arguments, max_bytes):
+    if not within(arguments, max_bytes):
         raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: larger than {max_bytes:,} bytes "
                                  "(LAZYTOOLS_MAX_ARGUMENT_BYTES); not checked, not sent.")
     check = _Check(tool, time.monotonic() + timeout)
@@ -360,10 +362,28 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
     )
 
 
+_VALIDATORS: dict[int, tuple[Mapping[str, Any], Validator]] = {}
+_MAX_VALIDATORS = 4096
+"""Validators built, by the schema object's id: a tool's schema is one object for as long as the tool is listed,
+and building a validator cost as much as checking a small call with it. The entry holds the schema itself, so its
+id cannot be reused while it is cached; a re-listed tool brings a new object and a new entry."""
+
+
+def _validator(schema: Mapping[str, Any]) -> Validator:
+    cached = _VALIDATORS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    base = validators.validator_for(schema, default=validators.Draft202012Validator)
+    validator: Validator = _safe_class(base)(schema, registry=_LOCAL_ONLY)
+    if len(_VALIDATORS) >= _MAX_VALIDATORS:
+        _VALIDATORS.clear()
+    _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
+
+
 def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check) -> list[ValidationError]:
     try:
-        base = validators.validator_for(schema, default=validators.Draft202012Validator)
-        validator = _safe_class(base)(schema, registry=_LOCAL_ONLY)
+        validator = _validator(schema)
     except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot even load: nothing can be checked
         check.problems.add(f"cannot be loaded ({type(exc).__name__}: {clip(str(exc), 120)})")
         return []
@@ -400,7 +420,7 @@ async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, *,
                         timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
     """Check a call's arguments: inline when the schema is trusted and the arguments small (a worker-thread round
     trip cost a third of a trivial call's throughput), else in a worker thread (`validate_off_loop`)."""
-    if trusted and _within(arguments, INLINE_BYTES):
+    if trusted and within(arguments, INLINE_BYTES):
         return validate_arguments(tool, schema, arguments, timeout=timeout, max_bytes=max_bytes)
     return await validate_off_loop(tool, schema, arguments, timeout=timeout, max_bytes=max_bytes)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lazytools import ToolArgumentsError
@@ -55,3 +57,45 @@ async def test_only_small_arguments_against_a_trusted_schema_are_checked_inline(
         seen.clear()
         assert await validate_call("t", schema, Spy(text=text), trusted=trusted) == {"text": text}
         assert seen and all(flag == inline for flag in seen), (trusted, len(text))
+
+
+def test_each_schema_object_is_checked_by_its_own_validator() -> None:
+    # Validators are cached by schema object: a schema of the same id but another content (a re-listed tool, a
+    # replaced entry) must never be judged by the old one's validator.
+    first = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert validate_arguments("t", first, {"n": 1}) == {"n": 1}
+    with pytest.raises(ToolArgumentsError, match="'x' is not of type 'integer'"):
+        validate_arguments("t", first, {"n": "x"})
+    second = {"type": "object", "properties": {"n": {"type": "string"}}}
+    assert validate_arguments("t", second, {"n": "x"}) == {"n": "x"}
+    with pytest.raises(ToolArgumentsError, match="1 is not of type 'string'"):
+        validate_arguments("t", second, {"n": 1})
+    for _ in range(3):  # many short-lived schemas, ids reused by the allocator: each judged by its own content
+        kind = {"type": "object", "properties": {"n": {"type": "boolean"}}, "required": ["n"]}
+        with pytest.raises(ToolArgumentsError, match="'n' is a required property"):
+            validate_arguments("t", kind, {})
+        del kind
+
+
+@pytest.mark.parametrize("arguments", [
+    {"tool_name": "t"}, {"tool_name": "t", "arguments": {}}, {"tool_name": "t", "arguments": {"a": [1]}},
+    {}, {"tool_name": 5}, {"tool_name": None}, {"tool_name": "t", "arguments": None},
+    {"tool_name": "t", "arguments": []}, {"tool_name": "t", "arguments": "{}"}, {"tool_name": "t", "extra": 1},
+    {"arguments": {}}, ["t"], None, "t", {"tool_name": True},
+])
+def test_invoke_tools_own_arguments_are_judged_as_its_schema_judges_them(arguments: object) -> None:
+    from lazytools.catalog import Catalog
+    from lazytools.server.metatools import INVOKE_TOOL, invoke_tool_definition, resolve_invocation
+
+    def outcome(check: Any) -> str:
+        try:
+            check()
+        except ToolArgumentsError as exc:
+            return str(exc)
+        except LookupError:
+            return "valid"  # resolved past the check: the catalog is empty
+        return "valid"
+
+    by_schema = outcome(lambda: validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments))
+    served = outcome(lambda: resolve_invocation(Catalog(), arguments))  # type: ignore[arg-type]
+    assert served == by_schema

@@ -243,11 +243,23 @@ def _type_of(spec: Any) -> str:
     return str(kind)
 
 
+_INVOKE_KEYS = frozenset({"tool_name", "arguments"})
+
+
+def _invoke_arguments(arguments: Any) -> Mapping[str, Any]:
+    """invoke_tool's own arguments, checked by hand when they are well formed (a JSON Schema check of them cost as
+    much as the rest of a trivial call); anything else gets the schema check and its full error."""
+    if (type(arguments) is dict and type(arguments.get("tool_name")) is str and arguments.keys() <= _INVOKE_KEYS
+            and type(arguments.get("arguments", {})) is dict):
+        return arguments
+    return validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments)
+
+
 def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any], *,
                        validate: bool = True) -> tuple[ToolEntry, Any]:
     """Resolve invoke_tool's target and validate its arguments (unless the caller does it, e.g. off the event
     loop); the caller runs `entry.call(args)`."""
-    args = validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments)
+    args = _invoke_arguments(arguments)
     name = args["tool_name"]
     if name in META_TOOL_NAMES:
         raise ToolArgumentsError(f"{name} is a meta-tool: call it directly, not through invoke_tool.")
