@@ -18,6 +18,7 @@ __all__ = [
     "clean_text",
     "json_ready",
     "bounded_tool",
+    "quick",
     "MAX_ERROR_CHARS",
 ]
 
@@ -151,6 +152,15 @@ def _clean(value: Any, depth: int, budget: list[int]) -> Any:
 
 # Error messages echo inputs; a 1 MB argument must not come back as a 1 MB error.
 MAX_ERROR_CHARS = 1000
+
+
+def quick(fn: F) -> F:
+    """Mark a tool that returns in microseconds whatever it is given (arithmetic on a few numbers, a table
+    lookup): lazytools then runs it on its event loop when the arguments are small, instead of handing it to a
+    worker thread, which costs more than the work (the `lazytools_inline` attribute; see
+    lazytools.function_tool). Never for anything that reads files, loops over input or runs a regex."""
+    fn.lazytools_inline = True  # type: ignore[attr-defined]
+    return fn
 
 
 def bounded_tool(fn: F) -> F:

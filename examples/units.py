@@ -5,6 +5,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from ._common import quick
+
 __all__ = [
     "convert_length",
     "convert_mass",
@@ -93,6 +95,7 @@ def _linear(value: float, from_unit: str, to_unit: str, table: dict[str, float],
     return {"value": value, "from_unit": from_unit, "to_unit": to_unit, "result": _tidy(result)}
 
 
+@quick
 def convert_length(
     value: Value, from_unit: Annotated[LengthUnit, FROM_UNIT], to_unit: Annotated[LengthUnit, TO_UNIT]
 ) -> dict[str, Any]:
@@ -100,6 +103,7 @@ def convert_length(
     return _linear(value, from_unit, to_unit, LENGTH, "length")
 
 
+@quick
 def convert_mass(
     value: Value, from_unit: Annotated[MassUnit, FROM_UNIT], to_unit: Annotated[MassUnit, TO_UNIT]
 ) -> dict[str, Any]:
@@ -107,6 +111,7 @@ def convert_mass(
     return _linear(value, from_unit, to_unit, MASS, "mass")
 
 
+@quick
 def convert_data_size(
     value: Value, from_unit: Annotated[DataUnit, FROM_UNIT], to_unit: Annotated[DataUnit, TO_UNIT]
 ) -> dict[str, Any]:
@@ -114,6 +119,7 @@ def convert_data_size(
     return _linear(value, from_unit, to_unit, DATA_SIZE, "data size")
 
 
+@quick
 def convert_speed(
     value: Value, from_unit: Annotated[SpeedUnit, FROM_UNIT], to_unit: Annotated[SpeedUnit, TO_UNIT]
 ) -> dict[str, Any]:
@@ -121,6 +127,7 @@ def convert_speed(
     return _linear(value, from_unit, to_unit, SPEED, "speed")
 
 
+@quick
 def convert_volume(
     value: Value, from_unit: Annotated[VolumeUnit, FROM_UNIT], to_unit: Annotated[VolumeUnit, TO_UNIT]
 ) -> dict[str, Any]:
@@ -128,6 +135,7 @@ def convert_volume(
     return _linear(value, from_unit, to_unit, VOLUME, "volume")
 
 
+@quick
 def convert_area(
     value: Value, from_unit: Annotated[AreaUnit, FROM_UNIT], to_unit: Annotated[AreaUnit, TO_UNIT]
 ) -> dict[str, Any]:
@@ -135,6 +143,7 @@ def convert_area(
     return _linear(value, from_unit, to_unit, AREA, "area")
 
 
+@quick
 def convert_duration(
     value: Value, from_unit: Annotated[DurationUnit, FROM_UNIT], to_unit: Annotated[DurationUnit, TO_UNIT]
 ) -> dict[str, Any]:
@@ -142,6 +151,7 @@ def convert_duration(
     return _linear(value, from_unit, to_unit, DURATION, "duration")
 
 
+@quick
 def convert_pressure(
     value: Value, from_unit: Annotated[PressureUnit, FROM_UNIT], to_unit: Annotated[PressureUnit, TO_UNIT]
 ) -> dict[str, Any]:
@@ -149,6 +159,7 @@ def convert_pressure(
     return _linear(value, from_unit, to_unit, PRESSURE, "pressure")
 
 
+@quick
 def convert_energy(
     value: Value, from_unit: Annotated[EnergyUnit, FROM_UNIT], to_unit: Annotated[EnergyUnit, TO_UNIT]
 ) -> dict[str, Any]:
@@ -156,6 +167,7 @@ def convert_energy(
     return _linear(value, from_unit, to_unit, ENERGY, "energy")
 
 
+@quick
 def convert_temperature(
     value: Value, from_unit: Annotated[TemperatureUnit, FROM_UNIT], to_unit: Annotated[TemperatureUnit, TO_UNIT]
 ) -> dict[str, Any]:

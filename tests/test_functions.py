@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import Field
 
-from lazytools import ToolArgumentsError, ToolExecutionError, function_tool
-from lazytools.sources.functions import to_result
+from lazytools import FunctionGroup, ToolArgumentsError, ToolExecutionError, function_tool
+from lazytools.sources.functions import INLINE_ATTRIBUTE, to_result
+from lazytools.validation import INLINE_BYTES
 
 
 def convert(value: Annotated[float, Field(description="Number to convert")],
@@ -69,3 +71,51 @@ def test_variadic_functions_are_refused() -> None:
 
     with pytest.raises(TypeError, match="args"):
         function_tool(variadic, group="g")
+
+
+def _thread_of_call(text: str = "") -> int:
+    """Report the thread the tool ran in."""
+    return threading.get_ident()
+
+
+async def test_sync_tools_run_in_a_worker_thread_unless_marked_inline() -> None:
+    loop_thread = threading.get_ident()
+    threaded = await function_tool(_thread_of_call, group="t").call({})
+    assert threaded.content[0].text != str(loop_thread)  # type: ignore[union-attr]
+
+    inline = await function_tool(_thread_of_call, group="t", inline=True).call({"text": "small"})
+    assert inline.content[0].text == str(loop_thread)  # type: ignore[union-attr]
+    # Large arguments go to a thread even for an inline tool: handling them may take a while.
+    large = await function_tool(_thread_of_call, group="t", inline=True).call({"text": "x" * (INLINE_BYTES + 1)})
+    assert large.content[0].text != str(loop_thread)  # type: ignore[union-attr]
+
+
+async def test_a_module_marks_quick_functions_with_an_attribute_and_a_group_with_options() -> None:
+    loop_thread = str(threading.get_ident())
+
+    def marked() -> int:
+        """Report the thread."""
+        return threading.get_ident()
+
+    setattr(marked, INLINE_ATTRIBUTE, True)
+    assert (await function_tool(marked, group="t").call({})).content[0].text == loop_thread  # type: ignore[union-attr]
+    # An explicit choice wins over the attribute.
+    assert (await function_tool(marked, group="t", inline=False).call({})).content[0].text != loop_thread  # type: ignore[union-attr]
+
+    group = FunctionGroup("g")
+
+    @group.tool(inline=True, name="where")
+    def where_inline() -> int:
+        """Report the thread."""
+        return threading.get_ident()
+
+    @group.tool
+    def where_threaded() -> int:
+        """Report the thread."""
+        return threading.get_ident()
+
+    by_name = {entry.name: entry for entry in group.entries}
+    assert set(by_name) == {"where", "where_threaded"}
+    assert where_inline() == int(loop_thread)  # the decorator returns the function itself
+    assert (await by_name["where"].call({})).content[0].text == loop_thread  # type: ignore[union-attr]
+    assert (await by_name["where_threaded"].call({})).content[0].text != loop_thread  # type: ignore[union-attr]

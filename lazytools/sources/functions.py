@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, TypeVar, get_type_hints, overload
 
 import anyio.to_thread
 import mcp_types as types
@@ -13,10 +13,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, ToolExecutionError
+from ..validation import INLINE_BYTES, within
 
-__all__ = ["FunctionGroup", "function_tool", "to_result"]
+__all__ = ["INLINE_ATTRIBUTE", "FunctionGroup", "function_tool", "to_result"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+INLINE_ATTRIBUTE = "lazytools_inline"
+"""A function with this attribute set to True runs as if registered with `inline=True`: a module can mark its
+quick functions without importing lazytools (the bundled examples do)."""
 
 
 def function_tool(
@@ -26,11 +31,19 @@ def function_tool(
     name: str | None = None,
     description: str | None = None,
     annotations: types.ToolAnnotations | None = None,
+    inline: bool | None = None,
 ) -> ToolEntry:
-    """Describe `fn` as a tool: its parameters' type hints give the input schema, its docstring the description."""
+    """Describe `fn` as a tool: its parameters' type hints give the input schema, its docstring the description.
+
+    A synchronous `fn` runs in a worker thread, so that a slow one stalls no other session. `inline=True` (or the
+    function's `lazytools_inline` attribute) runs it on the event loop instead when its arguments are small: for
+    functions that return in microseconds whatever they are given (arithmetic, a table lookup), where the thread
+    hand-off costs more than the work (docs/benchmarks.md). Large arguments still go to a thread.
+    """
     model = _arguments_model(fn)
     schema = _clean_schema(model.model_json_schema())
     is_async = inspect.iscoroutinefunction(fn)
+    quick = bool(getattr(fn, INLINE_ATTRIBUTE, False)) if inline is None else inline
 
     async def call(arguments: dict[str, Any]) -> types.CallToolResult:
         try:
@@ -41,6 +54,8 @@ def function_tool(
         try:
             if is_async:
                 value = await fn(**kwargs)
+            elif quick and within(arguments, INLINE_BYTES):
+                value = fn(**kwargs)
             else:
                 # A thread keeps one slow function from stalling every other session on the event loop.
                 value = await anyio.to_thread.run_sync(lambda: fn(**kwargs))
@@ -69,8 +84,21 @@ class FunctionGroup:
         self._annotations = annotations
         self.entries: list[ToolEntry] = []
 
-    def tool(self, fn: F) -> F:
-        self.add(fn)
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(self, /, **options: Any) -> Callable[[F], F]: ...
+
+    def tool(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+        """Register `fn` (`@group.tool`), or with options (`@group.tool(inline=True, name=...)`)."""
+        if fn is None:
+            def register(fn: F) -> F:
+                self.add(fn, **options)
+                return fn
+
+            return register
+        self.add(fn, **options)
         return fn
 
     def add(self, fn: Callable[..., Any], **options: Any) -> ToolEntry:
