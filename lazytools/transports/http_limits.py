@@ -96,7 +96,15 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
         def data_received(self, data: bytes) -> None:
             cycle = self.cycle
             if self._lt_timer is None and (cycle is None or cycle.response_complete):
-                self._lt_arm()  # the first bytes of the next request on a kept-alive connection
+                # The first bytes of the next request on a kept-alive connection: a deadline for its headers,
+                # unless these bytes already hold them all (the usual case: then no timer is made at all).
+                super().data_received(data)
+                if self.cycle is cycle and not self.transport.is_closing():
+                    self._lt_arm()
+                    self._lt_cycle = cycle
+                    del silent[self]
+                    partial[self] = None
+                return
             super().data_received(data)
             if self._lt_timer is not None:
                 if self.cycle is not self._lt_cycle:
