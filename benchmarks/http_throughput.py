@@ -7,8 +7,9 @@ handshake) from the same load generator: `wrk` when it is installed (`apt-get in
 machine far less CPU than Python does), else a Python client with one connection per worker. The bare server is
 the SDK's low-level `Server` with one trivial tool, served by `Server.streamable_http_app()` under `uvicorn.run`
 (uvicorn picks httptools and uvloop when they are installed); lazytools is `lazytools --transport http` as shipped,
-called through `invoke_tool` on a trivial bundled tool. Rounds alternate which server goes first, so a machine
-that gets busier weighs on both; the ratio is taken per round.
+called through `invoke_tool` on a trivial bundled tool that runs on the event loop (as the bare server's handler
+does) and on one that runs in a worker thread (the default for a synchronous tool). Rounds alternate which server
+goes first, so a machine that gets busier weighs on both; the ratio is taken per round.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ BARE_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 LAZYTOOLS_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                   "params": {"name": "invoke_tool", "_meta": _META,
                              "arguments": {"tool_name": "convert_temperature", "arguments": _ARGUMENTS}}}
+"""convert_temperature is marked quick (examples/_common.quick): it runs on the event loop, as the bare server's
+async handler does."""
+THREADED_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                 "params": {"name": "invoke_tool", "_meta": _META,
+                            "arguments": {"tool_name": "format_byte_size", "arguments": {"num_bytes": 1536}}}}
+"""format_byte_size is as trivial but not marked: it runs in a worker thread, like any synchronous tool by default."""
+THREADED = "lazytools, tool in a thread"
 
 
 # -- the bare SDK server (a child process) -------------------------------------------------------------------------
@@ -186,7 +194,7 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
     """Requests per second, and server CPU per request (steadier on a shared machine), for both servers."""
     load = _wrk if shutil.which("wrk") else _python_load
     generator = "wrk -t1" if load is _wrk else "a Python client"
-    names = ("bare SDK", "lazytools")
+    names = ("bare SDK", "lazytools", THREADED)
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}  # server CPU microseconds per request
     failures = 0
@@ -198,7 +206,8 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
                         "--log-level", "WARNING", "--files-root", str(root)]
         here = Path(__file__).resolve().parent.parent
         with _child(bare_command, bare_port, here) as bare, _child(lazy_command, lazy_port, root) as lazy:
-            targets = {"bare SDK": (*bare, BARE_CALL), "lazytools": (*lazy, LAZYTOOLS_CALL)}
+            targets = {"bare SDK": (*bare, BARE_CALL), "lazytools": (*lazy, LAZYTOOLS_CALL),
+                       THREADED: (*lazy, THREADED_CALL)}
             for url, _, body in targets.values():
                 _check(url, body)
                 load(url, body, 1, connections)  # warm-up: imports, caches, the first connections
@@ -215,18 +224,21 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
                     if before is not None and after is not None and total:
                         cpu[name].append((after - before) / total * 1e6)
                     failures += bad
-    ratios = [ours / bare for ours, bare in zip(rates["lazytools"], rates["bare SDK"], strict=True)]
     lines = [f"## Stateless tools/call over HTTP ({VERSION}, {connections} connections, 127.0.0.1, {generator}, "
              f"{rounds} rounds of {seconds:g} s, alternating)",
              *(f"{name:>10}: " + ", ".join(f"{rate:,.0f}" for rate in values) + " req/s"
-               f" (median {statistics.median(values):,.0f})" for name, values in rates.items()),
-             "lazytools / bare, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios)
-             + f" (median {statistics.median(ratios):.2f}x, spread {min(ratios):.2f}-{max(ratios):.2f})"]
+               f" (median {statistics.median(values):,.0f})" for name, values in rates.items())]
+    for name, label in (("lazytools", "lazytools / bare"), (THREADED, "tool in a thread / bare")):
+        ratios = [ours / bare for ours, bare in zip(rates[name], rates["bare SDK"], strict=True)]
+        lines.append(f"{label}, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios)
+                     + f" (median {statistics.median(ratios):.2f}x, spread {min(ratios):.2f}-{max(ratios):.2f})")
     if all(cpu.values()):
-        bare_cpu, ours_cpu = statistics.median(cpu["bare SDK"]), statistics.median(cpu["lazytools"])
-        lines.append("server CPU per request: bare SDK " + ", ".join(f"{v:.0f}" for v in cpu["bare SDK"])
-                     + " µs; lazytools " + ", ".join(f"{v:.0f}" for v in cpu["lazytools"]) + " µs; "
-                     + f"bare / lazytools (throughput on an idle core) {bare_cpu / ours_cpu:.2f}x")
+        medians = {name: statistics.median(values) for name, values in cpu.items()}
+        lines.append("server CPU per request: " + "; ".join(
+            f"{name} " + ", ".join(f"{v:.0f}" for v in values) + " µs" for name, values in cpu.items()))
+        lines.append("bare / lazytools by CPU (throughput on an idle core): "
+                     f"{medians['bare SDK'] / medians['lazytools']:.2f}x; tool in a thread "
+                     f"{medians['bare SDK'] / medians[THREADED]:.2f}x")
     lines.append(f"failed requests: {failures}")
     return "\n".join(lines)
 
