@@ -284,6 +284,12 @@ def _safe_class(base: type[Validator]) -> type[Validator]:
     return validators.extend(base, guarded)  # type: ignore[no-any-return]
 
 
+@lru_cache(maxsize=16)
+def _trusted_class(base: type[Validator]) -> type[Validator]:
+    """`base` with the safe keywords (patterns with a timeout, linear uniqueItems) but no per-keyword guard."""
+    return validators.extend(base, {k: v for k, v in _REPLACED.items() if k in base.VALIDATORS})  # type: ignore[no-any-return]
+
+
 # -- size -----------------------------------------------------------------------------------------------------------
 
 
@@ -316,8 +322,13 @@ def within(value: Any, budget: int) -> bool:
 
 
 def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
-                       timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
-    """Return `arguments` as a dict if they satisfy `schema`; otherwise raise with every problem named."""
+                       timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES,
+                       trusted: bool = False) -> dict[str, Any]:
+    """Return `arguments` as a dict if they satisfy `schema`; otherwise raise with every problem named.
+
+    `trusted`: the schema is the server author's own (from type hints), so its keywords run without the per-keyword
+    guard against broken schemas and slow checks (which cost as much as the check itself on a small call); patterns
+    still run with a timeout."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -332,7 +343,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
     previous = getattr(_current, "check", None)
     _current.check = check
     try:
-        errors = _errors(schema, arguments, check)
+        errors = _errors(schema, arguments, check, trusted)
     except _OutOfTime:
         raise ToolArgumentsError(
             f"Invalid arguments for {clip(tool)}: checking them against the input schema took longer than "
@@ -362,28 +373,30 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
     )
 
 
-_VALIDATORS: dict[int, tuple[Mapping[str, Any], Validator]] = {}
+_VALIDATORS: dict[tuple[int, bool], tuple[Mapping[str, Any], Validator]] = {}
 _MAX_VALIDATORS = 4096
 """Validators built, by the schema object's id: a tool's schema is one object for as long as the tool is listed,
 and building a validator cost as much as checking a small call with it. The entry holds the schema itself, so its
 id cannot be reused while it is cached; a re-listed tool brings a new object and a new entry."""
 
 
-def _validator(schema: Mapping[str, Any]) -> Validator:
-    cached = _VALIDATORS.get(id(schema))
+def _validator(schema: Mapping[str, Any], trusted: bool) -> Validator:
+    key = (id(schema), trusted)
+    cached = _VALIDATORS.get(key)
     if cached is not None and cached[0] is schema:
         return cached[1]
     base = validators.validator_for(schema, default=validators.Draft202012Validator)
-    validator: Validator = _safe_class(base)(schema, registry=_LOCAL_ONLY)
+    validator: Validator = (_trusted_class if trusted else _safe_class)(base)(schema, registry=_LOCAL_ONLY)
     if len(_VALIDATORS) >= _MAX_VALIDATORS:
         _VALIDATORS.clear()
-    _VALIDATORS[id(schema)] = (schema, validator)
+    _VALIDATORS[key] = (schema, validator)
     return validator
 
 
-def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check) -> list[ValidationError]:
+def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check,
+            trusted: bool = False) -> list[ValidationError]:
     try:
-        validator = _validator(schema)
+        validator = _validator(schema, trusted)
     except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot even load: nothing can be checked
         check.problems.add(f"cannot be loaded ({type(exc).__name__}: {clip(str(exc), 120)})")
         return []
@@ -421,7 +434,7 @@ async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, *,
     """Check a call's arguments: inline when the schema is trusted and the arguments small (a worker-thread round
     trip cost a third of a trivial call's throughput), else in a worker thread (`validate_off_loop`)."""
     if trusted and within(arguments, INLINE_BYTES):
-        return validate_arguments(tool, schema, arguments, timeout=timeout, max_bytes=max_bytes)
+        return validate_arguments(tool, schema, arguments, timeout=timeout, max_bytes=max_bytes, trusted=True)
     return await validate_off_loop(tool, schema, arguments, timeout=timeout, max_bytes=max_bytes)
 
 

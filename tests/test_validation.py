@@ -27,9 +27,11 @@ def test_valid_arguments_pass_through() -> None:
     ({"n": 1, "tags": ["a", 2]}, "tags/1: 2 is not of type 'string'"),
     ([1, 2], "expected a JSON object, got list"),
 ])
-def test_invalid_arguments_are_named(arguments: object, expected: str) -> None:
+@pytest.mark.parametrize("trusted", [False, True])
+def test_invalid_arguments_are_named(arguments: object, expected: str, trusted: bool) -> None:
+    # A trusted schema (the author's own) is checked without the per-keyword guards, to the same verdict.
     with pytest.raises(ToolArgumentsError) as info:
-        validate_arguments("t", SCHEMA, arguments)
+        validate_arguments("t", SCHEMA, arguments, trusted=trusted)
     assert expected in str(info.value) and "Input schema:" in str(info.value)
 
 
