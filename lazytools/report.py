@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import Catalog
+from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
 from .server.core import LazyServer
@@ -21,7 +22,7 @@ def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None
     index = build_index(catalog, semantic=semantic, embedder=embedder)
     hits = index.search(query, limit=limit, groups=[group] if group else None)
     if not hits:
-        return f"No tools match {query!r}."
+        return f"No tools match '{clip(query)}'."
     width = max(len(str(rank)) for rank in range(1, len(hits) + 1))
     lines = []
     for rank, hit in enumerate(hits, 1):

@@ -30,6 +30,11 @@ def test_search_with_no_match(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     monkeypatch.chdir(tmp_path)
     assert main(["search", "qqqzzz"]) == 0
     assert "No tools match 'qqqzzz'" in capsys.readouterr().out
+    long = "qqqzzz " * 1000
+    assert main(["search", long]) == 0  # a long one is cut, with what was cut counted
+    out = capsys.readouterr().out
+    assert out.startswith("No tools match 'qqqzzz qqqzzz") and f"(+{len(long) - 200:,} chars)" in out, out[:400]
+    assert len(out) < 300, len(out)
 
 
 def test_surface_reports_tokens_against_the_whole_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str],

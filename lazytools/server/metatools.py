@@ -187,7 +187,8 @@ def _render(
     bridge: bool,
 ) -> str:
     if not found and not suggested:
-        lines = [f"No tools match {query!r}." if query else "No tools found."]
+        # the query is the client's own text, up to MAX_QUERY_CHARS: echo enough to recognise it, not all of it
+        lines = [f"No tools match '{clip(query)}'." if query else "No tools found."]
         lines += notes
         lines.append("Try other words (what the tool does), or a group from the search_tools description.")
         return "\n".join(lines)
