@@ -81,17 +81,24 @@ def _shown(limit: int | None, settings: Settings) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     common = _settings_options()
-    parser = argparse.ArgumentParser(prog="lazytools", parents=[common], usage="%(prog)s [OPTIONS] [COMMAND] ...",
-                                     description="An MCP server that shows tools only once found.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("serve", parents=[common], help="serve MCP (the default)")
-    search = commands.add_parser("search", parents=[common], help="search the catalog from the shell")
+    # Usage lines are written out: argparse's own would list all 40 settings, and a subcommand's would start with
+    # the whole top-level usage ("lazytools [OPTIONS] [COMMAND] ... search [-h] [--mode ...] ...").
+    parser = argparse.ArgumentParser(prog="lazytools", parents=[common], usage="%(prog)s [COMMAND] [OPTIONS]",
+                                     description="An MCP server that shows tools only once found.",
+                                     epilog="Options go before or after the command; `lazytools COMMAND --help` "
+                                            "shows a command's own.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="lazytools")
+    commands.add_parser("serve", parents=[common], usage="%(prog)s [OPTIONS]", help="serve MCP (the default)")
+    search = commands.add_parser("search", parents=[common], usage="%(prog)s QUERY [--limit N] [--group GROUP] "
+                                 "[OPTIONS]", help="search the catalog from the shell")
     search.add_argument("query")
     search.add_argument("--limit", type=int, help="matches to show (default: what search_tools returns, "
                         "LAZYTOOLS_SEARCH_LIMIT; at most LAZYTOOLS_SEARCH_MAX_LIMIT)")
     search.add_argument("--group")
-    commands.add_parser("surface", parents=[common], help="what a fresh session sees and what it costs in tokens")
-    evaluate = commands.add_parser("eval", parents=[common], help="search quality on a labelled query file")
+    commands.add_parser("surface", parents=[common], usage="%(prog)s [OPTIONS]",
+                        help="what a fresh session sees and what it costs in tokens")
+    evaluate = commands.add_parser("eval", parents=[common], usage="%(prog)s --tools PATH --queries PATH [OPTIONS]",
+                                   help="search quality on a labelled query file")
     evaluate.add_argument("--tools", type=Path, required=True, help="catalog JSONL (id, name, description, ...)")
     evaluate.add_argument("--queries", type=Path, required=True, help="queries JSONL (id, query, relevant_tool_ids)")
     evaluate.add_argument("--every", type=int, default=1, help="use every Nth query of the single-tool split")

@@ -104,3 +104,16 @@ def test_search_shows_what_search_tools_returns(tmp_path: Path, capsys: pytest.C
     for options, shown in (([], 5), (["--search-limit", "2"], 2), (["--limit", "50", "--search-max-limit", "7"], 7)):
         assert main(["--files-root", str(tmp_path), "search", "convert a temperature", *options]) == 0
         assert len(re.findall(r"^\s*\d+\.", capsys.readouterr().out, flags=re.M)) == shown, options
+
+
+@pytest.mark.parametrize("command", ["", "serve", "search", "surface", "eval"])
+def test_usage_is_one_clean_line(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a command's usage began with the whole top-level usage ("lazytools [OPTIONS] [COMMAND] ... search")
+    and then listed every setting as an option, over 40 wrapped lines."""
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"] if command else ["--help"])
+    assert exited.value.code == 0
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert "\n" not in usage, usage[:500]
+    assert re.fullmatch(rf"usage: lazytools{' ' + command if command else ''} [\w\s\[\]-]*\[OPTIONS\]", usage), usage
+    assert "..." not in usage and "[-h]" not in usage and "--mode" not in usage
