@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from .errors import LazyToolsError
-from .settings import Settings
+from .settings import Settings, load_settings
 from .settingsdoc import env_name, flag_name, is_secret
 
 __all__ = ["main"]
@@ -112,8 +112,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _settings(args: argparse.Namespace) -> Settings:
     overrides = {name: getattr(args, name) for name in Settings.model_fields if hasattr(args, name)}
-    env_file = getattr(args, "env_file", Path(".env"))
-    return Settings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
+    return load_settings(getattr(args, "env_file", None), **overrides)
 
 
 def _loop_options() -> dict[str, Any]:

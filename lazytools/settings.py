@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
+from .errors import ConfigError
 from .server.surface import Mode, Surface
 
-__all__ = ["Settings"]
+__all__ = ["NOT_SETTINGS", "Settings", "load_settings"]
+
+logger = logging.getLogger(__name__)
+
+NOT_SETTINGS = frozenset({"LAZYTOOLS_FRONTED_CONFIGS"})
+"""`LAZYTOOLS_*` variables that are not settings: lazytools sets them for the processes it starts (the gateway's
+chain of fronted configs, `sources/gateway/upstream.py`), so they are not typos."""
 
 
 class Settings(BaseSettings):
@@ -153,6 +169,22 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """pydantic-settings' sources in its own order; on the way, a `LAZYTOOLS_*` name in the environment or the
+        env file that sets nothing is warned about (pydantic ignores it: a typo would change nothing, silently)."""
+        for source in (env_settings, dotenv_settings):
+            if isinstance(source, EnvSettingsSource):
+                _warn_unknown_names(source)
+        return init_settings, env_settings, dotenv_settings, file_secret_settings
+
     def embedding_cache_dir(self) -> Path:
         """The directory of the tool-vector cache: `cache_dir`, else the user's cache directory."""
         if self.cache_dir is not None:
@@ -178,3 +210,29 @@ class Settings(BaseSettings):
         if self.search_limit > self.search_max_limit:
             raise ValueError(f"search_limit ({self.search_limit}) is above search_max_limit ({self.search_max_limit})")
         return self
+
+
+def load_settings(env_file: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from `overrides` (command-line flags), the environment, then an env file, in that precedence.
+
+    `env_file` is a file the user named (`--env-file`), so it must be there; without one, `.env` is read when the
+    working directory has it."""
+    if env_file is not None:
+        path = env_file.expanduser()
+        if not (path.is_file() or path.is_fifo()):  # a FIFO: `--env-file <(pass show lazytools)`
+            state = "does not exist" if not path.exists() else "is not a file"
+            raise ConfigError(f"env file {env_file} {state} (--env-file)")
+    return Settings(_env_file=env_file if env_file is not None else Path(".env"), **overrides)  # type: ignore[call-arg]
+
+
+def _warn_unknown_names(source: EnvSettingsSource) -> None:
+    prefix = str(Settings.model_config.get("env_prefix", "")).upper()
+    known = {name.upper() for name in Settings.model_fields}
+    where = f"in {source.env_file}" if isinstance(source, DotEnvSettingsSource) else "in the environment"
+    for variable in sorted(name.upper() for name in source.env_vars):
+        setting = variable.removeprefix(prefix)
+        if not variable.startswith(prefix) or setting in known or variable in NOT_SETTINGS:
+            continue  # names without the prefix belong to other programs (an .env file is often shared)
+        close = difflib.get_close_matches(setting, known, n=1)
+        hint = f"did you mean {prefix}{close[0]}?" if close else "the settings are in docs/settings.md"
+        logger.warning("%s %s is not a lazytools setting and is ignored; %s", variable, where, hint)

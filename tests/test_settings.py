@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from lazytools import Settings, cli, settingsdoc
+from lazytools.settings import NOT_SETTINGS
+from lazytools.sources.gateway.upstream import CHAIN_VARIABLE
 from lazytools.server.clients import client_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,3 +91,60 @@ def test_a_default_limit_above_the_maximum_is_refused() -> None:
     with pytest.raises(ValueError, match="search_max_limit"):
         Settings(_env_file=None, search_limit=30, search_max_limit=20)  # type: ignore[call-arg]
     assert Settings(_env_file=None, search_limit=20, search_max_limit=20).search_limit == 20  # type: ignore[call-arg]
+
+
+def test_an_unknown_lazytools_variable_is_named_with_the_closest_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """A typo (LAZYTOOLS_MAX_ENABLE for LAZYTOOLS_MAX_ENABLED) used to change nothing, silently."""
+    monkeypatch.setenv("LAZYTOOLS_MAX_ENABLE", "5")
+    monkeypatch.setenv("LAZYTOOLS_QQQ", "1")
+    monkeypatch.setenv("LAZYTOOLS_SEARCH_LIMIT", "3")  # known: no warning
+    monkeypatch.setenv(CHAIN_VARIABLE, "/x/mcp.json")  # set by lazytools for its upstreams: not a typo
+    env = tmp_path / "my.env"
+    env.write_text("LAZYTOOLS_RELEVANCE_FLOR=0.2\nLAZYTOOLS_MODE=proxy\nDATABASE_URL=postgres://x\n")
+    with caplog.at_level("WARNING", logger="lazytools.settings"):
+        settings = Settings(_env_file=env)  # type: ignore[call-arg]
+    assert settings.max_enabled == Settings.model_fields["max_enabled"].default and settings.mode == "proxy"
+    warned = {record.getMessage().split()[0]: record.getMessage() for record in caplog.records}
+    assert sorted(warned) == ["LAZYTOOLS_MAX_ENABLE", "LAZYTOOLS_QQQ", "LAZYTOOLS_RELEVANCE_FLOR"], warned
+    assert "in the environment" in warned["LAZYTOOLS_MAX_ENABLE"]
+    assert "did you mean LAZYTOOLS_MAX_ENABLED?" in warned["LAZYTOOLS_MAX_ENABLE"]
+    assert "in the environment" in warned["LAZYTOOLS_QQQ"] and "did you mean" not in warned["LAZYTOOLS_QQQ"]
+    assert f"in {env}" in warned["LAZYTOOLS_RELEVANCE_FLOR"]
+    assert "did you mean LAZYTOOLS_RELEVANCE_FLOOR?" in warned["LAZYTOOLS_RELEVANCE_FLOR"]
+
+
+def test_variables_lazytools_sets_for_its_children_are_not_settings() -> None:
+    assert CHAIN_VARIABLE in NOT_SETTINGS  # else every fronted lazytools would warn about it
+
+
+@pytest.mark.process
+def test_the_cli_warns_about_an_unknown_variable_on_stderr(tmp_path: Path) -> None:
+    """Through the real command: the warning comes before logging is configured (the log level is a setting too),
+    and must still reach stderr, and only stderr."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")} | {"LAZYTOOLS_SEARCH_LIMT": "2"}
+    done = subprocess.run([sys.executable, "-m", "lazytools", "search", "temperature"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "LAZYTOOLS_SEARCH_LIMT in the environment" in done.stderr and "LAZYTOOLS_SEARCH_LIMIT?" in done.stderr
+    assert "LAZYTOOLS_SEARCH_LIMT" not in done.stdout and "temperature" in done.stdout
+
+
+def test_a_missing_env_file_that_was_asked_for_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "nope.env"
+    assert cli.main(["search", "temperature", "--env-file", str(missing)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert str(missing) in captured.err and "does not exist" in captured.err
+    assert cli.main(["--env-file", str(tmp_path), "surface"]) == 2  # a folder
+    assert "is not a file" in capsys.readouterr().err
+    # without --env-file, a missing .env is fine: it is optional
+    assert cli.main(["search", "temperature"]) == 0
+    capsys.readouterr()
+    # and one that is there is read
+    chosen = tmp_path / "chosen.env"
+    chosen.write_text("LAZYTOOLS_SEARCH_LIMIT=1\n")
+    assert cli.main(["search", "temperature", "--env-file", str(chosen)]) == 0
+    assert len([line for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]) == 1
