@@ -59,6 +59,9 @@ async def test_cli_serves_streamable_http_and_stops_on_ctrl_c(tmp_path: Path) ->
     assert code == 0  # uvicorn shuts down gracefully on SIGINT, then re-raises it to lazytools, which stops cleanly
     assert "".join(stdout) == ""  # stdout carries nothing on HTTP either: every log line went to stderr
     assert "Application shutdown complete" in "".join(stderr)
+    # one server, one start line: the SDK's two managers (sessions, stateless requests) each used to say it
+    for line in ("StreamableHTTP session manager started", "StreamableHTTP session manager shutting down"):
+        assert "".join(stderr).count(line) == 1, line
 
 
 def test_readme_http_snippet_points_at_the_default_address() -> None:

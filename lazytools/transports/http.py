@@ -145,6 +145,28 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+_MANAGER_LOG = logging.getLogger("mcp.server.streamable_http_manager")
+
+
+class _SaidOnce(logging.Filter):
+    """Lets the SDK's "session manager started" and "shutting down" through once per app: each of our two managers
+    says them, and a second "started" reads as a second server."""
+
+    _LINES = frozenset({"StreamableHTTP session manager started", "StreamableHTTP session manager shutting down"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._said: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message not in self._LINES:
+            return True
+        first = message not in self._said
+        self._said.add(message)
+        return first
+
+
 async def _healthz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
@@ -167,8 +189,13 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with sessions.run(), stateless.run():
-            yield
+        once = _SaidOnce()
+        _MANAGER_LOG.addFilter(once)
+        try:
+            async with sessions.run(), stateless.run():
+                yield
+        finally:
+            _MANAGER_LOG.removeFilter(once)
 
     token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
     middleware = [
