@@ -70,7 +70,8 @@ def _settings_options() -> argparse.ArgumentParser:
         text = f"{field.description} [{env_name(name)}]".replace("%", "%%")
         group.add_argument(flag_name(name), dest=name, help=text,
                            **_flag_options(field))
-    group.add_argument("--env-file", type=Path, metavar="PATH", help="read settings from this file (default: .env)")
+    group.add_argument("--env-file", type=Path, metavar="PATH",
+                       help="read settings from this file, which must exist (without it: .env, if there is one)")
     return options
 
 

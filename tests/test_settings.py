@@ -93,8 +93,8 @@ def test_a_default_limit_above_the_maximum_is_refused() -> None:
     assert Settings(_env_file=None, search_limit=20, search_max_limit=20).search_limit == 20  # type: ignore[call-arg]
 
 
-def test_an_unknown_lazytools_variable_is_named_with_the_closest_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unknown_lazytools_variable_is_named_with_the_closest_setting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """A typo (LAZYTOOLS_MAX_ENABLE for LAZYTOOLS_MAX_ENABLED) used to change nothing, silently."""
     monkeypatch.setenv("LAZYTOOLS_MAX_ENABLE", "5")
     monkeypatch.setenv("LAZYTOOLS_QQQ", "1")
