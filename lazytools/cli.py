@@ -127,8 +127,8 @@ def _loop_options() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
     try:
+        args = _parser().parse_args(argv)
         settings = _settings(args)
         return anyio.run(_run, args, settings, backend_options=_loop_options())
     except ValidationError as exc:
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LazyToolsError as exc:
         print(f"lazytools: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the server watches signals (it imports, then starts), or in a command
         return 130
     except BrokenPipeError:  # `lazytools search ... | head`: the reader left; that is not an error
         sys.stderr.close()

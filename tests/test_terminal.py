@@ -90,3 +90,54 @@ def _alive(pid: int) -> bool:
             return "zombie" not in status.read()
     except FileNotFoundError:
         return False
+
+
+_STALLED = r"""
+import importlib.abc, sys, time
+
+class Stall(importlib.abc.MetaPathFinder):
+    '''Holds the first import of `module` for `seconds`: the second of imports at start-up, made long enough to
+    be hit by the test's Ctrl-C at a known point.'''
+
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            print("importing " + name, file=sys.stderr, flush=True)
+            time.sleep({seconds})
+        return None
+
+sys.meta_path.insert(0, Stall())
+sys.argv = ["lazytools"]
+{entry}
+"""
+_ENTRIES = {
+    # what `python -m lazytools` does
+    "python -m": "import runpy; runpy.run_module('lazytools', run_name='__main__', alter_sys=True)",
+    # what the `lazytools` command pip installs does, from the entry point pyproject declares
+    "command": "from importlib.metadata import entry_points; (ep,) = entry_points(group='console_scripts', "
+               "name='lazytools'); sys.exit(ep.load()())",
+}
+
+
+@pytest.mark.parametrize("entry", sorted(_ENTRIES))
+@pytest.mark.parametrize(("module", "seconds"), [("pydantic", 60), ("mcp", 3)],
+                         ids=["before-main", "in-the-event-loop"])
+def test_ctrl_c_while_importing_exits_quietly_with_130(tmp_path: Path, entry: str, module: str,
+                                                      seconds: int) -> None:
+    """Before: a traceback, KeyboardInterrupt, and the process killed by SIGINT. `pydantic` is imported on the way
+    to `cli.main` (Ctrl-C raises there at once); `mcp` inside the event loop, where asyncio's runner turns Ctrl-C
+    into a cancellation once the import is done (hence a short stall)."""
+    script = _STALLED.format(module=module, seconds=seconds, entry=_ENTRIES[entry])
+    with subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stderr is not None
+            _wait_for_line(process.stderr, f"importing {module}")
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert out == ""
