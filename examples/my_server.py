@@ -5,6 +5,7 @@ Run it with `python examples/my_server.py`; point a client at that command.
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import anyio
@@ -31,11 +32,15 @@ def reorder_item(item: str, units: Annotated[int, Field(gt=0, le=1000)]) -> str:
     return f"ordered {units} x {item}"
 
 
-def main() -> None:
+def main() -> int:
     catalog = Catalog()
     catalog.add(inventory)
-    anyio.run(serve_stdio, build_server(catalog, Settings()))
+    try:
+        anyio.run(serve_stdio, build_server(catalog, Settings()))
+    except KeyboardInterrupt:  # Ctrl-C: stop quietly, with the status a shell expects of an interrupted command
+        return 130
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

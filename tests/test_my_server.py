@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,3 +30,24 @@ async def test_my_server_example(tmp_path: Path) -> None:
         assert bad.is_error and "units: 0 is less than or equal to the minimum of 0" in text_of(bad)
         missing = await c.call_tool("invoke_tool", {"tool_name": "check_stock", "arguments": {"item": "nope"}})
         assert missing.is_error and "unknown item 'nope'" in text_of(missing)
+
+
+def test_my_server_stops_quietly_on_ctrl_c(tmp_path: Path) -> None:
+    """Before: Ctrl-C while it served printed a KeyboardInterrupt traceback."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "shell", "version": "1"}}}
+    with subprocess.Popen([sys.executable, str(EXAMPLE)], cwd=tmp_path, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write(json.dumps(initialize) + "\n")
+            process.stdin.flush()
+            answer = json.loads(process.stdout.readline())  # serving: its imports are done, its loop runs
+            assert answer["id"] == 1 and "serverInfo" in answer["result"]
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
