@@ -301,6 +301,32 @@ def test_tools_that_produce_a_required_id_are_suggested_beside_their_consumer() 
     assert index.producers([by_name["list_channels"], by_name["connect"]]) == []  # they require no id
 
 
+def test_a_geocoder_is_suggested_beside_tools_that_require_coordinates() -> None:
+    def needs(name: str, group: str, *required: str) -> ToolEntry:
+        schema = {"type": "object", "properties": {p: {"type": "number"} for p in required}, "required": [*required]}
+        return ToolEntry(name=name, group=group, description=name.replace("_", " "), input_schema=schema,
+                         call=realistic()[0].call)
+
+    tools = [
+        needs("weather_forecast", "open-meteo", "latitude", "longitude"),
+        needs("air_quality", "open-meteo", "latitude", "longitude"),
+        needs("geocoding", "open-meteo", "name"),
+        needs("elevation", "open-meteo", "lat"),  # latitude alone is not a place
+        needs("DirectionsTool", "mapbox", "coordinates"),
+        needs("ForwardGeocodeTool", "mapbox", "q"),
+        needs("ReverseGeocodeTool", "mapbox", "longitude", "latitude"),  # needs coordinates itself: never a producer
+        needs("geocode", "other-maps", "address"),  # another server's geocoder: not this one's input
+    ]
+    index = SearchIndex(tools)
+    by_name = {entry.name: entry for entry in tools}
+    assert [e.name for e in index.producers([by_name["weather_forecast"]])] == ["geocoding"]
+    assert [e.name for e in index.producers([by_name["weather_forecast"], by_name["air_quality"]])] == ["geocoding"]
+    assert [e.name for e in index.producers([by_name["DirectionsTool"]])] == ["ForwardGeocodeTool"]
+    assert [e.name for e in index.producers([by_name["ReverseGeocodeTool"]])] == ["ForwardGeocodeTool"]
+    assert index.producers([by_name["elevation"]]) == []
+    assert index.producers([by_name["ForwardGeocodeTool"]]) == []
+
+
 LONG_TASK = (
     "Our repository on GitHub has piled up issues since the last release and the pull requests keep waiting. "
     "List the open issues in the GitHub repository, get the pull request that fixes the login issue, "
