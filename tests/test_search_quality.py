@@ -115,6 +115,6 @@ def test_multiserver_requests_as_served_stay_above_their_floor() -> None:
     ranker = served_ranker(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
     scores = evaluate(queries, ranker, cutoffs=cutoffs_for(LIMIT))
     assert scores["all"].recall(LIMIT) >= 0.70 and scores["single"].recall(LIMIT) >= 0.80
-    assert scores["multi"].recall(LIMIT) >= 0.64 and scores["long"].recall(LIMIT) >= 0.60
+    assert scores["multi"].recall(LIMIT) >= 0.64 and scores["long"].recall(LIMIT) >= 0.62
     chinese = [query for query in queries if query.id.startswith("c") or query.id in ("m17", "m18")]
     assert len(chinese) == 12 and evaluate(chinese, ranker, cutoffs=cutoffs_for(LIMIT))["all"].recall(LIMIT) >= 0.6

@@ -28,8 +28,26 @@ from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem, tokenize
 from .bm25 import BM25FPostings, BM25Postings
 from .copies import first_copies
+from .coverage import (
+    COVERAGE_POOL,
+    COVERAGE_SHARPNESS,
+    COVERAGE_WEIGHT,
+    SEMANTIC_COVERAGE_SHARPNESS,
+    SEMANTIC_COVERAGE_WEIGHT,
+    cover,
+    embedding_shares,
+    lexical_shares,
+)
 from .embedders import DEFAULT_EMBEDDER
-from .fusion import SEMANTIC_WEIGHT, ScoreArray, clause_weight, fuse_semantic, semantic_weight, with_clauses
+from .fusion import (
+    LONG_TASK_CLAUSES,
+    SEMANTIC_WEIGHT,
+    ScoreArray,
+    clause_weight,
+    fuse_semantic,
+    semantic_weight,
+    with_clauses,
+)
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .query import catalog_expansions, clauses, weighted_terms
@@ -230,6 +248,7 @@ class SearchIndex:
         parts = [self._bm25_scores(part) for part in needs]
         scores = self._lexical_scores(query, parts)
         candidates = scores > 0
+        need_similarities: list[ScoreArray] = []
         vectors, embedder = self._vectors, self.embedder
         if vectors is not None and embedder is not None:
             # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which
@@ -239,7 +258,8 @@ class SearchIndex:
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
             weight = semantic_weight(len(needs), self.semantic_weight)
-            scores = fuse_semantic(scores, similarities[0], weight, parts=list(similarities[1:]))
+            need_similarities = list(similarities[1:])
+            scores = fuse_semantic(scores, similarities[0], weight, parts=need_similarities)
         named = self._names.matches(query)
         if named:
             # Tiers sit above every relevance score; within a tier, relevance still orders the tools.
@@ -249,7 +269,30 @@ class SearchIndex:
                 candidates[position] = True
         if groups is not None:
             candidates &= self._in_groups(groups)
+        if len(needs) >= LONG_TASK_CLAUSES:
+            return self._covering(scores, candidates, limit, parts, need_similarities)
         return self._top(scores, candidates, limit)
+
+    def _covering(
+        self,
+        scores: ScoreArray,
+        candidates: npt.NDArray[np.bool_],
+        limit: int,
+        parts: Sequence[ScoreArray],
+        need_similarities: Sequence[ScoreArray],
+    ) -> list[Hit]:
+        """The `limit` picks of a long task that cover its clauses (see `coverage`), from its best-scored tools.
+        With the semantic extra a tool's share of a clause is the mean of its BM25 share and its embedding share
+        (for the clauses that were embedded)."""
+        pool = np.array(self._ranked(scores, candidates, max(COVERAGE_POOL, 2 * limit)), dtype=np.intp)
+        shares = lexical_shares(parts, pool)
+        weight, sharpness = COVERAGE_WEIGHT, COVERAGE_SHARPNESS
+        if need_similarities:
+            embedded = len(need_similarities)
+            shares[:embedded] = (shares[:embedded] + embedding_shares(need_similarities, pool)) / 2.0
+            weight, sharpness = SEMANTIC_COVERAGE_WEIGHT, SEMANTIC_COVERAGE_SHARPNESS
+        picks = cover(scores[pool], shares**sharpness, weight=weight, limit=limit)
+        return [Hit(self.entries[int(pool[pick])], float(scores[pool[pick]])) for pick in picks]
 
     def producers(self, found: Iterable[ToolEntry], limit: int = MAX_PRODUCERS) -> list[ToolEntry]:
         """Tools that produce an id some of `found` require (`list_channels` for `post_message`), not already
@@ -276,6 +319,10 @@ class SearchIndex:
 
     def _top(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[Hit]:
         """The `limit` best candidates, a tool listed twice by its server (see `copies`) only once."""
+        return [Hit(self.entries[i], float(scores[i])) for i in self._ranked(scores, candidates, limit)]
+
+    def _ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
+        """Positions of the `limit` best candidates, best first, a tool listed twice by its server only once."""
 
         def rank(i: int) -> tuple[float, int]:
             # Equal scores keep catalog order: results are deterministic.
@@ -295,7 +342,7 @@ class SearchIndex:
                     seen.add(int(self._copy_of[i]))
                     order.append(i)
             if len(order) >= limit or pool.size == matched.size:
-                return [Hit(self.entries[i], float(scores[i])) for i in order[:limit]]
+                return order[:limit]
             wanted *= 2
 
 

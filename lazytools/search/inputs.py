@@ -7,6 +7,10 @@ tool brings its producers as suggestions. A producer is read from names alone: a
 (or `<thing>Id`), and a tool of the same group, not itself requiring that parameter, whose name holds the thing
 and a verb that finds or makes one (list, search, get, find, resolve, connect).
 
+Coordinates are produced the same way: a tool that requires latitude and longitude (or `coordinates`), such as
+every Open-Meteo forecast, needs a geocoder of its server first (`geocoding`, `ForwardGeocodeTool`): a tool of
+the group whose name holds "geo"/"geocode" and that does not itself require coordinates (a reverse geocoder does).
+
 Producers are appended after the results (at most two per search) rather than taking the last places: on the
 multi-server dev set appending gained on both halves and replacing did not (docs/search.md).
 """
@@ -28,6 +32,15 @@ MAX_PRODUCERS = 2
 """At most this many producers are suggested per search."""
 
 _ID_WORDS = frozenset({"id", "ids"})
+_LATITUDE = frozenset({"latitude", "lat"})
+_LONGITUDE = frozenset({"longitude", "lon", "lng", "long"})
+_GEOCODERS = frozenset({stem("geocode"), "geo"})
+"""A coordinates producer's name holds one of these stems (geocode, geocoding, maps_geo)."""
+
+
+def _needs_coordinates(required: Sequence[str]) -> bool:
+    names = {name.lower() for name in required}
+    return bool(names & _LATITUDE and names & _LONGITUDE) or "coordinates" in names
 
 
 def _required(schema: Mapping[str, Any]) -> list[str]:
@@ -72,5 +85,10 @@ def input_producers(entries: Sequence[ToolEntry]) -> list[tuple[int, ...]]:
             candidates = set.intersection(*(set(index.get(word, ())) for word in thing))
             found += [other for other in sorted(candidates)
                       if other != position and parameter not in required[other] and other not in found]
+        if _needs_coordinates(required[position]):
+            found += [other for other in by_group[entry.group]
+                      if other != position and other not in found and not _needs_coordinates(required[other])
+                      and {stem(word) for word in split_words(entries[other].source_name or entries[other].name)}
+                      & _GEOCODERS]
         producers.append(tuple(found))
     return producers

@@ -1,0 +1,92 @@
+"""The first results of a long task chosen so that its steps are covered, not only its best-scored step.
+
+A task of several steps ("check the forecast for Lisbon, convert 9am Lisbon time to Chicago time, add a packing
+note to my Obsidian daily note") ranks by all its words at once, and the step with the most words fills the top
+five with one server's near-alike tools (five Open-Meteo forecasts, four Sentry searches). Here the top results
+are picked one at a time (xQuAD, Santos et al. 2010): each pick is the tool with the best mix of its own
+relevance and of how much it answers clauses that the tools already picked do not answer yet. A clause that a
+picked tool answers fully (its best tool) stops counting; one it answers half counts half.
+
+What differs from the rules tried and dropped (docs/search.md): nothing is reserved (a clause whose tools are
+weak, a story clause, gains its tool only what its share is worth against the others' relevance), and tools are
+compared through the clauses they answer, not through their own texts (a forecast and a translation never look
+alike; two forecasts for the same clause stop adding coverage whatever their descriptions say).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .fusion import ScoreArray, zscores
+
+__all__ = [
+    "COVERAGE_POOL",
+    "COVERAGE_SHARPNESS",
+    "COVERAGE_WEIGHT",
+    "SEMANTIC_COVERAGE_SHARPNESS",
+    "SEMANTIC_COVERAGE_WEIGHT",
+    "cover",
+    "embedding_shares",
+    "lexical_shares",
+]
+
+COVERAGE_POOL = 40
+"""The picks come from this many best-scored tools (at least twice the limit)."""
+COVERAGE_WEIGHT = 0.3
+"""Share of clause coverage in each pick with BM25 alone (the tool's own relevance gets the rest); tuned on the
+dev set's long tasks, even half (figures in docs/search.md)."""
+COVERAGE_SHARPNESS = 1.0
+"""A tool's share of a clause is raised to this power (higher: only a clause's best tools cover it)."""
+SEMANTIC_COVERAGE_WEIGHT = 0.35
+SEMANTIC_COVERAGE_SHARPNESS = 2.0
+"""The same with the semantic extra, whose clause shares mix BM25's and the embedding's: the embedding's are
+flatter (many tools a little similar), so only a clause's best tools should count as covering it."""
+
+
+def lexical_shares(parts: Sequence[ScoreArray], pool: npt.NDArray[np.intp]) -> ScoreArray:
+    """(clauses, pool): each pooled tool's BM25 score for a clause as a share of that clause's best score."""
+    shares = np.zeros((len(parts), pool.size), dtype=np.float64)
+    for row, part in enumerate(parts):
+        top = float(part.max()) if part.size else 0.0
+        if top > 0:
+            shares[row] = np.clip(part[pool] / top, 0.0, 1.0)
+    return shares
+
+
+def embedding_shares(similarities: Sequence[ScoreArray], pool: npt.NDArray[np.intp]) -> ScoreArray:
+    """(clauses, pool): each pooled tool's z-score (over the catalog) for a clause's embedding, negative ones
+    as 0, as a share of the clause's best."""
+    shares = np.zeros((len(similarities), pool.size), dtype=np.float64)
+    for row, similarity in enumerate(similarities):
+        above = np.clip(zscores(similarity)[pool], 0.0, None)
+        top = float(above.max()) if above.size else 0.0
+        if top > 0:
+            shares[row] = above / top
+    return shares
+
+
+def cover(relevance: ScoreArray, shares: ScoreArray, *, weight: float, limit: int) -> list[int]:
+    """Positions in `relevance` (the pooled tools' scores, best first) of `limit` picks, each maximising
+    (1 - weight) x its relevance (scaled to [0, 1] over the pool) + weight x the mean over clauses of its share
+    of each clause times how much of that clause the picks so far leave unanswered."""
+    count = relevance.size
+    if count == 0:
+        return []
+    low, high = float(relevance.min()), float(relevance.max())
+    scaled = (relevance - low) / (high - low) if high > low else np.ones_like(relevance)
+    clause_count = shares.shape[0]
+    left = np.full(clause_count, 1.0 / clause_count) if clause_count else np.zeros(0)
+    available = np.ones(count, dtype=bool)
+    picks: list[int] = []
+    while len(picks) < min(limit, count):
+        gain = (1.0 - weight) * scaled + weight * (left @ shares if clause_count else 0.0)
+        gain[~available] = -np.inf
+        pick = int(np.argmax(gain))  # ties: the better-scored tool (the pool is in score order)
+        picks.append(pick)
+        available[pick] = False
+        if clause_count:
+            left = left * (1.0 - shares[:, pick])
+    return picks
