@@ -72,3 +72,21 @@ def test_readme_http_snippet_points_at_the_default_address() -> None:
     defaults = make_settings()
     assert server["type"] == "http" and server["url"] == f"http://{defaults.host}:{defaults.port}{MCP_PATH}"
     assert server["headers"]["Authorization"].startswith("Bearer ")
+
+
+@pytest.mark.process
+def test_a_port_in_use_is_one_line_and_status_2(tmp_path: Path) -> None:
+    import socket
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith("LAZYTOOLS_")}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "lazytools", "--transport", "http", "--port", str(port),
+                               "--files-root", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert done.stderr.rstrip().splitlines()[-1] == f"lazytools: cannot listen on 127.0.0.1:{port} (the error above; --host, --port)"
+    assert "address already in use" in done.stderr

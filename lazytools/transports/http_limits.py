@@ -23,6 +23,8 @@ from typing import Any
 
 import uvicorn
 
+from ..errors import ConfigError
+
 try:
     import resource
 except ImportError:  # Windows: no RLIMIT_NOFILE to fit under
@@ -151,7 +153,12 @@ class GuardedServer(uvicorn.Server):
     start-up each listening socket is told again to listen, with `LISTEN_QUEUE`: the burst stays as it was."""
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
+        try:
+            await super().startup(sockets)
+        except SystemExit:
+            # uvicorn logs why (address in use, no such address) and exits; ours is one line and the usual status 2.
+            raise ConfigError(f"cannot listen on {self.config.host}:{self.config.port} (the error above; --host, "
+                              "--port)") from None
         for server in self.servers:
             for listening in server.sockets:
                 with socket.socket(fileno=listening.fileno()) as raw:
