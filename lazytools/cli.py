@@ -63,7 +63,10 @@ def _settings_options() -> argparse.ArgumentParser:
     parser is a parent of the top level and of every subcommand, and options work before or after the command.
     """
     options = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
-    group = options.add_argument_group("settings (also LAZYTOOLS_* variables or .env; docs/settings.md)")
+    secrets = ", ".join(env_name(name) for name, field in Settings.model_fields.items() if is_secret(field))
+    group = options.add_argument_group("settings (also LAZYTOOLS_* variables or .env; docs/settings.md)",
+                                       f"Secrets have no flag, so they never show in a process list: set {secrets} "
+                                       "in the environment or .env.")
     for name, field in Settings.model_fields.items():
         if is_secret(field):
             continue

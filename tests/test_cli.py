@@ -117,3 +117,15 @@ def test_usage_is_one_clean_line(command: str, capsys: pytest.CaptureFixture[str
     assert "\n" not in usage, usage[:500]
     assert re.fullmatch(rf"usage: lazytools{' ' + command if command else ''} [\w\s\[\]-]*\[OPTIONS\]", usage), usage
     assert "..." not in usage and "[-h]" not in usage and "--mode" not in usage
+
+
+def test_help_names_every_setting(capsys: pytest.CaptureFixture[str]) -> None:
+    from lazytools.settings import Settings
+    from lazytools.settingsdoc import env_name, flag_name, is_secret
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps long lines
+    for name, field in Settings.model_fields.items():
+        # A secret has no flag (it would show in a process list) but --help still says where to set it.
+        assert (env_name(name) if is_secret(field) else flag_name(name)) in shown, name
