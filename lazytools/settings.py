@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     call_timeout_ceiling: float = Field(
         default=3600.0, gt=0,
         description="Seconds an upstream call may run at most, however often it reports progress.")
+    max_session_tool_threads: int = Field(
+        default=8, ge=1, le=32,
+        description="Worker threads one session's in-process tool calls may hold at once (of 32 for all "
+                    "sessions); stateless HTTP requests share one such share.")
     max_session_upstreams: int = Field(
         default=100, ge=1,
         description='Most per-session upstream connections open at once (servers with "scope": "session").')

@@ -12,7 +12,7 @@ from lazytools import ConfigError, ToolArgumentsError, build_server
 from lazytools.app import bundled_catalog
 
 from .conftest import Recorder, client, make_settings, small_catalog, text_of
-from .helpers import tool_names
+from .helpers import eventually, tool_names
 
 
 async def test_first_list_is_search_plus_bridge(server_factory) -> None:
@@ -315,3 +315,48 @@ def test_search_refuses_a_huge_tool_names_list_before_checking_each_name() -> No
     with pytest.raises(ToolArgumentsError, match=f"at most {MAX_TOOL_NAMES} names \\(300000 given\\)"):
         search_tools(catalog, SearchIndex(list(catalog)), {"tool_names": ["x"] * 300_000}, surface="proxy",
                      default_limit=5, max_limit=20, bridge=True)
+
+
+async def test_one_sessions_blocking_calls_hold_only_its_share_of_the_tool_threads() -> None:
+    import threading
+
+    from lazytools import Catalog, FunctionGroup
+
+    release = threading.Event()
+    group = FunctionGroup("slow", summary="Tools that block.")
+
+    entered: list[int] = []
+
+    @group.tool
+    def wait_for_release() -> str:
+        """Block until the test releases it."""
+        entered.append(1)
+        release.wait(30)
+        return "released"
+
+    @group.tool
+    def quick_echo(text: str) -> str:
+        """Echo the text back."""
+        return text
+
+    catalog = Catalog()
+    catalog.add(group)
+    settings = make_settings(max_session_tool_threads=2, always_available_tools=["wait_for_release", "quick_echo"])
+    server = build_server(catalog, settings)
+    finished: list[str] = []
+    async with client(server, "claude-ai") as hog, client(server, "claude-ai") as other:
+
+        async def blocked() -> None:
+            finished.append(text_of(await hog.call_tool("wait_for_release", {})))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(45):  # more than every thread of the pool
+                tg.start_soon(blocked)
+            await eventually(lambda: len(entered) >= 2)
+            await anyio.sleep(0.5)  # the hog's other calls arrive meanwhile: they wait for its share, not a thread
+            assert len(entered) == 2
+            # Without a per-session share, the other session's call would wait for the hog's to end (30 s).
+            assert text_of(await other.call_tool("quick_echo", {"text": "hi"})) == "hi"
+            assert finished == []
+            release.set()
+    assert finished == ["released"] * 45  # the hog's calls beyond its share waited their turn, none failed

@@ -10,8 +10,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import mcp_types as types
+from anyio.lowlevel import RunVar
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -25,6 +27,7 @@ from ..sdk import connection_of
 from ..search import LiveIndex
 from ..settings import Settings
 from ..sources.gateway.front import Front
+from ..sources.functions import threads_for
 from ..sources.gateway.relay import calling
 from ..validation import validate_call
 from .clients import client_table
@@ -48,6 +51,9 @@ from .surface import SessionView, Surface, choose_surface, is_stateless_era
 __all__ = ["INSTRUCTIONS", "LazyServer", "build_server"]
 
 logger = logging.getLogger(__name__)
+
+_STATELESS_THREADS: RunVar[anyio.CapacityLimiter] = RunVar("lazytools_stateless_threads")
+"""The share of worker threads that stateless requests (no session to charge) hold together, per event loop."""
 
 INSTRUCTIONS = """\
 Most tools are hidden to keep your context small. To do something, call search_tools with what you need in \
@@ -250,8 +256,22 @@ class LazyServer(Server[Any]):
         valid = await validate_call(entry.name, entry.input_schema, args, trusted=entry.trusted_schema,
                                     timeout=settings.validation_timeout, max_bytes=settings.max_argument_bytes)
         # Upstreams send progress, logs and requests for the client during the call: they go to this request.
-        with calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None):
+        with (calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None),
+              threads_for(self._threads_of(state))):
             return await entry.call(valid)
+
+    def _threads_of(self, state: SessionState | None) -> anyio.CapacityLimiter:
+        """The share of worker threads a session's in-process tool calls may hold; stateless requests share one."""
+        if state is None:
+            try:
+                return _STATELESS_THREADS.get()
+            except LookupError:
+                shared = anyio.CapacityLimiter(self.settings.max_session_tool_threads)
+                _STATELESS_THREADS.set(shared)
+                return shared
+        if state.threads is None:
+            state.threads = anyio.CapacityLimiter(self.settings.max_session_tool_threads)
+        return state.threads
 
     def _callable_entry(self, view: SessionView, name: str) -> ToolEntry:
         if view.may_call(name, self.pinned):

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Protocol
 from .surface import Surface
 
 if TYPE_CHECKING:
+    from anyio import CapacityLimiter
+
     from ..sources.gateway.relay import ClientSide
 
 __all__ = ["MemorySessionStore", "SessionState", "SessionStore"]
@@ -33,6 +35,9 @@ class SessionState:
     """Sends `notifications/tools/list_changed` on this session's standalone channel."""
     client: ClientSide | None = field(default=None, repr=False, compare=False)
     """The session's client as upstreams see it (its capabilities, log level, standalone channel)."""
+    threads: CapacityLimiter | None = field(default=None, repr=False, compare=False)
+    """This session's share of the in-process tools' worker threads (made on its first call; process-local, like
+    `notify`)."""
 
     def enable(self, names: list[str], *, limit: int | None = None) -> tuple[list[str], list[str]]:
         """Enable `names` (those already enabled count as used again); with `limit`, the least recently used
