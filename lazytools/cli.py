@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from .errors import LazyToolsError
+from .safetext import clip
 from .settings import Settings, load_settings
 from .settingsdoc import env_name, flag_name, is_secret
 
@@ -135,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings(args)
         return anyio.run(_run, args, settings, backend_options=_loop_options())
     except ValidationError as exc:
-        print(f"lazytools: invalid settings:\n{exc}", file=sys.stderr)
+        print("lazytools: invalid settings:\n" + _settings_errors(exc), file=sys.stderr)
         return 2
     except LazyToolsError as exc:
         print(f"lazytools: {exc}", file=sys.stderr)
@@ -145,6 +146,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `lazytools search ... | head`: the reader left; that is not an error
         sys.stderr.close()
         return 0
+
+
+def _settings_errors(exc: ValidationError) -> str:
+    """One line per problem, naming the flag and the variable that set it (pydantic's own dump names fields)."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        message = error["msg"].removeprefix("Value error, ")
+        field = str(error["loc"][0]) if error["loc"] else ""
+        if field in Settings.model_fields:
+            if is_secret(Settings.model_fields[field]):  # never echoed
+                lines.append(f"  {env_name(field)}: {message}")
+            else:
+                lines.append(f"  {flag_name(field)} / {env_name(field)}: {message} "
+                             f"(got {clip(repr(error.get('input')), 80)})")
+        else:
+            lines.append(f"  {message}")
+    return "\n".join(lines)
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:

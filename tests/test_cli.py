@@ -52,7 +52,7 @@ def test_unknown_setting_value_is_reported(tmp_path: Path, capsys: pytest.Captur
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LAZYTOOLS_DEFAULT_SURFACE", "sometimes")
     assert main(["surface"]) == 2
-    assert "default_surface" in capsys.readouterr().err
+    assert "LAZYTOOLS_DEFAULT_SURFACE: Input should be 'dynamic' or 'proxy'" in capsys.readouterr().err
 
 
 def test_options_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -129,3 +129,12 @@ def test_help_names_every_setting(capsys: pytest.CaptureFixture[str]) -> None:
     for name, field in Settings.model_fields.items():
         # A secret has no flag (it would show in a process list) but --help still says where to set it.
         assert (env_name(name) if is_secret(field) else flag_name(name)) in shown, name
+
+
+def test_an_invalid_setting_names_its_flag_and_variable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "x", "--search-limit", "-3"]) == 2
+    error = capsys.readouterr().err
+    assert error.splitlines() == ["lazytools: invalid settings:",
+                                  "  --search-limit / LAZYTOOLS_SEARCH_LIMIT: Input should be greater than or equal "
+                                  "to 1 (got -3)"]
+    assert "https://" not in error
