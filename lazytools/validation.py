@@ -39,6 +39,7 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 
 from .errors import ToolArgumentsError
 from .safetext import clip
+from .threads import loop_limiter
 
 __all__ = [
     "INLINE_BYTES", "checks_running", "compact_json", "validate_arguments", "validate_call", "validate_off_loop", "within",
@@ -439,12 +440,7 @@ async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, *,
 
 
 def _limiter() -> anyio.CapacityLimiter:
-    try:
-        return _LIMITER.get()
-    except LookupError:
-        limiter = anyio.CapacityLimiter(_WORKERS)
-        _LIMITER.set(limiter)
-        return limiter
+    return loop_limiter(_LIMITER, _WORKERS)
 
 
 def checks_running() -> int:

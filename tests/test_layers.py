@@ -22,7 +22,7 @@ LAYERS: dict[str, int] = {
     # what everything shares: errors, settings, the tool-name policy, the private-SDK adapter; the surface types
     # and policy (server.surface imports nothing of lazytools, so settings can take `Surface` from it)
     "errors": 0, "settings": 0, "names": 0, "entry": 0, "sdk": 0, "server.surface": 0,
-    "safetext": 0,
+    "safetext": 0, "threads": 0,
     "tokens": 1, "validation": 1, "settingsdoc": 1,  # settingsdoc: .env.example, docs/settings.md, flag names
     "catalog": 2,
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog

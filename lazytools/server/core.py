@@ -28,6 +28,7 @@ from ..search import LiveIndex
 from ..settings import Settings
 from ..sources.gateway.front import Front
 from ..sources.functions import threads_for
+from ..threads import loop_limiter
 from ..sources.gateway.relay import calling
 from ..validation import validate_call
 from .clients import client_table
@@ -263,12 +264,7 @@ class LazyServer(Server[Any]):
     def _threads_of(self, state: SessionState | None) -> anyio.CapacityLimiter:
         """The share of worker threads a session's in-process tool calls may hold; stateless requests share one."""
         if state is None:
-            try:
-                return _STATELESS_THREADS.get()
-            except LookupError:
-                shared = anyio.CapacityLimiter(self.settings.max_session_tool_threads)
-                _STATELESS_THREADS.set(shared)
-                return shared
+            return loop_limiter(_STATELESS_THREADS, self.settings.max_session_tool_threads)
         if state.threads is None:
             state.threads = anyio.CapacityLimiter(self.settings.max_session_tool_threads)
         return state.threads

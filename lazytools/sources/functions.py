@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, ToolExecutionError
+from ..threads import loop_limiter
 from ..validation import INLINE_BYTES, within
 
 __all__ = ["INLINE_ATTRIBUTE", "TOOL_THREADS", "FunctionGroup", "function_tool", "threads_for", "to_result"]
@@ -98,12 +99,7 @@ def threads_for(limiter: anyio.CapacityLimiter | None) -> Iterator[None]:
 
 
 def _pool() -> anyio.CapacityLimiter:
-    try:
-        return _TOOL_LIMITER.get()
-    except LookupError:
-        limiter = anyio.CapacityLimiter(TOOL_THREADS)
-        _TOOL_LIMITER.set(limiter)
-        return limiter
+    return loop_limiter(_TOOL_LIMITER, TOOL_THREADS)
 
 
 async def _in_thread(run: Callable[[], Any]) -> Any:
