@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from lazytools import Catalog, Group, ToolEntry
@@ -276,12 +278,19 @@ def test_chinese_punctuation_and_sequencing_words_separate_needs() -> None:
     assert clauses("先查询天气然后规划骑行路线") == ["先查询天气", "规划骑行路线"]
 
 
-def test_tools_that_produce_a_required_id_are_suggested_beside_their_consumer() -> None:
+def _needing(kind: str) -> Callable[..., ToolEntry]:
+    """A maker of tools named `name` in `group` that require the given inputs, all of JSON type `kind`."""
+
     def needs(name: str, group: str, *required: str) -> ToolEntry:
-        schema = {"type": "object", "properties": {p: {"type": "string"} for p in required}, "required": [*required]}
+        schema = {"type": "object", "properties": {p: {"type": kind} for p in required}, "required": [*required]}
         return ToolEntry(name=name, group=group, description=name.replace("_", " "), input_schema=schema,
                          call=realistic()[0].call)
 
+    return needs
+
+
+def test_tools_that_produce_a_required_id_are_suggested_beside_their_consumer() -> None:
+    needs = _needing("string")
     tools = [
         needs("post_message", "slack", "channel_id", "text"),
         needs("list_channels", "slack"),
@@ -302,11 +311,7 @@ def test_tools_that_produce_a_required_id_are_suggested_beside_their_consumer() 
 
 
 def test_a_geocoder_is_suggested_beside_tools_that_require_coordinates() -> None:
-    def needs(name: str, group: str, *required: str) -> ToolEntry:
-        schema = {"type": "object", "properties": {p: {"type": "number"} for p in required}, "required": [*required]}
-        return ToolEntry(name=name, group=group, description=name.replace("_", " "), input_schema=schema,
-                         call=realistic()[0].call)
-
+    needs = _needing("number")
     tools = [
         needs("weather_forecast", "open-meteo", "latitude", "longitude"),
         needs("air_quality", "open-meteo", "latitude", "longitude"),
