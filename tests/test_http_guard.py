@@ -106,6 +106,9 @@ async def test_foreign_host_is_refused_unless_configured() -> None:
         assert health.status_code == 421
         for host in ("localhost", "localhost:8000", "127.0.0.1:1", "[::1]:8000"):
             assert (await http.post(url, json=LIST, headers={"accept": ACCEPT, "host": host})).status_code == 200
+        # A Host that is not a name and a port is refused even when it starts like an allowed one.
+        for host in ("127.0.0.1:8000@evil.example", "localhost:x", "[::1]evil.example", "[::1]:80x"):
+            assert (await http.post(url, json=LIST, headers={"accept": ACCEPT, "host": host})).status_code == 421, host
     async with serving(lazy(allowed_hosts="mcp.internal")) as url, httpx2.AsyncClient() as http:
         named = await http.post(url, json=LIST, headers={"accept": ACCEPT, "host": "mcp.internal:8000"})
         assert named.status_code == 200

@@ -33,12 +33,16 @@ def jsonrpc_error(status: int, message: str, *, code: int = INVALID_REQUEST,
 
 
 def _hostname(host: str) -> str:
-    """`example.com:8000` → `example.com`; `[::1]:8000` → `::1`."""
+    """`example.com:8000` → `example.com`; `[::1]:8000` → `::1`; "" for a Host that is not a host and a port
+    (`127.0.0.1:80@evil.example`, a port that is not digits), which matches no allowed name."""
     host = host.strip().lower()
     if host.startswith("["):
-        return host[1:].split("]", 1)[0]
+        name, _, rest = host[1:].partition("]")
+        port = rest.removeprefix(":")
+        return name if (rest == "" or (rest.startswith(":") and port.isdigit())) else ""
     if host.count(":") == 1:
-        return host.split(":", 1)[0]
+        name, port = host.split(":", 1)
+        return name if port.isdigit() else ""
     return host
 
 
