@@ -38,6 +38,12 @@ def _json_object(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from exc
 
 
+def _query(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty: say what the tool should do, e.g. \"convert a temperature\"")
+    return text
+
+
 def _flag_options(field: FieldInfo) -> dict[str, Any]:
     """argparse options for a setting, read from its type; values are validated by Settings, as from the env."""
     annotation: Any = field.annotation
@@ -63,7 +69,7 @@ def _settings_options() -> argparse.ArgumentParser:
     The defaults are SUPPRESS, so a flag absent from the command line is absent from the namespace: the same
     parser is a parent of the top level and of every subcommand, and options work before or after the command.
     """
-    options = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    options = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS, allow_abbrev=False)
     secrets = ", ".join(env_name(name) for name, field in Settings.model_fields.items() if is_secret(field))
     group = options.add_argument_group("settings (also LAZYTOOLS_* variables or .env; docs/settings.md)",
                                        f"Secrets have no flag, so they never show in a process list: set {secrets} "
@@ -88,21 +94,26 @@ def _parser() -> argparse.ArgumentParser:
     common = _settings_options()
     # Usage lines are written out: argparse's own would list all 40 settings, and a subcommand's would start with
     # the whole top-level usage ("lazytools [OPTIONS] [COMMAND] ... search [-h] [--mode ...] ...").
+    # No abbreviations: `--search-l 1` would silently mean --search-limit today and something else tomorrow.
     parser = argparse.ArgumentParser(prog="lazytools", parents=[common], usage="%(prog)s [COMMAND] [OPTIONS]",
+                                     allow_abbrev=False,
                                      description="An MCP server that shows tools only once found.",
                                      epilog="Options go before or after the command; `lazytools COMMAND --help` "
                                             "shows a command's own.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="lazytools")
-    commands.add_parser("serve", parents=[common], usage="%(prog)s [OPTIONS]", help="serve MCP (the default)")
-    search = commands.add_parser("search", parents=[common], usage="%(prog)s QUERY [--limit N] [--group GROUP] "
-                                 "[OPTIONS]", help="search the catalog from the shell")
-    search.add_argument("query")
+    commands.add_parser("serve", parents=[common], allow_abbrev=False, usage="%(prog)s [OPTIONS]",
+                        help="serve MCP (the default)")
+    search = commands.add_parser("search", parents=[common], allow_abbrev=False,
+                                 usage="%(prog)s QUERY [--limit N] [--group GROUP] [OPTIONS]",
+                                 help="search the catalog from the shell")
+    search.add_argument("query", type=_query)
     search.add_argument("--limit", type=int, help="matches to show (default: what search_tools returns, "
                         "LAZYTOOLS_SEARCH_LIMIT; at most LAZYTOOLS_SEARCH_MAX_LIMIT)")
-    search.add_argument("--group")
-    commands.add_parser("surface", parents=[common], usage="%(prog)s [OPTIONS]",
+    search.add_argument("--group", help="only tools of this group (an upstream server's name, or a bundled category)")
+    commands.add_parser("surface", parents=[common], allow_abbrev=False, usage="%(prog)s [OPTIONS]",
                         help="what a fresh session sees and what it costs in tokens")
-    evaluate = commands.add_parser("eval", parents=[common], usage="%(prog)s --tools PATH --queries PATH [OPTIONS]",
+    evaluate = commands.add_parser("eval", parents=[common], allow_abbrev=False,
+                                   usage="%(prog)s --tools PATH --queries PATH [OPTIONS]",
                                    help="search quality on a labelled query file")
     evaluate.add_argument("--tools", type=Path, required=True, help="catalog JSONL (id, name, description, ...)")
     evaluate.add_argument("--queries", type=Path, required=True, help="queries JSONL (id, query, relevant_tool_ids)")

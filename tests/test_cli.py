@@ -138,3 +138,13 @@ def test_an_invalid_setting_names_its_flag_and_variable(capsys: pytest.CaptureFi
                                   "  --search-limit / LAZYTOOLS_SEARCH_LIMIT: Input should be greater than or equal "
                                   "to 1 (got -3)"]
     assert "https://" not in error
+
+
+@pytest.mark.parametrize("argv", [["search", "hash", "--search-l", "1"], ["search", "  "], ["surface", "--transp", "http"]])
+def test_abbreviated_flags_and_an_empty_query_are_usage_errors(argv: list[str],
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert "unrecognized arguments" in error or "argument query: empty" in error
