@@ -18,10 +18,11 @@ from .test_http import ACCEPT, lazy, open_raw_session, rpc, serving, session
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
 
-def assert_jsonrpc_error(response: httpx2.Response, status: int, code: int, fragment: str) -> None:
+def assert_jsonrpc_error(response: httpx2.Response, status: int, code: int, fragment: str,
+                         request_id: int | None = None) -> None:
     assert response.status_code == status
     body = response.json()
-    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert body["jsonrpc"] == "2.0" and body["id"] == request_id  # the id only where it could be read
     assert body["error"]["code"] == code and fragment in body["error"]["message"]
 
 
@@ -160,6 +161,14 @@ async def test_oversized_body_is_refused_with_or_without_content_length() -> Non
     (b'{"id": 1, "method": "tools/list"}', "application/json", 400, -32600, "Invalid Request"),
     (b'{"jsonrpc": "2.0", "id": 1, "method": 7}', "application/json", 400, -32600, "Invalid Request"),
     (b'"tools/list"', "application/json", 400, -32600, "Invalid Request"),
+    (b"[" * 100_000 + b"]" * 100_000, "application/json", 400, -32700, "nested too deeply"),
+    # Ids the SDK would take for a notification (202, never answered): the client would wait forever.
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}', "application/json", 400, -32600, "an id must"),
+    (b'{"jsonrpc": "2.0", "id": [1], "method": "tools/list"}', "application/json", 400, -32600, "an id must"),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "tools/list"}', "application/json", 400, -32600, "an id must"),
+    (b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', "application/json", 400, -32600, "an id must"),
+    (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": [1, 2]}', "application/json", 400, -32600,
+     "params must be an object"),
     (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', "text/plain", 415, -32600, "Content-Type"),
 ])
 async def test_malformed_requests_get_jsonrpc_errors(content: bytes, content_type: str, status: int, code: int,
@@ -170,7 +179,8 @@ async def test_malformed_requests_get_jsonrpc_errors(content: bytes, content_typ
         for headers in ({}, {"mcp-session-id": session_id}):
             response = await http.post(url, content=content, headers={"accept": ACCEPT,
                                                                        "content-type": content_type, **headers})
-            assert_jsonrpc_error(response, status, code, fragment)
+            # Only a request refused for its params has an id that could be read (and is answered with it).
+            assert_jsonrpc_error(response, status, code, fragment, 2 if fragment.startswith("params") else None)
         # The session survives bad requests next to it.
         _, listed = await rpc(http, url, "tools/list", session_id=session_id)
         assert [t["name"] for t in listed["result"]["tools"]] == ["search_tools", "invoke_tool"]

@@ -109,14 +109,26 @@ def _decode(body: bytes) -> JSONResponse | Any:
     """The JSON-RPC message in `body`, or the error response that refuses it."""
     try:
         decoded = json.loads(body)
-    except (ValueError, RecursionError):
+    except ValueError:
         return jsonrpc_error(400, "Parse error: the body is not JSON", code=PARSE_ERROR)
+    except RecursionError:
+        return jsonrpc_error(400, "Parse error: the body is nested too deeply to read", code=PARSE_ERROR)
     if isinstance(decoded, list):
         return jsonrpc_error(400, "Invalid Request: JSON-RPC batches are not supported")
     if not _is_jsonrpc_message(decoded):
         return jsonrpc_error(400, 'Invalid Request: expected a JSON-RPC 2.0 object with "jsonrpc": "2.0" and a '
                                   '"method" (or a "result"/"error" with an "id")')
+    if "method" in decoded and "id" in decoded and not _is_request_id(decoded["id"]):
+        # The SDK would take it for a notification (202) and never answer: the client would wait forever.
+        return jsonrpc_error(400, "Invalid Request: an id must be a string or an integer")
+    if "method" in decoded and not isinstance(decoded.get("params", {}), dict):
+        return jsonrpc_error(400, "Invalid Request: params must be an object (MCP names its parameters)",
+                             request_id=decoded.get("id"))
     return decoded
+
+
+def _is_request_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _is_jsonrpc_message(decoded: Any) -> bool:

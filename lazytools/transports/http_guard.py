@@ -26,9 +26,9 @@ _WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
 
 
 def jsonrpc_error(status: int, message: str, *, code: int = INVALID_REQUEST,
-                  headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """A JSON-RPC error without a request id (the request was refused before it was read as one)."""
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+                  headers: Mapping[str, str] | None = None, request_id: str | int | None = None) -> JSONResponse:
+    """A JSON-RPC error; without a request id when the request was refused before it was read as one."""
+    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
     return JSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 
