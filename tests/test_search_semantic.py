@@ -118,6 +118,7 @@ def test_a_long_task_gives_the_embedding_a_smaller_share(monkeypatch: pytest.Mon
 
     assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES - 1) == fusion.SEMANTIC_WEIGHT
     assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES) == fusion.LONG_TASK_SEMANTIC_WEIGHT < fusion.SEMANTIC_WEIGHT
+    assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES, named=False) == fusion.LONG_TASK_SEMANTIC_WEIGHT
     assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES, 0.0) == 0.0  # a BM25-only weight stays so
     weights: list[float] = []
 
@@ -132,7 +133,33 @@ def test_a_long_task_gives_the_embedding_a_smaller_share(monkeypatch: pytest.Mon
     assert len(clauses(long_task)) >= fusion.LONG_TASK_CLAUSES > len(clauses(short))
     index.search(short)
     index.search(long_task)
-    assert weights == [fusion.SEMANTIC_WEIGHT, fusion.LONG_TASK_SEMANTIC_WEIGHT]
+    assert weights == [fusion.UNNAMED_SEMANTIC_WEIGHT, fusion.LONG_TASK_SEMANTIC_WEIGHT]  # neither names a group
+
+
+def test_a_request_naming_no_group_leans_further_on_the_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lazytools.search.fusion as fusion
+    import lazytools.search.index as index_module
+
+    assert fusion.semantic_weight(2, named=False) == fusion.UNNAMED_SEMANTIC_WEIGHT > fusion.SEMANTIC_WEIGHT
+    assert fusion.semantic_weight(2, named=True) == fusion.SEMANTIC_WEIGHT
+    assert fusion.semantic_weight(2, 0.0, named=False) == 0.0  # a BM25-only weight stays so
+    assert fusion.semantic_weight(2, 0.9, named=False) == 1.0  # a share, never above 1
+    weights: list[float] = []
+
+    def spy(lexical: np.ndarray, similarity: np.ndarray, weight: float, **kwargs: object) -> np.ndarray:
+        weights.append(weight)
+        return fuse_semantic(lexical, similarity, weight, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_module, "fuse_semantic", spy)
+    tools = [tool("car_rental", "Rent a car at an airport.", "hertz"), tool("get_forecast", "Weather forecast.", "meteo"),
+             tool("unit_convert", "Convert between units.", "units")]
+    index = SearchIndex(tools, embedder=fake_embedder())
+    index.search("rent a car")
+    index.search("rent a car from Hertz")  # names the group: BM25's product match keeps its share
+    index.search("weather forecast, then a hertz car")
+    index.search("hertzian waves")  # a longer word is no mention of the group
+    assert weights == [fusion.UNNAMED_SEMANTIC_WEIGHT, fusion.SEMANTIC_WEIGHT, fusion.SEMANTIC_WEIGHT,
+                       fusion.UNNAMED_SEMANTIC_WEIGHT]
 
 
 def test_clause_scores_lift_the_best_tool_of_each_need() -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "LONG_TASK_SEMANTIC_WEIGHT",
     "SEMANTIC_WEIGHT",
     "ScoreArray",
+    "UNNAMED_SEMANTIC_WEIGHT",
     "clause_weight",
     "fuse_semantic",
     "semantic_weight",
@@ -56,10 +57,25 @@ def clause_weight(clause_count: int) -> float:
     return LONG_TASK_CLAUSE_WEIGHT if clause_count >= LONG_TASK_CLAUSES else CLAUSE_WEIGHT
 
 
-def semantic_weight(clause_count: int, weight: float = SEMANTIC_WEIGHT) -> float:
+UNNAMED_SEMANTIC_WEIGHT = 0.7
+"""The embedding similarity's share (with the default SEMANTIC_WEIGHT) for a request of fewer than
+LONG_TASK_CLAUSES clauses that names no group. A named product ("post it on Slack", "in our Notion page") is
+BM25's strongest signal, and there the embedding adds least; a request in the user's own words, naming no
+server, is where the embedding finds what the words miss. On the dev set's requests that name no group .7 gains
+on both halves, those that do name one lose at .7 (multi-step requests, both halves) and keep SEMANTIC_WEIGHT;
+MetaTool, whose requests name no group, gains on both halves (figures in docs/search.md). Long tasks keep
+LONG_TASK_SEMANTIC_WEIGHT either way: lowering it for the named ones lost on both halves."""
+
+
+def semantic_weight(clause_count: int, weight: float = SEMANTIC_WEIGHT, *, named: bool = True) -> float:
     """The embedding similarity's share for a request cut into `clause_count` clauses, given the index's
-    `weight`: never above LONG_TASK_SEMANTIC_WEIGHT for a long task (a weight of 0 stays 0)."""
-    return min(weight, LONG_TASK_SEMANTIC_WEIGHT) if clause_count >= LONG_TASK_CLAUSES else weight
+    `weight`: never above LONG_TASK_SEMANTIC_WEIGHT for a long task; for a shorter one that names no group
+    (`named`), `weight` scaled as UNNAMED_SEMANTIC_WEIGHT is to SEMANTIC_WEIGHT, at most 1 (a weight of 0 stays 0)."""
+    if clause_count >= LONG_TASK_CLAUSES:
+        return min(weight, LONG_TASK_SEMANTIC_WEIGHT)
+    if named:
+        return weight
+    return min(1.0, weight * UNNAMED_SEMANTIC_WEIGHT / SEMANTIC_WEIGHT)
 
 
 def zscores(scores: ScoreArray) -> ScoreArray:

@@ -226,10 +226,15 @@ class SearchIndex:
         """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
         return self._lexical_scores(query, [self._bm25_scores(part) for part in clauses(query)])
 
+    def _mentioned(self, terms: set[str]) -> list[str]:
+        """The groups a query with these terms names ("post it on Slack", "github issues"): all of a group
+        name's words."""
+        return [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
+
     def _lexical_scores(self, query: str, parts: Sequence[ScoreArray]) -> ScoreArray:
         scores = with_clauses(self._bm25_scores(query), parts, clause_weight(len(parts)))
         terms = set(tokenize(query))
-        mentioned = [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
+        mentioned = self._mentioned(terms)
         if mentioned:
             scores = scores * np.where(self._in_groups(mentioned), 1.0 + GROUP_BOOST, 1.0)
         return scores * np.where(self._name_words.covered(terms), 1.0 + NAME_WORDS_BOOST, 1.0)
@@ -257,7 +262,8 @@ class SearchIndex:
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
-            weight = semantic_weight(len(needs), self.semantic_weight)
+            names_a_group = bool(self._mentioned(set(tokenize(query))))
+            weight = semantic_weight(len(needs), self.semantic_weight, named=names_a_group)
             need_similarities = list(similarities[1:])
             scores = fuse_semantic(scores, similarities[0], weight, parts=need_similarities)
         named = self._names.matches(query)
