@@ -28,6 +28,7 @@ __all__ = [
     "COVERAGE_WEIGHT",
     "SEMANTIC_COVERAGE_SHARPNESS",
     "SEMANTIC_COVERAGE_WEIGHT",
+    "clause_shares",
     "cover",
     "embedding_shares",
     "lexical_shares",
@@ -65,6 +66,18 @@ def embedding_shares(similarities: Sequence[ScoreArray], pool: npt.NDArray[np.in
         top = float(above.max()) if above.size else 0.0
         if top > 0:
             shares[row] = above / top
+    return shares
+
+
+def clause_shares(
+    parts: Sequence[ScoreArray], similarities: Sequence[ScoreArray], pool: npt.NDArray[np.intp]
+) -> ScoreArray:
+    """(clauses, pool): each pooled tool's share of each clause, BM25's; for the clauses that were embedded
+    (`similarities`, the first ones), the mean of BM25's and the embedding's."""
+    shares = lexical_shares(parts, pool)
+    if similarities:
+        embedded = len(similarities)
+        shares[:embedded] = (shares[:embedded] + embedding_shares(similarities, pool)) / 2.0
     return shares
 
 

@@ -34,9 +34,8 @@ from .coverage import (
     COVERAGE_WEIGHT,
     SEMANTIC_COVERAGE_SHARPNESS,
     SEMANTIC_COVERAGE_WEIGHT,
+    clause_shares,
     cover,
-    embedding_shares,
-    lexical_shares,
 )
 from .embedders import DEFAULT_EMBEDDER
 from .fusion import (
@@ -50,6 +49,7 @@ from .fusion import (
 )
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
+from .needs import Need, answered_needs
 from .query import catalog_expansions, clauses, weighted_terms
 from .related import RelatedWords, default_related_words
 from .semantic import query_vectors
@@ -59,7 +59,9 @@ if TYPE_CHECKING:
     from .embedders import Embedder, Vectors
     from .semantic import BackgroundVectors
 
-__all__ = ["FIELD_WEIGHTS", "GROUP_BOOST", "NAME_WORDS_BOOST", "Hit", "LiveIndex", "SearchIndex", "document_terms"]
+__all__ = [
+    "FIELD_WEIGHTS", "GROUP_BOOST", "NAME_WORDS_BOOST", "Hit", "LiveIndex", "Results", "SearchIndex", "document_terms",
+]
 
 
 FIELD_WEIGHTS: Mapping[str, float] = {"name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0}
@@ -84,6 +86,14 @@ _MIN_COMPOUND = 6
 class Hit:
     entry: ToolEntry
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Results:
+    """A search's hits, best first, and for a request of several needs each need with how well they answer it."""
+
+    hits: list[Hit]
+    needs: tuple[Need, ...] = ()
 
 
 def _parameter_text(schema: Mapping[str, Any]) -> str:
@@ -247,8 +257,12 @@ class SearchIndex:
 
     def search(self, query: str, *, limit: int = 5, groups: Sequence[str] | None = None) -> list[Hit]:
         """Tools matching `query`, best first; `groups` restricts them to those groups."""
+        return self.find(query, limit=limit, groups=groups).hits
+
+    def find(self, query: str, *, limit: int = 5, groups: Sequence[str] | None = None) -> Results:
+        """`search`'s hits, and for a request of several needs how well the hits answer each (see `needs`)."""
         if not self.entries or limit <= 0:
-            return []
+            return Results([])
         needs = clauses(query)
         parts = [self._bm25_scores(part) for part in needs]
         scores = self._lexical_scores(query, parts)
@@ -276,8 +290,11 @@ class SearchIndex:
         if groups is not None:
             candidates &= self._in_groups(groups)
         if len(needs) >= LONG_TASK_CLAUSES:
-            return self._covering(scores, candidates, limit, parts, need_similarities)
-        return self._top(scores, candidates, limit)
+            picked = self._covering(scores, candidates, limit, parts, need_similarities)
+        else:
+            picked = self._ranked(scores, candidates, limit)
+        hits = [Hit(self.entries[i], float(scores[i])) for i in picked]
+        return Results(hits, answered_needs(needs, parts, need_similarities, picked))
 
     def _covering(
         self,
@@ -286,19 +303,17 @@ class SearchIndex:
         limit: int,
         parts: Sequence[ScoreArray],
         need_similarities: Sequence[ScoreArray],
-    ) -> list[Hit]:
-        """The `limit` picks of a long task that cover its clauses (see `coverage`), from its best-scored tools.
-        With the semantic extra a tool's share of a clause is the mean of its BM25 share and its embedding share
-        (for the clauses that were embedded)."""
+    ) -> list[int]:
+        """Positions of the `limit` picks of a long task that cover its clauses (see `coverage`), from its
+        best-scored tools. With the semantic extra a tool's share of a clause is the mean of its BM25 share and
+        its embedding share (for the clauses that were embedded)."""
         pool = np.array(self._ranked(scores, candidates, max(COVERAGE_POOL, 2 * limit)), dtype=np.intp)
-        shares = lexical_shares(parts, pool)
+        shares = clause_shares(parts, need_similarities, pool)
         weight, sharpness = COVERAGE_WEIGHT, COVERAGE_SHARPNESS
         if need_similarities:
-            embedded = len(need_similarities)
-            shares[:embedded] = (shares[:embedded] + embedding_shares(need_similarities, pool)) / 2.0
             weight, sharpness = SEMANTIC_COVERAGE_WEIGHT, SEMANTIC_COVERAGE_SHARPNESS
         picks = cover(scores[pool], shares**sharpness, weight=weight, limit=limit)
-        return [Hit(self.entries[int(pool[pick])], float(scores[pool[pick]])) for pick in picks]
+        return [int(pool[pick]) for pick in picks]
 
     def producers(self, found: Iterable[ToolEntry], limit: int = MAX_PRODUCERS) -> list[ToolEntry]:
         """Tools that produce an id some of `found` require (`list_channels` for `post_message`), not already
@@ -322,10 +337,6 @@ class SearchIndex:
             if mask is not None:
                 inside |= mask
         return inside
-
-    def _top(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[Hit]:
-        """The `limit` best candidates, a tool listed twice by its server (see `copies`) only once."""
-        return [Hit(self.entries[i], float(scores[i])) for i in self._ranked(scores, candidates, limit)]
 
     def _ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
         """Positions of the `limit` best candidates, best first, a tool listed twice by its server only once."""

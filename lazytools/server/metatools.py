@@ -15,6 +15,7 @@ from ..errors import ToolArgumentsError, UnknownToolError
 from ..manifest import manifest
 from ..safetext import clip
 from ..search import SearchIndex
+from ..search.needs import Need, unanswered
 from ..validation import compact_json, validate_arguments
 from .surface import Surface
 
@@ -26,6 +27,7 @@ __all__ = [
     "SEARCH_TOOLS",
     "SearchOutcome",
     "invoke_tool_definition",
+    "not_matched_line",
     "resolve_invocation",
     "search_schema",
     "search_tools",
@@ -115,6 +117,10 @@ class SearchOutcome:
     """The matches to enable (dynamic surface): named ones, and those that clear the relevance floor."""
     suggested: list[ToolEntry] = field(default_factory=list)
     """Listed in the result but not enabled: weaker matches, and the tools that produce an id a match requires."""
+    needs: tuple[Need, ...] = ()
+    """The query's clauses (a request of several needs), each with how well the matches answer it."""
+    unmatched: list[str] = field(default_factory=list)
+    """The clauses no match answers: the result asks the model to search for each on its own."""
 
     @property
     def returned(self) -> list[ToolEntry]:
@@ -155,13 +161,17 @@ def search_tools(
 
     found: list[ToolEntry] = []
     weaker: list[ToolEntry] = []
+    needs: tuple[Need, ...] = ()
+    unmatched: list[str] = []
     for name in names:
         try:
             found.append(catalog.get(name))
         except UnknownToolError as exc:
             notes.append(str(exc))
     if query:
-        hits = index.search(query, limit=limit, groups=[group] if group is not None else None)
+        results = index.find(query, limit=limit, groups=[group] if group is not None else None)
+        hits, needs = results.hits, results.needs
+        unmatched = unanswered(needs) if hits else []
         best = hits[0].score if hits else 0.0
         for hit in hits:
             strong = best <= 0 or hit.score >= floor * best
@@ -175,7 +185,20 @@ def search_tools(
     shown = {entry.name for entry in found}
     weaker = [entry for entry in {e.name: e for e in weaker}.values() if entry.name not in shown]
     suggested = weaker + [entry for entry in index.producers([*found, *weaker])]
-    return SearchOutcome(_render(found, suggested, notes, query, surface, bridge), found, suggested)
+    text = _render(found, suggested, notes, query, surface, bridge)
+    if unmatched:
+        text += "\n" + not_matched_line(unmatched)
+    return SearchOutcome(text, found, suggested, needs, unmatched)
+
+
+CLAUSE_ECHO = 120
+"""Characters of each unmatched clause quoted back: enough to search with, not a copy of a long request."""
+
+
+def not_matched_line(clauses: Sequence[str]) -> str:
+    """The line that names the clauses no result answers, for the model to search for one by one."""
+    quoted = ", ".join(f'"{clip(clause.strip().rstrip(".,;:"), CLAUSE_ECHO)}"' for clause in clauses)
+    return f"Not matched yet: {quoted}: search for each on its own."
 
 
 def _render(
