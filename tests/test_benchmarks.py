@@ -123,3 +123,15 @@ def test_the_throughput_comparison_runs_both_servers_with_no_failed_request() ->
 def test_lazytools_runs_on_uvloop_where_installed() -> None:
     """uvicorn[standard] brings uvloop; the CLI's event loop is uvloop's then (docs/benchmarks.md: HTTP throughput)."""
     assert cli._loop_options() == {"use_uvloop": True}
+
+
+def test_the_follow_ups_benchmark_replays_the_line_on_the_dev_set(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.followups import main as followups
+
+    assert followups(["--splits", "multi", "--half", "even", "--sweep"]) == 0
+    out = capsys.readouterr().out
+    assert "16 requests" in out and re.search(r"^multi\s+16\s", out, re.MULTILINE)
+    # BM25 names nothing as served; the sweep replays the rule without the step test, and following every
+    # named clause up can only add recall.
+    rows = re.findall(r"^\d\.\d 0\.00\s+16\s+\S+\s+\S+\s+\S+\s+(\S+)\s+(\S+)\s+(\S+)$", out, re.MULTILINE)
+    assert len(rows) == 6 and all(float(r5) <= float(after) <= float(every) for r5, after, every in rows)
