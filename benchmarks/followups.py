@@ -88,8 +88,11 @@ def measure(tools: Path, queries: Sequence[LabelledQuery], *, semantic: bool) ->
     requests: list[Request] = []
     for query in queries:
         outcome = served(query.query)
-        alone = {need.text: ids(served(need.text)) for need in outcome.needs}
-        requests.append(Request(query, ids(outcome), outcome.needs, outcome.unmatched, alone))
+        # The served line's own needs; without embeddings search_tools measures none, so they are asked for here
+        # (the same hits) to show what the line would do.
+        needs = outcome.needs or index.find(query.query, limit=LIMIT, needs=True).needs
+        alone = {need.text: ids(served(need.text)) for need in needs}
+        requests.append(Request(query, ids(outcome), needs, outcome.unmatched, alone))
     return requests
 
 

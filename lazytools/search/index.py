@@ -259,12 +259,16 @@ class SearchIndex:
         """Tools matching `query`, best first; `groups` restricts them to those groups."""
         return self.find(query, limit=limit, groups=groups).hits
 
-    def find(self, query: str, *, limit: int = 5, groups: Sequence[str] | None = None) -> Results:
-        """`search`'s hits, and for a request of several needs how well the hits answer each (see `needs`)."""
+    def find(
+        self, query: str, *, limit: int = 5, groups: Sequence[str] | None = None, needs: bool | None = None
+    ) -> Results:
+        """`search`'s hits, and for a request of several needs how well the hits answer each (see `needs`):
+        by default only with embeddings, since without them no need is ever named (`needs=True` measures them
+        anyway, for the benchmark that shows why)."""
         if not self.entries or limit <= 0:
             return Results([])
-        needs = clauses(query)
-        parts = [self._bm25_scores(part) for part in needs]
+        clause_texts = clauses(query)
+        parts = [self._bm25_scores(part) for part in clause_texts]
         scores = self._lexical_scores(query, parts)
         candidates = scores > 0
         need_similarities: list[ScoreArray] = []
@@ -272,12 +276,14 @@ class SearchIndex:
         if vectors is not None and embedder is not None:
             # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which
             # made it 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
-            similarities = np.einsum("ij,kj->ki", vectors, query_vectors(embedder, query, needs)).astype(np.float64)
+            similarities = np.einsum(
+                "ij,kj->ki", vectors, query_vectors(embedder, query, clause_texts)
+            ).astype(np.float64)
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
             names_a_group = bool(self._mentioned(set(tokenize(query))))
-            weight = semantic_weight(len(needs), self.semantic_weight, named=names_a_group)
+            weight = semantic_weight(len(clause_texts), self.semantic_weight, named=names_a_group)
             need_similarities = list(similarities[1:])
             scores = fuse_semantic(scores, similarities[0], weight, parts=need_similarities)
         named = self._names.matches(query)
@@ -289,12 +295,15 @@ class SearchIndex:
                 candidates[position] = True
         if groups is not None:
             candidates &= self._in_groups(groups)
-        if len(needs) >= LONG_TASK_CLAUSES:
+        if len(clause_texts) >= LONG_TASK_CLAUSES:
             picked = self._covering(scores, candidates, limit, parts, need_similarities)
         else:
             picked = self._ranked(scores, candidates, limit)
         hits = [Hit(self.entries[i], float(scores[i])) for i in picked]
-        return Results(hits, answered_needs(needs, parts, need_similarities, picked))
+        measured = bool(need_similarities) if needs is None else needs
+        if not measured:
+            return Results(hits)
+        return Results(hits, answered_needs(clause_texts, parts, need_similarities, picked))
 
     def _covering(
         self,
