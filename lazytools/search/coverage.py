@@ -57,27 +57,36 @@ def lexical_shares(parts: Sequence[ScoreArray], pool: npt.NDArray[np.intp]) -> S
     return shares
 
 
-def embedding_shares(similarities: Sequence[ScoreArray], pool: npt.NDArray[np.intp]) -> ScoreArray:
+def embedding_shares(
+    similarities: Sequence[ScoreArray], pool: npt.NDArray[np.intp], *, catalog_best: bool = False
+) -> ScoreArray:
     """(clauses, pool): each pooled tool's z-score (over the catalog) for a clause's embedding, negative ones
-    as 0, as a share of the clause's best."""
+    as 0, as a share of the clause's best in the pool (`catalog_best`: in the whole catalog)."""
     shares = np.zeros((len(similarities), pool.size), dtype=np.float64)
     for row, similarity in enumerate(similarities):
-        above = np.clip(zscores(similarity)[pool], 0.0, None)
-        top = float(above.max()) if above.size else 0.0
+        z = zscores(similarity)
+        above = np.clip(z[pool], 0.0, None)
+        top = float(z.max()) if catalog_best and z.size else float(above.max()) if above.size else 0.0
         if top > 0:
             shares[row] = above / top
     return shares
 
 
 def clause_shares(
-    parts: Sequence[ScoreArray], similarities: Sequence[ScoreArray], pool: npt.NDArray[np.intp]
+    parts: Sequence[ScoreArray],
+    similarities: Sequence[ScoreArray],
+    pool: npt.NDArray[np.intp],
+    *,
+    catalog_best: bool = False,
 ) -> ScoreArray:
     """(clauses, pool): each pooled tool's share of each clause, BM25's; for the clauses that were embedded
-    (`similarities`, the first ones), the mean of BM25's and the embedding's."""
+    (`similarities`, the first ones), the mean of BM25's and the embedding's (the embedding's best taken in the
+    pool, or with `catalog_best` in the whole catalog, as BM25's always is)."""
     shares = lexical_shares(parts, pool)
     if similarities:
         embedded = len(similarities)
-        shares[:embedded] = (shares[:embedded] + embedding_shares(similarities, pool)) / 2.0
+        semantic = embedding_shares(similarities, pool, catalog_best=catalog_best)
+        shares[:embedded] = (shares[:embedded] + semantic) / 2.0
     return shares
 
 

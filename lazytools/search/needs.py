@@ -55,8 +55,7 @@ def answered_needs(
     catalog's best for the clause, and its best cosine (`similarities`: the first needs' cosines with every tool)."""
     if not needs or not parts:
         return ()
-    catalog = np.arange(parts[0].size, dtype=np.intp)
-    shares = clause_shares(parts, similarities, catalog)[:, np.asarray(picked, dtype=np.intp)]
+    shares = clause_shares(parts, similarities, np.asarray(picked, dtype=np.intp), catalog_best=True)
     best = shares.max(axis=1) if shares.shape[1] else np.zeros(len(needs))
     closest: list[float | None] = [float(s.max()) if s.size else None for s in similarities]
     closest += [None] * (len(needs) - len(closest))
