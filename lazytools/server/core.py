@@ -27,8 +27,7 @@ from ..sdk import connection_of
 from ..search import LiveIndex
 from ..settings import Settings
 from ..sources.gateway.front import Front
-from ..sources.functions import threads_for
-from ..threads import loop_limiter
+from ..threads import loop_limiter, threads_for
 from ..sources.gateway.relay import calling
 from ..validation import validate_call
 from .clients import client_table

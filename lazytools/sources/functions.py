@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, get_type_hints, overload
 
-import anyio
-import anyio.to_thread
 import mcp_types as types
-from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, ToolExecutionError
-from ..threads import loop_limiter
+from ..threads import in_tool_thread
 from ..validation import INLINE_BYTES, within
 
-__all__ = ["INLINE_ATTRIBUTE", "TOOL_THREADS", "FunctionGroup", "function_tool", "threads_for", "to_result"]
+__all__ = ["INLINE_ATTRIBUTE", "FunctionGroup", "function_tool", "to_result"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,7 +58,7 @@ def function_tool(
                 value = fn(**kwargs)
             else:
                 # A thread keeps one slow function from stalling every other session on the event loop.
-                value = await _in_thread(lambda: fn(**kwargs))
+                value = await in_tool_thread(lambda: fn(**kwargs))
         except Exception as exc:  # the tool's own failure: keep its message, hide our frames
             raise ToolExecutionError(f"{type(exc).__name__}: {exc}") from exc
         return to_result(value)
@@ -78,36 +73,6 @@ def function_tool(
         annotations=annotations,
         trusted_schema=True,
     )
-
-
-TOOL_THREADS = 32
-"""Worker threads in-process tools may use at once, per event loop: a pool of their own, so that tools that
-block cannot take the threads searches and argument checks run in."""
-_TOOL_LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("lazytools_tool_threads")
-_CALLER_THREADS: ContextVar[anyio.CapacityLimiter | None] = ContextVar("lazytools_caller_threads", default=None)
-
-
-@contextmanager
-def threads_for(limiter: anyio.CapacityLimiter | None) -> Iterator[None]:
-    """Tool calls made inside this block also take a token of `limiter` (the calling session's share of the
-    pool) while their thread runs, so one session's slow calls cannot take every thread of the pool."""
-    token = _CALLER_THREADS.set(limiter)
-    try:
-        yield
-    finally:
-        _CALLER_THREADS.reset(token)
-
-
-def _pool() -> anyio.CapacityLimiter:
-    return loop_limiter(_TOOL_LIMITER, TOOL_THREADS)
-
-
-async def _in_thread(run: Callable[[], Any]) -> Any:
-    share = _CALLER_THREADS.get()
-    if share is None:
-        return await anyio.to_thread.run_sync(run, limiter=_pool())
-    async with share:
-        return await anyio.to_thread.run_sync(run, limiter=_pool())
 
 
 class FunctionGroup:
