@@ -234,17 +234,20 @@ class SearchIndex:
 
     def lexical_scores(self, query: str) -> ScoreArray:
         """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
-        return self._lexical_scores(query, [self._bm25_scores(part) for part in clauses(query)])
+        terms = set(tokenize(query))
+        return self._lexical_scores(query, [self._bm25_scores(part) for part in clauses(query)], terms,
+                                    self._mentioned(terms))
 
     def _mentioned(self, terms: set[str]) -> list[str]:
         """The groups a query with these terms names ("post it on Slack", "github issues"): all of a group
         name's words."""
         return [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
 
-    def _lexical_scores(self, query: str, parts: Sequence[ScoreArray]) -> ScoreArray:
+    def _lexical_scores(self, query: str, parts: Sequence[ScoreArray], terms: set[str],
+                        mentioned: list[str]) -> ScoreArray:
+        """BM25 with the clauses' own scores, the named groups' tools and the tools whose name words the query
+        holds boosted (`terms`: the query's tokens; `mentioned`: `_mentioned(terms)`)."""
         scores = with_clauses(self._bm25_scores(query), parts, clause_weight(len(parts)))
-        terms = set(tokenize(query))
-        mentioned = self._mentioned(terms)
         if mentioned:
             scores = scores * np.where(self._in_groups(mentioned), 1.0 + GROUP_BOOST, 1.0)
         return scores * np.where(self._name_words.covered(terms), 1.0 + NAME_WORDS_BOOST, 1.0)
@@ -269,7 +272,9 @@ class SearchIndex:
             return Results([])
         clause_texts = clauses(query)
         parts = [self._bm25_scores(part) for part in clause_texts]
-        scores = self._lexical_scores(query, parts)
+        terms = set(tokenize(query))
+        mentioned = self._mentioned(terms)  # the group boost's test, and the semantic weight's below
+        scores = self._lexical_scores(query, parts, terms, mentioned)
         candidates = scores > 0
         need_similarities: list[ScoreArray] = []
         vectors, embedder = self._vectors, self.embedder
@@ -282,8 +287,7 @@ class SearchIndex:
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
-            names_a_group = bool(self._mentioned(set(tokenize(query))))
-            weight = semantic_weight(len(clause_texts), self.semantic_weight, named=names_a_group)
+            weight = semantic_weight(len(clause_texts), self.semantic_weight, named=bool(mentioned))
             need_similarities = list(similarities[1:])
             scores = fuse_semantic(scores, similarities[0], weight, parts=need_similarities)
         named = self._names.matches(query)
