@@ -92,14 +92,12 @@ class FunctionGroup:
 
     def tool(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
         """Register `fn` (`@group.tool`), or with options (`@group.tool(inline=True, name=...)`)."""
-        if fn is None:
-            def register(fn: F) -> F:
-                self.add(fn, **options)
-                return fn
 
-            return register
-        self.add(fn, **options)
-        return fn
+        def register(fn: F) -> F:
+            self.add(fn, **options)
+            return fn
+
+        return register if fn is None else register(fn)
 
     def add(self, fn: Callable[..., Any], **options: Any) -> ToolEntry:
         options.setdefault("annotations", self._annotations)
