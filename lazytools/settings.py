@@ -20,6 +20,7 @@ from pydantic_settings import (
 
 from .errors import ConfigError
 from .server.surface import Mode, Surface
+from .threads import TOOL_THREADS
 
 __all__ = ["NOT_SETTINGS", "Settings", "load_settings"]
 
@@ -111,9 +112,9 @@ class Settings(BaseSettings):
         default=3600.0, gt=0,
         description="Seconds an upstream call may run at most, however often it reports progress.")
     max_session_tool_threads: int = Field(
-        default=8, ge=1, le=32,
-        description="Worker threads one session's in-process tool calls may hold at once (of 32 for all "
-                    "sessions); stateless HTTP requests share one such share.")
+        default=8, ge=1, le=TOOL_THREADS,
+        description=f"Worker threads one session's in-process tool calls may hold at once (of {TOOL_THREADS} for "
+                    "all sessions); stateless HTTP requests share one such share.")
     max_session_upstreams: int = Field(
         default=100, ge=1,
         description='Most per-session upstream connections open at once (servers with "scope": "session").')

@@ -27,8 +27,8 @@ from ..sdk import connection_of
 from ..search import LiveIndex
 from ..settings import Settings
 from ..sources.gateway.front import Front
-from ..threads import loop_limiter, threads_for
 from ..sources.gateway.relay import calling
+from ..threads import loop_limiter, threads_for
 from ..validation import validate_call
 from .clients import client_table
 from .metatools import (
