@@ -106,6 +106,11 @@ def test_multiserver_labels_name_tools_of_the_set() -> None:
     assert sum(query.split == "long" for query in queries) == 70
     for query in queries:
         assert frozenset().union(*query.relevant) <= ids, query.id
+    # The confirmation set and the cross-language check (read only to confirm, docs/search.md) label the same tools.
+    checks = read_queries(MULTISERVER / "confirm.jsonl") + read_queries(MULTISERVER / "crosslang.jsonl")
+    assert len(checks) == 30 + 22
+    for query in checks:
+        assert query.relevant and frozenset().union(*query.relevant) <= ids, query.id
 
 
 def test_multiserver_requests_as_served_stay_above_their_floor() -> None:
