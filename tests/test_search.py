@@ -92,6 +92,32 @@ def test_synonyms_bridge_common_subjects_of_tools() -> None:
     assert names(index, "is my airline on time")[0] == "flight_status"
 
 
+def test_acronyms_find_the_words_tools_spell_out_and_the_other_way() -> None:
+    index = SearchIndex([
+        tool("create_branch", "Create a new branch in a repository."),
+        tool("open_issue", "Open a new issue in a repository."),
+        tool("create_merge_request", "Create a new merge request in a project."),
+        tool("create_pull_request", "Create a new pull request in a repository."),
+        tool("site_audit", "Audit a site's SEO and suggest fixes."),
+        tool("site_speed", "Measure how fast a site's pages load."),
+    ])
+    assert names(index, "create a PR")[0] == "create_pull_request"
+    assert names(index, "create an MR")[0] == "create_merge_request"
+    assert names(index, "list my PRs", limit=1) == names(index, "list my pull requests", limit=1)
+    assert names(index, "improve my site's search engine optimization")[0] == "site_audit"
+    terms = index.query_terms("open a PR")
+    assert 0 < terms["pull"] < 1.0 and 0 < terms["request"] < 1.0  # the words an acronym stands for count less
+
+
+def test_plural_acronyms_stay_whole_words() -> None:
+    # A camelCase cut would make "PRs" into "p" + "rs", and "URLs" into "ur" + "ls"; the stemmer would leave "prs".
+    assert split_words("list open PRs") == ["list", "open", "pr"]
+    assert split_words("getURLsFromPage") == ["get", "url", "from", "page"]
+    assert split_words("IDs of the KPIs") == ["id", "of", "the", "kpi"]
+    assert split_words("HTTPServer getHTTPSUrl") == ["http", "server", "get", "https", "url"]
+    assert tokenize("PRs") == tokenize("pr")
+
+
 def test_words_with_a_technical_second_sense_are_not_expanded() -> None:
     from lazytools.search.synonyms import synonyms_of
 

@@ -35,7 +35,8 @@ STOP_WORDS = frozenset(
     """.split()
 )
 
-_IDENTIFIER_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# An acronym's plural stays whole ("PRs", "URLs", "IDs"), not "P" + "Rs" as a camelCase boundary would cut it.
+_IDENTIFIER_PARTS = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _WORDS = re.compile(rf"[A-Za-z0-9]+|[{_CJK}]+")
 _CJK_RUN = re.compile(rf"[{_CJK}]")
@@ -50,8 +51,13 @@ def split_words(text: str) -> list[str]:
         if _CJK_RUN.match(chunk):
             words.extend([chunk] if len(chunk) == 1 else [chunk[i : i + 2] for i in range(len(chunk) - 1)])
         else:
-            words.extend(part.lower() for part in _IDENTIFIER_PARTS.findall(chunk))
+            words.extend(_singular(part).lower() for part in _IDENTIFIER_PARTS.findall(chunk))
     return words
+
+
+def _singular(part: str) -> str:
+    """An acronym's plural as its singular ("PRs" -> "PR"): the stemmer leaves "prs" alone, having no vowel to go by."""
+    return part[:-1] if len(part) > 2 and part[-1] == "s" and part[:-1].isupper() else part
 
 
 @lru_cache(maxsize=65536)

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
+from .acronyms import acronym_terms
 from .analysis import tokenize
 from .related import RelatedWords
 from .synonyms import synonyms_of
@@ -15,6 +16,7 @@ __all__ = [
     "Expansions",
     "MAX_RELATED",
     "MAX_TERMS_TO_CORRECT",
+    "ACRONYM_WEIGHT",
     "PREFIX_WEIGHT",
     "SYNONYM_WEIGHT",
     "TYPO_WEIGHT",
@@ -26,6 +28,8 @@ __all__ = [
 SYNONYM_WEIGHT = 0.5
 """A synonym ("remove" for "delete") counts half as much as the word itself."""
 TYPO_WEIGHT = 0.7
+ACRONYM_WEIGHT = 0.7
+"""Each word an acronym stands for ("pull", "request" for "PR"), or the acronym of a phrase spelled out."""
 PREFIX_WEIGHT = 0.5
 MAX_RELATED = 10
 """A query word brings at most this many of its related words that the catalog uses, the closest first (measured:
@@ -85,6 +89,9 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
         for synonym in synonyms_of(term):
             if synonym in vocabulary:
                 add(synonym, SYNONYM_WEIGHT)
+    for word in acronym_terms(terms):
+        if word in vocabulary and word not in weights:
+            weights[word] = ACRONYM_WEIGHT
     if expansions is not None:
         extra: dict[str, float] = {}
         for term in set(terms):

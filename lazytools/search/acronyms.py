@@ -1,0 +1,100 @@
+"""Acronyms and the words they stand for, both ways: a request says "open a PR" where the tool says "create a pull
+request", or "search engine optimization" where the tool says "SEO".
+
+Only general vocabulary lives here, as in `synonyms`: the short forms people type to a model about code, chat,
+documents and business, each with the words tools spell out. Acronyms whose tools use the acronym itself (API, SQL,
+PDF, URL, SSH) need nothing; ambiguous ones ("cd" change directory or continuous deployment, "qa", "temp") are left
+out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .analysis import tokenize
+
+__all__ = ["ACRONYMS", "acronym_terms"]
+
+ACRONYMS: Mapping[str, str] = {
+    # Code hosting and delivery.
+    "pr": "pull request",
+    "prs": "pull requests",
+    "mr": "merge request",
+    "mrs": "merge requests",
+    "ci": "continuous integration pipeline",
+    "env": "environment",
+    "envs": "environments",
+    "vm": "virtual machine",
+    "vms": "virtual machines",
+    "os": "operating system",
+    "cli": "command line",
+    "ui": "user interface",
+    "ux": "user experience",
+    "dns": "domain name",
+    # Chat and mail.
+    "dm": "direct message",
+    "dms": "direct messages",
+    "msg": "message",
+    "msgs": "messages",
+    "sms": "text message",
+    "faq": "frequently asked questions",
+    # Media and language.
+    "img": "image",
+    "pic": "picture",
+    "pics": "pictures",
+    "tts": "text to speech",
+    "stt": "speech to text",
+    "asr": "speech recognition",
+    "ocr": "optical character recognition text",
+    "llm": "large language model",
+    "ai": "artificial intelligence",
+    "ml": "machine learning",
+    "nlp": "natural language processing",
+    # Business.
+    "seo": "search engine optimization",
+    "crm": "customer relationship management",
+    "erp": "enterprise resource planning",
+    "kpi": "key performance indicator",
+    "kpis": "key performance indicators",
+    "roi": "return on investment",
+    "eta": "estimated arrival time",
+    "info": "information",
+    "org": "organization",
+    "orgs": "organizations",
+    "dept": "department",
+    "addr": "address",
+    "qty": "quantity",
+    "desc": "description",
+    "calc": "calculate",
+    "ev": "electric vehicle",
+    "iot": "internet of things",
+}
+
+
+def _build() -> tuple[dict[str, tuple[str, ...]], dict[str, list[tuple[tuple[str, ...], str]]]]:
+    expansions: dict[str, tuple[str, ...]] = {}
+    phrases: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+    for short, words in ACRONYMS.items():
+        key, long = tokenize(short), tuple(tokenize(words))
+        if len(key) != 1 or not long:
+            continue
+        expansions[key[0]] = long
+        if len(long) > 1:
+            phrases.setdefault(long[0], []).append((long, key[0]))
+    return expansions, phrases
+
+
+_EXPANSIONS, _PHRASES = _build()
+
+
+def acronym_terms(terms: Sequence[str]) -> list[str]:
+    """Stems that `terms` (a query's stems, in order) stand for or abbreviate: the words of each acronym among them,
+    and the acronym of each spelled-out phrase they hold (its words one after another)."""
+    found: list[str] = []
+    for term in terms:
+        found.extend(_EXPANSIONS.get(term, ()))
+    for start, term in enumerate(terms):
+        for phrase, short in _PHRASES.get(term, ()):
+            if tuple(terms[start : start + len(phrase)]) == phrase:
+                found.append(short)
+    return found
