@@ -106,9 +106,9 @@ def test_multiserver_labels_name_tools_of_the_set() -> None:
     assert sum(query.split == "long" for query in queries) == 70
     for query in queries:
         assert frozenset().union(*query.relevant) <= ids, query.id
-    # The confirmation set and the cross-language check (read only to confirm, docs/search.md) label the same tools.
-    checks = read_queries(MULTISERVER / "confirm.jsonl") + read_queries(MULTISERVER / "crosslang.jsonl")
-    assert len(checks) == 30 + 22
+    # The confirmation set, the cross-language check and the everyday phrasing label tools of the same catalog.
+    checks = [query for name in ("confirm", "crosslang", "phrasing") for query in read_queries(MULTISERVER / f"{name}.jsonl")]
+    assert len(checks) == 30 + 22 + 37
     for query in checks:
         assert query.relevant and frozenset().union(*query.relevant) <= ids, query.id
 
