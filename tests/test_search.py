@@ -109,6 +109,32 @@ def test_acronyms_find_the_words_tools_spell_out_and_the_other_way() -> None:
     assert 0 < terms["pull"] < 1.0 and 0 < terms["request"] < 1.0  # the words an acronym stands for count less
 
 
+def test_phrasal_verbs_and_idioms_mean_their_action_not_their_words() -> None:
+    # Tools whose names hold a phrase's literal words ("kick", "drop", "pull", "list ... machines") come first, so
+    # that ties go to them: on the words alone "spin up a machine" lists machines and "kick off" kicks a member.
+    index = SearchIndex([
+        tool("describe_namespace", "Describe a namespace: its labels, quotas and status."),
+        tool("drop_collection", "Drop a collection from the database."),
+        tool("drop_index", "Drop an index of a collection."),
+        tool("get_pipeline", "Get a pipeline and its recent runs."),
+        tool("kick_member", "Kick a member out of a chat channel."),
+        tool("pull_image", "Pull a container image onto a node for a pod."),
+        tool("list_machines", "List the virtual machines of a project."),
+        tool("post_message", "Send text to a chat channel."),
+        tool("delete_namespace", "Delete a namespace and everything in it."),
+        tool("create_machine", "Create a virtual machine in a project."),
+        tool("pod_logs", "Get the logs of a pod."),
+        tool("start_pipeline", "Start a pipeline run."),
+    ])
+    assert names(index, "spin up a machine")[0] == "create_machine"
+    assert names(index, "kick off the nightly pipeline")[0] == "start_pipeline"
+    assert names(index, "drop a message in #general")[0] == "post_message"
+    assert names(index, "drop the orders collection")[0] == "drop_collection"  # the plain sense stays
+    assert names(index, "tear down the staging namespace")[0] == "delete_namespace"
+    assert names(index, "pull up the logs of the api pod")[0] == "pod_logs"
+    assert "kick" not in index.query_terms("kicked off the pipeline")  # the verb read through its stem, then left out
+
+
 def test_plural_acronyms_stay_whole_words() -> None:
     # A camelCase cut would make "PRs" into "p" + "rs", and "URLs" into "ur" + "ls"; the stemmer would leave "prs".
     assert split_words("list open PRs") == ["list", "open", "pr"]

@@ -8,6 +8,7 @@ from functools import lru_cache
 
 from .acronyms import acronym_terms
 from .analysis import tokenize
+from .phrases import read_phrases
 from .related import RelatedWords
 from .synonyms import synonyms_of
 from .vocabulary import Vocabulary
@@ -17,6 +18,7 @@ __all__ = [
     "MAX_RELATED",
     "MAX_TERMS_TO_CORRECT",
     "ACRONYM_WEIGHT",
+    "PHRASE_WEIGHT",
     "PREFIX_WEIGHT",
     "SYNONYM_WEIGHT",
     "TYPO_WEIGHT",
@@ -29,6 +31,8 @@ SYNONYM_WEIGHT = 0.5
 """A synonym ("remove" for "delete") counts half as much as the word itself."""
 TYPO_WEIGHT = 0.7
 ACRONYM_WEIGHT = 0.7
+PHRASE_WEIGHT = 0.7
+"""Each word of what a phrasal verb or idiom means ("create", "start" for "spin up"); the verb's own word is left out."""
 """Each word an acronym stands for ("pull", "request" for "PR"), or the acronym of a phrase spelled out."""
 PREFIX_WEIGHT = 0.5
 MAX_RELATED = 10
@@ -73,7 +77,8 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
     def add(term: str, weight: float) -> None:
         weights[term] = weights.get(term, 0.0) + weight
 
-    terms = tokenize(query)
+    meant, replaced = read_phrases(query)
+    terms = [term for term in tokenize(query) if term not in replaced]
     guess = len(terms) <= MAX_TERMS_TO_CORRECT
     for term in terms:
         if term in vocabulary:
@@ -92,6 +97,9 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
     for word in acronym_terms(terms):
         if word in vocabulary and word not in weights:
             weights[word] = ACRONYM_WEIGHT
+    for word in meant:
+        if word in vocabulary and word not in weights:
+            weights[word] = PHRASE_WEIGHT
     if expansions is not None:
         extra: dict[str, float] = {}
         for term in set(terms):

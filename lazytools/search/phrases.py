@@ -1,0 +1,124 @@
+"""Everyday phrasing: phrasal verbs and idioms read as the action they mean ("spin up" create, "tear down" delete,
+"dig up" find, "drop a message" send), so their words stop matching tools of another sense ("pull up the logs"
+is no pull request, "drop a message" no `drop-database`).
+
+A phrase's verb is read through its stem ("kicked off", "spinning up") and its particle as written; the verb's
+own word is then left out of the query's terms (the particle is usually a stop word anyway), and the words the
+phrase means are added at the weight query.py gives them. Only general English lives here, as in `synonyms`;
+a verb whose plain sense is common in tool requests ("ping" a host, "fire" an event) keeps its word and only adds
+the phrase's sense.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .analysis import STOP_WORDS, split_words, stem
+
+__all__ = ["PHRASAL_VERBS", "VERB_OBJECTS", "read_phrases"]
+
+PHRASAL_VERBS: Mapping[str, str] = {
+    # Making and starting.
+    "spin up": "create start",
+    "set up": "create configure",
+    "fire up": "start run",
+    "boot up": "start",
+    "start up": "start",
+    "kick off": "start run trigger",
+    "turn on": "start enable",
+    "switch on": "start enable",
+    "sign up": "register create account",
+    "log in": "login",
+    "sign in": "login",
+    # Stopping and removing.
+    "shut down": "stop",
+    "power down": "stop",
+    "turn off": "stop disable",
+    "switch off": "stop disable",
+    "log out": "logout",
+    "sign out": "logout",
+    "tear down": "delete remove uninstall",
+    "take down": "delete remove uninstall",
+    "clean up": "cleanup delete",
+    "wipe out": "delete",
+    "roll back": "rollback revert",
+    # Finding and reading ("look up", "find out", "read out" need nothing: their verb already says it).
+    "pull up": "get show",
+    "bring up": "get show",
+    "dig up": "find search",
+    "dig out": "find search",
+    "hunt down": "find search",
+    "track down": "find search",
+    # Writing and sending.
+    "write down": "write note add",
+    "jot down": "write note add",
+    "note down": "write note add",
+    "fire off": "send",
+    "send off": "send",
+    "send out": "send",
+    "shoot off": "send",
+    "back up": "backup export copy",
+    "check out": "checkout",
+    "wrap up": "complete finish",
+    "finish up": "complete finish",
+    "bump up": "increase update",
+    "scale up": "scale increase",
+    "scale down": "scale decrease",
+}
+"""A verb and its particle -> the words of the action they mean."""
+
+VERB_OBJECTS: Mapping[str, tuple[str, str]] = {
+    "drop": ("message note line email comment", "send post"),
+    "shoot": ("message note line email", "send"),
+}
+"""A verb whose sense depends on the word after it: (objects, meaning). "drop a message" is sent, "drop a table" is
+not."""
+
+VERB_SENSES: Mapping[str, str] = {
+    "grab": "get fetch",
+    "crunch": "calculate compute",
+    "stash": "save store",
+    "jot": "write note",
+    "snap": "screenshot capture",
+    "bump": "increase update",
+    "ping": "message notify",
+}
+"""Informal verbs that mean one action wherever they stand; they keep their own word too ("ping" a person is a
+message, "ping" a host is the tool named ping)."""
+
+
+def _stems(words: str) -> tuple[str, ...]:
+    return tuple(stem(word) for word in words.split())
+
+
+_PHRASAL = {(stem(verb), particle): _stems(meaning) for verb, particle, meaning in
+            ((*phrase.split(), meaning) for phrase, meaning in PHRASAL_VERBS.items())}
+_OBJECTS = {stem(verb): (frozenset(_stems(objects)), _stems(meaning)) for verb, (objects, meaning) in VERB_OBJECTS.items()}
+_SENSES = {stem(verb): _stems(meaning) for verb, meaning in VERB_SENSES.items()}
+_LOOKAHEAD = 3
+"""An object is looked for among the next few words ("drop a quick message")."""
+
+
+def read_phrases(text: str) -> tuple[list[str], frozenset[str]]:
+    """The stems `text`'s phrases mean, and the verbs' stems they replace (to leave out of its terms)."""
+    words = split_words(text)
+    meant: list[str] = []
+    replaced: set[str] = set()
+    for position, word in enumerate(words):
+        verb = stem(word)
+        following = words[position + 1] if position + 1 < len(words) else ""
+        if (verb, following) in _PHRASAL:
+            meaning = _PHRASAL[verb, following]
+            meant.extend(meaning)
+            if verb not in meaning:
+                replaced.add(verb)
+            continue
+        if verb in _OBJECTS:
+            objects, meaning = _OBJECTS[verb]
+            ahead = [stem(other) for other in words[position + 1 : position + 1 + _LOOKAHEAD] if other not in STOP_WORDS]
+            if any(other in objects for other in ahead):
+                meant.extend(meaning)
+                replaced.add(verb)
+        if verb in _SENSES:
+            meant.extend(_SENSES[verb])
+    return meant, frozenset(replaced)
