@@ -107,8 +107,8 @@ def test_multiserver_labels_name_tools_of_the_set() -> None:
     for query in queries:
         assert frozenset().union(*query.relevant) <= ids, query.id
     # The confirmation set, the cross-language check and the everyday phrasing label tools of the same catalog.
-    checks = [query for name in ("confirm", "crosslang", "phrasing") for query in read_queries(MULTISERVER / f"{name}.jsonl")]
-    assert len(checks) == 30 + 22 + 37
+    checks = [query for name in ("confirm", "crosslang", "phrasing", "questions") for query in read_queries(MULTISERVER / f"{name}.jsonl")]
+    assert len(checks) == 30 + 22 + 37 + 24
     for query in checks:
         assert query.relevant and frozenset().union(*query.relevant) <= ids, query.id
 
