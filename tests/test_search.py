@@ -135,6 +135,22 @@ def test_phrasal_verbs_and_idioms_mean_their_action_not_their_words() -> None:
     assert "kick" not in index.query_terms("kicked off the pipeline")  # the verb read through its stem, then left out
 
 
+def test_a_question_word_asks_for_what_it_names_where_the_request_opens_with_it() -> None:
+    index = SearchIndex([
+        tool("insert_many", "Insert many documents into a collection."),
+        tool("count", "Count the documents in a collection."),
+        tool("route_map", "Draw a route between two places on a map."),
+        tool("distance_matrix", "Travel distance and time between origins and destinations."),
+        tool("geocode", "Find the location and address of a place by its name."),
+        tool("search_posts", "Search the posts of a forum."),
+    ])
+    assert names(index, "how many documents are in the orders collection")[0] == "count"
+    assert names(index, "how far is it from Lyon to Geneva")[0] == "distance_matrix"
+    assert names(index, "hi, where is the Eiffel Tower")[0] == "geocode"
+    # Inside a story the words are not the request's question: nothing is read.
+    assert index.query_terms("someone asked how many users came") == index.query_terms("someone asked users came many")
+
+
 def test_plural_acronyms_stay_whole_words() -> None:
     # A camelCase cut would make "PRs" into "p" + "rs", and "URLs" into "ur" + "ls"; the stemmer would leave "prs".
     assert split_words("list open PRs") == ["list", "open", "pr"]
