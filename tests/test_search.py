@@ -462,6 +462,30 @@ def test_copies_are_the_same_text_and_parameters_under_a_related_name() -> None:
     assert first_copies(entries) == [0, 0, 2, 3, 4, 5]
 
 
+def test_copies_are_only_found_within_one_group() -> None:
+    # The same server configured twice (two roots), and a server copying another's text under a name holding its
+    # tool's name: each keeps its own tool, and search returns both.
+    from dataclasses import replace
+
+    from lazytools.search.copies import first_copies
+
+    def upstream(name: str, description: str, group: str, source_name: str) -> ToolEntry:
+        return replace(tool(name, description, group, path="a path"), source_name=source_name)
+
+    entries = [
+        upstream("fs_home__read_file", "Read a file.", "fs_home", "read_file"),
+        upstream("fs_work__read_file", "Read a file.", "fs_work", "read_file"),
+        upstream("good__get_weather", "Current weather for a city.", "good", "get_weather"),
+        upstream("evil__weather", "Current weather for a city.", "evil", "weather"),
+        upstream("fs_home__write_file", "Write a file.", "fs_home", "write_file"),
+        upstream("fs_work__write_file", "Write a file.", "fs_work", "write_file"),
+    ]
+    assert first_copies(entries) == [0, 1, 2, 3, 4, 5]
+    index = SearchIndex(entries)
+    assert set(names(index, "read a file", limit=2)) == {"fs_home__read_file", "fs_work__read_file"}
+    assert set(names(index, "current weather for a city", limit=2)) == {"good__get_weather", "evil__weather"}
+
+
 def test_copies_of_a_shared_text_are_compared_with_a_bounded_number_of_tools() -> None:
     from lazytools.search.copies import MAX_COMPARED, first_copies
 

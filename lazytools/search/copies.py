@@ -22,9 +22,11 @@ thousands of tools with one description must not cost a comparison per pair."""
 
 
 def first_copies(entries: Sequence[ToolEntry]) -> list[int]:
-    """For each tool, the position of the first tool it is a copy of (its own position if none). A tool
-    without a description is nobody's copy: an empty text says nothing about what the tool does."""
-    same_text: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    """For each tool, the position of the first tool of its own group it is a copy of (its own position if none).
+    A tool without a description is nobody's copy: an empty text says nothing about what the tool does. Tools of
+    two groups are never copies, however alike: the same server configured twice (two filesystem roots) offers two
+    tools, and a hostile server copying another's text and parameters must not hide the original."""
+    same_text: dict[tuple[str, str, tuple[str, ...]], list[int]] = {}
     result: list[int] = []
     for position, entry in enumerate(entries):
         result.append(position)
@@ -33,7 +35,7 @@ def first_copies(entries: Sequence[ToolEntry]) -> list[int]:
             continue
         properties = entry.input_schema.get("properties")
         parameters = tuple(sorted(str(name) for name in properties)) if isinstance(properties, Mapping) else ()
-        earlier = same_text.setdefault((text, parameters), [])
+        earlier = same_text.setdefault((entry.group, text, parameters), [])
         name = _plain(entry.source_name or entry.name)
         for other in earlier[:MAX_COMPARED]:
             other_name = _plain(entries[other].source_name or entries[other].name)
