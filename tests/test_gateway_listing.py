@@ -28,6 +28,18 @@ async def test_a_tool_listed_without_an_input_schema_is_skipped_not_its_server(
     assert any("skipping tool 'no_schema'" in m and "inputSchema" in m for m in messages), messages
 
 
+@pytest.mark.process
+async def test_a_tool_whose_schema_nests_too_deep_to_serialise_is_skipped_not_its_server(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The SDK's validation gives up on 200 levels ("Maximum serialization depth exceeded"); that tool alone goes.
+    entry = {"command": sys.executable, "args": [str(HOSTILE), "--deep-schema", "200"], "timeout": 20}
+    async with opened(tmp_path, {"h": entry}) as o:
+        assert o.gateway["h"].state == "serving", o.gateway["h"].error
+        assert "h__echo" in o.catalog and "h__deep" not in o.catalog
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("skipping tool 'deep'" in m and "depth" in m for m in messages), messages
+
+
 GOOD = {"name": "good", "inputSchema": {"type": "object"}}
 BAD = {"name": "bad", "description": "no inputSchema"}
 

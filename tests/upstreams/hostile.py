@@ -1,12 +1,13 @@
 """A real MCP server over stdio that speaks JSON-RPC by hand, so that it can say what the SDK would refuse to write:
 schemas that are broken or refer outside themselves, lone surrogates, `NaN`, results of any size.
 
-    python tests/upstreams/hostile.py [--ref-url URL] [--ref-file URL] [--no-schema]
+    python tests/upstreams/hostile.py [--ref-url URL] [--ref-file URL] [--no-schema] [--deep-schema LEVELS]
 
 Tools: `surrogate` (a lone \\ud800 in its text), `nan` (NaN and Infinity in structured content), `big` (`size` bytes
 of text), `echo`, and tools whose input schema is hostile: `ref_url`, `ref_file` (external `$ref`), `bad_pattern`
 (`pattern: "("`), `ref_loop` (`$ref: "#"`), `broken` (`properties: 5`), `slow_pattern` (catastrophic backtracking),
-`unique` (`uniqueItems` on objects). `--no-schema` adds `no_schema`, listed without any `inputSchema`.
+`unique` (`uniqueItems` on objects). `--no-schema` adds `no_schema`, listed without any `inputSchema`;
+`--deep-schema` adds `deep`, whose input schema nests objects LEVELS deep.
 """
 
 from __future__ import annotations
@@ -76,10 +77,16 @@ def main() -> None:
     parser.add_argument("--ref-url", default="http://127.0.0.1:9/schema.json")
     parser.add_argument("--ref-file", default="file:///etc/hostname")
     parser.add_argument("--no-schema", action="store_true")
+    parser.add_argument("--deep-schema", type=int, default=0)
     args = parser.parse_args()
     tools = schemas(args.ref_url, args.ref_file)
     if args.no_schema:
         tools["no_schema"] = NO_SCHEMA
+    if args.deep_schema:
+        deep: dict[str, Any] = {"type": "object"}
+        for _ in range(args.deep_schema):
+            deep = {"type": "object", "properties": {"x": deep}}
+        tools["deep"] = deep
     for line in sys.stdin:
         try:
             message = json.loads(line)

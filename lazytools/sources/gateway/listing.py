@@ -50,15 +50,21 @@ def screen_listing(item: Any, *, upstream: str, version: str | None) -> Any:
             if not errors:  # the page itself is wrong, not this tool: the SDK reports that, as it would have
                 kept.append(tool)
                 continue
-            name = tool.get("name") if isinstance(tool, dict) else None
             first = errors[0]
             where = ".".join(str(part) for part in first["loc"][2:])
-            logger.warning("upstream %r: skipping tool %s (number %d of its list): %s%s", clip(upstream, 60),
-                           clip(repr(name), 80), index + 1, f"{clip(where, 80)}: " if where else "",
-                           clip(first["msg"], 160))
+            _skipping(upstream, tool, index, f"{clip(where, 80)}: " if where else "", first["msg"])
             continue
-        except (KeyError, ValueError):
+        except ValueError as exc:  # e.g. "Maximum serialization depth exceeded": no client could be sent this tool
+            _skipping(upstream, tool, index, "", str(exc))
+            continue
+        except KeyError:  # nothing to check it against (an era the SDK does not know): the SDK decides
             pass
         kept.append(tool)
     message = types.JSONRPCResponse(jsonrpc="2.0", id=item.message.id, result={**result, "tools": kept})
     return SessionMessage(message, metadata=item.metadata)
+
+
+def _skipping(upstream: str, tool: Any, index: int, where: str, why: str) -> None:
+    name = tool.get("name") if isinstance(tool, dict) else None
+    logger.warning("upstream %r: skipping tool %s (number %d of its list): %s%s", clip(upstream, 60),
+                   clip(repr(name), 80), index + 1, where, clip(why, 160))
