@@ -151,6 +151,12 @@ def test_a_question_word_asks_for_what_it_names_where_the_request_opens_with_it(
     assert index.query_terms("someone asked how many users came") == index.query_terms("someone asked users came many")
 
 
+def test_full_width_and_ligature_letters_read_as_plain_ones() -> None:
+    assert split_words("ｃｏｎｖｅｒｔ＿ｔｅｍｐｅｒａｔｕｒｅ") == ["convert", "temperature"]
+    assert split_words("read a ﬁle") == ["read", "a", "file"]
+    assert names(INDEX, "ｗｅａｔｈｅｒ ｆｏｒｅｃａｓｔ")[0] == names(INDEX, "weather forecast")[0]
+
+
 def test_plural_acronyms_stay_whole_words() -> None:
     # A camelCase cut would make "PRs" into "p" + "rs", and "URLs" into "ur" + "ls"; the stemmer would leave "prs".
     assert split_words("list open PRs") == ["list", "open", "pr"]

@@ -8,6 +8,7 @@ language of a server's descriptions finds its tools.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 import snowballstemmer
@@ -44,10 +45,11 @@ _stemmer = snowballstemmer.stemmer("english")
 
 
 def split_words(text: str) -> list[str]:
-    """Lower-cased words, with snake_case, kebab-case, dotted and camelCase identifiers split apart, and runs of
-    CJK characters cut into overlapping bigrams."""
+    """Lower-cased words (compatibility forms normalised, NFKC), with snake_case, kebab-case, dotted and camelCase
+    identifiers split apart, and runs of CJK characters cut into overlapping bigrams."""
     words: list[str] = []
-    for chunk in _WORDS.findall(text):
+    # Compatibility forms read as their plain letters: full-width "ｃｏｎｖｅｒｔ" as "convert", "ﬁle" as "file".
+    for chunk in _WORDS.findall(unicodedata.normalize("NFKC", text)):
         if _CJK_RUN.match(chunk):
             words.extend([chunk] if len(chunk) == 1 else [chunk[i : i + 2] for i in range(len(chunk) - 1)])
         else:
