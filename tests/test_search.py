@@ -157,6 +157,14 @@ def test_full_width_and_ligature_letters_read_as_plain_ones() -> None:
     assert names(INDEX, "ｗｅａｔｈｅｒ ｆｏｒｅｃａｓｔ")[0] == names(INDEX, "weather forecast")[0]
 
 
+def test_tied_tools_come_in_catalog_order_whatever_the_limit() -> None:
+    # Many tools with one text (a hostile or generated catalog): a larger limit only adds results after the first.
+    index = SearchIndex([tool(f"t{i:05d}", "Convert a temperature between units.") for i in range(3000)])
+    five = names(index, "convert temperature")
+    assert five == ["t00000", "t00001", "t00002", "t00003", "t00004"]
+    assert names(index, "convert temperature", limit=20)[:5] == five
+
+
 def test_plural_acronyms_stay_whole_words() -> None:
     # A camelCase cut would make "PRs" into "p" + "rs", and "URLs" into "ur" + "ls"; the stemmer would leave "prs".
     assert split_words("list open PRs") == ["list", "open", "pr"]

@@ -364,7 +364,12 @@ class SearchIndex:
         while True:
             pool = matched
             if matched.size > wanted:
-                pool = matched[np.argpartition(-scores[matched], wanted - 1)[:wanted]]
+                # The `wanted` best; among tools tied with the last of them, the first in catalog order (`matched`
+                # is in that order), so that a larger limit only adds results after these.
+                threshold = scores[matched[np.argpartition(-scores[matched], wanted - 1)[wanted - 1]]]
+                above = matched[scores[matched] > threshold]
+                tied = matched[scores[matched] == threshold][: wanted - above.size]
+                pool = np.concatenate([above, tied])
             order: list[int] = []
             seen: set[int] = set()
             for i in sorted(pool.tolist(), key=rank):
