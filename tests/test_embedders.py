@@ -284,6 +284,24 @@ def test_a_truncated_cache_file_is_rebuilt_not_fatal(tmp_path: Path) -> None:
     VectorCache(tmp_path).vectors(model, texts)
     assert model.embedded == []  # and the rebuilt file serves the next restart
 
+def test_a_cache_file_holding_nan_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """NaN rows on disk (a bad write, a hand edit) would turn every cosine into NaN: the file counts as damaged."""
+    model = Counting(embedder_named("wordllama"))
+    texts = ["read a file", "send a message"]
+    first = VectorCache(tmp_path).vectors(model, texts)
+    path = VectorCache(tmp_path).path_for(model)
+    with np.load(path) as data:
+        keys, rows = data["keys"], data["vectors"]
+    rows[1, 0] = np.nan
+    np.savez(path, keys=keys, vectors=rows)
+    model.embedded.clear()
+    again = VectorCache(tmp_path).vectors(model, texts)
+    assert model.embedded == texts and np.array_equal(again, first)
+    assert "non-finite" in caplog.text
+    with np.load(path) as data:
+        assert np.isfinite(data["vectors"]).all()  # the next restart reads a sound file
+
+
 def test_unwritable_cache_directory_still_gives_vectors(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache directory would be")

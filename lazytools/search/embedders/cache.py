@@ -2,8 +2,8 @@
 
 A restart, or an upstream server listing its tools again, re-embeds only the tools whose text changed. One file
 per embedder fingerprint (`<dir>/vectors/<fingerprint>.npz`: 16-byte text digests and float32 rows), read without
-pickle and replaced atomically, so a crash or a second process never leaves half a file; an unreadable file is
-ignored (and rewritten), and a directory that cannot be written only costs the saving.
+pickle and replaced atomically, so a crash or a second process never leaves half a file; an unreadable file, or
+one holding non-finite values, is ignored (and rewritten), and a directory that cannot be written only costs the saving.
 """
 
 from __future__ import annotations
@@ -96,6 +96,8 @@ class VectorCache:
                 keys, rows = data["keys"], data["vectors"]
                 if keys.dtype != np.dtype("S16") or rows.dtype != np.float32 or rows.shape != (len(keys), dimensions):
                     raise ValueError(f"unexpected arrays {keys.dtype} {rows.dtype} {rows.shape}")
+                if not np.isfinite(rows).all():  # NaN would make every cosine NaN: no tool would ever match again
+                    raise ValueError("non-finite values in the vectors")
                 return [bytes(key) for key in keys], np.array(rows)
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
             logger.warning("vector cache %s unreadable, rebuilding it: %s", path, exc)
