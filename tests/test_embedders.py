@@ -302,6 +302,40 @@ def test_a_cache_file_holding_nan_is_rebuilt(tmp_path: Path, caplog: pytest.LogC
         assert np.isfinite(data["vectors"]).all()  # the next restart reads a sound file
 
 
+def nan_model2vec(folder: Path, nan_word: str | None) -> Embedder:
+    """A model2vec folder whose row for `nan_word` is NaN (every row when None)."""
+    from safetensors.numpy import save_file
+
+    folder.mkdir()
+    write_tokenizer(folder)
+    table = np.random.default_rng(2).standard_normal((len(SPECIALS) + len(WORDS), 8)).astype(np.float32)
+    table[len(SPECIALS) + WORDS.index(nan_word) if nan_word else slice(None)] = np.nan
+    save_file({"embeddings": table}, str(folder / "model.safetensors"))
+    return load_folder(folder)
+
+
+@pytest.mark.parametrize("nan_word", ["car", None])
+def test_nan_vectors_never_reach_scoring(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                         nan_word: str | None) -> None:
+    """A model giving NaN (for one word, or for everything) has those rows zeroed, as for a text with nothing to
+    embed, with one warning: searches keep finding what BM25 finds, and no NaN goes to the cache."""
+    from lazytools.search import build_index
+
+    model = nan_model2vec(tmp_path / "model", nan_word)
+    tools = [tool("rent_car", "Rent a car in a city."), tool("weather", "The weather forecast for tomorrow."),
+             tool("read_file", "Read a file.")]
+    index = build_index(tools, semantic=True, embedder=model, cache_dir=tmp_path / "cache")
+    assert index.semantic
+    for query in ("rent a car", "rent a car", "weather forecast"):
+        hits = index.search(query, limit=3)
+        assert hits and all(math.isfinite(hit.score) for hit in hits)
+        assert hits[0].entry.name == ("rent_car" if "car" in query else "weather")
+    warnings = [r for r in caplog.records if "NaN or infinite" in r.getMessage()]
+    assert len(warnings) == 1 and model.name in warnings[0].getMessage()
+    with np.load(VectorCache(tmp_path / "cache").path_for(model)) as data:
+        assert np.isfinite(data["vectors"]).all()
+
+
 def test_unwritable_cache_directory_still_gives_vectors(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache directory would be")

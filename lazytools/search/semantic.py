@@ -19,6 +19,7 @@ from .embedders import (
     StaticEmbedder,
     VectorCache,
     Vectors,
+    embed_finite,
     embedder_named,
 )
 from .embedders.static import load_wordllama
@@ -58,13 +59,13 @@ def query_vectors(embedder: Embedder, query: str, needs: Sequence[str]) -> Vecto
     """The vector of `query`, then one per need of it (`needs`, from `query.clauses`, at most
     MAX_EMBEDDED_NEEDS), in one call so that an encoder batches them. Measured and not kept: the whole request's vector as the mean of its needs' (half the
     tokens to encode) lost 1-2 points of R@5 on MetaTool's two-need queries."""
-    return embedder.embed([query, *needs[:MAX_EMBEDDED_NEEDS]])
+    return embed_finite(embedder, [query, *needs[:MAX_EMBEDDED_NEEDS]])
 
 
 def tool_vectors(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> Vectors:
     """The vectors of `texts`, through the on-disk cache when `cache_dir` is given."""
     if cache_dir is None:
-        return embedder.embed(texts)
+        return embed_finite(embedder, texts)
     return VectorCache(cache_dir).vectors(embedder, texts)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ConfigError
-from .base import Embedder, Vectors, unit_rows
+from .base import Embedder, Vectors, embed_finite, unit_rows
 from .cache import VectorCache
 from .packaged import load_minilm
 from .static import SEMANTIC_EXTRA, StaticEmbedder, load_model2vec, load_wordllama
@@ -36,6 +36,7 @@ __all__ = [
     "VectorCache",
     "Vectors",
     "check_embedder",
+    "embed_finite",
     "embedder_named",
     "load_embedder",
     "load_folder",

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Vectors", "unit_rows"]
+from ...safetext import clip
+
+__all__ = ["Embedder", "Vectors", "embed_finite", "unit_rows"]
+
+logger = logging.getLogger("lazytools.search")
 
 Vectors = npt.NDArray[np.float32]
 
@@ -34,3 +39,26 @@ def unit_rows(vectors: npt.ArrayLike) -> Vectors:
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     return out
+
+
+_warned: set[str] = set()
+
+
+def embed_finite(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """`embedder.embed(texts)`, every row holding NaN or infinity zeroed: vectors reach the index only this way.
+
+    One such row would make a cosine NaN, and one NaN score hid every match of every later search. A zero row is
+    what a text with nothing to embed already gets (BM25 alone answers for it), so one odd text (an overflow in a
+    half-precision export) costs that text its meaning, not the whole catalog; a model broken for every text loses
+    its semantic part and says so, once per model, in the log."""
+    vectors = embedder.embed(texts)
+    bad = ~np.isfinite(vectors).all(axis=1)
+    if bad.any():
+        if embedder.fingerprint not in _warned:
+            _warned.add(embedder.fingerprint)
+            first = texts[int(np.argmax(bad))]
+            logger.warning("embedder %s gave NaN or infinite values for %d of %d texts (the first: %s); those "
+                           "are left to BM25", embedder.name, int(bad.sum()), len(texts), repr(clip(first, 60)))
+        vectors = vectors.copy()
+        vectors[bad] = 0.0
+    return vectors

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Embedder, Vectors
+from .base import Embedder, Vectors, embed_finite
 
 __all__ = ["MAX_ENTRIES", "VectorCache", "text_key"]
 
@@ -61,7 +61,7 @@ class VectorCache:
             known = {key: i for i, key in enumerate(keys)}
             wanted = [text_key(text) for text in texts]
             missing = sorted({key: i for i, key in reversed(list(enumerate(wanted))) if key not in known}.values())
-            fresh = embedder.embed([texts[i] for i in missing]) if missing else rows[:0]
+            fresh = embed_finite(embedder, [texts[i] for i in missing]) if missing else rows[:0]
             self.hits += len(texts) - len(missing)
             self.misses += len(missing)
             if missing:
