@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -368,6 +370,22 @@ def test_packaged_minilm_is_checked_and_embeds_meaning(monkeypatch: pytest.Monke
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ConfigError, match="not the expected file"):
         packaged.minilm_graph()
+
+
+@pytest.mark.parametrize("missing", ["tokenizers", "safetensors", "onnxruntime", packaged.MINILM_PACKAGE])
+async def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+                                                   missing: str) -> None:
+    """The README's plain install has none of the extra's packages: the default embedder says how to get them,
+    from the shell and in serve mode's log."""
+    from lazytools.search import embedders
+
+    monkeypatch.setitem(sys.modules, missing, None)  # what an import (and find_spec) sees when it is not installed
+    monkeypatch.setattr(embedders, "_loaded", {})
+    with pytest.raises(ConfigError, match=re.escape(embedders.SEMANTIC_EXTRA)):
+        load_embedder(embedders.DEFAULT_EMBEDDER)
+    live = LiveIndex(catalog_of([tool("read_file", "Read a file from disk.")]), semantic=True)
+    await live.semantic_ready()
+    assert embedders.SEMANTIC_EXTRA in caplog.text
 
 
 def catalog_of(entries: list[ToolEntry]) -> Catalog:

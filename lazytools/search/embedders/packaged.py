@@ -42,9 +42,11 @@ def minilm_graph() -> Path:
 
 def load_minilm() -> TransformerEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean pooling, up to 256 tokens) from the installed package."""
-    from tokenizers import Tokenizer
-
     graph = minilm_graph()
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise ConfigError(f"The minilm embedder needs the optional extra: {SEMANTIC_EXTRA}") from exc
     data = gzip.decompress(_TOKENIZER.read_bytes())
     if hashlib.sha256(data).hexdigest() != _TOKENIZER_SHA256:
         raise ConfigError(f"{_TOKENIZER} is damaged; reinstall lazytools")
