@@ -223,6 +223,38 @@ def test_unknown_embedders_and_broken_folders_are_config_errors(tmp_path: Path) 
         load_embedder(str(tmp_path))
 
 
+@pytest.mark.parametrize(("damaged", "content"), [
+    ("tokenizer.json", b"{1: 2}"),
+    ("model.safetensors", b"\xff" * 4096),
+    ("onnx/model.onnx", b"not a protobuf at all" * 50),
+])
+def test_a_damaged_model_file_is_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch, damaged: str,
+                                                    content: bytes) -> None:
+    """The libraries' own errors (tokenizers raises a bare Exception) end as one line naming the file and the
+    setting, in `search` and `eval` as in serve mode."""
+    from safetensors.numpy import save_file
+
+    from lazytools.cli import main
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    write_tokenizer(folder)
+    save_file({"embeddings": np.ones((len(SPECIALS) + len(WORDS), 4), dtype=np.float32)},
+              str(folder / "model.safetensors"))
+    (folder / damaged).parent.mkdir(exist_ok=True)
+    (folder / damaged).write_bytes(content)
+    with pytest.raises(ConfigError, match=re.escape(str(folder / damaged))):
+        load_embedder(str(folder))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    eval_files = ["--tools", str(Path(__file__).parent / "fixtures" / "eval_tools.jsonl"),
+                  "--queries", str(Path(__file__).parent / "fixtures" / "eval_queries.jsonl")]
+    for command in (["search", "rent a car"], ["eval", *eval_files]):
+        assert main(["--semantic", "--embedder", str(folder), *command]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and str(folder / damaged) in err and "--embedder" in err
+
+
 class Counting:
     """An embedder that counts the texts it was asked to embed."""
 

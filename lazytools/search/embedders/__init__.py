@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ConfigError
-from .base import Embedder, Vectors, embed_finite, unit_rows
+from .base import Embedder, Vectors, embed_finite, model_file, unit_rows
 from .cache import VectorCache
 from .packaged import load_minilm
 from .static import SEMANTIC_EXTRA, StaticEmbedder, load_model2vec, load_wordllama
@@ -79,7 +79,7 @@ def load_folder(folder: Path) -> Embedder:
             from safetensors import safe_open
         except ImportError as exc:
             raise ConfigError(f"Semantic search needs the optional extra: {SEMANTIC_EXTRA}") from exc
-        with safe_open(str(weights), framework="numpy") as tensors:
+        with model_file(weights), safe_open(str(weights), framework="numpy") as tensors:
             static = "embeddings" in tensors.keys()
         if static:
             return load_model2vec(folder)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from ...errors import ConfigError
 from ...safetext import clip
 
-__all__ = ["Embedder", "Vectors", "embed_finite", "unit_rows"]
+__all__ = ["Embedder", "Vectors", "embed_finite", "model_file", "unit_rows"]
 
 logger = logging.getLogger("lazytools.search")
 
@@ -62,3 +65,17 @@ def embed_finite(embedder: Embedder, texts: Sequence[str]) -> Vectors:
         vectors = vectors.copy()
         vectors[bad] = 0.0
     return vectors
+
+
+@contextmanager
+def model_file(path: Path) -> Iterator[None]:
+    """Reading a model's file: what the libraries raise for a damaged one (tokenizers a bare Exception, safetensors
+    and onnxruntime their own types) becomes a ConfigError naming the file, for one line in the shell."""
+    try:
+        yield
+    except ConfigError:
+        raise
+    except Exception as exc:
+        reason = clip(str(exc) or type(exc).__name__, 160)
+        raise ConfigError(f"{path} is not a model file lazytools can read ({reason}); replace it, or choose another "
+                          "--embedder / LAZYTOOLS_EMBEDDER") from exc

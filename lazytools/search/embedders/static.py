@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ConfigError
-from .base import Vectors, unit_rows
+from .base import Vectors, model_file, unit_rows
 
 __all__ = ["SEMANTIC_EXTRA", "StaticEmbedder", "load_model2vec", "load_wordllama"]
 
@@ -102,10 +102,12 @@ def load_model2vec(folder: Path) -> StaticEmbedder:
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
-    tensors = load_file(str(folder / "model.safetensors"))
+    with model_file(folder / "model.safetensors"):
+        tensors = load_file(str(folder / "model.safetensors"))
     if "embeddings" not in tensors or tensors["embeddings"].ndim != 2:
         raise ConfigError(f"{folder}: model.safetensors has no 2-D 'embeddings' table (not a model2vec folder)")
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    with model_file(folder / "tokenizer.json"):
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     table = tensors["embeddings"].astype(np.float32)
     if "weights" in tensors and tensors["weights"].shape == (table.shape[0],):
         table = table * tensors["weights"].astype(np.float32)[:, None]  # per-token weights of newer versions

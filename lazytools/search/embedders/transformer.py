@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ConfigError
-from .base import Vectors, unit_rows
+from .base import Vectors, model_file, unit_rows
 from .static import SEMANTIC_EXTRA
 
 __all__ = ["BertNumpy", "OnnxEncoder", "TransformerEmbedder", "load_transformer"]
@@ -118,7 +118,8 @@ class OnnxEncoder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        with model_file(path):
+            self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._inputs = {node.name for node in self._session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self._inputs
         if missing:
@@ -270,7 +271,8 @@ def load_transformer(
     if tokenizer is None:
         if not (folder / "tokenizer.json").is_file():
             raise ConfigError(f"{folder}: no tokenizer.json")
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        with model_file(folder / "tokenizer.json"):
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     config = _read_json(folder / "config.json")
     limit = max_length or int(_read_json(folder / "sentence_bert_config.json").get("max_seq_length", 0) or 0)
     limit = min(limit or 256, int(config.get("max_position_embeddings", 512)))
@@ -282,7 +284,9 @@ def load_transformer(
     elif (folder / "model.safetensors").is_file():
         from safetensors.numpy import load_file
 
-        bert = BertNumpy(load_file(str(folder / "model.safetensors")), config)
+        with model_file(folder / "model.safetensors"):
+            tensors = load_file(str(folder / "model.safetensors"))
+        bert = BertNumpy(tensors, config)
         encode, dimensions, weights_file = bert, bert.dimensions, folder / "model.safetensors"
     else:
         raise ConfigError(f"{folder}: no onnx/model.onnx, model.onnx or model.safetensors")
