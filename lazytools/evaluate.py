@@ -17,7 +17,7 @@ from .catalog import Catalog
 from .entry import ToolEntry
 from .errors import ConfigError
 from .search import SearchIndex, build_index
-from .search.embedders import DEFAULT_EMBEDDER
+from .search.embedders import DEFAULT_EMBEDDER, check_embedder
 from .server.metatools import RELEVANCE_FLOOR, search_tools
 from .settings import Settings
 from .sources.jsonl import load_jsonl_catalog, read_jsonl
@@ -255,6 +255,8 @@ def run_eval(
     depth = Settings.model_fields["search_limit"].default if limit is None else limit
     if depth < 1:
         raise ConfigError("--limit must be at least 1")
+    if semantic:
+        check_embedder(embedder)
     loaded = load_jsonl_catalog(tools_path)
     index = build_index(loaded.catalog, semantic=semantic, embedder=embedder)
     queries = read_queries(queries_path, every=every, split=split, half=half)

@@ -482,5 +482,8 @@ def test_an_embedder_setting_naming_nothing_stops_start_up(tmp_path: Path, capsy
         with pytest.raises(ConfigError, match="unknown embedder"):
             check_embedder(wrong)
     monkeypatch.chdir(tmp_path)
-    assert main(["--semantic", "--embedder", "gpt5", "search", "weather"]) == 2
-    assert "unknown embedder 'gpt5'" in capsys.readouterr().err
+    tools, queries = (str(Path(__file__).parent / "fixtures" / f"eval_{kind}.jsonl") for kind in ("tools", "queries"))
+    for command in (["search", "weather"], ["eval", "--tools", tools, "--queries", queries]):
+        assert main(["--semantic", "--embedder", "gpt5", *command]) == 2
+        err = capsys.readouterr().err  # the flag and the variable, as for any other setting
+        assert "--embedder / LAZYTOOLS_EMBEDDER: unknown embedder 'gpt5'" in err and len(err.splitlines()) == 1

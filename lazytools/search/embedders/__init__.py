@@ -107,8 +107,8 @@ def check_embedder(name: str) -> None:
         if part.lower() in _BUILTIN:
             continue
         if not part or not Path(part).expanduser().is_dir():
-            raise ConfigError(f"unknown embedder {part!r} in LAZYTOOLS_EMBEDDER={name!r}: minilm, wordllama, a+b, "
-                              "or a model folder that exists")
+            raise ConfigError(f"--embedder / LAZYTOOLS_EMBEDDER: unknown embedder {part!r}: minilm, wordllama, a+b, "
+                              f"or a model folder that exists (got {name!r})")
 
 
 _loaded: dict[str, Embedder] = {}
