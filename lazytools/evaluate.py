@@ -8,6 +8,7 @@ gets back, in their order (`--rankings` writes them down, one JSON line per quer
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,6 +237,14 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def _same_file(one: Path, other: Path) -> bool:
+    """The same file on disk, whatever the two paths (relative, through a symlink, a hard link)."""
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return False
+
+
 def run_eval(
     tools_path: Path,
     queries_path: Path,
@@ -252,6 +261,10 @@ def run_eval(
 ) -> str:
     """The `lazytools eval` report: figures per split and the worst misses, from what `search_tools` returns at
     `limit` (default: the server's default limit); `rankings` receives each query's returned tool ids."""
+    for given in (tools_path, queries_path):
+        if rankings is not None and _same_file(rankings, given):
+            raise ConfigError(f"--rankings {rankings} is the input file {given}: it would be overwritten; name "
+                              "another file")
     depth = Settings.model_fields["search_limit"].default if limit is None else limit
     if depth < 1:
         raise ConfigError("--limit must be at least 1")

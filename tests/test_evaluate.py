@@ -115,6 +115,20 @@ def test_eval_limit_and_rankings_file(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main([*args, "--limit", "0"]) == 2
 
 
+def test_rankings_never_overwrite_an_input_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    tools, queries = tmp_path / "tools.jsonl", tmp_path / "queries.jsonl"
+    tools.write_bytes(TOOLS.read_bytes())
+    queries.write_bytes(QUERIES.read_bytes())
+    (tmp_path / "link.jsonl").symlink_to(tools)
+    monkeypatch.chdir(tmp_path)
+    for rankings in ("queries.jsonl", str(queries), "./sub/../tools.jsonl", "link.jsonl"):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        assert main(["eval", "--tools", str(tools), "--queries", "queries.jsonl", "--rankings", rankings]) == 2
+        assert "would be overwritten" in capsys.readouterr().err
+    assert tools.read_bytes() == TOOLS.read_bytes() and queries.read_bytes() == QUERIES.read_bytes()
+
+
 def test_every_nth_single_query_and_all_multi_queries() -> None:
     assert [q.id for q in read_queries(QUERIES)] == ["q1", "q2", "q3", "q4", "q5", "m1"]
     assert [q.id for q in read_queries(QUERIES, every=2)] == ["q1", "q3", "q5", "m1"]
