@@ -121,7 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--misses", type=int, default=10, help="how many worst misses to print")
     evaluate.add_argument("--split", help="only queries of this split (e.g. single, multi)")
     evaluate.add_argument("--half", choices=["even", "odd"], help="every other query of each split (tune/hold out)")
-    evaluate.add_argument("--limit", type=int, help="search_tools' limit (default: LAZYTOOLS_SEARCH_LIMIT, 5)")
+    evaluate.add_argument("--limit", type=int, help="search_tools' limit (default: LAZYTOOLS_SEARCH_LIMIT, 5; at most "
+                          "LAZYTOOLS_SEARCH_MAX_LIMIT)")
     evaluate.add_argument("--rankings", type=Path, help="write each query's returned tool ids here (JSONL)")
     return parser
 
@@ -199,6 +200,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         print(run_eval(args.tools, args.queries, every=args.every, misses=args.misses, split=args.split,
                        semantic=settings.semantic, half=args.half,
-                       limit=settings.search_limit if args.limit is None else args.limit, rankings=args.rankings,
+                       limit=settings.search_limit if args.limit is None else args.limit,
+                       max_limit=settings.search_max_limit, rankings=args.rankings,
                        floor=settings.relevance_floor, embedder=settings.embedder))
     return 0

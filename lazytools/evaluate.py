@@ -255,19 +255,25 @@ def run_eval(
     semantic: bool = False,
     half: str | None = None,
     limit: int | None = None,
+    max_limit: int | None = None,
     rankings: Path | None = None,
     floor: float = RELEVANCE_FLOOR,
     embedder: str = DEFAULT_EMBEDDER,
 ) -> str:
     """The `lazytools eval` report: figures per split and the worst misses, from what `search_tools` returns at
-    `limit` (default: the server's default limit); `rankings` receives each query's returned tool ids."""
+    `limit` (default: the server's default limit, never above `max_limit`, the server's maximum); `rankings` receives
+    each query's returned tool ids."""
     for given in (tools_path, queries_path):
         if rankings is not None and _same_file(rankings, given):
             raise ConfigError(f"--rankings {rankings} is the input file {given}: it would be overwritten; name "
                               "another file")
     depth = Settings.model_fields["search_limit"].default if limit is None else limit
+    most = Settings.model_fields["search_max_limit"].default if max_limit is None else max_limit
     if depth < 1:
         raise ConfigError("--limit must be at least 1")
+    if depth > most:  # the server refuses it: figures "as served" at a limit no search can ask for mean nothing
+        raise ConfigError(f"--limit {depth} is above what search_tools accepts, {most} (--search-max-limit / "
+                          "LAZYTOOLS_SEARCH_MAX_LIMIT)")
     if semantic:
         check_embedder(embedder)
     loaded = load_jsonl_catalog(tools_path)

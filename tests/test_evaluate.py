@@ -113,6 +113,11 @@ def test_eval_limit_and_rankings_file(tmp_path: Path, capsys: pytest.CaptureFixt
     returned = {line["id"]: line["returned"] for line in map(json.loads, rankings.read_text().splitlines())}
     assert {"stocks", "news"} <= set(returned["m1"]) and all(len(r) <= 5 for r in returned.values())
     assert main([*args, "--limit", "0"]) == 2
+    # Above what the server accepts is refused as the server would, naming the setting that allows more.
+    assert main([*args, "--limit", "21"]) == 2
+    assert "--limit 21 is above what search_tools accepts, 20 (--search-max-limit" in capsys.readouterr().err
+    assert main([*args, "--limit", "21", "--search-max-limit", "21", "--rankings", str(rankings)]) == 0
+    assert "as served at limit 21" in capsys.readouterr().out
 
 
 def test_rankings_never_overwrite_an_input_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
