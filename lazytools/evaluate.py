@@ -19,7 +19,7 @@ from .entry import ToolEntry
 from .errors import ConfigError
 from .search import SearchIndex, build_index
 from .search.embedders import DEFAULT_EMBEDDER, check_embedder
-from .server.metatools import RELEVANCE_FLOOR, search_tools
+from .server.metatools import MAX_QUERY_CHARS, RELEVANCE_FLOOR, search_tools
 from .settings import Settings
 from .sources.jsonl import load_jsonl_catalog, read_jsonl
 
@@ -130,6 +130,11 @@ def read_queries(
                 f"{path}:{number}: needs 'query' (string) and 'relevant_tool_ids' (non-empty list of ids, or of "
                 "lists of equivalent ids)"
             )
+        if not text.strip():  # search_tools refuses both: one such line would stop the run after the others
+            raise ConfigError(f"{path}:{number}: 'query' is empty")
+        if len(text) > MAX_QUERY_CHARS:
+            raise ConfigError(f"{path}:{number}: 'query' has {len(text):,} characters; search_tools takes at most "
+                              f"{MAX_QUERY_CHARS:,}")
         needed = tuple(dict.fromkeys(r for r in relevant if r is not None))
         kind = record.get("split") or ("single" if len(needed) == 1 else "multi")
         if split is not None and kind != split:

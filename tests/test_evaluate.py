@@ -73,6 +73,20 @@ def test_bad_labels_name_the_line(tmp_path: Path, labels: object) -> None:
         read_queries(path)
 
 
+@pytest.mark.parametrize(("query", "message"), [
+    ("", "'query' is empty"), ("   ", "'query' is empty"),
+    ("weather " * 1001, "'query' has 8,008 characters; search_tools takes at most 8,000"),
+])
+def test_a_query_search_tools_would_refuse_names_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          query: str, message: str) -> None:
+    """Refused before any search runs, with file:line, as a malformed line is; not a bare error after the rest."""
+    path = tmp_path / "queries.jsonl"
+    path.write_text(QUERIES.read_text() + json.dumps({"id": "bad", "query": query, "relevant_tool_ids": ["x"]}) + "\n")
+    line = len(path.read_text().splitlines())
+    assert main(["eval", "--tools", str(TOOLS), "--queries", str(path), "--split", "multi"]) == 2
+    assert capsys.readouterr().err == f"lazytools: {path}:{line}: {message}\n"
+
+
 def test_cutoffs_stop_at_the_limit() -> None:
     assert cutoffs_for(5) == (1, 5)
     assert cutoffs_for(10) == (1, 5, 10)
