@@ -8,6 +8,7 @@ gets back, in their order (`--rankings` writes them down, one JSON line per quer
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 from .catalog import Catalog
 from .entry import ToolEntry
 from .errors import ConfigError
+from .safetext import clip
 from .search import SearchIndex, build_index
 from .search.embedders import DEFAULT_EMBEDDER, check_embedder
 from .server.metatools import MAX_QUERY_CHARS, RELEVANCE_FLOOR, search_tools
@@ -34,9 +36,12 @@ __all__ = [
     "read_queries",
     "run_eval",
     "Served",
+    "UNKNOWN_SHOWN",
     "served_ranker",
     "served_search",
 ]
+
+logger = logging.getLogger("lazytools.eval")
 
 CUTOFFS = (1, 5, 10)
 """Recall is reported at these ranks (those within the limit, and the limit itself); MRR is cut at the limit."""
@@ -242,6 +247,26 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+UNKNOWN_SHOWN = 5
+"""Unknown label ids quoted in the warning; the count says how many there are."""
+
+
+def _check_labels(queries: Sequence[LabelledQuery], known: set[str], tools_path: Path) -> None:
+    """Labels naming no tool of the catalog (a typo, another catalog's ids) can never be found: a warning with the
+    first few and a count when some are, refused when none is known (every figure would be 0, telling nothing)."""
+    labels = [ids for query in queries for ids in query.relevant]
+    unknown = list(dict.fromkeys(i for ids in labels if not ids & known for i in sorted(ids)))
+    if not unknown:
+        return
+    shown = ", ".join(repr(clip(i, 60)) for i in unknown[:UNKNOWN_SHOWN]) + (", ..." if len(unknown) > UNKNOWN_SHOWN
+                                                                              else "")
+    if all(not ids & known for ids in labels):
+        raise ConfigError(f"no labelled tool is in {tools_path} (ids not found: {len(unknown)}, {shown}); are the "
+                          "queries for another catalog?")
+    logger.warning("labelled tool ids not in %s: %d (%s); the queries needing them count as misses", tools_path,
+                   len(unknown), shown)
+
+
 def _same_file(one: Path, other: Path) -> bool:
     """The same file on disk, whatever the two paths (relative, through a symlink, a hard link)."""
     try:
@@ -286,6 +311,7 @@ def run_eval(
     queries = read_queries(queries_path, every=every, split=split, half=half)
     if not queries:
         raise ConfigError(f"{queries_path}: no queries selected")
+    _check_labels(queries, set(loaded.ids.values()), tools_path)
     search = served_search(loaded.catalog, index, limit=depth, ids=loaded.ids, floor=floor)
     served: dict[str, Served] = {}
 

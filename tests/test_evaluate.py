@@ -87,6 +87,25 @@ def test_a_query_search_tools_would_refuse_names_its_line(tmp_path: Path, capsys
     assert capsys.readouterr().err == f"lazytools: {path}:{line}: {message}\n"
 
 
+def test_labels_naming_no_tool_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    """A typo'd label warns with the first few ids and a count; labels of another catalog (or an empty tools
+    file) are refused: every figure would be 0."""
+    queries = tmp_path / "queries.jsonl"
+    typos = [json.dumps({"id": f"t{n}", "query": "weather", "relevant_tool_ids": [f"wether{n}", n]}) for n in range(4)]
+    queries.write_text(QUERIES.read_text() + "\n".join(typos) + "\n")
+    args = ["eval", "--tools", str(TOOLS), "--queries", str(queries), "--misses", "0"]
+    assert main(args) == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and warnings[0].startswith(f"labelled tool ids not in {TOOLS}: 8 ")
+    assert "('wether0', '0', 'wether1', '1', 'wether2', ...)" in warnings[0]  # in file order
+    capsys.readouterr()
+    for tools_text in ("", '{"id": "other"}\n'):
+        (tmp_path / "tools.jsonl").write_text(tools_text)
+        assert main(["eval", "--tools", str(tmp_path / "tools.jsonl"), "--queries", str(QUERIES)]) == 2
+        assert "no labelled tool is in" in capsys.readouterr().err
+
+
 def test_cutoffs_stop_at_the_limit() -> None:
     assert cutoffs_for(5) == (1, 5)
     assert cutoffs_for(10) == (1, 5, 10)
