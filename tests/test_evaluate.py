@@ -251,6 +251,17 @@ def test_broken_tools_file_names_the_line(tmp_path: Path, content: str, message:
         load_jsonl_catalog(path)
 
 
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes('{"id": "q1", "query": "café", "relevant_tool_ids": ["weather"]}\n'.encode("latin-1"))
+    for args in (["eval", "--tools", str(TOOLS), "--queries", str(latin1)],
+                 ["eval", "--tools", str(latin1), "--queries", str(QUERIES)],
+                 ["--tools-jsonl", str(latin1), "search", "weather"]):
+        assert main(args) == 2
+        assert capsys.readouterr().err == f"lazytools: {latin1}: not UTF-8 text (byte 26: invalid continuation " \
+                                          "byte); save it as UTF-8\n"
+
+
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="Cannot read"):
         load_jsonl_catalog(tmp_path / "absent.jsonl")

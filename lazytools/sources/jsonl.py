@@ -50,6 +50,8 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ConfigError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8") from exc
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
