@@ -165,6 +165,23 @@ def test_tied_tools_come_in_catalog_order_whatever_the_limit() -> None:
     assert names(index, "convert temperature", limit=20)[:5] == five
 
 
+def test_an_embedder_given_to_the_index_cannot_bring_nan_into_scores() -> None:
+    import numpy as np
+
+    class Broken:
+        name = fingerprint = "broken-for-one-text"
+        dimensions = 2
+
+        def embed(self, texts: object) -> np.ndarray:
+            rows = np.array([[1.0, 0.0] if "weather" in str(text) else [np.nan, np.nan] for text in texts])  # type: ignore[attr-defined]
+            return rows.astype(np.float32)
+
+    index = SearchIndex([tool("get_forecast", "Weather forecast."), tool("read_file", "Read a file.")],
+                        embedder=Broken())  # type: ignore[arg-type]
+    assert names(index, "read a file")[0] == "read_file"
+    assert all(np.isfinite(hit.score) for hit in index.search("weather", limit=2))
+
+
 def test_plural_acronyms_stay_whole_words() -> None:
     # A camelCase cut would make "PRs" into "p" + "rs", and "URLs" into "ur" + "ls"; the stemmer would leave "prs".
     assert split_words("list open PRs") == ["list", "open", "pr"]

@@ -37,7 +37,7 @@ from .coverage import (
     clause_shares,
     cover,
 )
-from .embedders import DEFAULT_EMBEDDER
+from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fusion import (
     LONG_TASK_CLAUSES,
     SEMANTIC_WEIGHT,
@@ -207,7 +207,7 @@ class SearchIndex:
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None
         if embedder is not None:
-            self.use_embeddings(embedder, embedder.embed(self.embedding_texts()))
+            self.use_embeddings(embedder, embed_finite(embedder, self.embedding_texts()))
 
     def __len__(self) -> int:
         return len(self.entries)
