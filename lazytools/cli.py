@@ -44,6 +44,16 @@ def _query(text: str) -> str:
     return text
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 ({value} given)")
+    return value
+
+
 def _flag_options(field: FieldInfo) -> dict[str, Any]:
     """argparse options for a setting, read from its type; values are validated by Settings, as from the env."""
     annotation: Any = field.annotation
@@ -107,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
                                  usage="%(prog)s QUERY [--limit N] [--group GROUP] [OPTIONS]",
                                  help="search the catalog from the shell")
     search.add_argument("query", type=_query)
-    search.add_argument("--limit", type=int, help="matches to show (default: what search_tools returns, "
+    search.add_argument("--limit", type=_count, help="matches to show (default: what search_tools returns, "
                         "LAZYTOOLS_SEARCH_LIMIT; at most LAZYTOOLS_SEARCH_MAX_LIMIT)")
     search.add_argument("--group", help="only tools of this group (an upstream server's name, or a bundled category)")
     commands.add_parser("surface", parents=[common], allow_abbrev=False, usage="%(prog)s [OPTIONS]",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import Catalog
+from .errors import ConfigError
 from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
@@ -19,6 +20,8 @@ __all__ = ["SurfaceCost", "search_report", "surface_cost", "surface_report"]
 
 def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None = None,
                   semantic: bool = False, embedder: str = DEFAULT_EMBEDDER) -> str:
+    if group is not None and group not in {g.name for g in catalog.groups}:
+        raise ConfigError(f"unknown group '{clip(group)}'; groups: {clip(', '.join(g.name for g in catalog.groups), 400)}")
     index = build_index(catalog, semantic=semantic, embedder=embedder)
     hits = index.search(query, limit=limit, groups=[group] if group else None)
     if not hits:

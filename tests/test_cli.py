@@ -37,6 +37,19 @@ def test_search_with_no_match(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert len(out) < 300, len(out)
 
 
+def test_search_refuses_an_unknown_group_and_a_limit_below_one(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["search", "convert", "--group", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown group 'nope'" in err and "units" in err, err
+    for limit in ("0", "-1", "x"):
+        with pytest.raises(SystemExit) as exited:
+            main(["search", "convert", "--limit", limit])
+        assert exited.value.code == 2
+        assert "--limit" in capsys.readouterr().err
+
+
 def test_surface_reports_tokens_against_the_whole_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
