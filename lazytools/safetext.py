@@ -9,13 +9,19 @@ from __future__ import annotations
 import logging
 import re
 
-__all__ = ["ECHO_LIMIT", "SessionIdRedactor", "clip", "redact_session_ids"]
+__all__ = ["ECHO_LIMIT", "SessionIdRedactor", "clip", "escape", "redact_session_ids"]
 
 ECHO_LIMIT = 200
 """Characters of an untrusted value kept in a log line or an error message."""
 
-# C0 and C1 controls, DEL, the Unicode line and paragraph separators, and lone surrogates (not encodable as UTF-8).
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators, lone surrogates (not encodable as UTF-8), and
+# the invisible characters that change what a reader sees: zero-width spaces and joiners, direction marks, embeddings,
+# overrides and isolates (U+202E shows "exe.txt" as "txt.exe"), the word joiner, the byte-order mark and the tag
+# characters (U+E0000-E007F spell hidden ASCII a model reads but a person does not see).
+_UNSAFE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+    r"\ud800-\udfff\U000e0000-\U000e007f]"
+)
 
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -26,7 +32,14 @@ def _escape(match: re.Match[str]) -> str:
     if char in _NAMED:
         return _NAMED[char]
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escape(text: str) -> str:
+    """`text` with every unsafe character (see `_UNSAFE`) written as a visible escape, nothing cut."""
+    return _UNSAFE.sub(_escape, text)
 
 
 def clip(value: object, limit: int = ECHO_LIMIT) -> str:
@@ -36,7 +49,7 @@ def clip(value: object, limit: int = ECHO_LIMIT) -> str:
     cut = len(text) - limit
     if cut > 0:
         text = text[:limit]
-    text = _UNSAFE.sub(_escape, text)
+    text = escape(text)
     return f"{text}… (+{cut:,} chars)" if cut > 0 else text
 
 

@@ -1,0 +1,44 @@
+"""Untrusted text escaped before it is echoed: controls, and the invisible characters that change what is read."""
+
+from __future__ import annotations
+
+import pytest
+
+from lazytools import Catalog, build_server
+from lazytools.safetext import clip, escape
+
+from .conftest import client, make_settings, text_of
+
+INVISIBLE = {
+    "\u202e": "\\u202e",  # right-to-left override: "exe.txt" shows as "txt.exe"
+    "\u202a": "\\u202a",
+    "\u2066": "\\u2066",  # isolates
+    "\u2069": "\\u2069",
+    "\u200b": "\\u200b",  # zero-width space
+    "\u200d": "\\u200d",
+    "\u200e": "\\u200e",  # direction marks
+    "\u200f": "\\u200f",
+    "\u061c": "\\u061c",
+    "\u2060": "\\u2060",  # word joiner
+    "\ufeff": "\\ufeff",  # byte-order mark / zero-width no-break space
+    "\U000e0041": "\\U000e0041",  # a tag character: hidden ASCII "A"
+}
+
+
+@pytest.mark.parametrize("char", INVISIBLE)
+def test_bidi_and_zero_width_characters_are_escaped(char: str) -> None:
+    assert clip(f"a{char}b") == f"a{INVISIBLE[char]}b"
+    assert escape(f"a{char}b") == f"a{INVISIBLE[char]}b"
+
+
+def test_visible_text_is_kept_as_it_is() -> None:
+    text = "héllo Ünïcode 日本語 עברית 😀 e\u0301"
+    assert clip(text) == text and escape(text) == text
+    assert escape("a\nb\x1b[2J") == "a\\nb\\x1b[2J"
+
+
+async def test_a_query_matching_nothing_is_echoed_without_bidi_or_zero_width_characters(catalog: Catalog) -> None:
+    query = "qqzzx\u202e\u2066\u200bzzqqv\ufeff"
+    async with client(build_server(catalog, make_settings(mode="proxy"))) as c:
+        answer = text_of(await c.call_tool("search_tools", {"query": query}))
+    assert answer.splitlines()[0] == "No tools match 'qqzzx\\u202e\\u2066\\u200bzzqqv\\ufeff'."
