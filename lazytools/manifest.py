@@ -8,12 +8,14 @@ nothing about any one of them, so those groups are described by their tools inst
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from .catalog import Catalog, Group
 from .entry import plain_summary
+from .safetext import clip, escape
 from .search.analysis import STOP_WORDS, split_words
 
-__all__ = ["MAX_GROUPS", "group_line", "manifest"]
+__all__ = ["LINE_CHARS", "MAX_CHARS", "MAX_GROUPS", "group_line", "manifest"]
 
 MAX_GROUPS = 60
 """Past this many groups the manifest names the largest ones and counts the rest."""
@@ -23,6 +25,19 @@ _NAMES_UP_TO = 3
 
 
 SUMMARY_CHARS = 100
+
+WORD_CHARS = 30
+"""A longer word is no topic word: real ones are a few letters, a hostile tool name can be a megabyte long."""
+
+_NAME_CHARS = 200
+"""Characters of a tool's source name that its topic words are taken from."""
+
+LINE_CHARS = 200
+"""A group's line is cut here (group names and summaries come from upstreams and catalog files)."""
+
+MAX_CHARS = MAX_GROUPS * (LINE_CHARS + 1)
+"""The manifest's total bound: lines past it are counted, not shown (a line is at most LINE_CHARS plus the cut's
+note, so this holds about MAX_GROUPS ordinary lines)."""
 
 
 def group_line(catalog: Catalog, group: Group, placeholders: frozenset[str] = frozenset()) -> str:
@@ -35,7 +50,7 @@ def group_line(catalog: Catalog, group: Group, placeholders: frozenset[str] = fr
         about = ", ".join(tool.name for tool in tools)
     else:
         about = _topic_words(catalog, group)
-    return f"{group.name} ({len(tools)}): {about}"
+    return clip(f"{group.name} ({len(tools)}): {about}", LINE_CHARS)
 
 
 def _topic_words(catalog: Catalog, group: Group, count: int = 6) -> str:
@@ -43,8 +58,9 @@ def _topic_words(catalog: Catalog, group: Group, count: int = 6) -> str:
     words: Counter[str] = Counter()
     skip = set(split_words(group.name)) | STOP_WORDS
     for tool in catalog.in_group(group.name):
-        words.update(w for w in split_words(tool.source_name or tool.name) if w not in skip and len(w) > 2)
-    return ", ".join(word for word, _ in words.most_common(count)) or "tools"
+        name = (tool.source_name or tool.name)[:_NAME_CHARS]
+        words.update(w for w in split_words(name) if w not in skip and 2 < len(w) <= WORD_CHARS)
+    return ", ".join(escape(word) for word, _ in words.most_common(count)) or "tools"
 
 
 def manifest(catalog: Catalog) -> str:
@@ -55,7 +71,18 @@ def manifest(catalog: Catalog) -> str:
         shown.sort(key=lambda g: g.name)
     counts = Counter(group.summary for group in groups if group.summary)
     placeholders = frozenset(summary for summary, count in counts.items() if count > 1)
-    lines = [group_line(catalog, group, placeholders) for group in shown]
-    if len(groups) > len(shown):
-        lines.append(f"… and {len(groups) - len(shown)} more groups: search by query to reach them.")
+    lines = _within(MAX_CHARS, (group_line(catalog, group, placeholders) for group in shown))
+    if len(groups) > len(lines):
+        lines.append(f"… and {len(groups) - len(lines)} more groups: search by query to reach them.")
     return "\n".join(lines)
+
+
+def _within(budget: int, lines: Iterable[str]) -> list[str]:
+    """The first `lines` whose total length (with newlines) stays within `budget`."""
+    kept: list[str] = []
+    for line in lines:
+        budget -= len(line) + 1
+        if budget < 0:
+            break
+        kept.append(line)
+    return kept
