@@ -32,6 +32,7 @@ __all__ = [
     "search_schema",
     "search_tools",
     "search_tools_definition",
+    "SIGNATURE_CHARS",
     "signature",
 ]
 
@@ -226,45 +227,69 @@ def _render(
         head = f"Found: {names}. Call them with invoke_tool(tool_name, arguments)."
     lines = [head, *notes]
     for entry in found:
-        lines.append(f"- {signature(entry)} [{entry.group}]: {entry.summary}")
+        lines.append(f"- {signature(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}")
         if surface == "proxy":
             lines.append(f"  input_schema: {compact_json(dict(entry.input_schema))}")
     if suggested:
         how = ("search_tools(tool_names=[...]) enables them" if surface == "dynamic"
                else "search_tools(tool_names=[...]) shows their input schemas")
         lines.append(f"Also possibly relevant, not enabled ({how}):")
-        lines += [f"- {entry.name} [{entry.group}]: {entry.summary}" for entry in suggested]
+        lines += [f"- {entry.name} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}" for entry in suggested]
     return "\n".join(lines)
 
 
+SIGNATURE_CHARS = 600
+"""A signature is cut here: a few dozen parameters fit, a schema built to flood the result does not."""
+_PARAMS_SHOWN = 40
+_NAME_CHARS = 64
+"""Characters of a parameter name shown (an upstream's names are not checked like tool names)."""
+_OPTIONS_SHOWN = 12
+"""Enum values (or anyOf/oneOf options) shown per parameter before "…": the bundled unit converters' 11 fit."""
+_VALUE_CHARS = 40
+_DEPTH = 4
+"""Nested arrays and options deeper than this read "any"."""
+
+
 def signature(entry: ToolEntry) -> str:
-    """`name(a: string, b?: integer)`: a parameter summary a model can call from."""
+    """`name(a: string, b?: integer)`: a parameter summary a model can call from. Names and values come from the
+    tool's source, so they are escaped and cut, and so is the whole line."""
     properties = entry.input_schema.get("properties") or {}
-    required = set(entry.input_schema.get("required") or ())
+    listed = entry.input_schema.get("required")
+    required = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
     params = []
     if isinstance(properties, Mapping):
-        for pname, spec in properties.items():
+        for pname, spec in list(properties.items())[:_PARAMS_SHOWN]:
             mark = "" if pname in required else "?"
-            params.append(f"{pname}{mark}: {_type_of(spec)}")
-    return f"{entry.name}({', '.join(params)})"
+            params.append(f"{clip(pname, _NAME_CHARS)}{mark}: {_type_of(spec)}")
+        if len(properties) > _PARAMS_SHOWN:
+            params.append(f"… {len(properties) - _PARAMS_SHOWN} more")
+    return clip(f"{entry.name}({', '.join(params)})", SIGNATURE_CHARS)
 
 
-def _type_of(spec: Any) -> str:
-    if not isinstance(spec, Mapping):
+def _type_of(spec: Any, depth: int = 0) -> str:
+    if not isinstance(spec, Mapping) or depth > _DEPTH:
         return "any"
     if "enum" in spec:
-        return "|".join(compact_json(v) for v in spec["enum"])
+        values = spec["enum"] if isinstance(spec["enum"], list) else []
+        return _options([clip(compact_json(v), _VALUE_CHARS) for v in values[:_OPTIONS_SHOWN]], len(values))
     if "const" in spec:
-        return compact_json(spec["const"])
+        return clip(compact_json(spec["const"]), _VALUE_CHARS)
     if "anyOf" in spec or "oneOf" in spec:
-        options = [_type_of(s) for s in spec.get("anyOf", spec.get("oneOf", []))]
-        return "|".join(dict.fromkeys(o for o in options))
+        options = spec.get("anyOf", spec.get("oneOf", []))
+        options = options if isinstance(options, list) else []
+        shown = [_type_of(s, depth + 1) for s in options[:_OPTIONS_SHOWN]]
+        return _options(list(dict.fromkeys(shown)), len(options))
     kind = spec.get("type", "any")
     if isinstance(kind, list):
-        return "|".join(map(str, kind))
+        return _options([clip(k, _VALUE_CHARS) for k in kind[:_OPTIONS_SHOWN]], len(kind))
     if kind == "array":
-        return f"{_type_of(spec.get('items', {}))}[]"
-    return str(kind)
+        return f"{_type_of(spec.get('items', {}), depth + 1)}[]"
+    return clip(kind, _VALUE_CHARS)
+
+
+def _options(shown: list[str], total: int) -> str:
+    """`a|b|c`, and `|…` when there were more than those shown."""
+    return "|".join(shown) + ("|…" if total > _OPTIONS_SHOWN else "")
 
 
 _INVOKE_KEYS = frozenset({"tool_name", "arguments"})
