@@ -10,8 +10,22 @@ from typing import Any
 import mcp_types as types
 
 from .names import MAX_NAME_LENGTH
+from .safetext import escape
 
-__all__ = ["MAX_NAME_LENGTH", "CallFn", "ToolEntry", "first_sentence", "plain_summary"]
+__all__ = ["DESCRIPTION_CHARS", "MAX_NAME_LENGTH", "CallFn", "ToolEntry", "first_sentence", "plain_summary"]
+
+DESCRIPTION_CHARS = 10_000
+"""A tool's description as clients are sent it (tools/list) is cut here. The longest of the 647 real tools in
+benchmarks/data/multiserver is 6,993 characters, so real descriptions pass whole; an upstream's megabyte does not,
+and 20 enabled tools (the default max_enabled) at the cap are about 200 KB of text, well under the SDK client's
+1 MiB limit on one server-sent event. Search still reads the whole description."""
+
+TITLE_CHARS = 200
+"""A tool's title (a display name) as clients are sent it is cut here."""
+
+_SUMMARY_SCAN = 2_000
+"""The first sentence is looked for in this many characters: enough for any opening sentence (it is cut at 160),
+and a summary of a megabyte description costs no more than one of a line."""
 
 CallFn = Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]
 """How to run a tool: validated arguments in, an MCP result out. Raising is allowed; the server converts."""
@@ -45,14 +59,15 @@ class ToolEntry:
 
     @property
     def summary(self) -> str:
-        """The first sentence of the description, for compact listings."""
-        return first_sentence(self.description)
+        """The first sentence of the description, escaped, for compact listings."""
+        return escape(first_sentence(self.description[:_SUMMARY_SCAN]))
 
     def to_mcp(self) -> types.Tool:
+        """The tool as tools/list sends it: description and title cut (see `DESCRIPTION_CHARS`), the rest as it is."""
         return types.Tool(
             name=self.name,
-            title=self.title,
-            description=self.description,
+            title=_cut(self.title, TITLE_CHARS) if self.title is not None else None,
+            description=_cut(self.description, DESCRIPTION_CHARS),
             input_schema=dict(self.input_schema),
             output_schema=dict(self.output_schema) if self.output_schema is not None else None,
             annotations=self.annotations,
@@ -60,6 +75,13 @@ class ToolEntry:
             execution=self.execution,
             _meta=dict(self.meta) if self.meta is not None else None,
         )
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and a note saying so."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (cut: {len(text) - limit:,} more characters not sent)"
 
 
 # A sentence ends at ". ", "? " or "! ", but not after an abbreviation such as "e.g." or "etc.".

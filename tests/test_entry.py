@@ -1,10 +1,14 @@
-"""Catalog entries: the one-line summary used in manifests and search results."""
+"""Catalog entries: the one-line summary used in manifests and search results, and what a client is sent."""
 
 from __future__ import annotations
 
 import pytest
 
-from lazytools.entry import first_sentence, plain_summary
+from lazytools import Catalog, Group, ToolEntry, build_server
+from lazytools.entry import DESCRIPTION_CHARS, TITLE_CHARS, first_sentence, plain_summary
+
+from .conftest import client, make_settings, text_of
+from .fixtures.catalogs import _never
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -36,3 +40,46 @@ def test_first_sentence(text: str, expected: str) -> None:
 def test_plain_summary(text: str, expected: str) -> None:
     assert plain_summary(text) == expected
     assert len(plain_summary(text)) <= 100
+
+
+class _WholeTextGuard(str):
+    """A description that fails if anything reads it whole rather than a prefix of it."""
+
+    def strip(self, chars: str | None = None) -> str:
+        raise AssertionError("the whole description was read")
+
+    split = splitlines = strip  # type: ignore[assignment]
+
+
+def test_the_summary_reads_a_bounded_prefix_and_is_escaped() -> None:
+    huge = _WholeTextGuard("Get\x1b[2J the \u202eweather. " + "x" * 1_000_000)
+    entry = ToolEntry(name="t", group="g", description=huge, input_schema={}, call=_never)
+    assert entry.summary == "Get\\x1b[2J the \\u202eweather."
+    assert ToolEntry(name="t", group="g", description="x" * 200, input_schema={}, call=_never).summary == "x" * 159 + "…"
+
+
+def test_a_client_is_sent_a_bounded_description_and_title_that_say_they_were_cut() -> None:
+    long = ToolEntry(name="t", group="g", description="d" * 1_000_000, title="T" * 10_000, input_schema={},
+                     call=_never)
+    tool = long.to_mcp()
+    assert tool.description is not None and tool.description.startswith("d" * DESCRIPTION_CHARS)
+    assert len(tool.description) < DESCRIPTION_CHARS + 100 and "(cut: 990,000 more characters" in tool.description
+    assert tool.title is not None and len(tool.title) < TITLE_CHARS + 100 and "cut" in tool.title
+    real = ToolEntry(name="t", group="g", description="Real.\n\n" + "r" * 6_993, title="Real", input_schema={},
+                     call=_never)
+    assert real.to_mcp().description == real.description and real.to_mcp().title == "Real"
+
+
+async def test_tools_list_stays_bounded_when_enabled_tools_have_huge_descriptions() -> None:
+    catalog = Catalog()
+    catalog.set_group(Group("huge", "Huge tools."), [
+        ToolEntry(name=f"weather_{i}", group="huge", description=f"Weather {i}. " + "w " * 20_000,
+                  input_schema={"type": "object"}, call=_never) for i in range(20)])
+    async with client(build_server(catalog, make_settings(mode="dynamic"))) as c:
+        found = await c.call_tool("search_tools", {"query": "weather", "limit": 20})
+        listed = (await c.list_tools()).tools
+    assert not found.is_error and len(text_of(found)) < 20_000, len(text_of(found))
+    enabled = [tool for tool in listed if tool.name.startswith("weather_")]
+    assert len(enabled) == 20
+    assert all(len(tool.description or "") < DESCRIPTION_CHARS + 100 for tool in enabled)
+    assert all((tool.description or "").endswith("more characters not sent)") for tool in enabled)
