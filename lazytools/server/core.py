@@ -292,7 +292,8 @@ class LazyServer(Server[Any]):
         def search() -> SearchOutcome:
             return search_tools(self.catalog, index, arguments, surface=view.surface,
                                 default_limit=settings.search_limit, max_limit=settings.search_max_limit,
-                                bridge=settings.dynamic_bridge, floor=settings.relevance_floor)
+                                bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
+                                enable_at_most=settings.max_enabled, pinned=self.pinned)
 
         # Off the event loop: a sentence encoder takes milliseconds of CPU per query, and checking a hostile
         # client's arguments can take longer; other sessions keep going meanwhile.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -139,8 +139,12 @@ def search_tools(
     max_limit: int,
     bridge: bool,
     floor: float = RELEVANCE_FLOOR,
+    enable_at_most: int | None = None,
+    pinned: Collection[str] = (),
 ) -> SearchOutcome:
-    """Run a search; the caller enables `found` in the session (dynamic surface) and sends the notification."""
+    """Run a search; the caller enables `found` in the session (dynamic surface) and sends the notification.
+    On the dynamic surface, at most `enable_at_most` matches (pinned tools not counted: they are always listed) are
+    `found`; the matches past it are suggested, so the result never says more tools were enabled than were."""
     names_given = arguments.get("tool_names") if isinstance(arguments, Mapping) else None  # else: the schema says
     if isinstance(names_given, list) and len(names_given) > MAX_TOOL_NAMES:
         # Refused before the schema walks every item (300k names held a worker for seconds).
@@ -186,10 +190,32 @@ def search_tools(
     shown = {entry.name for entry in found}
     weaker = [entry for entry in {e.name: e for e in weaker}.values() if entry.name not in shown]
     suggested = weaker + [entry for entry in index.producers([*found, *weaker])]
+    if surface == "dynamic" and enable_at_most is not None:
+        found, over = _split_at_cap(found, enable_at_most, pinned)
+        if over:
+            notes.append(f"At most {enable_at_most} tools are enabled at a time: {len(over)} more matches are "
+                         "listed below, not enabled.")
+        suggested = over + suggested
     text = _render(found, suggested, notes, query, surface, bridge)
     if unmatched:
         text += "\n" + not_matched_line(unmatched)
     return SearchOutcome(text, found, suggested, needs, unmatched)
+
+
+def _split_at_cap(found: list[ToolEntry], cap: int, pinned: Collection[str]) -> tuple[list[ToolEntry], list[ToolEntry]]:
+    """(the matches to enable: pinned ones and the first `cap` others, in order; the rest)."""
+    kept: list[ToolEntry] = []
+    over: list[ToolEntry] = []
+    counted = 0
+    for entry in found:
+        if entry.name in pinned:
+            kept.append(entry)
+        elif counted < cap:
+            kept.append(entry)
+            counted += 1
+        else:
+            over.append(entry)
+    return kept, over
 
 
 CLAUSE_ECHO = 120
