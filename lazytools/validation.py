@@ -42,7 +42,8 @@ from .safetext import clip
 from .threads import loop_limiter
 
 __all__ = [
-    "INLINE_BYTES", "checks_running", "compact_json", "validate_arguments", "validate_call", "validate_off_loop", "within",
+    "INLINE_BYTES", "SCHEMA_CHARS", "checks_running", "compact_json", "schema_text", "validate_arguments", "validate_call",
+    "validate_off_loop", "within",
 ]
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,20 @@ _WORKERS = 4
 
 def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+SCHEMA_CHARS = 32_000
+"""An input schema is shown to the model (in a proxy search result, in an error) only up to this size: the largest
+of the 647 real tools of benchmarks/data/multiserver is 18,953 characters (LINE's flex messages), while an upstream's
+schema of thousands of enum values would fill the context with one tool."""
+
+
+def schema_text(schema: Mapping[str, Any]) -> str:
+    """`schema` as compact JSON, or, past SCHEMA_CHARS, a note of its size in its place."""
+    text = compact_json(dict(schema))
+    if len(text) <= SCHEMA_CHARS:
+        return text
+    return f"(not shown: {len(text):,} characters, over {SCHEMA_CHARS:,}; the parameters are in the tool's signature)"
 
 
 class _OutOfTime(Exception):
@@ -335,7 +350,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
     if not isinstance(arguments, dict):
         raise ToolArgumentsError(
             f"Invalid arguments for {clip(tool)}: expected a JSON object, got {type(arguments).__name__}. "
-            f"Input schema: {compact_json(schema)}"
+            f"Input schema: {schema_text(schema)}"
         )
     if not within(arguments, max_bytes):
         raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: larger than {max_bytes:,} bytes "
@@ -370,7 +385,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
     more = more.replace(" more)", "+ more)") if len(errors) >= _MAX_COLLECTED else more
     raise ToolArgumentsError(
         f"Invalid arguments for {clip(tool)}: " + "; ".join(problems[:_MAX_REPORTED]) + more
-        + f". Input schema: {compact_json(schema)}"
+        + f". Input schema: {schema_text(schema)}"
     )
 
 

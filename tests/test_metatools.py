@@ -78,6 +78,24 @@ async def test_a_search_result_with_hostile_schemas_is_small_and_escaped() -> No
 
 
 
+async def test_proxy_results_and_argument_errors_show_a_schema_only_up_to_a_bound() -> None:
+    from lazytools.validation import SCHEMA_CHARS
+
+    values = ["v" * 50 + str(i) for i in range(2_000)]  # about 110,000 characters of schema
+    catalog = Catalog()
+    catalog.set_group(Group("evil", ""), [entry("get_weather", {"city": {"type": "string"}, "zone": {"enum": values}},
+                                                required=["city"]),
+                                          entry("get_tide", {"port": {"type": "string"}}, required=["port"])])
+    async with client(build_server(catalog, make_settings(mode="proxy"))) as c:
+        found = text_of(await c.call_tool("search_tools", {"tool_names": ["get_weather", "get_tide"]}))
+        wrong = await c.call_tool("invoke_tool", {"tool_name": "get_weather", "arguments": {"city": 5}})
+    assert len(found) < SCHEMA_CHARS, len(found)
+    assert "input_schema: (not shown: " in found and "over 32,000" in found
+    assert 'input_schema: {"type":"object","properties":{"port"' in found  # a normal schema is shown whole
+    assert wrong.is_error and "city: 5 is not of type 'string'" in text_of(wrong)
+    assert "Input schema: (not shown: " in text_of(wrong) and len(text_of(wrong)) < 2_000
+
+
 def _claimed(text: str) -> list[str]:
     head = text.splitlines()[0]
     assert head.startswith("Enabled: "), head

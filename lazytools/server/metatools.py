@@ -16,7 +16,7 @@ from ..manifest import manifest
 from ..safetext import clip
 from ..search import SearchIndex
 from ..search.needs import Need, unanswered
-from ..validation import compact_json, validate_arguments
+from ..validation import compact_json, schema_text, validate_arguments
 from .surface import Surface
 
 __all__ = [
@@ -255,7 +255,7 @@ def _render(
     for entry in found:
         lines.append(f"- {signature(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}")
         if surface == "proxy":
-            lines.append(f"  input_schema: {compact_json(dict(entry.input_schema))}")
+            lines.append(f"  input_schema: {schema_text(entry.input_schema)}")
     if suggested:
         how = ("search_tools(tool_names=[...]) enables them" if surface == "dynamic"
                else "search_tools(tool_names=[...]) shows their input schemas")
