@@ -29,15 +29,27 @@ async def test_a_tool_listed_without_an_input_schema_is_skipped_not_its_server(
 
 
 @pytest.mark.process
-async def test_a_tool_whose_schema_nests_too_deep_to_serialise_is_skipped_not_its_server(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    # The SDK's validation gives up on 200 levels ("Maximum serialization depth exceeded"); that tool alone goes.
-    entry = {"command": sys.executable, "args": [str(HOSTILE), "--deep-schema", "200"], "timeout": 20}
+@pytest.mark.parametrize("levels", [110, 200])
+async def test_a_tool_whose_schema_nests_too_deep_is_skipped_not_its_server(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, levels: int) -> None:
+    # At 200 levels the SDK's validation gives up ("Maximum serialization depth exceeded"); at 110 it passes, but the
+    # SDK's client refuses the tools/list that carries the tool. Either way that tool alone goes.
+    entry = {"command": sys.executable, "args": [str(HOSTILE), "--deep-schema", str(levels)], "timeout": 20}
     async with opened(tmp_path, {"h": entry}) as o:
         assert o.gateway["h"].state == "serving", o.gateway["h"].error
         assert "h__echo" in o.catalog and "h__deep" not in o.catalog
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("skipping tool 'deep'" in m and "depth" in m for m in messages), messages
+    assert any("skipping tool 'deep'" in m and "levels deep" in m for m in messages), messages
+
+
+def test_a_real_schema_of_many_levels_is_kept() -> None:
+    from lazytools.sources.gateway.listing import MAX_TOOL_DEPTH
+
+    schema: dict[str, object] = {"type": "string"}
+    for _ in range(MAX_TOOL_DEPTH // 2 - 2):  # two levels a wrap (the object, its properties); the tool adds two
+        schema = {"type": "object", "properties": {"x": schema}}
+    page = {"tools": [GOOD, {"name": "nested", "inputSchema": schema}]}
+    assert _names(screen_listing(_listing(**page), upstream="h", version="2025-11-25")) == ["good", "nested"]
 
 
 GOOD = {"name": "good", "inputSchema": {"type": "object"}}
