@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -12,7 +13,9 @@ import mcp_types as types
 from .names import MAX_NAME_LENGTH
 from .safetext import escape
 
-__all__ = ["DESCRIPTION_CHARS", "MAX_NAME_LENGTH", "CallFn", "ToolEntry", "first_sentence", "plain_summary"]
+__all__ = [
+    "DESCRIPTION_CHARS", "MAX_NAME_LENGTH", "SCHEMA_CHARS", "CallFn", "ToolEntry", "first_sentence", "plain_summary",
+]
 
 DESCRIPTION_CHARS = 10_000
 """A tool's description as clients are sent it (tools/list) is cut here. The longest of the 647 real tools in
@@ -20,6 +23,11 @@ benchmarks/data/multiserver is 6,993 characters, so real descriptions pass whole
 and 20 enabled tools (the default max_enabled) at the cap are about 200 KB of text, well under the SDK client's
 1 MiB limit on one server-sent event. Search still reads the whole description."""
 
+SCHEMA_CHARS = 32_000
+"""A schema is shown or sent (tools/list, a proxy search result, an argument error) only up to this size as compact
+JSON: the largest of the 647 real tools of benchmarks/data/multiserver is 18,953 characters (LINE's flex messages),
+while one upstream schema of thousands of enum values would fill the model's context (or the SDK client's 1 MiB
+event) by itself. With descriptions, 20 enabled tools at both caps are about 850 KB."""
 TITLE_CHARS = 200
 """A tool's title (a display name) as clients are sent it is cut here."""
 
@@ -63,13 +71,25 @@ class ToolEntry:
         return escape(first_sentence(self.description[:_SUMMARY_SCAN]))
 
     def to_mcp(self) -> types.Tool:
-        """The tool as tools/list sends it: description and title cut (see `DESCRIPTION_CHARS`), the rest as it is."""
+        """The tool as tools/list sends it: description and title cut (see `DESCRIPTION_CHARS`), schemas over
+        `SCHEMA_CHARS` left out (an input schema as an open object, said in the description), the rest as it is.
+        Calls are still checked against the whole input schema."""
+        description = _cut(self.description, DESCRIPTION_CHARS)
+        input_schema: dict[str, Any] = dict(self.input_schema)
+        size = len(json.dumps(input_schema, separators=(",", ":"), ensure_ascii=False))
+        if size > SCHEMA_CHARS:
+            input_schema = {"type": "object"}
+            description += (f"\n(Its input schema, {size:,} characters, is not sent; search_tools shows its parameters, "
+                            "and a call that does not fit says why.)")
+        output_schema = dict(self.output_schema) if self.output_schema is not None else None
+        if output_schema is not None and len(json.dumps(output_schema, separators=(",", ":"))) > SCHEMA_CHARS:
+            output_schema = None
         return types.Tool(
             name=self.name,
             title=_cut(self.title, TITLE_CHARS) if self.title is not None else None,
-            description=_cut(self.description, DESCRIPTION_CHARS),
-            input_schema=dict(self.input_schema),
-            output_schema=dict(self.output_schema) if self.output_schema is not None else None,
+            description=description,
+            input_schema=input_schema,
+            output_schema=output_schema,
             annotations=self.annotations,
             icons=list(self.icons) if self.icons is not None else None,
             execution=self.execution,

@@ -37,6 +37,7 @@ from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
+from .entry import SCHEMA_CHARS
 from .errors import ToolArgumentsError
 from .safetext import clip
 from .threads import loop_limiter
@@ -78,12 +79,6 @@ _WORKERS = 4
 
 def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-SCHEMA_CHARS = 32_000
-"""An input schema is shown to the model (in a proxy search result, in an error) only up to this size: the largest
-of the 647 real tools of benchmarks/data/multiserver is 18,953 characters (LINE's flex messages), while an upstream's
-schema of thousands of enum values would fill the context with one tool."""
 
 
 def schema_text(schema: Mapping[str, Any]) -> str:

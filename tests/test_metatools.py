@@ -96,6 +96,35 @@ async def test_proxy_results_and_argument_errors_show_a_schema_only_up_to_a_boun
     assert "Input schema: (not shown: " in text_of(wrong) and len(text_of(wrong)) < 2_000
 
 
+async def test_a_huge_input_schema_is_not_listed_but_still_checks_calls() -> None:
+    from lazytools.entry import SCHEMA_CHARS
+
+    values = ["v" * 50 + str(i) for i in range(2_000)]
+    catalog = Catalog()
+    catalog.set_group(Group("evil", ""), [entry(f"get_weather_{i}", {"city": {"type": "string"}, "zone": {"enum": values}},
+                                                required=["city"]) for i in range(10)])
+    async with client(build_server(catalog, make_settings(mode="dynamic"))) as c:
+        await c.call_tool("search_tools", {"tool_names": [f"get_weather_{i}" for i in range(10)]})
+        listed = {tool.name: tool for tool in (await c.list_tools()).tools}
+        wrong = await c.call_tool("get_weather_3", {"city": 5, "zone": "nowhere"})
+    tool = listed["get_weather_3"]
+    assert tool.input_schema == {"type": "object"} and "input schema, 11" in (tool.description or "")
+    assert sum(len(t.model_dump_json()) for t in listed.values()) < 10 * 1_000 + 2 * SCHEMA_CHARS
+    assert wrong.is_error and "city: 5 is not of type 'string'" in text_of(wrong)
+
+
+async def test_a_proxy_result_shows_schemas_up_to_a_total() -> None:
+    from lazytools.server.metatools import RESULT_SCHEMA_CHARS
+
+    values = ["v" * 20 + str(i) for i in range(1_150)]  # each schema just under the cut of one
+    catalog = Catalog()
+    catalog.set_group(Group("evil", ""), [entry(f"get_weather_{i}", {"zone": {"enum": values}}) for i in range(10)])
+    async with client(build_server(catalog, make_settings(mode="proxy"))) as c:
+        text = text_of(await c.call_tool("search_tools", {"tool_names": [f"get_weather_{i}" for i in range(10)]}))
+    assert len(text) < RESULT_SCHEMA_CHARS + 10_000, len(text)
+    assert text.count("this result already holds") >= 7 and 'search_tools(tool_names=["get_weather_9"])' in text
+
+
 def _claimed(text: str) -> list[str]:
     head = text.splitlines()[0]
     assert head.startswith("Enabled: "), head

@@ -252,10 +252,16 @@ def _render(
     else:
         head = f"Found: {names}. Call them with invoke_tool(tool_name, arguments)."
     lines = [head, *notes]
+    shown = 0
     for entry in found:
         lines.append(f"- {signature(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}")
         if surface == "proxy":
-            lines.append(f"  input_schema: {schema_text(entry.input_schema)}")
+            schema = schema_text(entry.input_schema)
+            if shown + len(schema) > RESULT_SCHEMA_CHARS:
+                schema = (f"(not shown: this result already holds {shown:,} characters of schemas; "
+                          f"search_tools(tool_names=[\"{entry.name}\"]) shows it)")
+            shown += len(schema)
+            lines.append(f"  input_schema: {schema}")
     if suggested:
         how = ("search_tools(tool_names=[...]) enables them" if surface == "dynamic"
                else "search_tools(tool_names=[...]) shows their input schemas")
@@ -264,6 +270,9 @@ def _render(
     return "\n".join(lines)
 
 
+RESULT_SCHEMA_CHARS = 64_000
+"""Input schemas one proxy search result shows in all (each is also cut alone at SCHEMA_CHARS): twenty schemas just
+under that cut would be 640 KB; real results of 5 hold a few KB."""
 SIGNATURE_CHARS = 600
 """A signature is cut here: a few dozen parameters fit, a schema built to flood the result does not."""
 _PARAMS_SHOWN = 40
