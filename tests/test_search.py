@@ -107,6 +107,12 @@ def test_acronyms_find_the_words_tools_spell_out_and_the_other_way() -> None:
     assert names(index, "improve my site's search engine optimization")[0] == "site_audit"
     terms = index.query_terms("open a PR")
     assert 0 < terms["pull"] < 1.0 and 0 < terms["request"] < 1.0  # the words an acronym stands for count less
+    # Short forms that are everyday words too count only in capitals: a title, a unit.
+    assert "merg" in index.query_terms("list my MRs") and "merg" not in index.query_terms("write to Mr. Smith")
+    from lazytools.search.acronyms import acronym_terms
+
+    assert "learn" in acronym_terms(tokenize("train an ML model"), "train an ML model")
+    assert "learn" not in acronym_terms(tokenize("how many ml in a cup"), "how many ml in a cup")
 
 
 def test_phrasal_verbs_and_idioms_mean_their_action_not_their_words() -> None:

@@ -4,11 +4,12 @@ request", or "search engine optimization" where the tool says "SEO".
 Only general vocabulary lives here, as in `synonyms`: the short forms people type to a model about code, chat,
 documents and business, each with the words tools spell out. Acronyms whose tools use the acronym itself (API, SQL,
 PDF, URL, SSH) need nothing; ambiguous ones ("cd" change directory or continuous deployment, "qa", "temp") are left
-out.
+out, and "MR" and "ML" count only in capitals.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from .analysis import tokenize
@@ -20,7 +21,6 @@ ACRONYMS: Mapping[str, str] = {
     "pr": "pull request",
     "prs": "pull requests",
     "mr": "merge request",
-    "mrs": "merge requests",
     "ci": "continuous integration pipeline",
     "env": "environment",
     "envs": "environments",
@@ -71,6 +71,11 @@ ACRONYMS: Mapping[str, str] = {
 }
 
 
+_WRITTEN_AS_ACRONYM = {"mr": re.compile(r"\bMRs?\b"), "ml": re.compile(r"\bML\b")}
+"""Short forms that are also everyday words count only when written in capitals: "Mr. Smith" is no merge request,
+"250 ml" no machine learning."""
+
+
 def _build() -> tuple[dict[str, tuple[str, ...]], dict[str, list[tuple[tuple[str, ...], str]]]]:
     expansions: dict[str, tuple[str, ...]] = {}
     phrases: dict[str, list[tuple[tuple[str, ...], str]]] = {}
@@ -87,12 +92,14 @@ def _build() -> tuple[dict[str, tuple[str, ...]], dict[str, list[tuple[tuple[str
 _EXPANSIONS, _PHRASES = _build()
 
 
-def acronym_terms(terms: Sequence[str]) -> list[str]:
-    """Stems that `terms` (a query's stems, in order) stand for or abbreviate: the words of each acronym among them,
-    and the acronym of each spelled-out phrase they hold (its words one after another)."""
+def acronym_terms(terms: Sequence[str], text: str = "") -> list[str]:
+    """Stems that `terms` (the stems of `text`, in order) stand for or abbreviate: the words of each acronym among
+    them, and the acronym of each spelled-out phrase they hold (its words one after another)."""
     found: list[str] = []
     for term in terms:
-        found.extend(_EXPANSIONS.get(term, ()))
+        cased = _WRITTEN_AS_ACRONYM.get(term)
+        if cased is None or cased.search(text):
+            found.extend(_EXPANSIONS.get(term, ()))
     for start, term in enumerate(terms):
         for phrase, short in _PHRASES.get(term, ()):
             if tuple(terms[start : start + len(phrase)]) == phrase:

@@ -94,7 +94,7 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
         for synonym in synonyms_of(term):
             if synonym in vocabulary:
                 add(synonym, SYNONYM_WEIGHT)
-    for word in acronym_terms(terms):
+    for word in acronym_terms(terms, query):
         if word in vocabulary and word not in weights:
             weights[word] = ACRONYM_WEIGHT
     for word in meant:
