@@ -523,6 +523,14 @@ def test_copies_are_only_found_within_one_group() -> None:
     assert set(names(index, "current weather for a city", limit=2)) == {"good__get_weather", "evil__weather"}
 
 
+def test_numbered_tools_are_not_copies_of_each_other() -> None:
+    from lazytools.search.copies import first_copies
+
+    entries = [tool(f"report_{i}", "Monthly report.", "r", month="m") for i in (1, 10, 11, 2, 20)]
+    assert first_copies(entries) == [0, 1, 2, 3, 4]
+    assert len(names(SearchIndex(entries), "monthly report", limit=5)) == 5
+
+
 def test_copies_of_a_shared_text_are_compared_with_a_bounded_number_of_tools() -> None:
     from lazytools.search.copies import MAX_COMPARED, first_copies
 

@@ -3,8 +3,8 @@
 Some servers register each tool under two names (wikipedia-mcp lists `get_summary` and `wikipedia_get_summary`,
 the same description, the same parameters). Both score the same for every query, so a long task's five results
 spent two places on one need. A copy has the same description (spacing and case aside), the same parameter
-names, and a name that holds the other's (a prefix or suffix added). Tools that share a vague description under
-unrelated names may still be different tools, and tools that do the same thing on two servers (two `read_file`s)
+names, and a name that is the other's with whole words added before or after it. Tools that share a vague
+description under unrelated names may still be different tools, and tools that do the same thing on two servers (two `read_file`s)
 have their own descriptions: both stay distinct, which one to use is the model's choice.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..entry import ToolEntry
+from .analysis import split_words
 
 __all__ = ["MAX_COMPARED", "first_copies"]
 
@@ -36,10 +37,9 @@ def first_copies(entries: Sequence[ToolEntry]) -> list[int]:
         properties = entry.input_schema.get("properties")
         parameters = tuple(sorted(str(name) for name in properties)) if isinstance(properties, Mapping) else ()
         earlier = same_text.setdefault((entry.group, text, parameters), [])
-        name = _plain(entry.source_name or entry.name)
+        name = _words(entry.source_name or entry.name)
         for other in earlier[:MAX_COMPARED]:
-            other_name = _plain(entries[other].source_name or entries[other].name)
-            if other_name in name or name in other_name:
+            if _affixed(name, _words(entries[other].source_name or entries[other].name)):
                 result[position] = other
                 break
         else:
@@ -47,5 +47,12 @@ def first_copies(entries: Sequence[ToolEntry]) -> list[int]:
     return result
 
 
-def _plain(name: str) -> str:
-    return "".join(character for character in name.casefold() if character.isalnum())
+def _words(name: str) -> tuple[str, ...]:
+    return tuple(split_words(name))
+
+
+def _affixed(one: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    """Whether one name is the other with words added before or after it ("wikipedia_get_summary", "get_summary"):
+    whole words, so that `report_1` is no copy of `report_10`."""
+    short, long = sorted((one, other), key=len)
+    return bool(short) and (long[: len(short)] == short or long[len(long) - len(short):] == short)
