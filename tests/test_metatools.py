@@ -135,6 +135,7 @@ def _claimed(text: str) -> list[str]:
     ({"max_enabled": 3}, {"group": "units", "limit": 10}),
     ({"search_max_limit": 40, "relevance_floor": 0.0}, {"query": "convert", "limit": 40}),
     ({"max_enabled": 2, "always_available_tools": ["convert_mass"]}, {"group": "units", "limit": 6}),
+    ({"max_enabled": 1}, {"group": "units", "limit": 2}),
 ])
 async def test_the_result_names_exactly_the_tools_enabled(tmp_path: Path, settings: dict[str, Any],
                                                           arguments: dict[str, Any]) -> None:
@@ -149,7 +150,8 @@ async def test_the_result_names_exactly_the_tools_enabled(tmp_path: Path, settin
     assert [name for name in claimed if name not in pinned] == enabled
     assert set(claimed) <= set(listed) and len(enabled) == server.settings.max_enabled
     assert all(name in claimed for name in pinned)
-    assert "not enabled" in text and f"At most {server.settings.max_enabled} tools are enabled" in text
+    cap = server.settings.max_enabled
+    assert "not enabled" in text and f"At most {cap} {'tool is' if cap == 1 else 'tools are'} enabled" in text
     suggested = text.split("not enabled (", 1)[1]
     assert text.count("\n- ") > len(claimed)  # the matches past the cap are still shown, as suggestions
     assert not any(f"- {name} " in suggested for name in claimed)

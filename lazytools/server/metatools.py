@@ -193,8 +193,10 @@ def search_tools(
     if surface == "dynamic" and enable_at_most is not None:
         found, over = _split_at_cap(found, enable_at_most, pinned)
         if over:
-            notes.append(f"At most {enable_at_most} tools are enabled at a time: {len(over)} more matches are "
-                         "listed below, not enabled.")
+            tools = "tool is" if enable_at_most == 1 else "tools are"
+            more = "match is" if len(over) == 1 else "matches are"
+            notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(over)} more {more} listed below, "
+                         "not enabled.")
         suggested = over + suggested
     text = _render(found, suggested, notes, query, surface, bridge)
     if unmatched:
