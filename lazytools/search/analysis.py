@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOP_WORDS", "split_words", "stem", "tokenize"]
+__all__ = ["STOP_WORDS", "split_words", "stem", "terms_of", "tokenize"]
 
 # English function words, and the filler of requests to a model ("I want to", "can you please", "hi, could you
 # help me"). Capability words stay even when they are vague: "list", "get", "find", "show", "data" all name
@@ -48,7 +48,7 @@ def split_words(text: str) -> list[str]:
     """Lower-cased words (compatibility forms normalised, NFKC), with snake_case, kebab-case, dotted and camelCase
     identifiers split apart, and runs of CJK characters cut into overlapping bigrams."""
     words: list[str] = []
-    # Compatibility forms read as their plain letters: full-width "ｃｏｎｖｅｒｔ" as "convert", "ﬁle" as "file".
+    # Compatibility forms read as plain letters: full-width "ｃｏｎｖｅｒｔ" as "convert", "ﬁle" as "file".
     for chunk in _WORDS.findall(unicodedata.normalize("NFKC", text)):
         if _CJK_RUN.match(chunk):
             words.extend([chunk] if len(chunk) == 1 else [chunk[i : i + 2] for i in range(len(chunk) - 1)])
@@ -69,4 +69,9 @@ def stem(word: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """Search terms of `text`: split, lower-cased, without stop words, stemmed."""
-    return [stem(word) for word in split_words(text) if word not in STOP_WORDS]
+    return terms_of(split_words(text))
+
+
+def terms_of(words: list[str]) -> list[str]:
+    """Search terms of words `split_words` gave: without stop words, stemmed."""
+    return [stem(word) for word in words if word not in STOP_WORDS]

@@ -11,9 +11,9 @@ the phrase's sense.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from .analysis import STOP_WORDS, split_words, stem
+from .analysis import STOP_WORDS, stem
 
 __all__ = ["PHRASAL_VERBS", "QUESTIONS", "VERB_OBJECTS", "VERB_SENSES", "read_phrases"]
 
@@ -111,16 +111,17 @@ def _stems(words: str) -> tuple[str, ...]:
 
 _PHRASAL = {(stem(verb), particle): _stems(meaning) for verb, particle, meaning in
             ((*phrase.split(), meaning) for phrase, meaning in PHRASAL_VERBS.items())}
-_OBJECTS = {stem(verb): (frozenset(_stems(objects)), _stems(meaning)) for verb, (objects, meaning) in VERB_OBJECTS.items()}
+_OBJECTS = {stem(verb): (frozenset(_stems(objects)), _stems(meaning))
+            for verb, (objects, meaning) in VERB_OBJECTS.items()}
 _SENSES = {stem(verb): _stems(meaning) for verb, meaning in VERB_SENSES.items()}
 _QUESTIONS = {tuple(words.split()): _stems(meaning) for words, meaning in QUESTIONS.items()}
 _LOOKAHEAD = 3
 """An object is looked for among the next few words ("drop a quick message")."""
 
 
-def read_phrases(text: str) -> tuple[list[str], frozenset[str]]:
-    """The stems `text`'s phrases mean, and the verbs' stems they replace (to leave out of its terms)."""
-    words = split_words(text)
+def read_phrases(words: Sequence[str]) -> tuple[list[str], frozenset[str]]:
+    """The stems the phrases of `words` (a request as `split_words` gives it) mean, and the verbs' stems they replace
+    (to leave out of its terms)."""
     meant: list[str] = []
     replaced: set[str] = set()
     opening = True  # no word that says anything yet: a question word here asks the question
@@ -143,7 +144,8 @@ def read_phrases(text: str) -> tuple[list[str], frozenset[str]]:
             continue
         if verb in _OBJECTS:
             objects, meaning = _OBJECTS[verb]
-            ahead = [stem(other) for other in words[position + 1 : position + 1 + _LOOKAHEAD] if other not in STOP_WORDS]
+            ahead = [stem(other) for other in words[position + 1 : position + 1 + _LOOKAHEAD]
+                     if other not in STOP_WORDS]
             if any(other in objects for other in ahead):
                 meant.extend(meaning)
                 replaced.add(verb)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from .acronyms import acronym_terms
-from .analysis import tokenize
+from .analysis import split_words, terms_of, tokenize
 from .phrases import read_phrases
 from .related import RelatedWords
 from .synonyms import synonyms_of
@@ -15,9 +15,9 @@ from .vocabulary import Vocabulary
 
 __all__ = [
     "Expansions",
+    "ACRONYM_WEIGHT",
     "MAX_RELATED",
     "MAX_TERMS_TO_CORRECT",
-    "ACRONYM_WEIGHT",
     "PHRASE_WEIGHT",
     "PREFIX_WEIGHT",
     "SYNONYM_WEIGHT",
@@ -31,9 +31,10 @@ SYNONYM_WEIGHT = 0.5
 """A synonym ("remove" for "delete") counts half as much as the word itself."""
 TYPO_WEIGHT = 0.7
 ACRONYM_WEIGHT = 0.7
-PHRASE_WEIGHT = 0.7
-"""Each word of what a phrasal verb or idiom means ("create", "start" for "spin up"); the verb's own word is left out."""
 """Each word an acronym stands for ("pull", "request" for "PR"), or the acronym of a phrase spelled out."""
+PHRASE_WEIGHT = 0.7
+"""Each word of what a phrasal verb or idiom means ("create", "start" for "spin up"); the verb's own word is left
+out."""
 PREFIX_WEIGHT = 0.5
 MAX_RELATED = 10
 """A query word brings at most this many of its related words that the catalog uses, the closest first (measured:
@@ -77,8 +78,9 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
     def add(term: str, weight: float) -> None:
         weights[term] = weights.get(term, 0.0) + weight
 
-    meant, replaced = read_phrases(query)
-    terms = [term for term in tokenize(query) if term not in replaced]
+    words = split_words(query)
+    meant, replaced = read_phrases(words)
+    terms = [term for term in terms_of(words) if term not in replaced]
     guess = len(terms) <= MAX_TERMS_TO_CORRECT
     for term in terms:
         if term in vocabulary:
