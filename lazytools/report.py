@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import Catalog
-from .errors import ConfigError
 from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
 from .server.core import LazyServer
-from .server.metatools import signature
+from .server.metatools import check_group, signature
 from .server.sessions import SessionState
 from .server.surface import Surface
 from .tokens import tokenizer_name, tools_tokens
@@ -20,8 +19,8 @@ __all__ = ["SurfaceCost", "search_report", "surface_cost", "surface_report"]
 
 def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None = None,
                   semantic: bool = False, embedder: str = DEFAULT_EMBEDDER) -> str:
-    if group is not None and group not in {g.name for g in catalog.groups}:
-        raise ConfigError(f"unknown group '{clip(group)}'; groups: {clip(', '.join(g.name for g in catalog.groups), 400)}")
+    if group is not None:
+        check_group(catalog, group)
     index = build_index(catalog, semantic=semantic, embedder=embedder)
     hits = index.search(query, limit=limit, groups=[group] if group else None)
     if not hits:

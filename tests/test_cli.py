@@ -42,7 +42,7 @@ def test_search_refuses_an_unknown_group_and_a_limit_below_one(tmp_path: Path, c
     monkeypatch.chdir(tmp_path)
     assert main(["search", "convert", "--group", "nope"]) == 2
     err = capsys.readouterr().err
-    assert "unknown group 'nope'" in err and "units" in err, err
+    assert "Unknown group 'nope'." in err and "units" in err, err
     for limit in ("0", "-1", "x"):
         with pytest.raises(SystemExit) as exited:
             main(["search", "convert", "--limit", limit])

@@ -33,6 +33,7 @@ __all__ = [
     "search_tools",
     "search_tools_definition",
     "SIGNATURE_CHARS",
+    "check_group",
     "signature",
 ]
 
@@ -158,11 +159,8 @@ def search_tools(
         raise ToolArgumentsError("search_tools needs a query, a group or tool_names (at least one).")
 
     notes: list[str] = []
-    if group is not None and group not in {g.name for g in catalog.groups}:
-        close = [g.name for g in catalog.groups if group.lower() in g.name.lower() or g.name.lower() in group.lower()]
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        groups = ", ".join(g.name for g in catalog.groups)
-        raise ToolArgumentsError(f"Unknown group '{clip(group)}'.{hint} Groups: {groups}")
+    if group is not None:
+        check_group(catalog, group)
 
     found: list[ToolEntry] = []
     weaker: list[ToolEntry] = []
@@ -202,6 +200,21 @@ def search_tools(
     if unmatched:
         text += "\n" + not_matched_line(unmatched)
     return SearchOutcome(text, found, suggested, needs, unmatched)
+
+
+def check_group(catalog: Catalog, group: str) -> None:
+    """Refuse a group the catalog does not have, naming the close ones and all of them."""
+    if group in {g.name for g in catalog.groups}:
+        return
+    close = [g.name for g in catalog.groups if group.lower() in g.name.lower() or g.name.lower() in group.lower()]
+    hint = f" Did you mean: {clip(', '.join(close), _GROUPS_CHARS)}?" if close else ""
+    groups = clip(", ".join(g.name for g in catalog.groups), _GROUPS_CHARS)
+    raise ToolArgumentsError(f"Unknown group '{clip(group)}'.{hint} Groups: {groups}")
+
+
+_GROUPS_CHARS = 2_000
+"""Characters of group names an unknown group's error lists: every group of a real catalog (the manifest shows at
+most 60), not a hostile catalog's thousands."""
 
 
 def _split_at_cap(found: list[ToolEntry], cap: int, pinned: Collection[str]) -> tuple[list[ToolEntry], list[ToolEntry]]:
