@@ -52,7 +52,7 @@ def screen_listing(item: Any, *, upstream: str, version: str | None) -> Any:
     if not isinstance(tools, list) or "content" in result:
         return item
     version = version or _FALLBACK_VERSION
-    deep = [index for index, tool in enumerate(tools) if _deeper_than(tool, MAX_TOOL_DEPTH)]
+    deep = {index for index, tool in enumerate(tools) if _deeper_than(tool, MAX_TOOL_DEPTH)}
     if not deep:
         try:
             validate_server_result("tools/list", version, result)
