@@ -76,13 +76,13 @@ class ToolEntry:
         Calls are still checked against the whole input schema."""
         description = _cut(self.description, DESCRIPTION_CHARS)
         input_schema: dict[str, Any] = dict(self.input_schema)
-        size = len(json.dumps(input_schema, separators=(",", ":"), ensure_ascii=False))
+        size = _json_chars(input_schema)
         if size > SCHEMA_CHARS:
             input_schema = {"type": "object"}
-            description += (f"\n(Its input schema, {size:,} characters, is not sent; search_tools shows its parameters, "
-                            "and a call that does not fit says why.)")
+            description += (f"\n(Its input schema, {size:,} characters, is not sent; search_tools shows its "
+                            "parameters, and a call that does not fit says why.)")
         output_schema = dict(self.output_schema) if self.output_schema is not None else None
-        if output_schema is not None and len(json.dumps(output_schema, separators=(",", ":"))) > SCHEMA_CHARS:
+        if output_schema is not None and _json_chars(output_schema) > SCHEMA_CHARS:
             output_schema = None
         return types.Tool(
             name=self.name,
@@ -95,6 +95,11 @@ class ToolEntry:
             execution=self.execution,
             _meta=dict(self.meta) if self.meta is not None else None,
         )
+
+
+def _json_chars(value: Any) -> int:
+    """Characters of `value` as compact JSON (as `validation.compact_json` writes it)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
 
 
 def _cut(text: str, limit: int) -> str:
