@@ -4,8 +4,8 @@ Some servers register each tool under two names (wikipedia-mcp lists `get_summar
 the same description, the same parameters). Both score the same for every query, so a long task's five results
 spent two places on one need. A copy has the same description (spacing and case aside), the same parameter
 names, and a name that is the other's with whole words added before or after it. Tools that share a vague
-description under unrelated names may still be different tools, and tools that do the same thing on two servers (two `read_file`s)
-have their own descriptions: both stay distinct, which one to use is the model's choice.
+description under unrelated names may still be different tools, and tools that do the same thing on two servers
+(two `read_file`s) have their own descriptions: both stay distinct, which one to use is the model's choice.
 """
 
 from __future__ import annotations
