@@ -3,7 +3,8 @@
 A restart, or an upstream server listing its tools again, re-embeds only the tools whose text changed. One file
 per embedder fingerprint (`<dir>/vectors/<fingerprint>.npz`: 16-byte text digests and float32 rows), read without
 pickle and replaced atomically, so a crash or a second process never leaves half a file; an unreadable file, or
-one holding non-finite values, is ignored (and rewritten), and a directory that cannot be written only costs the saving.
+one holding non-finite values, is ignored (and rewritten), and a directory that cannot be written only costs the
+saving.
 """
 
 from __future__ import annotations
