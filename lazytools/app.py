@@ -19,6 +19,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 
+from .audit import open_audit
 from .catalog import Catalog, Group
 from .errors import ConfigError
 from .safetext import redact_session_ids
@@ -104,8 +105,13 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
 
 @asynccontextmanager
 async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
-    async with _open_sources(settings) as (catalog, front):
-        yield build_server(catalog, settings, front=front)
+    audit = open_audit(settings.audit, values=settings.audit_arguments)
+    try:
+        async with _open_sources(settings) as (catalog, front):
+            yield build_server(catalog, settings, front=front, audit=audit)
+    finally:
+        if audit is not None:
+            audit.close()  # every line written before the process ends
 
 
 async def serve(settings: Settings) -> None:

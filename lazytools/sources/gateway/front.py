@@ -87,6 +87,10 @@ class Front:
                 return result
         raise UnknownPromptError(name)
 
+    def prompt_server(self, name: str) -> str | None:
+        """The server of the prompt with public name `name`, if any."""
+        return next((upstream.name for public, upstream, _ in self._prompts() if public == name), None)
+
     async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Argument completion for a prompt (by its public name) or a resource template, from its server."""
         ref = params.ref
@@ -159,6 +163,13 @@ class Front:
             if upstream.seen_uris.named(session, uri):
                 return upstream
         raise UnknownResourceError(uri)
+
+    def uri_server(self, uri: str) -> str | None:
+        """The server `uri` would be read from now, if any."""
+        try:
+            return self.owner_of(uri).name
+        except UnknownResourceError:
+            return None
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         upstream = self.owner_of(uri)

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any, Literal, TextIO
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.sse import sse_client
@@ -78,8 +79,10 @@ class Upstream:
 
     def __init__(self, config: ServerConfig, *, catalog: Catalog, settings: Settings,
                  backoff: Backoff = Backoff(), chain: str = "", relay: Relay | None = None,
-                 owner: str | None = None) -> None:
+                 owner: str | None = None, auth: httpx2.Auth | None = None) -> None:
         self.config = config
+        self.auth = auth
+        """Per-request credentials of an HTTP connection that serves one user (credentials.py); None when shared."""
         self.name = config.name
         self.catalog = catalog
         self.backoff = backoff
@@ -105,6 +108,8 @@ class Upstream:
         """The session key of the client this upstream was started for (`"scope": "session"`); None when shared."""
         self.per_session: Callable[[Upstream, str], Awaitable[Upstream]] | None = None
         """Set for `"scope": "session"` servers: the connection of a session, which serves its requests."""
+        self.per_user: Callable[[Upstream], Awaitable[Upstream]] | None = None
+        """Set for servers with `identity`: the connection carrying the current user's credentials."""
         # Besides tools (offerings.py): its prompts, resources and templates, and the URIs its results named.
         self.offerings = Offerings()
         self.seen_uris = NamedUris()
@@ -287,8 +292,9 @@ class Upstream:
         config = self.config
         if isinstance(config, HttpServer):
             if config.type == "sse":
-                return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout)
-            return _streamable_http(config.url, dict(config.headers))
+                return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout,
+                                  auth=self.auth)
+            return _streamable_http(config.url, dict(config.headers), self.auth)
         # "replace": with the SDK's strict default, one byte of invalid UTF-8 on an upstream's stdout stops its
         # reader for good and every later call hangs until its timeout; replaced, the line is junk and dropped.
         params = StdioServerParameters(command=config.command, args=list(config.args),
@@ -387,6 +393,9 @@ class Upstream:
         client against the client's own token when it gave one. A client that cancels its request cancels this
         await, and the SDK then sends the upstream `notifications/cancelled`. `what` names the request in errors.
         """
+        if self.per_user is not None:
+            own = await self.per_user(self)
+            return await own.request(request, result_type, what, progress=progress)
         origin = current_origin()
         if self.per_session is not None and origin is not None and origin.client is not None:
             own = await self.per_session(self, origin.client.key)
@@ -483,9 +492,9 @@ def describe_failure(exc: BaseException, *, cwd: Any = None) -> str:
 
 
 @asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+async def _streamable_http(url: str, headers: dict[str, str], auth: httpx2.Auth | None) -> AsyncIterator[Any]:
     # The SDK leaves a caller-made HTTP client open; this one carries the config's headers and is ours to close.
-    async with create_mcp_http_client(headers=headers or None) as http:
+    async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
