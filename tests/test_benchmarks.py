@@ -135,3 +135,10 @@ def test_the_follow_ups_benchmark_replays_the_line_on_the_dev_set(capsys: pytest
     # named clause up can only add recall.
     rows = re.findall(r"^\d\.\d 0\.00\s+16\s+\S+\s+\S+\s+\S+\s+(\S+)\s+(\S+)\s+(\S+)$", out, re.MULTILINE)
     assert len(rows) == 6 and all(float(r5) <= float(after) <= float(every) for r5, after, every in rows)
+
+
+async def test_the_identity_benchmark_runs() -> None:
+    from benchmarks.auth import auth_benchmarks
+
+    report = await auth_benchmarks(rounds=20)
+    assert "added per request by the edge" in report and "(20 runs)" in report

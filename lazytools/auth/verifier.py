@@ -112,7 +112,7 @@ class Verifier:
         if key is None:
             raise jwt.InvalidKeyError(f"the issuer publishes no key {str(kid)[:80]!r}")
         claims: dict[str, Any] = jwt.decode(
-            token, key, algorithms=[algorithm], audience=self.checks.audience, issuer=self.issuer.issuer,
+            token, key, algorithms=[str(algorithm)], audience=self.checks.audience, issuer=self.issuer.issuer,
             leeway=self.checks.leeway, options={"require": ["exp", "iss", "aud"]},
         )
         expires = float(claims["exp"])

@@ -1,0 +1,130 @@
+"""Per-user upstream credentials (sources/gateway/credentials.py): a real HTTP upstream that records the
+Authorization it received, reached through lazytools over HTTP by two users with tokens of a real IdP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+import httpx2
+import jwt
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from lazytools.audit import AuditLog, open_audit
+from lazytools.catalog import Catalog
+from lazytools.server.core import build_server
+from lazytools.sources.gateway.gateway import open_gateway
+from lazytools.transports.http import build_app
+
+from .conftest import make_settings
+from .helpers import _free_port, running_http
+from .idp import EXCHANGE_CLIENT, IdP, running_idp
+from .upstreams.helpers import FAST
+from .upstreams.recorder import Recorder
+
+UPSTREAM_AUDIENCE = "https://recorder.test"
+
+
+@dataclass
+class Stack:
+    idp: IdP
+    url: str
+    forward: Recorder
+    exchange: Recorder
+    audit: AuditLog
+    audit_path: Path
+    server: Any
+
+
+@asynccontextmanager
+async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
+    forward, exchange = Recorder(), Recorder()
+    async with running_idp() as idp, running_http(forward.app()) as one, running_http(exchange.app()) as two:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {
+            "fwd": {"url": one + "/mcp", "headers": {"Authorization": "Bearer service-token"}, "identity": "forward"},
+            "xch": {"url": two + "/mcp", "headers": {"Authorization": "Bearer service-token"},
+                    "identity": {"exchange": {"audience": UPSTREAM_AUDIENCE, "scope": "read"}}},
+        }}))
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        settings = make_settings(config=config, transport="http", port=port, auth_issuer=idp.issuer,
+                                 auth_audience=url, auth_client_id=EXCHANGE_CLIENT[0],
+                                 auth_client_secret=EXCHANGE_CLIENT[1])
+        audit_path = tmp_path / "audit.jsonl"
+        audit = open_audit(str(audit_path))
+        assert audit is not None
+        catalog = Catalog()
+        async with open_gateway(settings, catalog, backoff=FAST) as gateway:
+            server = build_server(catalog, settings, front=gateway.front, audit=audit)
+            async with running_http(build_app(server, settings), port=port):
+                yield Stack(idp, url, forward, exchange, audit, audit_path, server)
+        audit.close()
+
+
+async def _call(url: str, token: str, tool: str, *, mode: str) -> str:
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
+            result = await client.call_tool("invoke_tool", {"tool_name": tool, "arguments": {}})
+    assert not result.is_error, result
+    content = result.content[0]
+    assert isinstance(content, types.TextContent)
+    return content.text
+
+
+async def test_forward_sends_each_user_their_own_token_only(tmp_path: Path) -> None:
+    async with stack(tmp_path) as s:
+        alice = s.idp.sign(audience=s.url, sub="alice")
+        bob = s.idp.sign(audience=s.url, sub="bob")
+        listed = list(s.forward.seen)
+        assert listed and set(listed) == {"Bearer service-token"}  # the shared connection lists with the config's
+        # alice with a session (its own connection, keyed by the session), bob without (keyed by the user)
+        assert await _call(s.url, alice, "fwd__whoami", mode="legacy") == f"Bearer {alice}"
+        assert await _call(s.url, bob, "fwd__whoami", mode="2026-07-28") == f"Bearer {bob}"
+        assert await _call(s.url, bob, "fwd__whoami", mode="2026-07-28") == f"Bearer {bob}"
+        later = s.forward.seen[len(listed):]
+        assert set(later) == {f"Bearer {alice}", f"Bearer {bob}"}  # never the service token, never mixed up
+        lines = await anyio.to_thread.run_sync(_audit_lines, s)
+        calls = [line for line in lines if line["target"] == "fwd__whoami"]
+        assert [line["principal"] for line in calls] == ["alice", "bob", "bob"]
+        assert {line["upstream"] for line in calls} == {"fwd"} and {line["outcome"] for line in calls} == {"ok"}
+        assert calls[0]["session"] is not None and calls[1]["session"] is None
+
+
+def _audit_lines(s: Stack) -> list[dict[str, Any]]:
+    s.audit.drain()
+    return [json.loads(line) for line in s.audit_path.read_text().splitlines()]
+
+
+async def test_exchange_sends_a_token_for_the_upstreams_audience_cached_per_user(tmp_path: Path) -> None:
+    async with stack(tmp_path) as s:
+        alice = s.idp.sign(audience=s.url, sub="alice")
+        bob = s.idp.sign(audience=s.url, sub="bob")
+        first = await _call(s.url, alice, "xch__whoami", mode="2026-07-28")
+        claims = jwt.decode(first.removeprefix("Bearer "), options={"verify_signature": False})
+        assert claims["aud"] == UPSTREAM_AUDIENCE and claims["sub"] == "alice" and claims["scope"] == "read"
+        assert first != f"Bearer {alice}"
+        assert await _call(s.url, alice, "xch__whoami", mode="2026-07-28") == first  # cached: no second exchange
+        assert len(s.idp.exchanges) == 1
+        assert s.idp.exchanges[0]["subject_token"] == alice and s.idp.exchanges[0]["audience"] == UPSTREAM_AUDIENCE
+        other = await _call(s.url, bob, "xch__whoami", mode="legacy")
+        assert jwt.decode(other.removeprefix("Bearer "), options={"verify_signature": False})["sub"] == "bob"
+        assert len(s.idp.exchanges) == 2
+
+
+async def test_a_user_without_a_token_of_their_own_cannot_reach_it(tmp_path: Path) -> None:
+    async with stack(tmp_path) as s:
+        # In memory (as over stdio) the request acts for the named local user, who holds no token.
+        async with Client(s.server, mode="legacy") as client:
+            result = await client.call_tool("invoke_tool", {"tool_name": "fwd__whoami", "arguments": {}})
+        assert result.is_error
+        content = result.content[0]
+        assert isinstance(content, types.TextContent) and "no token of its own" in content.text
+        assert "Bearer" not in content.text
