@@ -14,6 +14,7 @@ import anyio
 import httpx2
 import jwt
 import pytest
+from pydantic import ValidationError
 from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -270,3 +271,17 @@ def test_principal_claim_names_are_configurable() -> None:
     assert principal.groups == {"a", "b"} and principal.roles == {"admin"} and principal.scopes == {"tools", "read"}
     assert principal.key == "oauth:https://idp#erin"
     assert "token" not in repr(principal)
+
+
+@pytest.mark.parametrize("algorithms", [["none"], ["RS256", "HS256"], ["hs512"], []])
+def test_settings_accept_only_asymmetric_algorithms(algorithms: list[str]) -> None:
+    with pytest.raises(ValidationError):
+        make_settings(auth_algorithms=algorithms)
+
+
+def test_settings_need_an_audience_and_one_kind_of_auth() -> None:
+    with pytest.raises(ValidationError, match="auth_audience"):
+        make_settings(auth_issuer="https://idp.test")
+    with pytest.raises(ValidationError, match="exclude each other"):
+        make_settings(auth_issuer="https://idp.test", auth_audience=AUD, auth_token="secret")
+    assert make_settings(auth_algorithms="ES256, EdDSA").auth_algorithms == ["ES256", "EdDSA"]
