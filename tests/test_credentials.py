@@ -128,3 +128,47 @@ async def test_a_user_without_a_token_of_their_own_cannot_reach_it(tmp_path: Pat
         content = result.content[0]
         assert isinstance(content, types.TextContent) and "no token of its own" in content.text
         assert "Bearer" not in content.text
+
+
+async def test_prompts_and_resources_go_with_the_users_token_and_are_audited(tmp_path: Path) -> None:
+    async with stack(tmp_path) as s:
+        alice = s.idp.sign(audience=s.url, sub="alice")
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {alice}"}) as http:
+            async with Client(streamable_http_client(s.url, http_client=http), mode="legacy") as client:
+                prompt = await client.get_prompt("fwd__greeting")
+                resource = await client.read_resource("memo://me")
+        content = prompt.messages[0].content
+        assert isinstance(content, types.TextContent) and content.text == f"Bearer {alice}"
+        text = resource.contents[0]
+        assert isinstance(text, types.TextResourceContents) and text.text == f"Bearer {alice}"
+        lines = await anyio.to_thread.run_sync(_audit_lines, s)
+        assert [(line["method"], line["target"], line["upstream"], line["principal"], line["outcome"])
+                for line in lines] == [("prompts/get", "fwd__greeting", "fwd", "alice", "ok"),
+                                       ("resources/read", "memo://me", "fwd", "alice", "ok")]
+        assert lines[0]["argument_bytes"] == 0 and lines[1]["argument_sha256"] is None
+
+
+async def test_another_user_cannot_use_a_session_or_its_connection(tmp_path: Path) -> None:
+    """The SDK binds a session to the credential that opened it: bob presenting alice's session id is told it
+    does not exist, and never reaches alice's connection to the upstream."""
+    async with stack(tmp_path) as s:
+        alice = s.idp.sign(audience=s.url, sub="alice")
+        bob = s.idp.sign(audience=s.url, sub="bob")
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {alice}"}) as http:
+            async with Client(streamable_http_client(s.url, http_client=http), mode="legacy") as client:
+                await client.call_tool("invoke_tool", {"tool_name": "fwd__whoami", "arguments": {}})
+                session = http.headers.get("mcp-session-id") or _session_of(s)
+                async with httpx2.AsyncClient() as other:
+                    answer = await other.post(s.url, json={"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+                        "name": "invoke_tool", "arguments": {"tool_name": "fwd__whoami", "arguments": {}}}},
+                        headers={"Authorization": f"Bearer {bob}", "mcp-session-id": session,
+                                 "Accept": "application/json, text/event-stream",
+                                 "mcp-protocol-version": "2025-11-25"})
+                assert answer.status_code == 404
+        assert f"Bearer {bob}" not in s.forward.seen
+
+
+def _session_of(s: Stack) -> str:
+    keys = [state.key for state in s.server.store]
+    assert len(keys) == 1
+    return str(keys[0])

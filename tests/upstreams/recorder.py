@@ -19,7 +19,10 @@ class Recorder:
         """The Authorization of every HTTP request, in order."""
 
     def app(self) -> ASGIApp:
-        server = Server("recorder", on_list_tools=self._list, on_call_tool=self._call)
+        server = Server("recorder", on_list_tools=self._list, on_call_tool=self._call,
+                        on_list_prompts=self._prompts, on_get_prompt=self._prompt,
+                        on_list_resources=self._resources, on_read_resource=self._read,
+                        on_list_resource_templates=self._templates)
         inner = server.streamable_http_app()
 
         async def recording(scope: Scope, receive: Receive, send: Send) -> None:
@@ -35,9 +38,30 @@ class Recorder:
                                                        input_schema={"type": "object", "properties": {}})])
 
     async def _call(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        request = ctx.request
-        got = request.headers.get("authorization", "") if request is not None else ""
-        return types.CallToolResult(content=[types.TextContent(text=got)])
+        return types.CallToolResult(content=[types.TextContent(text=_authorization(ctx))])
+
+    async def _prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[types.Prompt(name="greeting", description="Says who you are.")])
+
+    async def _prompt(self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        message = types.PromptMessage(role="user", content=types.TextContent(text=_authorization(ctx)))
+        return types.GetPromptResult(messages=[message])
+
+    async def _resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(uri="memo://me", name="me")])
+
+    async def _templates(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
+    async def _read(self, ctx: ServerRequestContext[Any],
+                    params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri),
+                                                                             text=_authorization(ctx))])
+
+
+def _authorization(ctx: ServerRequestContext[Any]) -> str:
+    request = ctx.request
+    return request.headers.get("authorization", "") if request is not None else ""
 
 
 class _WithLifespan:
