@@ -57,7 +57,8 @@ async def served(tmp_path: Any = None, **overrides: Any) -> AsyncIterator[Served
 
 def verifier(idp: IdP, **checks: Any) -> Verifier:
     fetcher = Fetcher(timeout=checks.pop("timeout", 2.0), max_bytes=checks.pop("max_bytes", 64 * 1024))
-    issuer = Issuer(idp.issuer, fetcher, refetch_interval=checks.pop("refetch_interval", 60.0))
+    issuer = Issuer(idp.issuer, fetcher, refetch_interval=checks.pop("refetch_interval", 60.0),
+                    retry_interval=checks.pop("retry_interval", 5.0))
     options: dict[str, Any] = {"audience": "http://lazytools.test/mcp", "algorithms": ("RS256", "ES256"), **checks}
     return Verifier(issuer, TokenChecks(**options))
 
@@ -247,6 +248,23 @@ async def test_a_broken_jwks_refuses_in_bounded_time(mode: str) -> None:
         with anyio.fail_after(10):  # a guard against a hang, not a timing assertion: the fetch gives up at 0.5 s
             assert await check.verify_token(idp.sign(audience=AUD)) is None
         assert idp.jwks_fetches == 1
+
+
+async def test_a_jwks_that_was_down_is_asked_again_after_the_retry_interval_not_the_refetch_interval() -> None:
+    async with running_idp() as idp:
+        idp.jwks_mode = "down"
+        check = verifier(idp, refetch_interval=3600.0, retry_interval=0.0)
+        token = idp.sign(audience=AUD)
+        assert await check.verify_token(token) is None
+        idp.jwks_mode = "ok"
+        assert await check.verify_token(token) is not None
+        assert idp.jwks_fetches == 2
+        waiting = verifier(idp, refetch_interval=3600.0, retry_interval=3600.0)
+        idp.jwks_mode = "down"
+        assert await waiting.verify_token(token) is None
+        idp.jwks_mode = "ok"
+        assert await waiting.verify_token(token) is None  # within the retry interval: not asked again
+        assert idp.jwks_fetches == 3
 
 
 async def test_opaque_tokens_go_to_introspection() -> None:

@@ -18,6 +18,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from lazytools.audit import AuditLog, open_audit
+from lazytools.auth.exchange import ExchangeRequest, TokenExchanger
+from lazytools.auth.fetch import Fetcher
+from lazytools.auth.issuer import Issuer
+from lazytools.identity import principal_from_claims
 from lazytools.catalog import Catalog
 from lazytools.server.core import build_server
 from lazytools.sources.gateway.gateway import open_gateway
@@ -172,3 +176,23 @@ def _session_of(s: Stack) -> str:
     keys = [state.key for state in s.server.store]
     assert len(keys) == 1
     return str(keys[0])
+
+
+async def test_concurrent_first_calls_of_a_user_share_one_exchange() -> None:
+    async with running_idp() as idp:
+        fetcher = Fetcher(timeout=5.0)
+        exchanger = TokenExchanger(Issuer(idp.issuer, fetcher), fetcher)
+        request = ExchangeRequest(audience=UPSTREAM_AUDIENCE, client_id=EXCHANGE_CLIENT[0],
+                                  client_secret=EXCHANGE_CLIENT[1])
+        token = idp.sign(audience="http://lazytools.test/mcp", sub="alice")
+        alice = principal_from_claims(jwt.decode(token, options={"verify_signature": False}), token=token)
+        got: list[str] = []
+
+        async def one() -> None:
+            got.append(await exchanger.token_for(alice, request))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(one)
+        assert len(got) == 8 and len(set(got)) == 1
+        assert len(idp.exchanges) == 1 and exchanger.exchanges == 1

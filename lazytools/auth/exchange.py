@@ -12,6 +12,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+import anyio
+
 from ..identity import Principal
 from .fetch import AuthFetchError, Fetcher
 from .issuer import Issuer
@@ -50,6 +52,8 @@ class TokenExchanger:
         self.issuer = issuer
         self.fetcher = fetcher
         self._cache: OrderedDict[tuple[str, str, str | None, str | None], tuple[str, float]] = OrderedDict()
+        self._pending: dict[tuple[str, str, str | None, str | None], anyio.Lock] = {}
+        """One lock per key being exchanged: concurrent first calls of a user share one exchange."""
         self.exchanges = 0
         """Exchanges made so far (the cache's hits are not counted)."""
 
@@ -59,12 +63,31 @@ class TokenExchanger:
             raise ExchangeError(f"the request carries no user token to exchange ({principal.kind} user "
                                 f"{principal.name!r})")
         key = (principal.key, request.audience, request.scope, request.resource)
-        now = time.time()
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
+        lock = self._pending.setdefault(key, anyio.Lock())
+        try:
+            async with lock:
+                cached = self._cached(key)  # exchanged by the call this one waited for
+                if cached is not None:
+                    return cached
+                return await self._exchange_and_keep(key, principal.token, principal, request)
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._pending.pop(key, None)
+
+    def _cached(self, key: tuple[str, str, str | None, str | None]) -> str | None:
         cached = self._cache.get(key)
-        if cached is not None and now < cached[1]:
+        if cached is not None and time.time() < cached[1]:
             self._cache.move_to_end(key)
             return cached[0]
-        token, lifetime = await self._exchange(principal.token, request)
+        return None
+
+    async def _exchange_and_keep(self, key: tuple[str, str, str | None, str | None], subject_token: str,
+                                 principal: Principal, request: ExchangeRequest) -> str:
+        now = time.time()
+        token, lifetime = await self._exchange(subject_token, request)
         until = now + lifetime - _SKEW
         if principal.expires_at is not None:
             until = min(until, principal.expires_at)

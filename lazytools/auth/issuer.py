@@ -3,7 +3,8 @@
 The metadata is fetched once and must name the configured issuer exactly (RFC 8414 §3.3), so a metadata document
 cannot redirect lazytools to another issuer's keys. The JWKS is cached; a token signed with a key id the cache
 does not hold triggers a refetch (the issuer rotated its keys), at most once per `refetch_interval`, and
-concurrent requests share one fetch.
+concurrent requests share one fetch. A fetch that failed (metadata or JWKS) is tried again after `retry_interval`
+at the soonest: an issuer that is down is asked once every few seconds, not by every request.
 """
 
 from __future__ import annotations
@@ -40,10 +41,14 @@ class Issuer:
     """One authorization server: its metadata, its keys by key id."""
 
     def __init__(self, issuer: str, fetcher: Fetcher, *, jwks_url: str | None = None,
-                 refetch_interval: float = 60.0) -> None:
+                 refetch_interval: float = 60.0, retry_interval: float = 5.0) -> None:
         self.issuer = issuer
         self.fetcher = fetcher
         self.refetch_interval = refetch_interval
+        self.retry_interval = min(retry_interval, refetch_interval)
+        self._failed = False
+        """Whether the last JWKS fetch failed (the next may come sooner)."""
+        self._metadata_failure: tuple[float, AuthFetchError] | None = None
         self._jwks_url = jwks_url
         self._metadata: dict[str, Any] | None = None
         self._keys: dict[str, jwt.PyJWK] = {}
@@ -58,6 +63,9 @@ class Issuer:
         """The issuer's metadata (cached once read); raises AuthFetchError when none can be read."""
         if self._metadata is not None:
             return self._metadata
+        failure = self._metadata_failure
+        if failure is not None and time.monotonic() - failure[0] < self.retry_interval:
+            raise failure[1]
         problems: list[str] = []
         for url in metadata_urls(self.issuer):
             try:
@@ -69,8 +77,11 @@ class Issuer:
                 problems.append(f"{url} names issuer {str(found.get('issuer'))[:200]!r}, not {self.issuer!r}")
                 continue
             self._metadata = found
+            self._metadata_failure = None
             return found
-        raise AuthFetchError("no metadata for issuer " + self.issuer + ": " + "; ".join(problems))
+        error = AuthFetchError("no metadata for issuer " + self.issuer + ": " + "; ".join(problems))
+        self._metadata_failure = (time.monotonic(), error)
+        raise error
 
     async def endpoint(self, name: str, configured: str | None = None) -> str:
         """An endpoint of the metadata (`token_endpoint`, `introspection_endpoint`...), unless configured."""
@@ -100,14 +111,17 @@ class Issuer:
         return self._keys.get(kid)
 
     def _may_fetch(self) -> bool:
-        return self._fetched_at is None or time.monotonic() - self._fetched_at >= self.refetch_interval
+        wait = self.retry_interval if self._failed else self.refetch_interval
+        return self._fetched_at is None or time.monotonic() - self._fetched_at >= wait
 
     async def _fetch(self) -> None:
         # Counted as fetched before it runs: a JWKS that is down is not asked again until the interval has passed.
         self._fetched_at = time.monotonic()
         self.fetches += 1
+        self._failed = True
         url = await self.endpoint("jwks_uri", self._jwks_url)
         document = await self.fetcher.get(url)
+        self._failed = False
         keys: dict[str, jwt.PyJWK] = {}
         unnamed: list[jwt.PyJWK] = []
         for raw in document.get("keys", []) if isinstance(document.get("keys"), list) else []:
