@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -267,6 +268,13 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("auth_issuer", "auth_audience", "auth_jwks_url", "auth_introspection_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s?#]+(/[^\s?#]*)?$", value):
+            raise ValueError("must be an http:// or https:// URL without a query or fragment")
+        return value
 
     @field_validator("auth_algorithms")
     @classmethod

@@ -303,3 +303,6 @@ def test_settings_need_an_audience_and_one_kind_of_auth() -> None:
     with pytest.raises(ValidationError, match="exclude each other"):
         make_settings(auth_issuer="https://idp.test", auth_audience=AUD, auth_token="secret")
     assert make_settings(auth_algorithms="ES256, EdDSA").auth_algorithms == ["ES256", "EdDSA"]
+    for url in ("idp.test", "https://idp.test/?x=1", "ftp://idp.test"):
+        with pytest.raises(ValidationError, match="URL"):
+            make_settings(auth_issuer=url, auth_audience=AUD)

@@ -24,6 +24,7 @@ from lazytools.auth.issuer import Issuer
 from lazytools.identity import principal_from_claims
 from lazytools.catalog import Catalog
 from lazytools.server.core import build_server
+from lazytools.sources.gateway.relay import USER_OWNER, CallOrigin, Inflight, Relay, calling
 from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.transports.http import build_app
 
@@ -196,3 +197,53 @@ async def test_concurrent_first_calls_of_a_user_share_one_exchange() -> None:
                 tg.start_soon(one)
         assert len(got) == 8 and len(set(got)) == 1
         assert len(idp.exchanges) == 1 and exchanger.exchanges == 1
+
+
+class _Session:
+    """A client session as the relay sees it, keeping what it is sent."""
+
+    key = "session-1"
+    capabilities = None
+
+    def __init__(self) -> None:
+        self.got: list[types.ServerNotification] = []
+
+    def wants_log(self, level: types.LoggingLevel) -> bool:
+        return True
+
+    async def notify(self, notification: types.ServerNotification) -> None:
+        self.got.append(notification)
+
+    async def request(self, request: types.ServerRequest, result_type: type[Any]) -> Any:
+        raise AssertionError("not asked")
+
+
+class _Sessions:
+    def __init__(self, *sessions: _Session) -> None:
+        self.sessions = {s.key: s for s in sessions}
+
+    def __iter__(self) -> Any:
+        return iter(self.sessions.values())
+
+    def get(self, key: str) -> _Session | None:
+        return self.sessions.get(key)
+
+
+async def test_a_users_connection_logs_to_that_users_request_and_never_to_other_sessions() -> None:
+    relay = Relay()
+    other = _Session()
+    relay.clients = _Sessions(other)
+    params = types.LoggingMessageNotificationParams(level="info", data="hello")
+    mine: list[types.ServerNotification] = []
+
+    async def keep(notification: types.ServerNotification) -> None:
+        mine.append(notification)
+
+    user = USER_OWNER + "oauth:https://idp#alice"
+    with calling(CallOrigin(client=None, notify=keep)):  # alice's sessionless request, in flight
+        await relay.log("fwd", Inflight(), user, params)
+    assert len(mine) == 1 and other.got == []
+    await relay.log("fwd", Inflight(), user, params)  # outside any request: nobody
+    assert len(mine) == 1 and other.got == []
+    await relay.log("fwd", Inflight(), None, params)  # a shared connection's message outside a request: everyone
+    assert len(other.got) == 1

@@ -284,6 +284,9 @@ async def serve_http(server: Server[Any], settings: Settings) -> None:
     if settings.host.lower() not in LOOPBACK_NAMES and settings.auth_token is None and settings.auth_issuer is None:
         logger.warning("serving on %s without LAZYTOOLS_AUTH_TOKEN or LAZYTOOLS_AUTH_ISSUER: anyone who can reach this address can call "
                        "every tool", settings.host)
+    if settings.auth_issuer is not None:
+        logger.info("OAuth: tokens of %s for %s (scopes: %s)", settings.auth_issuer, settings.auth_audience,
+                    ", ".join(settings.auth_scopes) or "none required")
     where = f"http://{_url_host(settings.host)}:{settings.port}" if settings.port else f"a free port of {settings.host}"
     logger.info("streamable HTTP at %s%s, health check at /healthz", where, MCP_PATH)
     await http_server(build_app(server, settings), settings).serve()

@@ -22,13 +22,11 @@ from ...errors import UpstreamError
 from ...identity import Principal, current_principal
 from ...settings import Settings
 from .config import HttpServer, Identity
-from .relay import current_origin, session_key
+from .relay import USER_OWNER, current_origin, session_key
 from .scoped import SessionUpstreams
 from .upstream import Upstream
 
 __all__ = ["UserAuth", "UserUpstreams"]
-
-_USER_PREFIX = "user:"
 
 
 class UserAuth(httpx2.Auth):
@@ -92,7 +90,7 @@ class UserUpstreams:
             raise UpstreamError(shared.name, f"this server is reached with each user's own credentials, and this "
                                              f"request ({who}) has no token of its own")
         session = session_key(current_origin())
-        key = session if session is not None else _USER_PREFIX + principal.key
+        key = session if session is not None else USER_OWNER + principal.key
         self._sweep()
         found = self.credentials.get((shared.name, key))
         if found is not None and found.principal.key != principal.key:
@@ -126,7 +124,7 @@ class UserUpstreams:
         sessions that have ended (their connections stopped with them)."""
         now = time.monotonic()
         for (server, key), credentials in list(self.credentials.items()):
-            if key.startswith(_USER_PREFIX):
+            if key.startswith(USER_OWNER):
                 if now - credentials.used > self._idle:
                     del self.credentials[(server, key)]
                     self._scoped.stop_one(server, key)
