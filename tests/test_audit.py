@@ -83,3 +83,22 @@ def test_off_is_none_and_stderr_is_a_log() -> None:
     log = open_audit("stderr")
     assert log is not None
     log.close()
+
+
+@pytest.mark.process
+async def test_a_stdio_process_audits_as_its_named_user_to_a_file(tmp_path: Path) -> None:
+    import sys
+
+    from mcp import StdioServerParameters
+
+    path = tmp_path / "audit.jsonl"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lazytools"], cwd=str(tmp_path),
+                                   env={"LAZYTOOLS_FILES_ROOT": str(tmp_path), "LAZYTOOLS_AUDIT": str(path),
+                                        "LAZYTOOLS_STDIO_USER": "frank"})
+    async with Client(params, mode="legacy") as client:  # stdout carried the protocol and nothing else
+        result = await client.call_tool("invoke_tool", {"tool_name": "hash_text", "arguments": {"text": "a"}})
+        assert not result.is_error
+    # The process has exited, and closing the log wrote every line.
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(line["principal"], line["method"], line["target"], line["outcome"]) for line in lines] == [
+        ("frank", "invoke_tool", "hash_text", "ok")]
