@@ -38,8 +38,10 @@ class Fetcher:
                       auth: tuple[str, str] | None = None) -> dict[str, Any]:
         """The JSON object answered; raises AuthFetchError for anything else (status, size, time, syntax)."""
         status, body = 0, b""
-        with anyio.move_on_after(self.timeout) as scope:
-            status, body = await self._exchange(method, url, form, auth)
+        # The client is closed outside the deadline's scope: closed inside a cancelled one, its socket would leak.
+        async with httpx2.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
+            with anyio.move_on_after(self.timeout) as scope:
+                status, body = await self._exchange(client, method, url, form, auth)
         if scope.cancelled_caught:
             raise AuthFetchError(f"{url}: no answer within {self.timeout:g} s")
         try:
@@ -53,24 +55,23 @@ class Fetcher:
             raise AuthFetchError(f"{url}: HTTP {status}" + (f" ({str(error)[:100]})" if error else ""))
         return decoded
 
-    async def _exchange(self, method: str, url: str, form: Mapping[str, str] | None,
+    async def _exchange(self, client: httpx2.AsyncClient, method: str, url: str, form: Mapping[str, str] | None,
                         auth: tuple[str, str] | None) -> tuple[int, bytes]:
         headers = {"Accept": "application/json"}
         try:
-            async with httpx2.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
-                async with client.stream(method, url, data=dict(form) if form is not None else None,
-                                         auth=httpx2.BasicAuth(*auth) if auth is not None else None,
-                                         headers=headers) as response:
-                    declared = response.headers.get("content-length", "")
-                    if declared.isdigit() and int(declared) > self.max_bytes:
-                        raise AuthFetchError(f"{url}: the answer is {declared} bytes, over {self.max_bytes}")
-                    chunks: list[bytes] = []
-                    size = 0
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > self.max_bytes:
-                            raise AuthFetchError(f"{url}: the answer is over {self.max_bytes} bytes")
-                        chunks.append(chunk)
-                    return response.status_code, b"".join(chunks)
+            async with client.stream(method, url, data=dict(form) if form is not None else None,
+                                     auth=httpx2.BasicAuth(*auth) if auth is not None else None,
+                                     headers=headers) as response:
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > self.max_bytes:
+                    raise AuthFetchError(f"{url}: the answer is {declared} bytes, over {self.max_bytes}")
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > self.max_bytes:
+                        raise AuthFetchError(f"{url}: the answer is over {self.max_bytes} bytes")
+                    chunks.append(chunk)
+                return response.status_code, b"".join(chunks)
         except httpx2.HTTPError as exc:
             raise AuthFetchError(f"{url}: {type(exc).__name__}: {str(exc)[:200]}") from None
