@@ -65,8 +65,11 @@ def _text(result: types.ReadResourceResult) -> str:
     "file:///home/u/%zzprivate/key",
 ])
 async def test_exclude_is_not_bypassed_by_an_encoded_uri(tmp_path: Path, uri: str) -> None:
-    config = {"one": documents("one", exclude=["secrets", "file:///home/u/private/*"])}
+    listed = "file:///home/u/%70rivate/listed"
+    config = {"one": documents("one", listed, exclude=["secrets", "file:///home/u/private/*"])}
     async with opened(tmp_path, config) as o, Client(o.server, mode="legacy") as client:
+        resources = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert resources == ["docs://one/public"]  # nor listed in a form the exclusion missed
         assert _text(await client.read_resource("docs://one/public")) == "one public page"
         assert _text(await client.read_resource("docs://one/%70ublic")) == "one public page"
         assert _text(await client.read_resource("file:///home/u/public/key")) == "one file u/public/key"

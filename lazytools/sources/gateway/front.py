@@ -113,8 +113,9 @@ class Front:
     # -- resources ------------------------------------------------------------------------------------------------
 
     def list_resources(self) -> list[types.Resource]:
-        """Each server's listed resources but those an earlier server in the config claims (lists, or serves by
-        a template): a read of such a URI goes to the earlier server, so it is not listed as the later one's."""
+        """Each server's listed resources but those its exclusions keep out (in any form) and those an earlier
+        server in the config claims (lists, or serves by a template): a read of such a URI goes to the earlier
+        server, so it is not listed as the later one's."""
         seen: set[str] = set()
         listed: list[types.Resource] = []
         for index, upstream in enumerate(self.upstreams):
@@ -122,6 +123,8 @@ class Front:
                 if resource.uri in seen:
                     logger.info("resource %s of %r is listed by an earlier server too; not listed twice",
                                 resource.uri, upstream.name)
+                    continue
+                if self._blocked(upstream, resource.uri):  # its exclusions keep it out in another form
                     continue
                 earlier = next((u for u in self.upstreams[:index] if self._templated(u, resource.uri)), None)
                 if earlier is not None:
