@@ -13,6 +13,7 @@ import tracemalloc
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,6 +32,7 @@ from lazytools.search.embedders import (
     load_folder,
 )
 from lazytools.search.embedders import packaged
+from lazytools.search.embedders.cache import text_key
 from lazytools.search.semantic import MAX_EMBEDDED_NEEDS, query_vectors
 
 from .fixtures.catalogs import realistic, tool
@@ -359,6 +361,39 @@ def test_a_cache_file_declaring_a_huge_array_is_rebuilt_without_inflating_it(tmp
     model.embedded.clear()
     cache.vectors(model, ["read a file"])
     assert model.embedded == []  # the rewritten file reads back
+
+
+def _write_npz(path: Path, keys: np.ndarray, rows: np.ndarray, *, version: tuple[int, int] = (1, 0),
+               trailing: bytes = b"") -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, array in (("keys.npy", keys), ("vectors.npy", rows)):
+            with archive.open(name, "w") as member:
+                np.lib.format.write_array(member, array, version=version)
+                member.write(trailing if name == "vectors.npy" else b"")
+
+
+@pytest.mark.parametrize(("change", "kept"), [
+    ({}, True),
+    ({"version": (2, 0)}, True),
+    ({"trailing": b"\0" * 4}, False),  # more bytes stored than the header declares
+    ({"dtype": np.float64}, False),
+    ({"fortran": True}, False),
+    ({"rows": 1}, False),  # fewer rows than keys
+])
+def test_a_cache_file_is_read_only_as_declared(tmp_path: Path, change: dict[str, Any], kept: bool) -> None:
+    model = Counting(embedder_named("wordllama"))
+    texts = ["read a file", "send a message"]
+    first = VectorCache(tmp_path).vectors(model, texts)
+    path = VectorCache(tmp_path).path_for(model)
+    keys = np.array([text_key(text) for text in texts], dtype="S16")
+    rows = first[: change.get("rows", len(texts))].astype(change.get("dtype", np.float32))
+    if change.get("fortran"):
+        rows = np.asfortranarray(rows)
+    _write_npz(path, keys, rows, version=change.get("version", (1, 0)), trailing=change.get("trailing", b""))
+    model.embedded.clear()
+    again = VectorCache(tmp_path).vectors(model, texts)
+    assert model.embedded == ([] if kept else texts)
+    assert np.allclose(again, first)
 
 
 def test_a_cache_file_holding_nan_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
