@@ -86,8 +86,10 @@ def redact_session_ids() -> None:
 
 
 REDACTED = "***"
-_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s\"'<>\\]*")
-_HEADER_VALUE = re.compile(r"""(?i)(header value\s*:?\s*)(b?'(?:[^'\\]|\\.)*'|b?"(?:[^"\\]|\\.)*"|\S+)""")
+# Both patterns run in linear time on any text: a scheme is tried only from the start of a run of scheme characters
+# and taken whole ("a.a.a.a…" would otherwise be rescanned from each dot), and quoted values are taken whole.
+_URL = re.compile(r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://[^\s\"'<>\\]*+")
+_HEADER_VALUE = re.compile(r"""(?i)(header value\s*+:?\s*+)(b?'(?:[^'\\]|\\.)*+'|b?"(?:[^"\\]|\\.)*+"|\S++)""")
 
 
 def redact_url(url: str) -> str:
