@@ -10,8 +10,8 @@ stopped answering. `guarded_protocol` wraps uvicorn's HTTP protocol class:
   that sent part of a request's headers (a real client sends its headers in one piece, a slowloris client a bit at a
   time), else the one idle longest after its last answer (kept alive; its client reconnects when it needs to), else
   the oldest of those that sent nothing yet; when there is none, the newcomer gets a 503 and is closed. Connections
-  with a request being served are never cut. Without this, clients that repeat a cheap request every few seconds on
-  kept-alive connections held every slot and each newcomer got 503.
+  with a request being served are never cut. Idle ones are fair game so that clients repeating a cheap request
+  every few seconds on kept-alive connections cannot hold every slot and turn each newcomer away.
 
 The body's deadline is the ASGI app's (`McpEndpoint`), which can answer 408.
 """
