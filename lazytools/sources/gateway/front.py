@@ -20,6 +20,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from ...errors import LazyToolsError
 from ...names import public_tool_name, unique_name
+from ...safetext import clip
 from .offerings import permitted, uris_in
 from .relay import ClientSide, Clients, Relay, current_origin, session_key
 from .scoped import SessionUpstreams
@@ -55,6 +56,11 @@ class Front:
         self._levels: dict[str, types.LoggingLevel] = {}
         self._upstream_level: types.LoggingLevel | None = None
         self._templates: dict[str, UriTemplate | None] = {}
+        self._prompt_index: dict[str, tuple[Upstream, types.Prompt]] | None = None
+        """Prompts by public name, built on first use after a change: a look-up is one dict access, not a walk of
+        every upstream's prompts on the event loop."""
+        self._resource_index: dict[str, Upstream] | None = None
+        """Listed resources by URI, the first server in the config keeping a URI listed twice."""
         for upstream in upstreams:
             upstream.on_offerings_changed = self._offerings_changed
             upstream.on_resource_updated = self._resource_updated
@@ -65,37 +71,39 @@ class Front:
 
     # -- prompts --------------------------------------------------------------------------------------------------
 
-    def _prompts(self) -> Iterator[tuple[str, Upstream, types.Prompt]]:
-        taken: set[str] = set()
-        for upstream in self.upstreams:
-            for prompt in upstream.offerings.prompts:
-                name = unique_name(public_tool_name(upstream.config.tool_prefix, prompt.name), taken, "-")
-                taken.add(name)
-                yield name, upstream, prompt
+    def _prompts(self) -> dict[str, tuple[Upstream, types.Prompt]]:
+        if self._prompt_index is None:
+            index: dict[str, tuple[Upstream, types.Prompt]] = {}
+            for upstream in self.upstreams:
+                for prompt in upstream.offerings.prompts:
+                    name = unique_name(public_tool_name(upstream.config.tool_prefix, prompt.name), index, "-")
+                    index[name] = (upstream, prompt)
+            self._prompt_index = index
+        return self._prompt_index
 
     def list_prompts(self) -> list[types.Prompt]:
-        return [prompt.model_copy(update={"name": name}) for name, _, prompt in self._prompts()]
+        return [prompt.model_copy(update={"name": name}) for name, (_, prompt) in self._prompts().items()]
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        for public, upstream, prompt in self._prompts():
-            if public == name:
-                request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=prompt.name,
-                                                                                     arguments=arguments))
-                result: types.GetPromptResult = await upstream.request(request, types.GetPromptResult,
-                                                                       f"prompt {prompt.name!r}")
-                upstream.seen_uris.add(session_key(current_origin()), uris_in(result))
-                return result
-        raise UnknownPromptError(name)
+        found = self._prompts().get(name)
+        if found is None:
+            raise UnknownPromptError(name)
+        upstream, prompt = found
+        request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=prompt.name, arguments=arguments))
+        result: types.GetPromptResult = await upstream.request(request, types.GetPromptResult,
+                                                               f"prompt {prompt.name!r}")
+        upstream.seen_uris.add(session_key(current_origin()), uris_in(result))
+        return result
 
     async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Argument completion for a prompt (by its public name) or a resource template, from its server."""
         ref = params.ref
         upstream: Upstream | None = None
         if isinstance(ref, types.PromptReference):
-            found = [(u, p) for public, u, p in self._prompts() if public == ref.name]
-            if not found:
+            found = self._prompts().get(ref.name)
+            if found is None:
                 raise UnknownPromptError(ref.name)
-            upstream, prompt = found[0]
+            upstream, prompt = found
             params = params.model_copy(update={"ref": ref.model_copy(update={"name": prompt.name})})
         else:
             upstream = next((u for u in self.upstreams for t in u.offerings.templates if t.uri_template == ref.uri),
@@ -108,18 +116,23 @@ class Front:
 
     # -- resources ------------------------------------------------------------------------------------------------
 
+    def _resources(self) -> dict[str, Upstream]:
+        if self._resource_index is None:
+            index: dict[str, Upstream] = {}
+            for upstream in self.upstreams:
+                for resource in upstream.offerings.resources:
+                    if resource.uri in index:
+                        logger.info("resource %s of %r is listed by an earlier server too; not listed twice",
+                                    clip(resource.uri), upstream.name)
+                        continue
+                    index[resource.uri] = upstream
+            self._resource_index = index
+        return self._resource_index
+
     def list_resources(self) -> list[types.Resource]:
-        seen: set[str] = set()
-        listed: list[types.Resource] = []
-        for upstream in self.upstreams:
-            for resource in upstream.offerings.resources:
-                if resource.uri in seen:
-                    logger.info("resource %s of %r is listed by an earlier server too; not listed twice",
-                                resource.uri, upstream.name)
-                    continue
-                seen.add(resource.uri)
-                listed.append(resource)
-        return listed
+        index = self._resources()
+        return [resource for upstream in self.upstreams for resource in upstream.offerings.resources
+                if index.get(resource.uri) is upstream]
 
     def list_templates(self) -> list[types.ResourceTemplate]:
         return [template for upstream in self.upstreams for template in upstream.offerings.templates]
@@ -148,9 +161,13 @@ class Front:
         """The upstream that serves `uri` for the session being served (see the module's docstring for the
         order); servers whose config keeps `uri` out are never chosen."""
         candidates = [u for u in self.upstreams if not self._blocked(u, uri)]
-        for upstream in candidates:
-            if any(resource.uri == uri for resource in upstream.offerings.resources):
-                return upstream
+        lister = self._resources().get(uri)
+        if lister is not None:
+            if lister in candidates:
+                return lister
+            for upstream in candidates:  # rare: the first server to list it keeps it out (an excluded template)
+                if any(resource.uri == uri for resource in upstream.offerings.resources):
+                    return upstream
         for upstream in candidates:
             if self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri):
                 return upstream
@@ -198,6 +215,7 @@ class Front:
 
     async def _offerings_changed(self, upstream: Upstream) -> None:
         self._templates.clear()
+        self._prompt_index = self._resource_index = None
         for client in self.relay.clients:
             await _deliver(client, types.PromptListChangedNotification())
             await _deliver(client, types.ResourceListChangedNotification())
