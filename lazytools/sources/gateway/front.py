@@ -64,6 +64,9 @@ class Front:
         for upstream in upstreams:
             upstream.on_offerings_changed = self._offerings_changed
             upstream.on_resource_updated = self._resource_updated
+            upstream.wanted_level = self._shared_level  # a reconnected upstream gets the level again
+        if scoped is not None:
+            scoped.level_of = self._levels.get  # a session's own connections get its level, from the start
 
     def attach(self, clients: Clients) -> None:
         """The server's sessions: where upstream messages outside a call go."""
@@ -249,10 +252,16 @@ class Front:
             await upstream.notify(types.RootsListChangedNotification())
 
     async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None:
-        """A session's `logging/setLevel`: the session is filtered at its level, and upstreams are asked for the
-        most verbose level any session wants (a session that set none wants everything: `debug`)."""
+        """A session's `logging/setLevel`: the session is filtered at its level, shared upstreams are asked for the
+        most verbose level any session wants (a session that set none wants everything: `debug`), and the
+        session's own connections (`"scope": "session"`) for its level: their logs reach no other session."""
         self._levels[client.key] = level
         await self._apply_levels()
+        for own in self.scoped.of(client.key) if self.scoped is not None else []:
+            await _send_level(own, level)
+
+    def _shared_level(self) -> types.LoggingLevel | None:
+        return self._upstream_level
 
     async def _apply_levels(self, gone: str | None = None) -> None:
         if not self._levels:
@@ -263,13 +272,18 @@ class Front:
             return
         self._upstream_level = lowest
         for upstream in self.upstreams:
-            if upstream.logs:
-                try:
-                    # No progressToken: setLevel is not a call that reports progress.
-                    await upstream.request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=lowest)),
-                                           types.EmptyResult, "logging/setLevel", progress=False)
-                except LazyToolsError as exc:
-                    logger.info("upstream %r: setting its log level failed: %s", upstream.name, exc)
+            await _send_level(upstream, lowest)
+
+
+async def _send_level(upstream: Upstream, level: types.LoggingLevel) -> None:
+    if not upstream.logs:
+        return
+    try:
+        # No progressToken: setLevel is not a call that reports progress.
+        await upstream.request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                               types.EmptyResult, "logging/setLevel", progress=False)
+    except LazyToolsError as exc:
+        logger.info("upstream %r: setting its log level failed: %s", upstream.name, exc)
 
 
 def permitted_uri(upstream: Upstream, uri: str) -> bool:

@@ -112,6 +112,8 @@ class Upstream:
         """URIs its results named, per client session (resources/read routes them for that session only)."""
         self.on_offerings_changed: Callable[[Upstream], Awaitable[None]] | None = None
         self.on_resource_updated: Callable[[Upstream, str], Awaitable[None]] | None = None
+        self.wanted_level: Callable[[], types.LoggingLevel | None] | None = None
+        """The log level its clients asked for (front.py), sent on each connection before it serves; None: none."""
         # The current connection: its client (set exactly while `serving`), when it came up, and what `_serve`
         # waits on (`_signal`, with `_relist` saying the tool list changed).
         self._client: Client | None = None
@@ -183,6 +185,7 @@ class Upstream:
                 screen.version = client.protocol_version
                 await self._refresh(client)
                 await self._refresh_offerings(client)
+                await self._send_wanted_level(client)
                 scope.deadline = math.inf
                 self._came_up(client)
                 try:
@@ -328,6 +331,18 @@ class Upstream:
             self.offerings = offerings
             if self.on_offerings_changed is not None:
                 await self.on_offerings_changed(self)
+
+    async def _send_wanted_level(self, client: Client) -> None:
+        """A new connection (a reconnection, a session's own) gets the level already asked for; the front sends
+        later changes."""
+        level = self.wanted_level() if self.wanted_level is not None else None
+        if level is None or client.server_capabilities.logging is None:
+            return
+        try:
+            await client.session.send_request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                                              types.EmptyResult)
+        except Exception as exc:  # its tools still serve, at its own default level
+            logger.info("upstream %r: setting its log level failed: %s", self.name, describe_failure(exc))
 
     def _summary(self, client: Client) -> str:
         info = client.server_info
