@@ -13,6 +13,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import UriTemplate
 
 from lazytools.sources.gateway import front as front_module
 
@@ -109,3 +110,23 @@ async def test_prompts_are_looked_up_by_public_name_in_an_index(tmp_path: Path,
             await client.get_prompt("p__p50")
         assert (await client.get_prompt("p__fresh")).messages[0].content == types.TextContent(text="p prompt fresh")
         assert named == ["fresh"]
+
+
+async def test_a_read_runs_only_the_template_matches_whose_literal_start_fits(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    async with opened(tmp_path, {"p": partial("p", "--count", "50", "--templates")}) as o, \
+            Client(o.server, mode="legacy") as client:
+        matched: list[str] = []
+        original = UriTemplate.match
+
+        def counting(self: UriTemplate, uri: str, **options: Any) -> Any:
+            matched.append(str(self))
+            return original(self, uri, **options)
+
+        monkeypatch.setattr(UriTemplate, "match", counting)
+        with pytest.raises(MCPError) as unknown:
+            await client.read_resource("elsewhere://p/t1/x")
+        assert unknown.value.code == -32002 and matched == []
+        # A URI of one of them is matched against the one whose literal start (`partial://p/t7/`) it has.
+        assert (await client.read_resource("partial://p/t7/x")).contents[0].uri == "partial://p/t7/x"
+        assert len(matched) == 1

@@ -12,7 +12,7 @@ one URI: the first in the config keeps it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import re
 from typing import Any
 
 import mcp_types as types
@@ -55,7 +55,8 @@ class Front:
         """Session keys by subscribed URI."""
         self._levels: dict[str, types.LoggingLevel] = {}
         self._upstream_level: types.LoggingLevel | None = None
-        self._templates: dict[str, UriTemplate | None] = {}
+        self._templates: dict[str, tuple[str, UriTemplate] | None] = {}
+        """Parsed templates by their text, each with the literal text every URI it matches starts with."""
         self._prompt_index: dict[str, tuple[Upstream, types.Prompt]] | None = None
         """Prompts by public name, built on first use after a change: a look-up is one dict access, not a walk of
         every upstream's prompts on the event loop."""
@@ -140,10 +141,12 @@ class Front:
     def list_templates(self) -> list[types.ResourceTemplate]:
         return [template for upstream in self.upstreams for template in upstream.offerings.templates]
 
-    def _template(self, text: str) -> UriTemplate | None:
+    def _template(self, text: str) -> tuple[str, UriTemplate] | None:
         if text not in self._templates:
             try:
-                self._templates[text] = UriTemplate.parse(text)
+                # The template's literal start (up to its first expression, query or fragment) is compared exactly
+                # by the SDK's match, so a URI without it is passed over without running the match.
+                self._templates[text] = (re.split(r"[{?#]", text, maxsplit=1)[0], UriTemplate.parse(text))
             except (InvalidUriTemplate, ValueError):
                 self._templates[text] = None
         return self._templates[text]
@@ -151,7 +154,7 @@ class Front:
     def _matches(self, templates: tuple[str, ...], uri: str) -> bool:
         for text in templates:
             parsed = self._template(text)
-            if parsed is not None and parsed.match(uri) is not None:
+            if parsed is not None and uri.startswith(parsed[0]) and parsed[1].match(uri) is not None:
                 return True
         return False
 
