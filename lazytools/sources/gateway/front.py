@@ -135,8 +135,14 @@ class Front:
 
     def list_resources(self) -> list[types.Resource]:
         index = self._resources()
-        return [resource for upstream in self.upstreams for resource in upstream.offerings.resources
-                if index.get(resource.uri) is upstream]
+        seen: set[str] = set()
+        listed: list[types.Resource] = []
+        for upstream in self.upstreams:
+            for resource in upstream.offerings.resources:
+                if index.get(resource.uri) is upstream and resource.uri not in seen:  # once, from its first lister
+                    seen.add(resource.uri)
+                    listed.append(resource)
+        return listed
 
     def list_templates(self) -> list[types.ResourceTemplate]:
         return [template for upstream in self.upstreams for template in upstream.offerings.templates]
