@@ -3,6 +3,8 @@ upstreams that serve it (issue #20, items 5 and 9), against the features upstrea
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -114,3 +116,16 @@ async def test_a_sessions_sampling_request_is_refused_while_a_stateless_call_is_
             assert text_of(await _call(a, "feat__ask_sampling", {"prompt": "again"})) == \
                 "sampled: A's answer (model a)"
         assert session_a.prompts == ["again"]
+
+
+async def test_a_shared_upstream_gets_the_level_again_after_it_reconnects(tmp_path: Path) -> None:
+    async with entry("stdio") as server, opened(tmp_path, {"feat": server}) as o:
+        upstream = o.gateway["feat"]
+        async with Client(o.server, mode="legacy", client_info=VSCODE) as client:
+            with pytest.warns(MCPDeprecationWarning):
+                await client.set_logging_level("error")
+            assert text_of(await _call(client, "feat__level")) == "error meta="
+            pid = int(text_of(await _call(client, "feat__count")).split("pid=")[1])
+            os.kill(pid, signal.SIGKILL)
+            await eventually(lambda: upstream.connections == 2 and upstream.serving)
+            assert text_of(await _call(client, "feat__level")) == "error meta="  # a new process, told again
