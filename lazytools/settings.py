@@ -235,6 +235,26 @@ class Settings(BaseSettings):
         default=False,
         description="Write the arguments' values into audit lines too (by default only their size and SHA-256).")
 
+    # Policy, rate limits and metrics (docs/team.md)
+    policy: Path | None = Field(
+        default=None,
+        description="Policy file (TOML, or JSON when it ends in .json): which principals may see and call which "
+                    "servers, tools, prompts and resources, argument constraints, calls per minute. Re-read when it "
+                    "changes; a broken edit keeps the last good policy. Unset: everyone may use everything.")
+    policy_max_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Largest policy file read, in bytes.")
+    rate_limit: int = Field(
+        default=0, ge=0,
+        description="Calls (tools/call, prompts/get, resources/read) per minute per principal, unless the policy "
+                    "sets a limit for them; 0: no limit.")
+    state_url: SecretStr | None = Field(
+        default=None,
+        description="redis://host:port/db (or rediss://, unix://): count rate limits in Redis, shared by every "
+                    "lazytools using it. Unset: counted in this process. No flag: the URL may hold a password.")
+    metrics: bool = Field(
+        default=True,
+        description="Over HTTP, serve Prometheus metrics at GET /metrics (behind the same authentication as /mcp).")
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
 
@@ -292,6 +312,14 @@ class Settings(BaseSettings):
             raise ValueError(f"{', '.join(refused)} cannot be accepted: only asymmetric signatures are")
         if not value:
             raise ValueError("at least one algorithm is needed")
+        return value
+
+    @field_validator("state_url", mode="after")
+    @classmethod
+    def _redis_url(cls, value: SecretStr | None) -> SecretStr | None:
+        # The URL itself is never echoed: it may hold a password.
+        if value is not None and not value.get_secret_value().startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
         return value
 
     @model_validator(mode="after")

@@ -25,13 +25,16 @@ from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..identity import named_principal
 from ..safetext import clip
-from ..sdk import connection_of
+from ..policy.limits import MemoryRateLimiter, RateLimiter
+from ..policy.source import PolicyFile
+from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
 from ..settings import Settings
 from ..sources.gateway.front import Front
 from ..sources.gateway.relay import calling
 from ..threads import loop_limiter, threads_for
 from ..validation import validate_call
+from .access import Access, Gate
 from .audited import AuditMiddleware
 from .clients import client_table
 from .metatools import (
@@ -46,6 +49,7 @@ from .metatools import (
     search_tools_definition,
 )
 from .passthrough import PassThrough, SessionClient, SessionClients, origin_of
+from .limited import RateLimitMiddleware
 from .principals import PrincipalMiddleware
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
@@ -71,12 +75,16 @@ class LazyServer(Server[Any]):
     """A low-level MCP server that shows a small tool surface and grows it per session."""
 
     def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None, audit: AuditLog | None = None) -> None:
+                 front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
+                 limiter: RateLimiter | None = None) -> None:
         # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
         self.events = LocalSubscriptionBus()
         self.store: SessionStore = store if store is not None else MemorySessionStore()
         self.front = front
-        passing = PassThrough(front, self.session_for) if front is not None else None
+        local = named_principal(settings.stdio_user, "stdio")
+        # What each principal may see and call: every route below reads its Access (access.py).
+        self.gate = Gate(catalog, policy, local)
+        passing = PassThrough(front, self.session_for, self.gate.access) if front is not None else None
         super().__init__(
             "lazytools",
             version=_version(),
@@ -106,13 +114,17 @@ class LazyServer(Server[Any]):
         self.catalog = catalog
         self.settings = settings
         # Who each request acts for (principals.py), then the audit line that names them (audited.py).
-        self.middleware.append(PrincipalMiddleware(named_principal(settings.stdio_user, "stdio")))
+        # The SDK's span per request first, then who each request acts for (principals.py), the audit line that names
+        # them (audited.py), then their rate limit (limited.py): a refused call is audited too.
+        self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
         if audit is not None:
             self.middleware.append(AuditMiddleware(audit, upstream_of=self._upstream_of, session_of=self.session_key))
+        if limiter is not None:
+            self.middleware.append(RateLimitMiddleware(limiter, self.gate, default=settings.rate_limit))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
         self._table = client_table(settings.client_surfaces)
-        self._definitions: dict[tuple[int, Surface], list[types.Tool]] = {}
+        self._definitions: dict[tuple[int, Surface, Access], list[types.Tool]] = {}
         self._always_available = self._check_pinned(settings.always_available_tools)
         self.pinned = self._pinned_now()
         catalog.on_change(self._catalog_changed)
@@ -194,25 +206,34 @@ class LazyServer(Server[Any]):
     # -- tools/list -----------------------------------------------------------------------------------------
 
     def view_of(self, state: SessionState | None) -> SessionView:
-        """The surface policy for this session (or for a request without one)."""
-        return SessionView.of(state, bridge=self.settings.dynamic_bridge)
+        """The surface policy for this session (or for a request without one), and what its principal may see."""
+        return SessionView.of(state, bridge=self.settings.dynamic_bridge, access=self.gate.access())
+
+    def _access(self, view: SessionView) -> Access:
+        return view.access if view.access is not None else self.gate.access()
 
     def surface_tools(self, state: SessionState | None) -> list[types.Tool]:
         view = self.view_of(state)
+        visible = self._access(view).catalog
         tools = list(self._static_tools(view))
         for name in view.lists_enabled():
-            if name in self.catalog and name not in self.pinned:
-                tools.append(self.catalog.get(name).to_mcp())
+            if name in visible and name not in self.pinned:
+                tools.append(visible.get(name).to_mcp())
         return tools
 
     def _static_tools(self, view: SessionView) -> list[types.Tool]:
         surface = view.surface
-        cache_key = (self.catalog.version, surface)  # the rest of the view is the same for every session
+        access = self._access(view)
+        # The rest of the view is the same for every session of the principals that share an Access.
+        cache_key = (self.catalog.version, surface, access)
         if cache_key not in self._definitions:
+            if len(self._definitions) > 64:
+                self._definitions = {}
             self._definitions = {k: v for k, v in self._definitions.items() if k[0] == self.catalog.version}
             settings = self.settings
-            tools = [self.catalog.get(name).to_mcp() for name in self.pinned if name in self.catalog]
-            tools.append(search_tools_definition(self.catalog, settings.search_max_limit, settings.search_limit,
+            visible = access.catalog
+            tools = [visible.get(name).to_mcp() for name in self.pinned if name in visible]
+            tools.append(search_tools_definition(visible, settings.search_max_limit, settings.search_limit,
                                                  surface))
             if view.offers_invoke:
                 tools.append(invoke_tool_definition())
@@ -261,10 +282,11 @@ class LazyServer(Server[Any]):
     ) -> types.CallToolResult:
         """Serve one tools/call; raises the library's errors (see `handle_call` for the boundary)."""
         view = self.view_of(state)
+        access = self._access(view)
         if name == SEARCH_TOOLS:
             return await self._search(state, view, arguments or {}, ctx)
         if name == INVOKE_TOOL and view.offers_invoke:
-            entry, args = resolve_invocation(self.catalog, arguments or {}, validate=False)
+            entry, args = resolve_invocation(access.catalog, arguments or {}, validate=False)
             if state is not None:
                 state.used(entry.name)
         else:
@@ -277,6 +299,7 @@ class LazyServer(Server[Any]):
         settings = self.settings
         valid = await validate_call(entry.name, entry.input_schema, args, trusted=entry.trusted_schema,
                                     timeout=settings.validation_timeout, max_bytes=settings.max_argument_bytes)
+        access.check_arguments(entry, valid)
         # Upstreams send progress, logs and requests for the client during the call: they go to this request.
         with (calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None),
               threads_for(self._threads_of(state), time_limit=settings.call_timeout)):
@@ -291,15 +314,16 @@ class LazyServer(Server[Any]):
         return state.threads
 
     def _callable_entry(self, view: SessionView, name: str) -> ToolEntry:
-        if view.may_call(name, self.pinned):
-            return self.catalog.get(name)
-        if name in self.catalog:
+        visible = self._access(view).catalog
+        if name in visible:
+            if view.may_call(name, self.pinned):
+                return visible.get(name)
             if view.search_enables:
                 raise ToolNotEnabledError(name)
             raise LazyToolsError(f"Tool {name!r} is not in this session's list: call invoke_tool(tool_name="
                                  f"{name!r}, arguments={{...}}).")
-        visible = [*self.pinned, *META_TOOL_NAMES, *view.enabled]
-        raise UnknownToolError(name, suggest(name, [*visible, *self.catalog.names()]))
+        listed = [n for n in [*self.pinned, *view.enabled] if n in visible]
+        raise UnknownToolError(name, suggest(name, [*listed, *META_TOOL_NAMES, *visible.names()]))
 
     async def _search(
         self,
@@ -311,8 +335,11 @@ class LazyServer(Server[Any]):
         settings = self.settings
         index = await self.index.ready()
 
+        access = self._access(view)
+        visible, index = access.catalog, access.index(index)
+
         def search() -> SearchOutcome:
-            return search_tools(self.catalog, index, arguments, surface=view.surface,
+            return search_tools(visible, index, arguments, surface=view.surface,
                                 default_limit=settings.search_limit, max_limit=settings.search_max_limit,
                                 bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
                                 enable_at_most=settings.max_enabled, pinned=self.pinned)
@@ -373,11 +400,18 @@ class LazyServer(Server[Any]):
 
 
 def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None, audit: AuditLog | None = None) -> LazyServer:
+                 front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
+                 limiter: RateLimiter | None = None) -> LazyServer:
+    """The server; `policy` and `limiter` default to what `settings` name (a policy file, a rate limit in
+    memory), a caller may pass its own (a Redis limiter, app.py)."""
     reserved = META_TOOL_NAMES & set(catalog.names())
     if reserved:
         raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
-    return LazyServer(catalog, settings, store=store, front=front, audit=audit)
+    if policy is None and settings.policy is not None:
+        policy = PolicyFile(settings.policy, max_bytes=settings.policy_max_bytes)
+    if limiter is None and (settings.rate_limit or policy is not None):
+        limiter = MemoryRateLimiter()
+    return LazyServer(catalog, settings, store=store, front=front, audit=audit, policy=policy, limiter=limiter)
 
 
 def _error(message: str) -> types.CallToolResult:
