@@ -20,6 +20,7 @@ import anyio.abc
 import mcp_types as types
 
 from .audit import open_audit
+from .telemetry import configure_tracing
 from .policy.limits import RateLimiter, RedisRateLimiter
 from .catalog import Catalog, Group
 from .errors import ConfigError
@@ -141,6 +142,15 @@ async def _limiter(settings: Settings) -> AsyncIterator[RateLimiter | None]:
 
 
 async def serve(settings: Settings) -> None:
+    flush = configure_tracing()
+    try:
+        await _serve(settings)
+    finally:
+        if flush is not None:
+            flush()
+
+
+async def _serve(settings: Settings) -> None:
     failed: Exception | None = None
     with anyio.CancelScope() as whole:
         async with anyio.create_task_group() as tg:

@@ -9,6 +9,7 @@ file the Access is the whole catalog.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,8 +28,9 @@ __all__ = ["Access", "Gate"]
 class Access:
     """One principal's share of the catalog and of upstreams' prompts and resources (`grant` None: everything)."""
 
-    def __init__(self, catalog: Catalog, grant: Grant | None) -> None:
+    def __init__(self, catalog: Catalog, grant: Grant | None, gate: Gate | None = None) -> None:
         self.grant = grant
+        self._gate = gate
         self.catalog = catalog if grant is None else catalog.only(lambda entry: grant.tool(entry.name, entry.group))
         self._index: tuple[SearchIndex, SearchIndex] | None = None
 
@@ -62,6 +64,8 @@ class Access:
             return
         why = self.grant.check_arguments(entry.name, arguments if isinstance(arguments, Mapping) else None)
         if why is not None:
+            if self._gate is not None:
+                self._gate.refused("arguments")
             raise PolicyRefusedError(f"Policy refuses this call of {entry.name}: {why}.")
 
 
@@ -77,6 +81,11 @@ class Gate:
         self._everything: tuple[int, Access] | None = None
         self._stamp: tuple[int, int] = (-1, -1)
         self._cache: dict[Grant, Access] = {}
+        self.refusals: Counter[str] = Counter()
+        """Requests refused by the policy, by what they named: tool, prompt, resource or arguments (metrics)."""
+
+    def refused(self, kind: str) -> None:
+        self.refusals[kind] += 1
 
     def principal(self) -> Principal:
         return current_principal() or self.local
@@ -99,5 +108,5 @@ class Gate:
         grant = policy.grant_for(principal or self.principal())
         found = self._cache.get(grant)
         if found is None:
-            found = self._cache[grant] = Access(catalog, grant)
+            found = self._cache[grant] = Access(catalog, grant, self)
         return found

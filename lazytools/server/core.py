@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from opentelemetry import trace
 from anyio.lowlevel import RunVar
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -50,6 +51,7 @@ from .metatools import (
 )
 from .passthrough import PassThrough, SessionClient, SessionClients, origin_of
 from .limited import RateLimitMiddleware
+from .metrics import Metrics, MetricsMiddleware
 from .principals import PrincipalMiddleware
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
@@ -59,6 +61,7 @@ from .surface import SessionView, Surface, choose_surface, is_stateless_era
 __all__ = ["INSTRUCTIONS", "LazyServer", "build_server"]
 
 logger = logging.getLogger(__name__)
+_tracer = trace.get_tracer("lazytools")
 
 _STATELESS_THREADS: RunVar[anyio.CapacityLimiter] = RunVar("lazytools_stateless_threads")
 """The share of worker threads that stateless requests (no session to charge) hold together, per event loop."""
@@ -76,7 +79,7 @@ class LazyServer(Server[Any]):
 
     def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
                  front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
-                 limiter: RateLimiter | None = None) -> None:
+                 limiter: RateLimiter | None = None, metrics: Metrics | None = None) -> None:
         # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
         self.events = LocalSubscriptionBus()
         self.store: SessionStore = store if store is not None else MemorySessionStore()
@@ -84,7 +87,8 @@ class LazyServer(Server[Any]):
         local = named_principal(settings.stdio_user, "stdio")
         # What each principal may see and call: every route below reads its Access (access.py).
         self.gate = Gate(catalog, policy, local)
-        passing = PassThrough(front, self.session_for, self.gate.access) if front is not None else None
+        passing = PassThrough(front, self.session_for, self.gate.access, self.gate.refused) if front is not None \
+            else None
         super().__init__(
             "lazytools",
             version=_version(),
@@ -117,10 +121,16 @@ class LazyServer(Server[Any]):
         # The SDK's span per request first, then who each request acts for (principals.py), the audit line that names
         # them (audited.py), then their rate limit (limited.py): a refused call is audited too.
         self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
+        self.metrics = metrics
+        if metrics is not None:  # before the audit and the limit: it counts what they refuse
+            self.middleware.append(MetricsMiddleware(metrics, server_of=self._group_of, session_of=self.session_key))
+            metrics.watch(self)
+        self._limited: RateLimitMiddleware | None = None
         if audit is not None:
             self.middleware.append(AuditMiddleware(audit, upstream_of=self._upstream_of, session_of=self.session_key))
         if limiter is not None:
-            self.middleware.append(RateLimitMiddleware(limiter, self.gate, default=settings.rate_limit))
+            self._limited = RateLimitMiddleware(limiter, self.gate, default=settings.rate_limit)
+            self.middleware.append(self._limited)
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
         self._table = client_table(settings.client_surfaces)
@@ -176,6 +186,8 @@ class LazyServer(Server[Any]):
         connection.state[_SESSION_KEY] = key
         self.store.put(state)
         connection.exit_stack.callback(self.store.drop, key)
+        if self.metrics is not None:
+            connection.exit_stack.callback(self.metrics.closed, key)
         if self.front is not None:
             connection.exit_stack.push_async_callback(self.front.session_closed, key)
         logger.info("session %s: client %r, %s surface", key[:8], client_name, surface)
@@ -186,6 +198,12 @@ class LazyServer(Server[Any]):
         connection = connection_of(ctx)
         key = connection.session_id or connection.state.get(_SESSION_KEY)
         return key if isinstance(key, str) else None
+
+    def rate_refusals(self) -> int:
+        return self._limited.refusals if self._limited is not None else 0
+
+    def _group_of(self, tool: str) -> str | None:
+        return self.catalog.get(tool).group if tool in self.catalog else None
 
     def _upstream_of(self, method: str, target: str) -> str | None:
         """The server (or in-process group) that serves a tool, prompt or resource; None when unknown."""
@@ -286,7 +304,12 @@ class LazyServer(Server[Any]):
         if name == SEARCH_TOOLS:
             return await self._search(state, view, arguments or {}, ctx)
         if name == INVOKE_TOOL and view.offers_invoke:
-            entry, args = resolve_invocation(access.catalog, arguments or {}, validate=False)
+            try:
+                entry, args = resolve_invocation(access.catalog, arguments or {}, validate=False)
+            except UnknownToolError as exc:
+                if exc.name in self.catalog:  # hidden from this principal: it reads as unknown
+                    self.gate.refused("tool")
+                raise
             if state is not None:
                 state.used(entry.name)
         else:
@@ -322,6 +345,8 @@ class LazyServer(Server[Any]):
                 raise ToolNotEnabledError(name)
             raise LazyToolsError(f"Tool {name!r} is not in this session's list: call invoke_tool(tool_name="
                                  f"{name!r}, arguments={{...}}).")
+        if name in self.catalog:
+            self.gate.refused("tool")
         listed = [n for n in [*self.pinned, *view.enabled] if n in visible]
         raise UnknownToolError(name, suggest(name, [*listed, *META_TOOL_NAMES, *visible.names()]))
 
@@ -346,7 +371,11 @@ class LazyServer(Server[Any]):
 
         # Off the event loop: a sentence encoder takes milliseconds of CPU per query, and checking a hostile
         # client's arguments can take longer; other sessions keep going meanwhile.
-        outcome = await anyio.to_thread.run_sync(search)
+        with _tracer.start_as_current_span("lazytools search", attributes={"lazytools.surface": view.surface}) as span:
+            outcome = await anyio.to_thread.run_sync(search)
+            span.set_attribute("lazytools.search.returned", len(outcome.returned))
+        if self.metrics is not None:
+            self.metrics.found(state.key if state is not None else None, [entry.name for entry in outcome.returned])
         if state is not None and view.search_enables:
             # Pinned tools are always listed and never counted: they neither take a place nor ever leave.
             wanted = [entry.name for entry in outcome.found if entry.name not in self.pinned]
@@ -411,7 +440,8 @@ def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | 
         policy = PolicyFile(settings.policy, max_bytes=settings.policy_max_bytes)
     if limiter is None and (settings.rate_limit or policy is not None):
         limiter = MemoryRateLimiter()
-    return LazyServer(catalog, settings, store=store, front=front, audit=audit, policy=policy, limiter=limiter)
+    return LazyServer(catalog, settings, store=store, front=front, audit=audit, policy=policy, limiter=limiter,
+                      metrics=Metrics() if settings.metrics else None)
 
 
 def _error(message: str) -> types.CallToolResult:

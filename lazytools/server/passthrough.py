@@ -80,10 +80,11 @@ class PassThrough:
     levels, roots changes. Each forwarded request runs as its origin, like a tool call."""
 
     def __init__(self, front: Front, session_of: Callable[[ServerRequestContext[Any, Any]], SessionState | None],
-                 access: Callable[[], Access]) -> None:
+                 access: Callable[[], Access], refused: Callable[[str], None] = lambda kind: None) -> None:
         self.front = front
         self._session_of = session_of
         self._access = access
+        self._refused = refused
         """The request's principal's Access (access.py): a prompt or resource it may not use does not exist."""
 
     def _client(self, ctx: ServerRequestContext[Any, Any]) -> SessionClient | None:
@@ -97,11 +98,17 @@ class PassThrough:
                                                 if access.prompt(prompt.name, front.prompt_server(prompt.name))])
 
     def _check_prompt(self, name: str) -> None:
-        if not self._access().prompt(name, self.front.prompt_server(name)):
+        server = self.front.prompt_server(name)
+        if not self._access().prompt(name, server):
+            if server is not None:
+                self._refused("prompt")
             raise UnknownPromptError(name)
 
     def _check_uri(self, uri: str) -> None:
-        if not self._access().resource(uri, self.front.uri_server(uri)):
+        server = self.front.uri_server(uri)
+        if not self._access().resource(uri, server):
+            if server is not None:
+                self._refused("resource")
             raise UnknownResourceError(uri)
 
     async def get_prompt(self, ctx: ServerRequestContext[Any, Any],

@@ -56,7 +56,8 @@ def verifier_for(settings: Settings) -> Verifier:
     return Verifier(issuer, checks)
 
 
-def edge_auth(settings: Settings, protected_prefix: str, verifier: Verifier | None = None) -> EdgeAuth:
+def edge_auth(settings: Settings, protected_prefix: str | tuple[str, ...],
+              verifier: Verifier | None = None) -> EdgeAuth:
     """Identity at the HTTP edge for these settings: OAuth when `auth_issuer` is set, else a named principal (the
     shared token's user when `auth_token` is set; HTTPGuard checks that token), else `ANONYMOUS`."""
     if settings.auth_issuer is None:
@@ -101,7 +102,7 @@ class OAuthGate(RequireAuthMiddleware):
     `insufficient_scope` without the scopes, both pointing at the protected resource metadata."""
 
     def __init__(self, app: ASGIApp, required_scopes: list[str], resource_metadata_url: AnyHttpUrl,
-                 protected_prefix: str) -> None:
+                 protected_prefix: str | tuple[str, ...]) -> None:
         super().__init__(app, required_scopes, resource_metadata_url)
         self.protected_prefix = protected_prefix
         self._scope_text = " ".join(required_scopes)
