@@ -142,3 +142,10 @@ async def test_the_identity_benchmark_runs() -> None:
 
     report = await auth_benchmarks(rounds=20)
     assert "added per request by the edge" in report and "(20 runs)" in report
+
+
+def test_the_policy_benchmark_runs() -> None:
+    from benchmarks.policy import policy_benchmarks
+
+    report = policy_benchmarks(quick=True, rounds=20)
+    assert report.count("per call p50") == 2 and report.count("search_tools p50") == 2 and "(20 runs)" in report

@@ -106,19 +106,23 @@ class PolicySpec(_Strict):
 
 
 class _Matcher:
-    """A list of glob patterns as one compiled regular expression, case-insensitive."""
+    """A list of glob patterns, case-insensitive: plain names in a set, the others as one regular expression."""
 
-    __slots__ = ("_regex",)
+    __slots__ = ("_exact", "_regex")
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        unique = sorted(set(patterns))
-        self._regex = re.compile("|".join(fnmatch.translate(p) for p in unique), re.IGNORECASE) if unique else None
+        unique = {pattern.lower() for pattern in patterns}
+        globs = sorted(p for p in unique if any(char in p for char in "*?["))
+        self._exact = frozenset(unique.difference(globs))
+        self._regex = re.compile("|".join(fnmatch.translate(p) for p in globs), re.IGNORECASE) if globs else None
 
     def __bool__(self) -> bool:
-        return self._regex is not None
+        return self._regex is not None or bool(self._exact)
 
     def __call__(self, text: str | None) -> bool:
-        return self._regex is not None and text is not None and self._regex.match(text) is not None
+        if text is None:
+            return False
+        return text.lower() in self._exact or (self._regex is not None and self._regex.match(text) is not None)
 
     def any(self, texts: Iterable[str]) -> bool:
         return any(self(text) for text in texts)
@@ -151,6 +155,7 @@ class Grant:
         self._allow = {kind: side("allow", kind) for kind in ("servers", "tools", "prompts", "resources")}
         self._deny = {kind: side("deny", kind) for kind in ("servers", "tools", "prompts", "resources")}
         self.constraints = tuple(Constraint(_Matcher(a.tools), a) for rule in rules for a in rule.arguments)
+        self._constraints_of: dict[str, tuple[ArgumentRule, ...]] = {}
 
     def __repr__(self) -> str:
         return f"Grant(rules={list(self.key)}, default_allow={self.default_allow})"
@@ -176,11 +181,15 @@ class Grant:
 
     def check_arguments(self, tool: str, arguments: Mapping[str, Any] | None) -> str | None:
         """Why `arguments` break a constraint for `tool`, or None when they keep every one."""
-        for constraint in self.constraints:
-            if constraint.tools(tool):
-                why = _check(constraint.rule, arguments or {})
-                if why is not None:
-                    return why
+        rules = self._constraints_of.get(tool)
+        if rules is None:
+            if len(self._constraints_of) > 65_536:
+                self._constraints_of.clear()
+            rules = self._constraints_of[tool] = tuple(c.rule for c in self.constraints if c.tools(tool))
+        for rule in rules:
+            why = _check(rule, arguments or {})
+            if why is not None:
+                return why
         return None
 
 
