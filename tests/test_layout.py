@@ -1,4 +1,4 @@
-"""The README's "Layout" map names paths that exist, and names every folder of the package."""
+"""The README's "Layout" map names paths that exist, and names every module and folder of the package."""
 
 from __future__ import annotations
 
@@ -42,3 +42,19 @@ def test_every_package_folder_is_mapped() -> None:
                       if not any(parent in mapped for parent in folder.parents if parent != ROOT / "lazytools"))
     # A folder counts as mapped when it or its parent below lazytools/ is (search/'s own folders need no line).
     assert not unmapped, unmapped
+
+
+def _unmapped_modules(mapped: set[Path]) -> list[str]:
+    """Modules of lazytools/ the map does not name (a package's `__init__.py` is named by its folder)."""
+    modules = [path for path in sorted((ROOT / "lazytools").rglob("*.py")) if path.name != "__init__.py"]
+    return [str(path.relative_to(ROOT)) for path in modules if path.resolve() not in mapped]
+
+
+def test_every_module_is_mapped() -> None:
+    assert _unmapped_modules({path.resolve() for path in _mapped()}) == []
+
+
+def test_a_module_missing_from_the_map_is_named() -> None:
+    mapped = {path.resolve() for path in _mapped()}
+    http_guard = (ROOT / "lazytools" / "transports" / "http_guard.py").resolve()
+    assert _unmapped_modules(mapped - {http_guard}) == ["lazytools/transports/http_guard.py"]
