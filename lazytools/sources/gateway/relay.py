@@ -206,8 +206,12 @@ class Relay:
         else:
             sessions = inflight.sessions() or list(self.clients)
             if len(sessions) != 1:
+                if not sessions:  # before the client connects (a server asking for roots at start-up), or after
+                    return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                        f"lazytools has no client connected to answer this {request.method} yet"))
+                # Several sessions exist only over HTTP: there, one connection per client session settles it.
                 why = ("several client sessions have calls in flight on it" if inflight.sessions() else
-                       "no client session is connected" if not sessions else "several client sessions are connected")
+                       "several client sessions are connected")
                 return types.ErrorData(code=types.INVALID_REQUEST, message=(
                     f"lazytools cannot tell which client this {request.method} is for: {why} "
                     f"(give server {server!r} \"scope\": \"session\" for one connection per client)"))
