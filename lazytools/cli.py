@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import sys
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from pydantic.fields import FieldInfo
 from .errors import LazyToolsError
 from .safetext import clip
 from .settings import Settings, load_settings
-from .settingsdoc import env_name, flag_name, is_secret
+from .settingsdoc import default_text, env_name, flag_name, is_secret
 
 __all__ = ["main"]
 
@@ -87,12 +88,20 @@ def _settings_options() -> argparse.ArgumentParser:
     for name, field in Settings.model_fields.items():
         if is_secret(field):
             continue
-        text = f"{field.description} [{env_name(name)}]".replace("%", "%%")
+        default = default_text(name)
+        text = f"{field.description} (default: {default or 'none'}) [{env_name(name)}]".replace("%", "%%")
         group.add_argument(flag_name(name), dest=name, help=text,
                            **_flag_options(field))
     group.add_argument("--env-file", type=Path, metavar="PATH",
                        help="read settings from this file, which must exist (without it: .env, if there is one)")
     return options
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("lazytools")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def _shown(limit: int | None, settings: Settings) -> int:
@@ -110,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
                                      description="An MCP server that shows tools only once found.",
                                      epilog="Options go before or after the command; `lazytools COMMAND --help` "
                                             "shows a command's own.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="lazytools")
     commands.add_parser("serve", parents=[common], allow_abbrev=False, usage="%(prog)s [OPTIONS]",
                         help="serve MCP (the default)")

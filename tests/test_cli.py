@@ -134,7 +134,7 @@ def test_usage_is_one_clean_line(command: str, capsys: pytest.CaptureFixture[str
 
 def test_help_names_every_setting(capsys: pytest.CaptureFixture[str]) -> None:
     from lazytools.settings import Settings
-    from lazytools.settingsdoc import env_name, flag_name, is_secret
+    from lazytools.settingsdoc import default_text, env_name, flag_name, is_secret
 
     with pytest.raises(SystemExit):
         main(["--help"])
@@ -142,6 +142,17 @@ def test_help_names_every_setting(capsys: pytest.CaptureFixture[str]) -> None:
     for name, field in Settings.model_fields.items():
         # A secret has no flag (it would show in a process list) but --help still says where to set it.
         assert (env_name(name) if is_secret(field) else flag_name(name)) in shown, name
+        if not is_secret(field):  # each flag's help ends with its default and its variable
+            assert f"(default: {default_text(name) or 'none'}) [{env_name(name)}]" in shown, name
+    assert "(default: 5) [LAZYTOOLS_SEARCH_LIMIT]" in shown
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0 and capsys.readouterr().out == f"lazytools {version('lazytools')}\n"
 
 
 def test_an_invalid_setting_names_its_flag_and_variable(capsys: pytest.CaptureFixture[str]) -> None:
