@@ -108,8 +108,14 @@ async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
         yield build_server(catalog, settings, front=front)
 
 
-async def serve(settings: Settings) -> None:
+INTERRUPTED = 130
+"""The exit status after Ctrl-C (SIGINT), as a shell expects of an interrupted command; SIGTERM ends with 0."""
+
+
+async def serve(settings: Settings) -> int:
+    """Serve until the client leaves or a signal stops it; the exit status (INTERRUPTED after Ctrl-C, else 0)."""
     failed: Exception | None = None
+    stopped_by: int | None = None
     with anyio.CancelScope() as whole:
         async with anyio.create_task_group() as tg:
             # Start-up (upstreams answering initialize, npx downloads) can take up to the connect timeout; a
@@ -120,7 +126,7 @@ async def serve(settings: Settings) -> None:
                     await server.index.ready()  # built before the first client asks, not during its first search
                     if watching is not None:
                         await watching.stop()  # the transports handle signals from here on
-                    await _serve_on(server, settings)
+                    stopped_by = await _serve_on(server, settings)
             except Exception as exc:  # re-raised as itself below, not inside the task group's ExceptionGroup
                 failed = exc
             finally:
@@ -128,18 +134,21 @@ async def serve(settings: Settings) -> None:
                     watching.scope.cancel()
     if failed is not None:
         raise failed
+    if watching is not None and watching.signum is not None:
+        stopped_by = watching.signum
+    return INTERRUPTED if stopped_by == signal.SIGINT else 0
 
 
-async def _serve_on(server: LazyServer, settings: Settings) -> None:
+async def _serve_on(server: LazyServer, settings: Settings) -> int | None:
+    """Serve on the configured transport; the signal that stopped it, if one did."""
     if settings.transport == "http":
         from .transports.http import serve_http
 
         logger.info("serving %d tools over http", len(server.catalog))
-        await _until_stopped(serve_http(server, settings))
-    else:
-        from .transports.stdio import serve_stdio
+        return await _until_stopped(serve_http(server, settings))
+    from .transports.stdio import serve_stdio
 
-        await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
+    return await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
 
 
 def _in_main_thread() -> bool:
@@ -152,6 +161,7 @@ class _Watch:
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.gone = anyio.Event()
+        self.signum: int | None = None
 
     async def stop(self) -> None:
         self.scope.cancel()
@@ -166,24 +176,27 @@ async def _cancel_on_signal(target: anyio.CancelScope, *,
             task_status.started(watch)
             async for signum in signals:
                 logger.info("received %s while starting, shutting down", signal.Signals(signum).name)
+                watch.signum = signum
                 target.cancel()
                 return
     finally:
         watch.gone.set()
 
 
-async def _until_stopped(serving: Awaitable[None]) -> None:
+async def _until_stopped(serving: Awaitable[None]) -> int | None:
     """Run `serving` (uvicorn) until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs.
+    Returns the signal that stopped it, if one did.
 
     uvicorn handles both signals while it serves, stops gracefully, then raises the signal again for the handler
     that was there before. With the default actions the process would die right there (SIGTERM), before the
     gateway stops its upstream servers (one that ignores the end of its stdin would outlive us), or exit 130 or 0
     depending on the event loop (SIGINT: asyncio's runner and uvloop differ). These handlers end `serving`
-    instead, so the exit is clean and its status 0, as on stdio."""
+    instead, so the exit is clean and its status the same as on stdio."""
     if not _in_main_thread():
         await serving  # signal handlers belong to the main thread; uvicorn leaves signals alone elsewhere too
-        return
+        return None
     loop = asyncio.get_running_loop()
+    received: list[int] = []
     with anyio.CancelScope() as scope:
 
         def stop(signum: int) -> None:
@@ -191,6 +204,8 @@ async def _until_stopped(serving: Awaitable[None]) -> None:
             scope.cancel()
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
+            # Noted at once: uvicorn raises the signal again as it returns, before `stop` gets its turn.
+            received.append(signum)
             loop.call_soon_threadsafe(stop, signum)  # on the loop's own turn, as asyncio.Runner handles SIGINT
 
         previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)}
@@ -199,12 +214,15 @@ async def _until_stopped(serving: Awaitable[None]) -> None:
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+    return received[0] if received else None
 
 
-async def _until_signalled(serving: Awaitable[None], started: str) -> None:
+async def _until_signalled(serving: Awaitable[None], started: str) -> int | None:
     """Run `serving` until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs uncancelled.
+    Returns the signal that stopped it, if one did.
 
     `started` is logged once the signals are ours, so whoever waits for it may signal at once."""
+    received: list[int] = []
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as tg:
 
@@ -213,6 +231,7 @@ async def _until_signalled(serving: Awaitable[None], started: str) -> None:
                     task_status.started()
                     async for signum in signals:
                         logger.info("received %s, shutting down", signal.Signals(signum).name)
+                        received.append(signum)
                         scope.cancel()
                         return
 
@@ -220,3 +239,4 @@ async def _until_signalled(serving: Awaitable[None], started: str) -> None:
             logger.info("%s", started)
             await serving
             tg.cancel_scope.cancel()
+    return received[0] if received else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,11 +26,21 @@ __all__ = ["main"]
 
 _WAITING = """\
 lazytools is an MCP server: it is waiting for an MCP client to speak JSON-RPC on stdin (this terminal).
-Point a client at the `lazytools` command instead (README: "Add it to your client"), or try it from the shell:
-  lazytools search "convert a temperature"     the tools a query finds
-  lazytools surface                            what a fresh session lists, and its token cost
-  npx @modelcontextprotocol/inspector --cli lazytools --method tools/list
+Point a client at this command instead (README: "Add it to your client"), or try it from the shell:
+  {command} search "convert a temperature"
+  {command} surface
+  npx -y @modelcontextprotocol/inspector --cli -- {command} --method tools/list
+(the tools a query finds; what a fresh session lists, and its token cost; the MCP Inspector listing the tools)
 Ctrl-C stops it."""
+
+
+def _this_command() -> str:
+    """This command as the shell can run it again from here: the path it was started by (`.venv/bin/lazytools`
+    after the README's install, which leaves it off PATH), or `python -m lazytools` with this interpreter."""
+    started = sys.argv[0] if sys.argv and sys.argv[0] else "lazytools"
+    if Path(started).name == "__main__.py":
+        return f"{shlex.quote(sys.executable)} -m lazytools"
+    return shlex.quote(started)
 
 
 def _json_object(text: str) -> Any:
@@ -206,9 +217,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     app.configure_logging(settings.log_level if serving or asked else "WARNING")
     if serving:
         if settings.transport == "stdio" and sys.stdin is not None and sys.stdin.isatty():
-            print(_WAITING, file=sys.stderr, flush=True)
-        await app.serve(settings)
-    elif args.command == "search":
+            print(_WAITING.format(command=_this_command()), file=sys.stderr, flush=True)
+        return await app.serve(settings)
+    if args.command == "search":
         async with app.open_catalog(settings) as catalog:
             print(report.search_report(catalog, args.query, limit=_shown(args.limit, settings), group=args.group,
                                        semantic=settings.semantic, embedder=settings.embedder))

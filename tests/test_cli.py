@@ -172,3 +172,15 @@ def test_abbreviated_flags_and_an_empty_query_are_usage_errors(argv: list[str],
     assert exit_.value.code == 2
     error = capsys.readouterr().err
     assert "unrecognized arguments" in error or "argument query: empty" in error
+
+
+@pytest.mark.parametrize(("argv0", "shown"), [(".venv/bin/lazytools", ".venv/bin/lazytools"),
+                                              ("/opt/my tools/lazytools", "'/opt/my tools/lazytools'")])
+def test_the_banner_names_the_command_as_it_was_started(monkeypatch: pytest.MonkeyPatch, argv0: str,
+                                                         shown: str) -> None:
+    from lazytools import cli
+
+    monkeypatch.setattr(sys, "argv", [argv0])
+    assert cli._this_command() == shown
+    monkeypatch.setattr(sys, "argv", ["/x/lazytools/__main__.py"])
+    assert cli._this_command().endswith(" -m lazytools")
