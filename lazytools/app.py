@@ -37,9 +37,19 @@ logger = logging.getLogger("lazytools")
 _BUNDLED_ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
 
-def configure_logging(level: str) -> None:
-    """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else."""
+GATEWAY_LOGGER = "lazytools.sources.gateway"
+"""The gateway's own log lines: each upstream server coming up (INFO) or failing (WARNING, with its stderr's end)."""
+
+
+def configure_logging(level: str, *, progress: bool = False) -> None:
+    """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else.
+
+    `progress` shows the gateway's start-up at INFO whatever `level` is: `lazytools search` and `surface` wait
+    for every upstream (npx and uvx downloads, docker pulls: up to the connect timeout) and would otherwise print
+    nothing meanwhile. Upstreams' own stderr lines stay at `level`."""
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if progress and logging.getLogger().getEffectiveLevel() > logging.INFO:
+        logging.getLogger(GATEWAY_LOGGER).setLevel(logging.INFO)
     redact_session_ids()
 
 

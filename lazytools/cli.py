@@ -214,7 +214,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     serving = args.command in (None, "serve")
     # `search` and `surface` print a report: logs (upstream servers' stderr among them) only when asked for
     asked = "log_level" in settings.model_fields_set  # from a flag, the environment or .env
-    app.configure_logging(settings.log_level if serving or asked else "WARNING")
+    # ... but with upstream servers to wait for, one line for each as it comes up or fails
+    app.configure_logging(settings.log_level if serving or asked else "WARNING",
+                          progress=not serving and not asked and settings.config is not None)
     if serving:
         if settings.transport == "stdio" and sys.stdin is not None and sys.stdin.isatty():
             print(_WAITING.format(command=_this_command()), file=sys.stderr, flush=True)

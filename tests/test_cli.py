@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -184,3 +185,25 @@ def test_the_banner_names_the_command_as_it_was_started(monkeypatch: pytest.Monk
     assert cli._this_command() == shown
     monkeypatch.setattr(sys, "argv", ["/x/lazytools/__main__.py"])
     assert cli._this_command().endswith(" -m lazytools")
+
+
+@pytest.mark.process
+def test_search_over_a_config_says_how_each_server_starts(tmp_path: Path) -> None:
+    """Upstreams take seconds to start (npx, uvx, docker): a line for each as it comes up or fails, on stderr,
+    and a failed one's warning ends with what it wrote on its stderr (otherwise hidden in `search`)."""
+    fails = "import sys; print('Cannot connect to the Docker daemon. Is it running?', file=sys.stderr); sys.exit(1)"
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"alpha": toy("alpha", "--tools", "echo,add"),
+                                                 "broken": {"command": sys.executable, "args": ["-c", fails]}}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
+    done = subprocess.run([sys.executable, "-m", "lazytools", "--config", str(config), "search", "add two numbers"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "alpha__add" in done.stdout and "Docker" not in done.stdout
+    lines = done.stderr.splitlines()
+    assert any("starting 2 upstream servers (alpha, broken)" in line for line in lines), done.stderr
+    assert any("upstream 'alpha': connected, 2 tools" in line for line in lines), done.stderr
+    failed = [line for line in lines if "upstream 'broken' failed to start" in line]
+    assert len(failed) == 1 and "WARNING" in failed[0], done.stderr
+    assert ("it exited or closed the connection before answering (its stderr ended with: Cannot connect to the "
+            "Docker daemon. Is it running?); retrying in 1 s") in failed[0], failed
