@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _mapped() -> list[Path]:
-    """Every path the map names: a line's words before its description (two spaces or more), below its folder."""
+    """Every path the map names: a line's words before its description (two spaces or more), below its folder;
+    a line that starts with a folder (`embedders/ base.py cache.py`) names files of that folder."""
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"## Layout\n.*?```\n(.*?)```", readme, flags=re.S)
     assert block is not None, "README.md has no Layout map"
@@ -21,10 +22,12 @@ def _mapped() -> list[Path]:
         while folders and folders[-1][0] >= indent:
             folders.pop()
         parent = folders[-1][1] if folders else ROOT
-        for name in names:
-            paths.append(parent / name)
-        if len(names) == 1 and names[0].endswith("/"):
-            folders.append((indent, parent / names[0]))
+        if names and names[0].endswith("/"):  # "folder/ a.py b.py": the folder, then files of it
+            folder = parent / names[0]
+            paths += [folder, *(folder / name for name in names[1:])]
+            folders.append((indent, folder))
+        else:
+            paths += [parent / name for name in names]
     return paths
 
 
