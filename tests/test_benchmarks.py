@@ -113,14 +113,25 @@ def test_no_benchmark_module_shadows_the_standard_library() -> None:
 
 @pytest.mark.process
 def test_the_throughput_comparison_runs_both_servers_with_no_failed_request() -> None:
-    report = throughput_benchmarks(seconds=1, connections=2, rounds=1)
-    rates = dict(re.findall(r"^\s*(bare SDK|lazytools|lazytools, tool in a thread): ([\d,]+) req/s", report,
-                            flags=re.M))
+    report = throughput_benchmarks(seconds=1, connections=2, rounds=2, threads=1)
+    rates = dict(re.findall(r"^\s*(bare SDK|lazytools|lazytools, tool in a thread): ([\d,]+), [\d,]+ req/s",
+                            report, flags=re.M))  # each round's rate, two rounds
     assert set(rates) == {"bare SDK", "lazytools", "lazytools, tool in a thread"}
     assert all(int(rate.replace(",", "")) > 0 for rate in rates.values())
     assert "failed requests: 0" in report
     assert re.search(r"^lazytools / bare, per round: \d+\.\d\dx", report, flags=re.M)
     assert re.search(r"^tool in a thread / bare, per round: \d+\.\d\dx", report, flags=re.M)
+    assert re.search(r"^lazytools / bare SDK, median of 2 rounds: \d+\.\d\dx$", report, flags=re.M)
+    assert "tool called: convert_temperature" in report
+
+
+def test_the_bare_server_serves_the_bundled_tool_with_the_schema_lazytools_lists() -> None:
+    """The bare SDK server does the same work as lazytools' tool: the same function, the same enum schema."""
+    from benchmarks.http_throughput import BARE_CALL, bundled_temperature_tool
+
+    description, schema, convert = bundled_temperature_tool()
+    assert schema["properties"]["from_unit"]["enum"] == ["C", "F", "K", "R"] and "Kelvin" in description
+    assert convert(**BARE_CALL["params"]["arguments"])["result"] == 212
 
 
 def test_lazytools_runs_on_uvloop_where_installed() -> None:
