@@ -21,7 +21,7 @@ import mcp_types as types
 
 from .catalog import Catalog, Group
 from .errors import ConfigError
-from .safetext import redact_session_ids
+from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
 from .settings import Settings
 from .sources import Source, StaticSource
@@ -40,10 +40,15 @@ _BUNDLED_ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hi
 GATEWAY_LOGGER = "lazytools.sources.gateway"
 """The gateway's own log lines: each upstream server coming up (INFO) or failing (WARNING, with its stderr's end)."""
 
+_HTTP_CLIENT_LOGGERS = ("httpx2", "httpx")
+"""The HTTP client libraries' loggers: they log every request they send at INFO ("HTTP Request: POST <url>")."""
+
 
 def configure_logging(level: str, *, progress: bool = False) -> None:
     """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else.
 
+    Credentials are redacted from every record (`redact_secrets_in_logs`), and the HTTP client's line per request
+    to an upstream shows only at DEBUG: at INFO it was most of the log, one line per call or notification.
     `progress` shows the gateway's start-up at INFO whatever `level` is: `lazytools search` and `surface` wait
     for every upstream (npx and uvx downloads, docker pulls: up to the connect timeout) and would otherwise print
     nothing meanwhile. Upstreams' own stderr lines stay at `level`."""
@@ -51,6 +56,9 @@ def configure_logging(level: str, *, progress: bool = False) -> None:
     if progress and logging.getLogger().getEffectiveLevel() > logging.INFO:
         logging.getLogger(GATEWAY_LOGGER).setLevel(logging.INFO)
     redact_session_ids()
+    redact_secrets_in_logs()
+    for name in _HTTP_CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if level.upper() == "DEBUG" else logging.WARNING)
 
 
 def bundled_catalog(files_root: Path, catalog: Catalog | None = None) -> Catalog:

@@ -107,7 +107,9 @@ class Settings(BaseSettings):
         description='Hide every upstream tool until found (servers can opt out with "defer_loading": false).')
     call_timeout: float = Field(
         default=60.0, gt=0,
-        description="Seconds an upstream tool call may take before it fails with a timeout error.")
+        description="Seconds a tool call may take before it fails with a timeout error: an upstream's (unless its "
+                    "config sets its own \"timeout\") and an in-process tool's (whose worker thread, which cannot "
+                    "be stopped, keeps its slot until it ends).")
     call_timeout_ceiling: float = Field(
         default=3600.0, gt=0,
         description="Seconds an upstream call may run at most, however often it reports progress.")

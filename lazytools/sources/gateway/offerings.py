@@ -18,7 +18,7 @@ from mcp import Client
 
 from .config import ServerConfig
 
-__all__ = ["MAX_PAGES", "NamedUris", "Offerings", "SeenUris", "list_offerings", "permitted", "uris_in"]
+__all__ = ["MAX_NAMED_URI", "MAX_PAGES", "NamedUris", "Offerings", "SeenUris", "list_offerings", "permitted", "uris_in"]
 
 MAX_PAGES = 100
 """Bound on pagination: a server whose cursor never ends cannot hang a refresh."""
@@ -111,20 +111,39 @@ def uris_in(result: Any) -> list[str]:
     return uris
 
 
+MAX_NAMED_URI = 8192
+"""Characters of a URI named in a result that is remembered to route reads (8,000 octets is what RFC 9110 asks
+parsers to support): a longer one is not kept, and so not readable unless a listing or template names it."""
+_ENTRY_COST = 100
+"""Bytes charged for remembering a URI besides its own: the string's header and its slot in a dict."""
+
+
+def _cost(uri: str) -> int:
+    return len(uri.encode("utf-8", "surrogatepass")) + _ENTRY_COST
+
+
 @dataclass(slots=True)
 class SeenUris:
-    """URIs an upstream named in its results, most recent last, at most `limit` (a hostile server cannot grow it
-    without bound)."""
+    """URIs an upstream named in its results, most recent last: at most `limit` of them and `max_bytes` in all
+    (see `_cost`), the oldest dropped first, so a hostile server cannot grow it without bound."""
 
     limit: int = 4096
-    _uris: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    max_bytes: int = 1 << 20
+    size: int = 0
+    """Bytes charged for the URIs kept."""
+    _uris: OrderedDict[str, int] = field(default_factory=OrderedDict)
 
     def add(self, uris: Iterable[str]) -> None:
         for uri in uris:
-            self._uris[uri] = None
-            self._uris.move_to_end(uri)
-        while len(self._uris) > self.limit:
-            self._uris.popitem(last=False)
+            if len(uri) > MAX_NAMED_URI:
+                continue
+            cost = self._uris.pop(uri, None)
+            if cost is None:
+                cost = _cost(uri)
+                self.size += cost
+            self._uris[uri] = cost
+        while self._uris and (len(self._uris) > self.limit or self.size > self.max_bytes):
+            self.size -= self._uris.popitem(last=False)[1]
 
     def __contains__(self, uri: object) -> bool:
         return uri in self._uris
@@ -133,26 +152,36 @@ class SeenUris:
 @dataclass(slots=True)
 class NamedUris:
     """The URIs an upstream's results named, kept apart per client session: what one session's calls name routes
-    only that session's reads. At most `sessions` sessions are remembered (the least recently active go first)."""
+    only that session's reads. At most `sessions` sessions are remembered and `max_bytes` of URIs for all of them
+    (stateless callers share one set); past either, the least recently active sessions' sets go first, whole."""
 
     sessions: int = 1024
+    max_bytes: int = 8 << 20
+    per_session_bytes: int = 1 << 20
+    size: int = 0
+    """Bytes charged for the URIs of every session (see `SeenUris`)."""
     _by_session: OrderedDict[str | None, SeenUris] = field(default_factory=OrderedDict)
 
     def add(self, session: str | None, uris: Iterable[str]) -> None:
-        uris = list(uris)
+        uris = [uri for uri in uris if len(uri) <= MAX_NAMED_URI]
         if not uris:
             return
         seen = self._by_session.get(session)
         if seen is None:
-            seen = self._by_session[session] = SeenUris()
+            seen = self._by_session[session] = SeenUris(max_bytes=self.per_session_bytes)
         self._by_session.move_to_end(session)
+        before = seen.size
         seen.add(uris)
-        while len(self._by_session) > self.sessions:
-            self._by_session.popitem(last=False)
+        self.size += seen.size - before
+        # The session just served is the last in order and within its own bound: it is never the one dropped.
+        while len(self._by_session) > self.sessions or (self.size > self.max_bytes and len(self._by_session) > 1):
+            self.size -= self._by_session.popitem(last=False)[1].size
 
     def named(self, session: str | None, uri: str) -> bool:
         seen = self._by_session.get(session)
         return seen is not None and uri in seen
 
     def forget(self, session: str) -> None:
-        self._by_session.pop(session, None)
+        seen = self._by_session.pop(session, None)
+        if seen is not None:
+            self.size -= seen.size

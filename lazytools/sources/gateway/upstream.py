@@ -32,7 +32,7 @@ from ...catalog import Catalog, Group
 from ...entry import ToolEntry, first_sentence
 from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from ...names import public_tool_name, unique_name
-from ...safetext import clip
+from ...safetext import clip, redact_secrets
 from ...sdk import create_mcp_http_client
 from ...settings import Settings
 from .config import HttpServer, ServerConfig
@@ -482,7 +482,7 @@ def describe_failure(exc: BaseException, *, cwd: Any = None) -> str:
         return f"error {exc.code}: {exc.error.message}"
     if isinstance(exc, TimeoutError) and str(exc):
         return str(exc)
-    text = str(exc).strip()
+    text = redact_secrets(str(exc).strip())  # it is logged and may reach the client: no URL's key or header value
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
