@@ -83,7 +83,8 @@ def test_options_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture
 @pytest.mark.parametrize("level", [None, "DEBUG"])
 def test_upstream_stderr_is_quiet_in_search_unless_debugging_and_then_named(tmp_path: Path,
                                                                             level: str | None) -> None:
-    """An upstream's stderr does not land unlabelled among search results; with --log-level DEBUG it is named."""
+    """An upstream's stderr does not land unlabelled among search results: its lines are logged, named, with
+    --log-level DEBUG; without it only a failed server's last lines show, in the warning that names the server."""
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {
         "gone": toy("gone", "--require-file", str(tmp_path / "missing")),  # says why on stderr, exits
@@ -97,7 +98,9 @@ def test_upstream_stderr_is_quiet_in_search_unless_debugging_and_then_named(tmp_
     if level:
         assert "[gone] toy gone:" in done.stderr and "is missing, exiting" in done.stderr
     else:
-        assert "is missing" not in done.stderr
+        assert "[gone]" not in done.stderr
+        (warning,) = [line for line in done.stderr.splitlines() if "upstream 'gone' failed to start" in line]
+        assert "WARNING" in warning and "(its stderr ended with: toy gone:" in warning and "is missing" in warning
 
 
 @pytest.mark.parametrize("command", [["surface"], []], ids=["surface", "serve"])
