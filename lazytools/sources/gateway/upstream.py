@@ -234,8 +234,9 @@ class Upstream:
             self.state = "serving"
         self.error = None
         level = logging.INFO if self.connections == 1 else logging.WARNING
-        logger.log(level, "upstream %r: %s, %d tools", self.name,
-                   "connected" if self.connections == 1 else "reconnected", len(self.catalog.in_group(self.name)))
+        tools = len(self.catalog.in_group(self.name))
+        logger.log(level, "upstream %r: %s, %d tool%s", self.name,
+                   "connected" if self.connections == 1 else "reconnected", tools, "" if tools == 1 else "s")
         self._finish_attempt()
 
     def _went_down(self, reason: str, failures: int) -> None:
