@@ -131,6 +131,10 @@ class Settings(BaseSettings):
     max_argument_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024,
         description="Largest tool arguments checked against a schema and passed on, in bytes (about).")
+    max_upstream_offerings: int = Field(
+        default=10_000, ge=1,
+        description="Most prompts, resources and resource templates (each) taken from one upstream server's lists; "
+                    "past it the rest are left out, with a warning.")
     validation_timeout: float = Field(
         default=5.0, gt=0,
         description="Seconds checking one call's arguments against the tool's input schema may take (in a worker "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-from collections.abc import Iterator
+import re
 from typing import Any
 
 import mcp_types as types
@@ -21,6 +21,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from ...errors import LazyToolsError
 from ...names import public_tool_name, unique_name
+from ...safetext import clip
 from .offerings import uris_in
 from .relay import ClientSide, Clients, Relay, current_origin, session_key
 from .scoped import SessionUpstreams
@@ -57,11 +58,20 @@ class Front:
         session's own for `"scope": "session"`); only that connection's updates of that URI reach it."""
         self._levels: dict[str, types.LoggingLevel] = {}
         self._upstream_level: types.LoggingLevel | None = None
-        self._templates: dict[str, UriTemplate | None] = {}
+        self._templates: dict[str, tuple[str, UriTemplate] | None] = {}
+        """Parsed templates by their text, each with the literal text every URI it matches starts with."""
         self._hidden: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+        self._prompt_index: dict[str, tuple[Upstream, types.Prompt]] | None = None
+        """Prompts by public name, built on first use after a change: a look-up is one dict access, not a walk of
+        every upstream's prompts on the event loop."""
+        self._resource_index: dict[str, Upstream] | None = None
+        """Listed resources by URI, the first server in the config keeping a URI listed twice."""
         for upstream in upstreams:
             upstream.on_offerings_changed = self._offerings_changed
             upstream.on_resource_updated = self._resource_updated
+            upstream.wanted_level = self._shared_level  # a reconnected upstream gets the level again
+        if scoped is not None:
+            scoped.level_of = self._levels.get  # a session's own connections get its level, from the start
 
     def attach(self, clients: Clients) -> None:
         """The server's sessions: where upstream messages outside a call go."""
@@ -69,37 +79,39 @@ class Front:
 
     # -- prompts --------------------------------------------------------------------------------------------------
 
-    def _prompts(self) -> Iterator[tuple[str, Upstream, types.Prompt]]:
-        taken: set[str] = set()
-        for upstream in self.upstreams:
-            for prompt in upstream.offerings.prompts:
-                name = unique_name(public_tool_name(upstream.config.tool_prefix, prompt.name), taken, "-")
-                taken.add(name)
-                yield name, upstream, prompt
+    def _prompts(self) -> dict[str, tuple[Upstream, types.Prompt]]:
+        if self._prompt_index is None:
+            index: dict[str, tuple[Upstream, types.Prompt]] = {}
+            for upstream in self.upstreams:
+                for prompt in upstream.offerings.prompts:
+                    name = unique_name(public_tool_name(upstream.config.tool_prefix, prompt.name), index, "-")
+                    index[name] = (upstream, prompt)
+            self._prompt_index = index
+        return self._prompt_index
 
     def list_prompts(self) -> list[types.Prompt]:
-        return [prompt.model_copy(update={"name": name}) for name, _, prompt in self._prompts()]
+        return [prompt.model_copy(update={"name": name}) for name, (_, prompt) in self._prompts().items()]
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        for public, upstream, prompt in self._prompts():
-            if public == name:
-                request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=prompt.name,
-                                                                                     arguments=arguments))
-                result: types.GetPromptResult = await upstream.request(request, types.GetPromptResult,
-                                                                       f"prompt {prompt.name!r}")
-                upstream.seen_uris.add(session_key(current_origin()), uris_in(result))
-                return result
-        raise UnknownPromptError(name)
+        found = self._prompts().get(name)
+        if found is None:
+            raise UnknownPromptError(name)
+        upstream, prompt = found
+        request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=prompt.name, arguments=arguments))
+        result: types.GetPromptResult = await upstream.request(request, types.GetPromptResult,
+                                                               f"prompt {prompt.name!r}")
+        upstream.seen_uris.add(session_key(current_origin()), uris_in(result))
+        return result
 
     async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Argument completion for a prompt (by its public name) or a resource template, from its server."""
         ref = params.ref
         upstream: Upstream | None = None
         if isinstance(ref, types.PromptReference):
-            found = [(u, p) for public, u, p in self._prompts() if public == ref.name]
-            if not found:
+            found = self._prompts().get(ref.name)
+            if found is None:
                 raise UnknownPromptError(ref.name)
-            upstream, prompt = found[0]
+            upstream, prompt = found
             params = params.model_copy(update={"ref": ref.model_copy(update={"name": prompt.name})})
         else:
             upstream = next((u for u in self.upstreams for t in u.offerings.templates if t.uri_template == ref.uri),
@@ -112,6 +124,19 @@ class Front:
 
     # -- resources ------------------------------------------------------------------------------------------------
 
+    def _resources(self) -> dict[str, Upstream]:
+        if self._resource_index is None:
+            index: dict[str, Upstream] = {}
+            for upstream in self.upstreams:
+                for resource in upstream.offerings.resources:
+                    if resource.uri in index:
+                        logger.info("resource %s of %r is listed by an earlier server too; not listed twice",
+                                    clip(resource.uri), upstream.name)
+                        continue
+                    index[resource.uri] = upstream
+            self._resource_index = index
+        return self._resource_index
+
     def list_resources(self) -> list[types.Resource]:
         """Each server's listed resources but those its exclusions keep out (in any form) and those an earlier
         server in the config claims (lists, or serves by a template): a read of such a URI goes to the earlier
@@ -122,14 +147,14 @@ class Front:
             for resource in upstream.offerings.resources:
                 if resource.uri in seen:
                     logger.info("resource %s of %r is listed by an earlier server too; not listed twice",
-                                resource.uri, upstream.name)
+                                clip(resource.uri), upstream.name)
                     continue
                 if self._blocked(upstream, resource.uri):  # its exclusions keep it out in another form
                     continue
                 earlier = next((u for u in self.upstreams[:index] if self._templated(u, resource.uri)), None)
                 if earlier is not None:
                     logger.debug("resource %s of %r is served by a template of %r, earlier in the config; not "
-                                 "listed", resource.uri, upstream.name, earlier.name)
+                                 "listed", clip(resource.uri), upstream.name, earlier.name)
                     continue
                 seen.add(resource.uri)
                 listed.append(resource)
@@ -138,10 +163,12 @@ class Front:
     def list_templates(self) -> list[types.ResourceTemplate]:
         return [template for upstream in self.upstreams for template in upstream.offerings.templates]
 
-    def _template(self, text: str) -> UriTemplate | None:
+    def _template(self, text: str) -> tuple[str, UriTemplate] | None:
         if text not in self._templates:
             try:
-                self._templates[text] = UriTemplate.parse(text)
+                # The template's literal start (up to its first expression, query or fragment) is compared exactly
+                # by the SDK's match, so a URI without it is passed over without running the match.
+                self._templates[text] = (re.split(r"[{?#]", text, maxsplit=1)[0], UriTemplate.parse(text))
             except (InvalidUriTemplate, ValueError):
                 self._templates[text] = None
         return self._templates[text]
@@ -149,7 +176,7 @@ class Front:
     def _matches(self, templates: tuple[str, ...], uri: str) -> bool:
         for text in templates:
             parsed = self._template(text)
-            if parsed is not None and parsed.match(uri) is not None:
+            if parsed is not None and uri.startswith(parsed[0]) and parsed[1].match(uri) is not None:
                 return True
         return False
 
@@ -196,9 +223,11 @@ class Front:
         """The upstream that serves `uri` for the session being served (see the module's docstring for the
         order); servers whose config keeps `uri` out are never chosen."""
         candidates = [u for u in self.upstreams if not self._blocked(u, uri)]
+        lister = self._resources().get(uri)
         for upstream in candidates:  # first in the config wins, whether it lists the URI or templates it
-            if any(resource.uri == uri for resource in upstream.offerings.resources) or self._matches(
-                    tuple(t.uri_template for t in upstream.offerings.templates), uri):
+            lists = lister is upstream or (lister is not None and lister not in candidates
+                                           and any(resource.uri == uri for resource in upstream.offerings.resources))
+            if lists or self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri):
                 return upstream
         session = session_key(current_origin())
         for upstream in candidates:
@@ -210,7 +239,7 @@ class Front:
         upstream = self.owner_of(uri)
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         result: types.ReadResourceResult = await upstream.request(request, types.ReadResourceResult,
-                                                                  f"resource {uri!r}")
+                                                                  f"resource {clip(uri)!r}")
         return result
 
     async def subscribe(self, uri: str, client: ClientSide) -> None:
@@ -257,6 +286,7 @@ class Front:
 
     async def _offerings_changed(self, upstream: Upstream) -> None:
         self._templates.clear()
+        self._prompt_index = self._resource_index = None
         for client in self.relay.clients:
             await _deliver(client, types.PromptListChangedNotification())
             await _deliver(client, types.ResourceListChangedNotification())
@@ -290,10 +320,16 @@ class Front:
             await upstream.notify(types.RootsListChangedNotification())
 
     async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None:
-        """A session's `logging/setLevel`: the session is filtered at its level, and upstreams are asked for the
-        most verbose level any session wants (a session that set none wants everything: `debug`)."""
+        """A session's `logging/setLevel`: the session is filtered at its level, shared upstreams are asked for the
+        most verbose level any session wants (a session that set none wants everything: `debug`), and the
+        session's own connections (`"scope": "session"`) for its level: their logs reach no other session."""
         self._levels[client.key] = level
         await self._apply_levels()
+        for own in self.scoped.of(client.key) if self.scoped is not None else []:
+            await _send_level(own, level)
+
+    def _shared_level(self) -> types.LoggingLevel | None:
+        return self._upstream_level
 
     async def _apply_levels(self, gone: str | None = None) -> None:
         if not self._levels:
@@ -304,13 +340,18 @@ class Front:
             return
         self._upstream_level = lowest
         for upstream in self.upstreams:
-            if upstream.logs:
-                try:
-                    # No progressToken: setLevel is not a call that reports progress.
-                    await upstream.request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=lowest)),
-                                           types.EmptyResult, "logging/setLevel", progress=False)
-                except LazyToolsError as exc:
-                    logger.info("upstream %r: setting its log level failed: %s", upstream.name, exc)
+            await _send_level(upstream, lowest)
+
+
+async def _send_level(upstream: Upstream, level: types.LoggingLevel) -> None:
+    if not upstream.logs:
+        return
+    try:
+        # No progressToken: setLevel is not a call that reports progress.
+        await upstream.request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                               types.EmptyResult, "logging/setLevel", progress=False)
+    except LazyToolsError as exc:
+        logger.info("upstream %r: setting its log level failed: %s", upstream.name, exc)
 
 
 async def _deliver(client: ClientSide, notification: types.ServerNotification) -> None:
