@@ -102,9 +102,9 @@ async def _middleware_times(verifier: Any, token: str, rounds: int) -> list[floa
 
     access = await verifier.verify_token(token)
     request = Request({"type": "http", SCOPE_KEY: access.principal, "headers": []})
-    ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
-        session=None, lifespan_context=None, protocol_version="2025-11-25", method="tools/call",  # type: ignore[arg-type]
-        request=request)
+    ctx: ServerRequestContext[Any, Any] = ServerRequestContext(  # no session: the middleware does not read it
+        session=None, lifespan_context=None, protocol_version="2025-11-25",  # type: ignore[arg-type]
+        method="tools/call", request=request)
     middleware = PrincipalMiddleware(named_principal("local", "stdio"))
 
     async def handler(ctx: ServerRequestContext[Any, Any]) -> None:

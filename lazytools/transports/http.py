@@ -301,8 +301,8 @@ def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, heade
 async def serve_http(server: Server[Any], settings: Settings) -> None:
     """Serve `server` over streamable HTTP on settings.host:settings.port until interrupted."""
     if settings.host.lower() not in LOOPBACK_NAMES and settings.auth_token is None and settings.auth_issuer is None:
-        logger.warning("serving on %s without LAZYTOOLS_AUTH_TOKEN or LAZYTOOLS_AUTH_ISSUER: anyone who can reach this address can call "
-                       "every tool", settings.host)
+        logger.warning("serving on %s without LAZYTOOLS_AUTH_TOKEN or LAZYTOOLS_AUTH_ISSUER: anyone who can reach "
+                       "this address can call every tool", settings.host)
     if settings.auth_issuer is not None:
         logger.info("OAuth: tokens of %s for %s (scopes: %s)", settings.auth_issuer, settings.auth_audience,
                     ", ".join(settings.auth_scopes) or "none required")

@@ -43,7 +43,8 @@ class Recorder:
     async def _prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
         return types.ListPromptsResult(prompts=[types.Prompt(name="greeting", description="Says who you are.")])
 
-    async def _prompt(self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def _prompt(self, ctx: ServerRequestContext[Any],
+                      params: types.GetPromptRequestParams) -> types.GetPromptResult:
         message = types.PromptMessage(role="user", content=types.TextContent(text=_authorization(ctx)))
         return types.GetPromptResult(messages=[message])
 

@@ -32,9 +32,9 @@ __all__ = [
     "GatewayConfig",
     "HttpServer",
     "Identity",
-    "TokenExchange",
     "ServerConfig",
     "StdioServer",
+    "TokenExchange",
     "load_config",
     "parse_config",
 ]

@@ -90,6 +90,9 @@ async def open_gateway(
                 upstream.per_user = users.instance
         # Each first attempt has its own connect_timeout deadline; stopping a hung process after it can take a few
         # more seconds, which start-up need not wait for.
+        if upstreams:
+            logger.info("starting %d upstream servers (%s), each within %g s", len(upstreams),
+                        ", ".join(upstream.name for upstream in upstreams), settings.connect_timeout)
         with anyio.move_on_after(settings.connect_timeout * (len(upstreams) if one_by_one else 1) + 0.5):
             for upstream in upstreams:
                 tg.start_soon(upstream.run, name=f"upstream {upstream.name}")

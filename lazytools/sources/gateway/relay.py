@@ -238,8 +238,11 @@ class Relay:
         else:  # no call in flight on it: the only session, if there is one
             sessions = list(self.clients)
             if len(sessions) != 1:
-                return _unknown_caller(server, request, "no client session is connected" if not sessions else
-                                       "several client sessions are connected")
+                if not sessions:  # before the client connects (a server asking for roots at start-up), or after
+                    return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                        f"lazytools has no client connected to answer this {request.method} yet"))
+                # Several sessions exist only over HTTP: there, one connection per client session settles it.
+                return _unknown_caller(server, request, "several client sessions are connected")
             client, origin = sessions[0], None
         if client is None and origin is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="the client session has ended")

@@ -44,7 +44,7 @@ from .listing import screen_listing
 from .offerings import NamedUris, Offerings, list_offerings, uris_in
 from .relay import Inflight, Relay, current_origin, session_key
 from .stdio import stdio_client
-from .stderr import labelled_stderr
+from .stderr import StderrTail, labelled_stderr
 
 __all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
 
@@ -137,6 +137,7 @@ class Upstream:
         self._attempts_over = 0
         self._attempt_over = anyio.Event()
         self._stderr: TextIO = sys.stderr  # a pipe to labelled log lines while `run` runs
+        self._stderr_tail = StderrTail()
 
     @property
     def serving(self) -> bool:
@@ -151,7 +152,7 @@ class Upstream:
             # An empty group says "this source exists but serves nothing yet"; its tools arrive when it does.
             self.catalog.set_group(Group(self.name, self.config.description or ""), [])
         try:
-            async with labelled_stderr(self.name) as self._stderr:
+            async with labelled_stderr(self.name, self._stderr_tail) as self._stderr:
                 await self._reconnect_forever()
         finally:
             self.state = "stopped"
@@ -161,6 +162,7 @@ class Upstream:
         while True:
             self._wake = anyio.Event()
             self._attempts_started += 1
+            self._stderr_tail.lines.clear()  # what this attempt's process says, not the last one's
             try:
                 await self._connect_and_serve()
                 reason = "the connection closed (the server exited or crashed)"
@@ -173,6 +175,8 @@ class Upstream:
                 reason = describe_failure(exc, cwd=getattr(self.config, "cwd", None))
             stayed_up = self._up_since is not None and anyio.current_time() - self._up_since >= self.backoff.stable
             failures = 0 if stayed_up else failures + 1
+            if failures <= 1 and (said := await self._stderr_tail.settled()):  # the warnings, not the retries
+                reason += f" (its stderr ended with: {said})"
             self._went_down(reason, failures)
             if failures:
                 with anyio.move_on_after(self.backoff.after(failures)):
@@ -242,8 +246,9 @@ class Upstream:
             self.state = "serving"
         self.error = None
         level = logging.INFO if self.connections == 1 else logging.WARNING
-        logger.log(level, "upstream %r: %s, %d tools", self.name,
-                   "connected" if self.connections == 1 else "reconnected", len(self.catalog.in_group(self.name)))
+        tools = len(self.catalog.in_group(self.name))
+        logger.log(level, "upstream %r: %s, %d tool%s", self.name,
+                   "connected" if self.connections == 1 else "reconnected", tools, "" if tools == 1 else "s")
         self._finish_attempt()
 
     def _went_down(self, reason: str, failures: int) -> None:
@@ -506,7 +511,7 @@ def describe_failure(exc: BaseException, *, cwd: Any = None) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-        return "it exited or closed the connection before answering (its stderr, logged as [name] lines, may say why)"
+        return "it exited or closed the connection before answering"  # the caller adds what its stderr said
     if isinstance(exc, MCPError):
         return f"error {exc.code}: {exc.error.message}"
     if isinstance(exc, TimeoutError) and str(exc):
