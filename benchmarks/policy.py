@@ -79,8 +79,8 @@ def policy_benchmarks(quick: bool = False, rounds: int | None = None) -> str:
 
 
 def _per_call(gate: Gate, principal: Principal, name: str, rounds: int) -> list[float]:
-    """What tools/call adds: the Access (grant, cached view), the name's lookup in it, the argument constraints,
-    and the rate limiter's count (memory)."""
+    """What tools/call adds: the Access (is it ready, the grant, the cached view), the name's lookup in it, the
+    argument constraints, and the rate limiter's count (memory)."""
     import anyio
 
     limiter = MemoryRateLimiter()
@@ -91,6 +91,7 @@ def _per_call(gate: Gate, principal: Principal, name: str, rounds: int) -> list[
         with acting_as(principal):
             for _ in range(rounds):
                 started = time.perf_counter()
+                gate.warm(principal)  # AccessMiddleware's check
                 access = gate.access()
                 entry = access.catalog.get(name)
                 access.check_arguments(entry, arguments)

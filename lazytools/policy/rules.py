@@ -106,29 +106,48 @@ class PolicySpec(_Strict):
 
 
 class _Matcher:
-    """A list of glob patterns, case-insensitive: plain names in a set, the others as one regular expression."""
+    """A list of glob patterns, case-insensitive: plain names in a set, the others as regular expressions grouped by
+    the server part (`github__`) of their literal start, so a name is tried against its own server's patterns and
+    those without one, not against every pattern of a 1,000-rule policy."""
 
-    __slots__ = ("_exact", "_regex")
+    __slots__ = ("_exact", "_by_server", "_anywhere")
 
     def __init__(self, patterns: Iterable[str]) -> None:
         unique = {pattern.lower() for pattern in patterns}
         globs = sorted(p for p in unique if any(char in p for char in "*?["))
         self._exact = frozenset(unique.difference(globs))
-        self._regex = re.compile("|".join(fnmatch.translate(p) for p in globs), re.IGNORECASE) if globs else None
+        grouped: dict[str, list[str]] = {}
+        for pattern in globs:
+            grouped.setdefault(_server_part(re.split(r"[*?\[]", pattern, maxsplit=1)[0]), []).append(pattern)
+        compiled = {server: re.compile("|".join(fnmatch.translate(p) for p in group), re.IGNORECASE)
+                    for server, group in grouped.items()}
+        self._anywhere = compiled.pop("", None)
+        self._by_server = compiled
 
     def __bool__(self) -> bool:
-        return self._regex is not None or bool(self._exact)
+        return bool(self._exact) or bool(self._by_server) or self._anywhere is not None
 
     def __call__(self, text: str | None) -> bool:
         if text is None:
             return False
-        return text.lower() in self._exact or (self._regex is not None and self._regex.match(text) is not None)
+        if text.lower() in self._exact:
+            return True
+        if self._anywhere is not None and self._anywhere.match(text) is not None:
+            return True
+        own = self._by_server.get(_server_part(text.lower())) if self._by_server else None
+        return own is not None and own.match(text) is not None
 
     def any(self, texts: Iterable[str]) -> bool:
         return any(self(text) for text in texts)
 
     def every(self, texts: Sequence[str]) -> bool:
         return bool(texts) and all(self(text) for text in texts)
+
+
+def _server_part(text: str) -> str:
+    """`github__` of `github__create_issue` (the part a pattern's literal start must hold whole), else ''."""
+    head, sep, _ = text.partition("__")
+    return head + sep if sep else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +268,9 @@ class Policy:
 
     def __post_init__(self) -> None:
         self._who = [_who_sets(rule.who) for rule in self.spec.rules]
+
+    def cached_grant(self, principal: Principal) -> Grant | None:
+        return self._by_principal.get(principal)
 
     def grant_for(self, principal: Principal) -> Grant:
         found = self._by_principal.get(principal)

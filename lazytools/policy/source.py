@@ -56,6 +56,10 @@ class PolicyFile:
         info = os.stat(self.path)
         return (info.st_mtime_ns, info.st_size, info.st_ino)
 
+    def due(self) -> bool:
+        """Whether the next `current()` looks at the file (and may read it)."""
+        return time.monotonic() - self._checked >= CHECK_EVERY
+
     def current(self) -> Policy:
         """The policy in force: re-read first if the file changed since the last look (and a second passed)."""
         now = time.monotonic()

@@ -35,7 +35,7 @@ from ..sources.gateway.front import Front
 from ..sources.gateway.relay import calling
 from ..threads import loop_limiter, threads_for
 from ..validation import validate_call
-from .access import Access, Gate
+from .access import Access, AccessMiddleware, Gate
 from .audited import AuditMiddleware
 from .clients import client_table
 from .metatools import (
@@ -120,7 +120,7 @@ class LazyServer(Server[Any]):
         # Who each request acts for (principals.py), then the audit line that names them (audited.py).
         # The SDK's span per request first, then who each request acts for (principals.py), the audit line that names
         # them (audited.py), then their rate limit (limited.py): a refused call is audited too.
-        self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
+        self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local), AccessMiddleware(self.gate)]
         self.metrics = metrics
         if metrics is not None:  # before the audit and the limit: it counts what they refuse
             self.middleware.append(MetricsMiddleware(metrics, server_of=self._group_of, session_of=self.session_key))
