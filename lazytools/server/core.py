@@ -219,7 +219,15 @@ class LazyServer(Server[Any]):
             return search_schema(self.settings.search_max_limit, self.settings.search_limit)
         if name == INVOKE_TOOL:
             return invoke_tool_definition().input_schema
-        return self.catalog.get(name).input_schema if name in self.catalog else None
+        if name not in self.catalog:
+            return None
+        if self.gate.policy is not None:
+            # Called before the middleware, with the principal the HTTP edge set (if any): a tool hidden from it is
+            # unknown here too, or a header check would tell it apart from a name that does not exist.
+            principal = self.gate.principal()
+            if not self.gate.warm(principal) or name not in self.gate.access(principal).catalog:
+                return None
+        return self.catalog.get(name).input_schema
 
     # -- tools/list -----------------------------------------------------------------------------------------
 

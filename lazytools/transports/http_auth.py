@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..auth.fetch import Fetcher
 from ..auth.issuer import Issuer
 from ..auth.verifier import TokenChecks, VerifiedToken, Verifier
-from ..identity import ANONYMOUS, SCOPE_KEY, ClaimNames, Principal, named_principal
+from ..identity import ANONYMOUS, SCOPE_KEY, ClaimNames, Principal, acting_as, named_principal
 from ..settings import Settings
 from .http_guard import jsonrpc_error
 
@@ -94,7 +94,8 @@ class PrincipalOnScope:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SCOPE_KEY] = self.principal
-        await self.app(scope, receive, send)
+        with acting_as(self.principal):  # for what runs before the server's middleware (its Mcp-Param check)
+            await self.app(scope, receive, send)
 
 
 class OAuthGate(RequireAuthMiddleware):
@@ -127,7 +128,8 @@ class OAuthGate(RequireAuthMiddleware):
                 scope, receive, send)
             return
         scope[SCOPE_KEY] = access.principal
-        await self.app(scope, receive, send)
+        with acting_as(access.principal):  # for what runs before the server's middleware (its Mcp-Param check)
+            await self.app(scope, receive, send)
 
     def _challenge(self, status: int, error: str | None, description: str) -> ASGIApp:
         parts = [f'resource_metadata="{self.resource_metadata_url}"']
