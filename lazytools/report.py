@@ -9,7 +9,8 @@ from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
 from .server.core import LazyServer
-from .server.metatools import check_group, signature
+from .server.metatools import check_group
+from .server.rendering import ranking_text
 from .server.sessions import SessionState
 from .server.surface import Surface
 from .tokens import tokenizer_name, tools_tokens
@@ -23,14 +24,7 @@ def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None
         check_group(catalog, group)
     index = build_index(catalog, semantic=semantic, embedder=embedder)
     hits = index.search(query, limit=limit, groups=[group] if group else None)
-    if not hits:
-        return f"No tools match '{clip(query)}'."
-    width = max(len(str(rank)) for rank in range(1, len(hits) + 1))
-    lines = []
-    for rank, hit in enumerate(hits, 1):
-        lines.append(f"{rank:>{width}}. {hit.score:6.2f}  {signature(hit.entry)} [{hit.entry.group}]")
-        lines.append(f"{'':>{width}}  {'':6}  {hit.entry.summary}")
-    return "\n".join(lines)
+    return ranking_text(hits) if hits else f"No tools match '{clip(query)}'."
 
 
 @dataclass(frozen=True, slots=True)
