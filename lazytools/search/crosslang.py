@@ -35,12 +35,16 @@ _SKIPPED_GLOSS = re.compile(r"^(variant of|old variant|surname|CL:|see |used in|
 _BRACKETS = re.compile(r"\([^)]*\)|\[[^\]]*\]|\S*\|\S*")
 
 
+_KANA = re.compile(r"[\u3040-\u30ff]")
+
+
 def has_cjk(text: str) -> bool:
-    return _HAN.search(text) is not None
+    """Whether `text` holds Chinese characters (Japanese, which writes kana beside them, is not read as Chinese)."""
+    return _HAN.search(text) is not None and _KANA.search(text) is None
 
 
 def _clean(gloss: str) -> str:
-    gloss = _BRACKETS.sub(" ", gloss)
+    gloss = _HAN.sub(" ", _BRACKETS.sub(" ", gloss))  # a gloss's own Chinese ("Tang Dynasty 唐朝") is not English
     gloss = re.sub(r"^\s*to\s+", "", gloss)  # "to drive a vehicle": the verb, not the infinitive marker
     return " ".join(gloss.split())
 
@@ -122,7 +126,8 @@ def default_glossary() -> Glossary:
 
 
 def english_rendering(text: str) -> str:
-    """`text`'s Chinese as English words ("" for text without Chinese, without reading the dictionary)."""
+    """`text`'s Chinese as English words ("" for text without Chinese, or Japanese, without reading the
+    dictionary)."""
     if not has_cjk(text):
         return ""
     return default_glossary().render(text)
