@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -15,9 +15,10 @@ from ..errors import ToolArgumentsError, UnknownToolError
 from ..manifest import manifest
 from ..safetext import clip
 from ..search import SearchIndex
-from ..search.needs import Need, unanswered
+from ..search.needs import Need
+from ..search.selection import RELEVANCE_FLOOR, Selection, select
 from ..validation import validate_arguments
-from .rendering import GROUPS_CHARS, not_matched_line, search_text
+from .rendering import GROUPS_CHARS, search_text
 from .surface import Surface
 
 __all__ = [
@@ -103,29 +104,35 @@ def invoke_tool_definition() -> types.Tool:
     )
 
 
-RELEVANCE_FLOOR = 0.4
-"""A match is enabled only if its score is at least this share of the best match's; the others are listed as
-suggestions, so what search_tools returns (and R@5 as served) is unchanged. Measured at limit 5 (docs/search.md):
-enabled tools per search 5.0 -> 4.4 on MetaTool and 4.8 -> 4.2 on the multi-server dev set, R@5 of the enabled
-tools alone level on the dev set (.792 / .848) and -.006 / -.007 on MetaTool; .5 costs .03 on the dev set."""
-
-
 @dataclass(frozen=True, slots=True)
 class SearchOutcome:
+    """A search's text as sent, and the selection it renders."""
+
     text: str
-    found: list[ToolEntry]
-    """The matches to enable (dynamic surface): named ones, and those that clear the relevance floor."""
-    suggested: list[ToolEntry] = field(default_factory=list)
-    """Listed in the result but not enabled: weaker matches, and the tools that produce an id a match requires."""
-    needs: tuple[Need, ...] = ()
-    """The query's clauses (a request of several needs), each with how well the matches answer it."""
-    unmatched: list[str] = field(default_factory=list)
-    """The clauses no match answers: the result asks the model to search for each on its own."""
+    selection: Selection
+
+    @property
+    def found(self) -> list[ToolEntry]:
+        """The matches to enable (dynamic surface): named ones, and those that clear the relevance floor."""
+        return self.selection.enabled
+
+    @property
+    def suggested(self) -> list[ToolEntry]:
+        """Listed in the result but not enabled: matches past the cap, weaker matches, and producers."""
+        return self.selection.suggested
+
+    @property
+    def needs(self) -> tuple[Need, ...]:
+        return self.selection.needs
+
+    @property
+    def unmatched(self) -> list[str]:
+        return self.selection.unmatched
 
     @property
     def returned(self) -> list[ToolEntry]:
         """Every tool the result names, in its order: what `lazytools eval` scores."""
-        return [*self.found, *self.suggested]
+        return self.selection.returned
 
 
 def search_tools(
@@ -141,9 +148,9 @@ def search_tools(
     enable_at_most: int | None = None,
     pinned: Collection[str] = (),
 ) -> SearchOutcome:
-    """Run a search; the caller enables `found` in the session (dynamic surface) and sends the notification.
-    On the dynamic surface, at most `enable_at_most` matches (pinned tools not counted: they are always listed) are
-    `found`; the matches past it are suggested, so the result never says more tools were enabled than were."""
+    """Check search_tools' arguments, let search select (`search.selection`), and render the selection; the caller
+    enables `found` in the session (dynamic surface) and sends the notification. The cap `enable_at_most` applies
+    on the dynamic surface only."""
     names_given = arguments.get("tool_names") if isinstance(arguments, Mapping) else None  # else: the schema says
     if isinstance(names_given, list) and len(names_given) > MAX_TOOL_NAMES:
         # Refused before the schema walks every item (300k names held a worker for seconds).
@@ -155,49 +162,22 @@ def search_tools(
     limit = min(int(args.get("limit", default_limit)), max_limit)
     if not query and group is None and not names:
         raise ToolArgumentsError("search_tools needs a query, a group or tool_names (at least one).")
-
-    notes: list[str] = []
     if group is not None:
         check_group(catalog, group)
 
-    found: list[ToolEntry] = []
-    weaker: list[ToolEntry] = []
-    needs: tuple[Need, ...] = ()
-    unmatched: list[str] = []
+    named: list[ToolEntry] = []
+    unknown: list[str] = []
     for name in names:
         try:
-            found.append(catalog.get(name))
+            named.append(catalog.get(name))
         except UnknownToolError as exc:
-            notes.append(str(exc))
-    if query:
-        results = index.find(query, limit=limit, groups=[group] if group is not None else None)
-        hits, needs = results.hits, results.needs
-        unmatched = unanswered(needs) if hits else []
-        best = hits[0].score if hits else 0.0
-        for hit in hits:
-            strong = best <= 0 or hit.score >= floor * best
-            (found if strong else weaker).append(hit.entry)
-    elif group is not None:
-        members = catalog.in_group(group)
-        found += members[:limit]
-        if len(members) > limit:
-            notes.append(f"Group {group!r} has {len(members)} tools; showing {limit}. Add a query to narrow it.")
-    found = list({entry.name: entry for entry in found}.values())
-    shown = {entry.name for entry in found}
-    weaker = [entry for entry in {e.name: e for e in weaker}.values() if entry.name not in shown]
-    suggested = weaker + [entry for entry in index.producers([*found, *weaker])]
-    if surface == "dynamic" and enable_at_most is not None:
-        found, over = _split_at_cap(found, enable_at_most, pinned)
-        if over:
-            tools = "tool is" if enable_at_most == 1 else "tools are"
-            more = "match is" if len(over) == 1 else "matches are"
-            notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(over)} more {more} listed below, "
-                         "not enabled.")
-        suggested = over + suggested
-    text = search_text(found, suggested, notes, query, surface, bridge)
-    if unmatched:
-        text += "\n" + not_matched_line(unmatched)
-    return SearchOutcome(text, found, suggested, needs, unmatched)
+            unknown.append(str(exc))
+    cap = enable_at_most if surface == "dynamic" else None
+    selection = select(catalog, index, query=query, named=named, group=group, limit=limit, floor=floor,
+                       enable_at_most=cap, pinned=pinned)
+    text = search_text(selection, unknown, query=query, group=group, limit=limit, enable_at_most=cap,
+                       surface=surface, bridge=bridge)
+    return SearchOutcome(text, selection)
 
 
 def check_group(catalog: Catalog, group: str) -> None:
@@ -208,22 +188,6 @@ def check_group(catalog: Catalog, group: str) -> None:
     hint = f" Did you mean: {clip(', '.join(close), GROUPS_CHARS)}?" if close else ""
     groups = clip(", ".join(g.name for g in catalog.groups), GROUPS_CHARS)
     raise ToolArgumentsError(f"Unknown group '{clip(group)}'.{hint} Groups: {groups}")
-
-
-def _split_at_cap(found: list[ToolEntry], cap: int, pinned: Collection[str]) -> tuple[list[ToolEntry], list[ToolEntry]]:
-    """(the matches to enable: pinned ones and the first `cap` others, in order; the rest)."""
-    kept: list[ToolEntry] = []
-    over: list[ToolEntry] = []
-    counted = 0
-    for entry in found:
-        if entry.name in pinned:
-            kept.append(entry)
-        elif counted < cap:
-            kept.append(entry)
-            counted += 1
-        else:
-            over.append(entry)
-    return kept, over
 
 
 _INVOKE_KEYS = frozenset({"tool_name", "arguments"})

@@ -10,6 +10,7 @@ from typing import Any
 from ..entry import ToolEntry
 from ..safetext import clip
 from ..search import Hit
+from ..search.selection import Selection
 from ..validation import compact_json, schema_text
 from .surface import Surface
 
@@ -40,6 +41,34 @@ def not_matched_line(clauses: Sequence[str]) -> str:
 
 
 def search_text(
+    selection: Selection,
+    unknown: Sequence[str] = (),
+    *,
+    query: str,
+    group: str | None = None,
+    limit: int,
+    enable_at_most: int | None = None,
+    surface: Surface,
+    bridge: bool,
+) -> str:
+    """search_tools' result: what was enabled (or found), each with its signature and summary, notes (`unknown`:
+    the errors of names not found; a group cut at `limit`; matches past the cap), the suggestions, and the clauses no
+    match answers; proxy results add the input schemas, bounded in all."""
+    notes = list(unknown)
+    if selection.group_size is not None:
+        notes.append(f"Group {group!r} has {selection.group_size} tools; showing {limit}. Add a query to narrow it.")
+    if selection.over_cap and enable_at_most is not None:
+        tools = "tool is" if enable_at_most == 1 else "tools are"
+        more = "match is" if len(selection.over_cap) == 1 else "matches are"
+        notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(selection.over_cap)} more {more} "
+                     "listed below, not enabled.")
+    text = _matches_text(selection.enabled, selection.suggested, notes, query, surface, bridge)
+    if selection.unmatched:
+        text += "\n" + not_matched_line(selection.unmatched)
+    return text
+
+
+def _matches_text(
     found: Sequence[ToolEntry],
     suggested: Sequence[ToolEntry],
     notes: list[str],
@@ -47,8 +76,6 @@ def search_text(
     surface: Surface,
     bridge: bool,
 ) -> str:
-    """search_tools' result: what was enabled (or found), each with its signature and summary, and the weaker
-    matches and producers as suggestions; proxy results add the input schemas, bounded in all."""
     if not found and not suggested:
         # the query is the client's own text, up to MAX_QUERY_CHARS: echo enough to recognise it, not all of it
         lines = [f"No tools match '{clip(query)}'." if query else "No tools found."]
