@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -17,6 +17,7 @@ from ..safetext import clip
 from ..search import SearchIndex
 from ..search.needs import Need
 from ..search.selection import RELEVANCE_FLOOR, Selection, select
+from ..search.usage import UsagePrior
 from ..validation import validate_arguments
 from .rendering import GROUPS_CHARS, search_text
 from .surface import Surface
@@ -147,6 +148,8 @@ def search_tools(
     floor: float = RELEVANCE_FLOOR,
     enable_at_most: int | None = None,
     pinned: Collection[str] = (),
+    prior: UsagePrior | None = None,
+    visible: Callable[[str], bool] | None = None,
 ) -> SearchOutcome:
     """Check search_tools' arguments, let search select (`search.selection`), and render the selection; the caller
     enables `found` in the session (dynamic surface) and sends the notification. The cap `enable_at_most` applies
@@ -174,7 +177,7 @@ def search_tools(
             unknown.append(str(exc))
     cap = enable_at_most if surface == "dynamic" else None
     selection = select(catalog, index, query=query, named=named, group=group, limit=limit, floor=floor,
-                       enable_at_most=cap, pinned=pinned)
+                       enable_at_most=cap, pinned=pinned, prior=prior, visible=visible)
     text = search_text(selection, unknown, query=query, group=group, limit=limit, enable_at_most=cap,
                        surface=surface, bridge=bridge)
     return SearchOutcome(text, selection)
