@@ -58,8 +58,8 @@ MIN_EVIDENCE = 0.5
 """A query term informs the prior once searches holding it add up to this much (decayed): one search of the last
 half-life."""
 
-COMPANION_MIN = 2.0
-"""A tool is suggested after another once it was called right after it this much (decayed)..."""
+COMPANION_MIN = 1.5
+"""A tool is suggested after another once it was called right after it this much (decayed: two recent calls)..."""
 COMPANION_SHARE = 0.25
 """...and in at least this share of the calls that followed the other one."""
 MAX_COMPANIONS = 2
@@ -194,11 +194,11 @@ class _Decay:
     half_life: float
 
     def weight(self, at: float) -> float:
-        return 2.0 ** ((at - self.origin) / self.half_life)
+        return float(2.0 ** ((at - self.origin) / self.half_life))
 
     def now(self, at: float) -> float:
         """What a stored amount is worth at `at` (the amounts are at the origin's scale)."""
-        return 2.0 ** (-(at - self.origin) / self.half_life)
+        return float(2.0 ** (-(at - self.origin) / self.half_life))
 
 
 @dataclass(slots=True)
