@@ -51,6 +51,10 @@ THREADED_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                             "arguments": {"tool_name": "format_byte_size", "arguments": {"num_bytes": 1536}}}}
 """format_byte_size is as trivial but not marked: it runs in a worker thread, like any synchronous tool by default."""
 THREADED = "lazytools, tool in a thread"
+SEARCH_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "search_tools", "_meta": _META, "arguments": {"query": "convert a temperature"}}}
+"""search_tools as a 2026-07-28 client sends it: the proxy surface, each match with its input schema."""
+SEARCH = "lazytools, search_tools"
 
 
 # -- the bare SDK server (a child process) -------------------------------------------------------------------------
@@ -194,7 +198,7 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
     """Requests per second, and server CPU per request (steadier on a shared machine), for both servers."""
     load = _wrk if shutil.which("wrk") else _python_load
     generator = "wrk -t1" if load is _wrk else "a Python client"
-    names = ("bare SDK", "lazytools", THREADED)
+    names = ("bare SDK", "lazytools", THREADED, SEARCH)
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}  # server CPU microseconds per request
     failures = 0
@@ -203,11 +207,11 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
         bare_port, lazy_port = _free_port(), _free_port()
         bare_command = [sys.executable, "-m", "benchmarks.http_throughput", "--serve-bare", str(bare_port)]
         lazy_command = [sys.executable, "-m", "lazytools", "--transport", "http", "--port", str(lazy_port),
-                        "--log-level", "WARNING", "--files-root", str(root)]
+                        "--log-level", "WARNING", "--files-root", str(root), "--cache-dir", str(root)]
         here = Path(__file__).resolve().parent.parent
         with _child(bare_command, bare_port, here) as bare, _child(lazy_command, lazy_port, root) as lazy:
             targets = {"bare SDK": (*bare, BARE_CALL), "lazytools": (*lazy, LAZYTOOLS_CALL),
-                       THREADED: (*lazy, THREADED_CALL)}
+                       THREADED: (*lazy, THREADED_CALL), SEARCH: (*lazy, SEARCH_CALL)}
             for url, _, body in targets.values():
                 _check(url, body)
                 load(url, body, 1, connections)  # warm-up: imports, caches, the first connections
@@ -228,7 +232,8 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
              f"{rounds} rounds of {seconds:g} s, alternating)",
              *(f"{name:>10}: " + ", ".join(f"{rate:,.0f}" for rate in values) + " req/s"
                f" (median {statistics.median(values):,.0f})" for name, values in rates.items())]
-    for name, label in (("lazytools", "lazytools / bare"), (THREADED, "tool in a thread / bare")):
+    for name, label in (("lazytools", "lazytools / bare"), (THREADED, "tool in a thread / bare"),
+                        (SEARCH, "search_tools / bare")):
         ratios = [ours / bare for ours, bare in zip(rates[name], rates["bare SDK"], strict=True)]
         lines.append(f"{label}, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios)
                      + f" (median {statistics.median(ratios):.2f}x, spread {min(ratios):.2f}-{max(ratios):.2f})")
@@ -238,7 +243,8 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
             f"{name} " + ", ".join(f"{v:.0f}" for v in values) + " µs" for name, values in cpu.items()))
         lines.append("bare / lazytools by CPU (throughput on an idle core): "
                      f"{medians['bare SDK'] / medians['lazytools']:.2f}x; tool in a thread "
-                     f"{medians['bare SDK'] / medians[THREADED]:.2f}x")
+                     f"{medians['bare SDK'] / medians[THREADED]:.2f}x; search_tools "
+                     f"{medians['bare SDK'] / medians[SEARCH]:.2f}x")
     lines.append(f"failed requests: {failures}")
     return "\n".join(lines)
 
