@@ -15,7 +15,6 @@ from .synonyms import synonyms_of
 from .vocabulary import Vocabulary
 
 __all__ = [
-    "Expansions",
     "ACRONYM_WEIGHT",
     "CROSSLANG_WEIGHT",
     "MAX_RELATED",
@@ -24,6 +23,7 @@ __all__ = [
     "PREFIX_WEIGHT",
     "SYNONYM_WEIGHT",
     "TYPO_WEIGHT",
+    "Expansions",
     "catalog_expansions",
     "clauses",
     "weighted_terms",
