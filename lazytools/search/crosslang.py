@@ -18,7 +18,13 @@ import re
 import threading
 from collections.abc import Mapping
 
-__all__ = ["MAX_WORD", "Glossary", "default_glossary", "has_cjk", "english_rendering"]
+__all__ = [
+    "MAX_WORD",
+    "Glossary",
+    "default_glossary",
+    "english_rendering",
+    "has_cjk",
+]
 
 logger = logging.getLogger("lazytools.search")
 

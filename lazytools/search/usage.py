@@ -30,16 +30,16 @@ from typing import Protocol
 from .analysis import tokenize
 
 __all__ = [
-    "CallRecord",
     "HALF_LIFE_DAYS",
     "LEARN_WEIGHT",
+    "CallRecord",
     "SearchRecord",
     "SqliteUsageStore",
     "ToolUsage",
-    "UsageSummary",
     "UsageLog",
     "UsagePrior",
     "UsageStore",
+    "UsageSummary",
     "hashed_terms",
     "open_sqlite",
     "reorder",

@@ -28,7 +28,6 @@ __all__ = [
     "META_TOOL_NAMES",
     "RELEVANCE_FLOOR",
     "SEARCH_TOOLS",
-    "SIGNATURE_CHARS",
     "SearchOutcome",
     "check_group",
     "invoke_tool_definition",
