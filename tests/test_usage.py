@@ -132,3 +132,14 @@ def test_an_unwritable_store_turns_learning_off(tmp_path: Path) -> None:
     log.record(_call("k/rollout", "x", time.time()))
     assert not log.prior  # nothing learnt once the store failed
     assert log.flushed()
+
+
+def test_the_sqlite_file_keeps_only_the_newest_rows(tmp_path: Path) -> None:
+    now = time.time()
+    store = SqliteUsageStore(tmp_path / "usage.sqlite3", keep=3)
+    store.write([_call(f"tool{i}", "q", now + i) for i in range(5)])  # the first write prunes: nothing to drop yet
+    store.write([_search(f"s{i}", "q", (), now + i) for i in range(5)])
+    store.prune()
+    assert [call.tool for call in store.calls()] == ["tool2", "tool3", "tool4"]
+    assert [search.id for search in store.searches()] == ["s2", "s3", "s4"]
+    store.close()

@@ -31,6 +31,7 @@ from .analysis import tokenize
 
 __all__ = [
     "HALF_LIFE_DAYS",
+    "KEEP_ROWS",
     "LEARN_WEIGHT",
     "CallRecord",
     "SearchRecord",
@@ -147,12 +148,21 @@ def _split(text: str | None) -> tuple[str, ...]:
     return tuple(text.split(_SEP)) if text else ()
 
 
+KEEP_ROWS = 2 * LOAD_LIMIT
+"""Rows of each kind the SQLite file keeps (the oldest go first): a busy server's file stays bounded, and what it
+drops has long stopped being read."""
+PRUNE_EVERY = 200
+"""Writes between two prunings."""
+
+
 class SqliteUsageStore:
     """Usage records in one SQLite file (stdlib sqlite3, WAL: several lazytools processes may share it)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, keep: int = KEEP_ROWS) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.keep = keep
+        self._writes = 0
         # One connection, used by whichever single thread holds the store at a time (the writer thread).
         self._db = sqlite3.connect(path, timeout=5.0, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -169,6 +179,18 @@ class SqliteUsageStore:
             self._db.executemany("INSERT OR REPLACE INTO searches VALUES (?, ?, ?, ?, ?, ?, ?)", searches)
             self._db.executemany("INSERT INTO calls (at, session, tool, ok, search, terms, after) "
                                  "VALUES (?, ?, ?, ?, ?, ?, ?)", calls)
+        self._writes += 1
+        if self._writes % PRUNE_EVERY == 1:
+            self.prune()
+
+    def prune(self) -> None:
+        """Drop all but the newest `keep` rows of each table."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.execute("DELETE FROM calls WHERE n < (SELECT n FROM calls ORDER BY n DESC LIMIT 1 OFFSET ?)",
+                             (self.keep - 1,))
+            self._db.execute("DELETE FROM searches WHERE at < (SELECT at FROM searches ORDER BY at DESC LIMIT 1 "
+                             "OFFSET ?)", (self.keep - 1,))
 
     def searches(self, limit: int = LOAD_LIMIT) -> list[SearchRecord]:
         rows = self._db.execute("SELECT id, at, session, terms, returned, enabled, request FROM searches "
