@@ -30,6 +30,7 @@ from ..policy.limits import MemoryRateLimiter, RateLimiter
 from ..policy.source import PolicyFile
 from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
+from ..search.usage import UsageLog, open_sqlite
 from ..settings import Settings
 from ..sources.gateway.front import Front
 from ..sources.gateway.relay import calling
@@ -38,6 +39,7 @@ from ..validation import validate_call
 from .access import Access, AccessMiddleware, Gate
 from .audited import AuditMiddleware
 from .clients import client_table
+from .learning import record_call, record_search
 from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
@@ -133,6 +135,12 @@ class LazyServer(Server[Any]):
             self.middleware.append(self._limited)
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
+        self.usage: UsageLog | None = None
+        if settings.learn:
+            # History is read and records are written on the log's own thread; search reads its prior.
+            self.usage = UsageLog(open_sqlite(settings.embedding_cache_dir()),
+                                  keep_requests=settings.learn_request_text)
+            self.usage.start()
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface, Access], list[types.Tool]] = {}
         self._always_available = self._check_pinned(settings.always_available_tools)
@@ -334,7 +342,15 @@ class LazyServer(Server[Any]):
         # Upstreams send progress, logs and requests for the client during the call: they go to this request.
         with (calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None),
               threads_for(self._threads_of(state), time_limit=settings.call_timeout)):
-            return await entry.call(valid)
+            if self.usage is None or state is None:
+                return await entry.call(valid)
+            try:
+                result = await entry.call(valid)
+            except Exception:
+                record_call(self.usage, state, entry.name, ok=False)
+                raise
+            record_call(self.usage, state, entry.name, ok=not result.is_error)
+            return result
 
     def _threads_of(self, state: SessionState | None) -> anyio.CapacityLimiter:
         """The share of worker threads a session's in-process tool calls may hold; stateless requests share one."""
@@ -375,7 +391,9 @@ class LazyServer(Server[Any]):
             return search_tools(visible, index, arguments, surface=view.surface,
                                 default_limit=settings.search_limit, max_limit=settings.search_max_limit,
                                 bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
-                                enable_at_most=settings.max_enabled, pinned=self.pinned)
+                                enable_at_most=settings.max_enabled, pinned=self.pinned,
+                                prior=self.usage.prior if self.usage is not None else None,
+                                visible=visible.__contains__)  # learned suggestions: only what this principal may see
 
         # Off the event loop: a sentence encoder takes milliseconds of CPU per query, and checking a hostile
         # client's arguments can take longer; other sessions keep going meanwhile.
@@ -384,6 +402,10 @@ class LazyServer(Server[Any]):
             span.set_attribute("lazytools.search.returned", len(outcome.returned))
         if self.metrics is not None:
             self.metrics.found(state.key if state is not None else None, [entry.name for entry in outcome.returned])
+        if self.usage is not None and state is not None:
+            query = arguments.get("query")
+            record_search(self.usage, state, query.strip() if isinstance(query, str) else "", outcome.returned,
+                          outcome.found if view.search_enables else [])
         if state is not None and view.search_enables:
             # Pinned tools are always listed and never counted: they neither take a place nor ever leave.
             wanted = [entry.name for entry in outcome.found if entry.name not in self.pinned]
