@@ -70,3 +70,21 @@ async def test_replicas_share_their_counts_through_redis(redis_url: str) -> None
     finally:
         await one.aclose()
         await two.aclose()
+
+
+async def test_calls_are_served_uncounted_when_redis_does_not_answer() -> None:
+    from mcp import Client
+
+    from lazytools.server.core import build_server
+
+    from .conftest import make_settings, small_catalog
+
+    redis = Redis.from_url(f"redis://127.0.0.1:{_free_port()}/0", socket_connect_timeout=0.5, socket_timeout=0.5)
+    try:
+        server = build_server(small_catalog(), make_settings(rate_limit=1), limiter=RedisRateLimiter(redis))
+        async with Client(server, mode="legacy") as client:
+            results = [await client.call_tool("invoke_tool", {"tool_name": "word_count", "arguments": {"text": "a"}})
+                       for _ in range(2)]
+        assert [r.is_error for r in results] == [False, False]  # a limit of 1 would have refused the second
+    finally:
+        await redis.aclose()

@@ -43,7 +43,11 @@ class RateLimitMiddleware:
         limit = grant.calls_per_minute if grant is not None and grant.calls_per_minute else self.default
         if limit is None:
             return await call_next(ctx)
-        verdict = await self.limiter.hit(principal.key, limit)
+        try:
+            verdict = await self.limiter.hit(principal.key, limit)
+        except Exception as exc:  # the shared store is down: serve (a limit is not worth an outage), say so
+            logger.warning("rate limit not counted for %s: %s: %s", principal.key, type(exc).__name__, exc)
+            return await call_next(ctx)
         if verdict.allowed:
             return await call_next(ctx)
         self.refusals += 1
