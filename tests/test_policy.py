@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from lazytools.catalog import Catalog
 from lazytools.errors import ConfigError
@@ -135,6 +135,11 @@ async def _sees_only(client: Client, own: str, other: str, *, dynamic: bool = Tr
                               {"name": "id", "value": "1"})
     readme = await client.read_resource(f"features://{own}/readme")
     assert readme.contents
+    if dynamic:  # subscriptions need a session
+        with pytest.raises(MCPError, match="No upstream server serves"), pytest.warns(MCPDeprecationWarning):
+            await client.subscribe_resource(f"features://{other}/readme")
+        with pytest.warns(MCPDeprecationWarning):
+            await client.subscribe_resource(f"features://{own}/readme")
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
