@@ -86,9 +86,53 @@ async def test_a_server_without_exclusions_gets_encoded_uris_as_they_are(tmp_pat
         assert _text(await client.read_resource("file:///home/u/public/key")) == "one file u/public/key"
 
 
+# -- issue #23 review, item 1: dot segments right after the authority, against a `docs://{+path}` server ---------
+
+
+def tree(**options: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(UPSTREAMS / "documents.py"), "--tree"], **options}
+
+
+_ESCAPES = ["docs://handbook/../secret/plans", "docs://handbook/%2e%2e/secret/plans",
+            "docs://handbook/intro/../../secret/plans", "docs://x/../secret/plans", "docs://./secret/plans",
+            "docs://%2E/secret/plans", "docs://handbook/./../secret/plans", "DOCS://x/%2E%2e/secret/plans"]
+
+
+@pytest.mark.parametrize("uri", _ESCAPES)
+async def test_exclude_is_not_bypassed_by_dot_segments_after_the_authority(tmp_path: Path, uri: str) -> None:
+    async with opened(tmp_path, {"tree": tree(exclude=["docs://secret/*"])}) as o, \
+            Client(o.server, mode="legacy") as client:
+        assert _text(await client.read_resource("docs://handbook/intro")) == "handbook intro"
+        with pytest.raises(MCPError, match="No upstream server serves resource"):
+            await client.read_resource("docs://secret/plans")
+        with pytest.raises(MCPError, match="No upstream server serves resource"):
+            await client.read_resource(uri)
+
+
+_ALLOW_HANDBOOK = '[[rules]]\nwho = ["*"]\nallow = { resources = ["docs://handbook/*"] }\n'
+_DENY_SECRET = '[[rules]]\nwho = ["*"]\nallow = { servers = ["tree"] }\ndeny = { resources = ["docs://secret/*"] }\n'
+
+
+@pytest.mark.parametrize("policy", [_ALLOW_HANDBOOK, _DENY_SECRET], ids=["allow", "deny"])
+async def test_policy_is_not_bypassed_by_dot_segments_after_the_authority(tmp_path: Path, policy: str) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(policy)
+    async with opened(tmp_path, {"tree": tree()}, policy=path) as o, Client(o.server, mode="legacy") as client:
+        assert _text(await client.read_resource("docs://handbook/intro")) == "handbook intro"
+        for uri in ["docs://secret/plans", "docs://SECRET/plans", *_ESCAPES]:
+            with pytest.raises(MCPError, match="No upstream server serves resource"):
+                await client.read_resource(uri)
+        if policy == _ALLOW_HANDBOOK:  # an allow is exact about case: the server would receive `HANDBOOK`
+            with pytest.raises(MCPError, match="No upstream server serves resource"):
+                await client.read_resource("docs://HANDBOOK/intro")
+
+
 @pytest.mark.parametrize(("uri", "form"), [
-    ("docs://Page/%7e%41%2e/./a//b/../c", "docs://page/~A./a/c"),
-    ("file:///a/b/..", "file:///a/"),
+    ("docs://Page/%7e%41%2e/a//b/c", "docs://Page/~A./a/b/c"),
+    ("docs://Page/%7e%41%2e/./a", None),
+    ("docs://a/b/..", None),
+    ("file:///a/b/%2E", None),
+    ("x://./a", None),
     ("x:///a?q=%2f#%3a", None),
     ("x:///a?q=%3f#%3a", "x:///a?q=%3F#%3A"),
     ("file:///a%5Cb", None),

@@ -25,7 +25,7 @@ from lazytools.policy.rules import Policy, PolicySpec, check_path
 from lazytools.policy.source import PolicyFile, read_policy
 from lazytools.server.core import LazyServer, build_server
 from lazytools.sources.gateway.gateway import open_gateway
-from lazytools.sources.gateway.uris import uri_forms
+from lazytools.sources.gateway.uris import UnsafeUriError, uri_forms
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings, small_catalog
@@ -270,8 +270,10 @@ deny = { tools = ["GitHub__delete_*"] }
     assert not intern.tool("github__delete_repo", "github") and not intern.tool("GITHUB__DELETE_REPO", "github")
     assert intern.tool("github__create_issue", "github") and not intern.tool("slack__post", "slack")
     assert other.resource(uri_forms("file:///data/a.csv"), None)
-    assert not other.resource(uri_forms("file:///data/../etc/passwd"), None)
-    assert not other.resource(uri_forms("file:///data/%2e%2e/etc/passwd"), None)
+    for escape in ("file:///data/../etc/passwd", "file:///data/%2e%2e/etc/passwd"):
+        with pytest.raises(UnsafeUriError):  # refused before any rule is tried (server/access.py)
+            uri_forms(escape)
+    assert not other.resource(uri_forms("FILE:///DATA/a.csv"), None)  # an allow is exact about case
     assert policy.grant_for(_user("p")) is other  # principals of the same rules share one grant
 
 

@@ -4,7 +4,8 @@ A policy is a default (`deny` or `allow`) and rules. A rule applies to the princ
 allows or denies servers, tools, prompts and resources by glob pattern, constrains arguments, and may raise the
 principal's rate limit. For one principal: anything a rule that applies denies is denied (deny wins); else what a
 rule allows, or everything when the default is `allow`. Patterns match names without regard to case, so a case
-variant of a name is decided like the name; resource patterns match every form of a URI a server may act on.
+variant of a name is decided like the name, but for resource allows, which are exact about case; resource patterns
+match every form of a URI a server may act on.
 """
 
 from __future__ import annotations
@@ -106,20 +107,22 @@ class PolicySpec(_Strict):
 
 
 class _Matcher:
-    """A list of glob patterns, case-insensitive: plain names in a set, the others as regular expressions grouped by
+    """A list of glob patterns, case-insensitive unless `fold` is false: plain names in a set, the others as regular expressions grouped by
     the server part (`github__`) of their literal start, so a name is tried against its own server's patterns and
     those without one, not against every pattern of a 1,000-rule policy."""
 
-    __slots__ = ("_exact", "_by_server", "_anywhere")
+    __slots__ = ("_exact", "_by_server", "_anywhere", "_fold")
 
-    def __init__(self, patterns: Iterable[str]) -> None:
-        unique = {pattern.lower() for pattern in patterns}
+    def __init__(self, patterns: Iterable[str], *, fold: bool = True) -> None:
+        self._fold = fold
+        unique = {pattern.lower() if fold else pattern for pattern in patterns}
         globs = sorted(p for p in unique if any(char in p for char in "*?["))
         self._exact = frozenset(unique.difference(globs))
         grouped: dict[str, list[str]] = {}
         for pattern in globs:
             grouped.setdefault(_server_part(re.split(r"[*?\[]", pattern, maxsplit=1)[0]), []).append(pattern)
-        compiled = {server: re.compile("|".join(fnmatch.translate(p) for p in group), re.IGNORECASE)
+        flags = re.IGNORECASE if fold else 0
+        compiled = {server: re.compile("|".join(fnmatch.translate(p) for p in group), flags)
                     for server, group in grouped.items()}
         self._anywhere = compiled.pop("", None)
         self._by_server = compiled
@@ -130,11 +133,12 @@ class _Matcher:
     def __call__(self, text: str | None) -> bool:
         if text is None:
             return False
-        if text.lower() in self._exact:
+        key = text.lower() if self._fold else text
+        if key in self._exact:
             return True
         if self._anywhere is not None and self._anywhere.match(text) is not None:
             return True
-        own = self._by_server.get(_server_part(text.lower())) if self._by_server else None
+        own = self._by_server.get(_server_part(key)) if self._by_server else None
         return own is not None and own.match(text) is not None
 
     def any(self, texts: Iterable[str]) -> bool:
@@ -168,11 +172,15 @@ class Grant:
         self.calls_per_minute = max(limits) if limits else calls_per_minute
         """A rule that applies grants its limit; the most generous one wins (limits are quotas, not bans)."""
 
-        def side(which: str, kind: str) -> _Matcher:
-            return _Matcher(p for rule in rules for p in getattr(getattr(rule, which), kind))
+        def side(which: str, kind: str, *, fold: bool = True) -> _Matcher:
+            return _Matcher((p for rule in rules for p in getattr(getattr(rule, which), kind)), fold=fold)
 
-        self._allow = {kind: side("allow", kind) for kind in ("servers", "tools", "prompts", "resources")}
+        # An allow of a URI is exact about case (the server receives `HANDBOOK`, not `handbook`); a deny is not.
+        self._allow = {kind: side("allow", kind, fold=kind != "resources")
+                       for kind in ("servers", "tools", "prompts", "resources")}
         self._deny = {kind: side("deny", kind) for kind in ("servers", "tools", "prompts", "resources")}
+        self.resource_rules = bool(self._allow["resources"] or self._deny["resources"])
+        """Whether any rule names resources: if none does, a URI's decision depends on its server alone."""
         self.constraints = tuple(Constraint(_Matcher(a.tools), a) for rule in rules for a in rule.arguments)
         self._constraints_of: dict[str, tuple[ArgumentRule, ...]] = {}
 
@@ -194,8 +202,8 @@ class Grant:
         return self._decide("prompts", (name,), server)
 
     def resource(self, forms: Sequence[str], server: str | None) -> bool:
-        """`forms`: every form of the URI (uris.py); one that a deny matches denies it, and an allow must match
-        them all (`file:///data/../etc` is `file:///etc` to the server)."""
+        """`forms`: every form of the URI (uris.py: `uri_forms`); one that a deny matches, in any case, denies it,
+        and an allow must match them all, case included."""
         return self._decide("resources", forms, server, every=True)
 
     def check_arguments(self, tool: str, arguments: Mapping[str, Any] | None) -> str | None:

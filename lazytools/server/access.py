@@ -54,14 +54,16 @@ class Access:
     def resource(self, uri: str, server: str | None) -> bool:
         if self.grant is None:
             return True
+        if not self.grant.resource_rules:
+            return self.grant.resource((uri,), server)  # decided by its server alone
         try:
             forms = uri_forms(uri)
         except UnsafeUriError:
-            return False  # a URI that cannot be compared safely is nobody's under a policy
+            return False  # a URI that cannot be compared safely is nobody's when resource rules apply
         return self.grant.resource(forms, server)
 
     def template(self, template: str, server: str | None) -> bool:
-        return self.grant is None or self.grant.resource((template.lower(),), server)
+        return self.grant is None or self.grant.resource((template,), server)
 
     def check_arguments(self, entry: ToolEntry, arguments: Any) -> None:
         if self.grant is None or not self.grant.constraints:

@@ -6,16 +6,24 @@ Server `N` lists `docs://N/secrets` (named `secrets`) and `docs://N/public`, ser
 `file:///home/{+path}` by template (the SDK's match percent-decodes what it captures, as real servers do: the
 page `%73ecrets` is the page `secrets`), lists each `--claim` URI as a resource of its own, and has a tool
 `announce` that sends `notifications/resources/updated` for any URI, whoever serves it.
+
+    python -m tests.upstreams.documents --tree
+
+A docs server as many are written: one template `docs://{+path}` whose handler resolves the path in its tree
+(`handbook/../secret/plans` is `secret/plans`), serving `handbook/intro` and `secret/plans`.
 """
 
 from __future__ import annotations
 
 import argparse
+import posixpath
 from collections.abc import Callable
 
 from mcp.server.mcpserver import Context, MCPServer
 
-__all__ = ["build", "main"]
+__all__ = ["TREE", "build", "build_tree", "main"]
+
+TREE = {"handbook/intro": "handbook intro", "secret/plans": "SECRET PLANS"}
 
 
 def build(name: str, claims: list[str] | None = None) -> MCPServer:
@@ -50,6 +58,17 @@ def build(name: str, claims: list[str] | None = None) -> MCPServer:
     return server
 
 
+def build_tree() -> MCPServer:
+    server = MCPServer("tree")
+
+    @server.resource("docs://{+path}", name="page")
+    def page(path: str) -> str:
+        resolved = posixpath.normpath(path)
+        return TREE.get(resolved, f"no page {resolved}")
+
+    return server
+
+
 def _claimed(name: str, uri: str) -> Callable[[], str]:
     def read() -> str:
         return f"{name} claims {uri}"
@@ -61,8 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="docs")
     parser.add_argument("--claim", action="append", default=[])
+    parser.add_argument("--tree", action="store_true")
     args = parser.parse_args(argv)
-    build(args.name, args.claim).run("stdio")
+    (build_tree() if args.tree else build(args.name, args.claim)).run("stdio")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from .offerings import uris_in
 from .relay import ClientSide, Clients, Relay, current_origin, session_key
 from .scoped import SessionUpstreams
 from .upstream import Upstream
-from .uris import UnsafeUriError, normalised, uri_forms
+from .uris import UnsafeUriError, uri_forms
 
 __all__ = ["Front", "UnknownPromptError", "UnknownResourceError"]
 
@@ -198,17 +198,17 @@ class Front:
         if not (upstream.config.exclude or offerings.hidden or offerings.hidden_templates):
             return False  # nothing to bypass
         try:
-            form = normalised(uri)
             forms = uri_forms(uri)
         except UnsafeUriError as exc:
             logger.debug("resource %.200r kept from %r: %s", uri, upstream.name, exc)
             return True
+        folded = [form.lower() for form in forms]  # exclusions deny: any case variant of a match is kept out
         patterns = [pattern.lower() for pattern in upstream.config.exclude]
-        if any(fnmatch.fnmatchcase(f, pattern) for pattern in patterns for f in forms):
+        if any(fnmatch.fnmatchcase(f, pattern) for pattern in patterns for f in folded):
             return True
-        if not self._hidden_forms(upstream).isdisjoint(forms):
+        if not self._hidden_forms(upstream).isdisjoint(folded):
             return True
-        return self._matches(offerings.hidden_templates, uri) or self._matches(offerings.hidden_templates, form)
+        return any(self._matches(offerings.hidden_templates, form) for form in forms)
 
     def _hidden_forms(self, upstream: Upstream) -> frozenset[str]:
         """Every form of the URIs `upstream` listed under excluded names, computed once per listing."""
@@ -218,7 +218,7 @@ class Front:
             forms: set[str] = set()
             for listed in hidden:
                 try:
-                    forms.update(uri_forms(listed))
+                    forms.update(form.lower() for form in uri_forms(listed))
                 except UnsafeUriError:
                     forms.add(listed.lower())
             cached = self._hidden[upstream.name] = (hidden, frozenset(forms))
