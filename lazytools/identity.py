@@ -86,15 +86,19 @@ class ClaimNames:
 
 def principal_from_claims(claims: Mapping[str, Any], names: ClaimNames = ClaimNames(), *, token: str | None = None,
                           client_id: str | None = None) -> Principal:
-    """The principal of a verified token. Scopes come from `names.scope`, else `scp` (Azure AD, Okta)."""
+    """The principal of a verified token. Scopes come from `names.scope`, else `scp` (Azure AD, Okta). Raises
+    ValueError for a token without a subject, or with a blank one: a user nobody can name is no user a policy,
+    an audit line or a per-user connection can tell apart from another."""
     subject = _text(_claim(claims, names.subject))
+    if subject is None or not subject.strip():
+        raise ValueError(f"the token has no subject ({names.subject!r} missing, empty or blank)")
     scopes = _words(_claim(claims, names.scope))
     if not scopes and names.scope == "scope":
         scopes = _words(claims.get("scp"))
     expires = claims.get("exp")
     client = client_id or _text(claims.get("client_id")) or _text(claims.get("azp"))
     return Principal(
-        name=subject or client or "unknown",
+        name=subject,
         kind="oauth",
         subject=subject,
         issuer=_text(claims.get("iss")),

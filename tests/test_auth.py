@@ -163,7 +163,7 @@ async def test_the_sdk_client_discovers_authorizes_and_calls() -> None:
 
 @pytest.mark.parametrize("case", [
     "expired", "not_yet_valid", "wrong_audience", "wrong_issuer", "alg_none", "hs256_with_public_key",
-    "unknown_kid", "garbage", "huge", "no_exp",
+    "unknown_kid", "garbage", "huge", "no_exp", "no_sub", "empty_sub", "blank_sub",
 ])
 async def test_bad_tokens_are_refused(case: str) -> None:
     async with running_idp() as idp:
@@ -184,6 +184,10 @@ async def test_bad_tokens_are_refused(case: str) -> None:
             "unknown_kid": lambda: idp.sign(audience=AUD, key=new_key("made-up")),
             "garbage": lambda: "a.b.c",
             "huge": lambda: idp.sign(audience=AUD, padding="x" * 200_000),
+            "no_sub": lambda: jwt.encode({"iss": idp.issuer, "aud": AUD, "exp": now + 300, "client_id": "c"},
+                                         key.private, algorithm="RS256", headers={"kid": key.kid}),
+            "empty_sub": lambda: idp.sign(audience=AUD, sub=""),
+            "blank_sub": lambda: idp.sign(audience=AUD, sub=" \t"),
             "no_exp": lambda: jwt.encode({"iss": idp.issuer, "aud": AUD, "sub": "x"}, key.private,
                                          algorithm="RS256", headers={"kid": key.kid}),
         }
@@ -217,6 +221,9 @@ async def test_bad_tokens_over_http_are_401() -> None:
             answer = await http.post(s.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                      headers={"Authorization": f"Bearer {token}"})
             assert answer.status_code in (401, 431), answer.status_code
+        answer = await http.post(s.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                 headers={"Authorization": f"Bearer {s.idp.sign(audience=s.url, sub='')}"})
+        assert answer.status_code == 401  # not the principal `unknown`
 
 
 async def test_a_rotated_key_is_picked_up_and_unknown_kids_refetch_at_a_bounded_rate() -> None:

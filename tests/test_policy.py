@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from lazytools.catalog import Catalog
 from lazytools.errors import ConfigError
-from lazytools.identity import Principal, named_principal
+from lazytools.identity import ANONYMOUS, Principal, named_principal
 from lazytools.policy.rules import Policy, PolicySpec, check_path
 from lazytools.policy.source import PolicyFile, read_policy
 from lazytools.server.core import LazyServer, build_server
@@ -211,7 +211,7 @@ async def test_argument_constraints_refuse_what_they_name(tmp_path: Path) -> Non
     server = _policy_server(tmp_path, """
 default = "allow"
 [[rules]]
-who = ["user:local"]
+who = ["stdio:local"]
 deny = { tools = ["reverse_*"] }
 arguments = [{ tools = ["get_forecast"], argument = "city", one_of = ["Paris", "Oslo"] }]
 """)
@@ -277,6 +277,30 @@ deny = { tools = ["GitHub__delete_*"] }
     assert policy.grant_for(_user("p")) is other  # principals of the same rules share one grant
 
 
+def test_a_user_rule_never_matches_a_named_principal_nor_the_other_way_round() -> None:
+    policy = _policy("""
+[[rules]]
+who = ["user:token", "user:local"]
+allow = { servers = ["oauth-only"] }
+[[rules]]
+who = ["token:token", "stdio:local"]
+allow = { servers = ["named-only"] }
+[[rules]]
+who = ["kind:anonymous"]
+allow = { servers = ["anonymous-only"] }
+""")
+    for name in ("token", "local"):  # an OAuth subject that happens to be spelled like a named principal
+        oauth = policy.grant_for(_user(name))
+        assert oauth.tool("x__a", "oauth-only") and not oauth.tool("x__a", "named-only")
+    for named in (named_principal("token", "token"), named_principal("local", "stdio")):
+        grant = policy.grant_for(named)
+        assert grant.tool("x__a", "named-only") and not grant.tool("x__a", "oauth-only")
+    assert not policy.grant_for(named_principal("token", "stdio")).tool("x__a", "named-only")  # kinds kept apart
+    anonymous = policy.grant_for(ANONYMOUS)
+    assert anonymous.tool("x__a", "anonymous-only") and not anonymous.tool("x__a", "oauth-only")
+    assert not policy.grant_for(_user("anonymous")).tool("x__a", "anonymous-only")
+
+
 @pytest.mark.parametrize(("path", "allowed"), [
     ("/data/shared/a.txt", True), ("/data/shared", True), ("/data/shared/x/../y", True),
     ("/data/shared/../secret", False), ("/data/sharedx/a", False), ("data/shared/a", False),
@@ -299,6 +323,6 @@ def test_a_broken_or_huge_file_stops_the_start(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="larger than"):
         PolicyFile(path, max_bytes=1024)
     path = tmp_path / "p.json"
-    path.write_text(json.dumps({"default": "allow", "rules": [{"who": ["user:local"], "calls_per_minute": 5}]}))
+    path.write_text(json.dumps({"default": "allow", "rules": [{"who": ["stdio:local"], "calls_per_minute": 5}]}))
     grant = PolicyFile(path, max_bytes=1024).current().grant_for(named_principal("local", "stdio"))
     assert grant.default_allow and grant.calls_per_minute == 5

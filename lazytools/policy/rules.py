@@ -35,7 +35,7 @@ __all__ = [
 MAX_RULES = 10_000
 _PATTERNS = 10_000
 """Patterns one list of a rule may hold."""
-_WHO_KINDS = ("user", "group", "role", "scope", "kind")
+_WHO_KINDS = ("user", "token", "stdio", "group", "role", "scope", "kind")
 
 
 class _Strict(BaseModel):
@@ -80,8 +80,9 @@ class ArgumentRule(_Strict):
 
 class RuleSpec(_Strict):
     who: list[str] = Field(min_length=1, max_length=_PATTERNS)
-    """Whom the rule applies to: `*` (everyone), `user:NAME`, `group:NAME`, `role:NAME`, `scope:NAME`,
-    `kind:oauth|token|stdio|anonymous`."""
+    """Whom the rule applies to: `*` (everyone), `user:NAME` (an OAuth token's subject, never a named principal),
+    `token:NAME` and `stdio:NAME` (the named principals of the shared token and of stdio), `group:NAME`,
+    `role:NAME`, `scope:NAME`, `kind:oauth|token|stdio|anonymous`."""
     allow: Targets = Targets()
     deny: Targets = Targets()
     arguments: list[ArgumentRule] = Field(default_factory=list, max_length=1000)
@@ -310,7 +311,8 @@ def _who_sets(selectors: Sequence[str]) -> _Who:
 def _applies(who: _Who, principal: Principal) -> bool:
     return bool(
         "*" in who
-        or principal.name in who.get("user", ())
+        # A name matches within its kind only: an OAuth subject `token` is not the shared token's user `token`.
+        or principal.name in who.get("user" if principal.kind == "oauth" else principal.kind, ())
         or principal.kind in who.get("kind", ())
         or not principal.groups.isdisjoint(who.get("group", ()))
         or not principal.roles.isdisjoint(who.get("role", ()))
