@@ -263,6 +263,10 @@ class Settings(BaseSettings):
     metrics: bool = Field(
         default=True,
         description="Over HTTP, serve Prometheus metrics at GET /metrics (behind the same authentication as /mcp).")
+    metrics_scope: str | None = Field(
+        default=None, max_length=256,
+        description="With OAuth, the scope a token must carry to read /metrics (they name every server and tool). "
+                    "Unset: lazytools:metrics when a policy is configured, none without one; empty: none.")
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import httpx2
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
@@ -18,7 +19,7 @@ from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings
-from .helpers import running_http
+from .helpers import _free_port, running_http
 from .upstreams.features import build
 from .upstreams.helpers import FAST
 
@@ -66,10 +67,10 @@ async def test_metrics_count_requests_calls_searches_conversions_and_refusals(tm
     assert s[("lazytools_searches_total", (("outcome", "ok"),))] == 1
     assert s[("lazytools_tool_calls_total", (("outcome", "ok"), ("server", "feat"), ("tool", "feat__echo")))] == 3
     assert s[("lazytools_tool_calls_total", (("outcome", "error"), ("server", "feat"), ("tool", "feat__echo")))] == 1
-    # a hidden tool and an unknown one are both "(other)": labels name only what the catalog holds
-    assert s[("lazytools_tool_calls_total", (("outcome", "error"), ("server", "(other)"), ("tool", "(other)")))] == 1
-    assert s[("lazytools_tool_calls_total", (("outcome", "error"), ("server", "feat"), ("tool", "feat__slow_count")))] == 1
-    assert s[("lazytools_tool_call_seconds_count", (("server", "feat"),))] == 5
+    # a hidden tool and an unknown one are both "(other)": a counter must not tell the caller a hidden tool exists
+    assert s[("lazytools_tool_calls_total", (("outcome", "error"), ("server", "(other)"), ("tool", "(other)")))] == 2
+    assert not any("slow_count" in str(key) for key in s)
+    assert s[("lazytools_tool_call_seconds_count", (("server", "feat"),))] == 4
     assert s[("lazytools_search_conversions_total", ())] == 1
     assert s[("lazytools_requests_total", (("method", "tools/call"), ("outcome", "ok")))] == 4
     assert s[("lazytools_requests_total", (("method", "tools/call"), ("outcome", "error")))] == 3
@@ -82,6 +83,35 @@ async def test_metrics_count_requests_calls_searches_conversions_and_refusals(tm
     assert s[("lazytools_upstream_up", (("server", "feat"),))] == 1
     assert s[("lazytools_upstream_reconnects_total", (("server", "feat"),))] == 0
     assert not any("echo a text" in str(key) for key in s)  # no query in any label
+
+
+@pytest.mark.parametrize(("policy", "scope", "scopes", "status"), [
+    (True, None, "tools", 403),  # under a policy, metrics are for operators: the default scope
+    (True, None, "tools lazytools:metrics", 200),
+    (True, "ops", "tools lazytools:metrics", 403),  # the setting names the scope
+    (True, "ops", "tools ops", 200),
+    (True, "", "tools", 200),  # empty: any valid token, as without a policy
+    (False, None, "tools", 200),
+])
+async def test_metrics_need_an_operator_scope_under_a_policy(tmp_path: Path, policy: bool, scope: str | None,
+                                                             scopes: str, status: int) -> None:
+    from .conftest import small_catalog
+    from .idp import running_idp
+
+    path = tmp_path / "policy.toml"
+    path.write_text('default = "allow"\n')
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with running_idp() as idp:
+        settings = make_settings(transport="http", port=port, auth_issuer=idp.issuer, auth_audience=url,
+                                 policy=path if policy else None, metrics_scope=scope)
+        server = build_server(small_catalog(), settings)
+        async with running_http(build_app(server, settings), port=port) as base:
+            async with httpx2.AsyncClient() as http:
+                answer = await http.get(base + "/metrics", headers={
+                    "Authorization": f"Bearer {idp.sign(audience=url, scope=scopes)}"})
+    assert answer.status_code == status, answer.text
+    assert ("lazytools_requests" in answer.text) is (status == 200)
 
 
 async def test_metrics_can_be_turned_off() -> None:

@@ -211,7 +211,9 @@ class LazyServer(Server[Any]):
         return self._limited.refusals if self._limited is not None else 0
 
     def _group_of(self, tool: str) -> str | None:
-        return self.catalog.get(tool).group if tool in self.catalog else None
+        """The group of a tool the request's principal may call; None for any other name (metrics)."""
+        catalog = self.gate.access().catalog
+        return catalog.get(tool).group if tool in catalog else None
 
     def _upstream_of(self, method: str, target: str) -> str | None:
         """The server (or in-process group) that serves a tool, prompt or resource; None when unknown."""

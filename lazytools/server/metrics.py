@@ -1,7 +1,8 @@
 """Prometheus metrics of a server: counters and histograms the middleware here records per request, and gauges read
 from the server's state when scraped (open sessions, enabled tools per session, upstreams up or down, reconnects,
 policy and rate-limit refusals). Labels are bounded: methods from the protocol's list, tools and servers only as
-the catalog names them (anything else is `(other)`), outcomes from a fixed set; never a query or an argument."""
+the catalog names them and only when the caller may see them (an unknown name and a tool hidden from the caller
+are both `(other)`: a counter must not tell a user that a hidden tool exists), outcomes from a fixed set; never a query or an argument."""
 
 from __future__ import annotations
 
@@ -128,6 +129,9 @@ class MetricsMiddleware:
             return await call_next(ctx)
         method = ctx.method if ctx.method in METHODS else OTHER
         tool = _tool_of(ctx.params) if method == "tools/call" else None
+        # Looked up before the call, in the caller's view (AccessMiddleware has made it ready): a tool hidden from
+        # the caller counts as an unknown name does, or the counter would tell it the hidden tool exists.
+        server = self.server_of(tool) if tool is not None and tool != SEARCH_TOOLS else None
         clock = time.perf_counter()
         outcome = "cancelled"
         try:
@@ -151,7 +155,6 @@ class MetricsMiddleware:
                 m.searches.labels(outcome).inc()
                 m.search_seconds.observe(elapsed)
             elif tool is not None:
-                server = self.server_of(tool)
                 label, server_label = (tool, server) if server is not None else (OTHER, OTHER)
                 m.tool_calls.labels(server_label, label, outcome).inc()
                 m.tool_seconds.labels(server_label).observe(elapsed)

@@ -32,6 +32,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from ..identity import SCOPE_KEY, Principal
 from ..safetext import redact_session_ids
 from ..server.metrics import Metrics
 from ..settings import Settings
@@ -187,10 +188,30 @@ PROTECTED = (MCP_PATH, METRICS_PATH)
 """Paths that need the token (or OAuth) when authentication is on: metrics name the catalog's tools and servers."""
 
 
-def metrics_endpoint(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
-    """`GET /metrics`: the registry in Prometheus' text format (a scrape reads counters; it is cheap)."""
+METRICS_SCOPE = "lazytools:metrics"
+"""The scope an OAuth token needs for /metrics under a policy, unless `metrics_scope` names another."""
+
+
+def metrics_scope(settings: Settings) -> str | None:
+    """The scope an OAuth token needs for /metrics: metrics list every server and tool, which a policy hides from
+    users, so with a policy only operators read them."""
+    if settings.metrics_scope is not None:
+        return settings.metrics_scope or None
+    return METRICS_SCOPE if settings.policy is not None else None
+
+
+def metrics_endpoint(metrics: Metrics, scope: str | None = None) -> Callable[[Request], Awaitable[Response]]:
+    """`GET /metrics`: the registry in Prometheus' text format (a scrape reads counters; it is cheap). With
+    `scope`, an OAuth principal must hold it (the named principals, the shared token's and loopback's, are the
+    server's operator)."""
 
     async def endpoint(request: Request) -> Response:
+        principal = request.scope.get(SCOPE_KEY)
+        if scope is not None and (not isinstance(principal, Principal)
+                                  or (principal.kind == "oauth" and scope not in principal.scopes)):
+            challenge = f'Bearer error="insufficient_scope", scope="{scope}"'
+            return Response(f"Forbidden: reading metrics needs the scope {scope}\n", status_code=403,
+                            media_type="text/plain", headers={"WWW-Authenticate": challenge})
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return endpoint
@@ -255,7 +276,7 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
     routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]), *identity.routes]
     metrics = getattr(server, "metrics", None)
     if isinstance(metrics, Metrics):
-        routes.append(Route(METRICS_PATH, metrics_endpoint(metrics), methods=["GET"]))
+        routes.append(Route(METRICS_PATH, metrics_endpoint(metrics, metrics_scope(settings)), methods=["GET"]))
     direct: ASGIApp = endpoint
     for layer in reversed(middleware):
         direct = layer.cls(direct, *layer.args, **layer.kwargs)
