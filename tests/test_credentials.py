@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.abc
 import anyio.to_thread
 import httpx2
 import jwt
 import mcp_types as types
+import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -29,7 +31,7 @@ from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings
-from .helpers import _free_port, running_http
+from .helpers import _free_port, eventually, running_http
 from .idp import EXCHANGE_CLIENT, IdP, running_idp
 from .upstreams.helpers import FAST
 from .upstreams.recorder import Recorder
@@ -248,3 +250,76 @@ async def test_a_users_connection_logs_to_that_users_request_and_never_to_other_
     assert len(mine) == 1 and other.got == []
     await relay.log("fwd", Inflight(), None, params)  # a shared connection's message outside a request: everyone
     assert len(other.got) == 1
+
+
+
+
+class _Restartable:
+    """A recorder served by uvicorn in a task of `tg`, which `stop` ends (its sessions die with it)."""
+
+    def __init__(self, tg: anyio.abc.TaskGroup, port: int) -> None:
+        self.tg, self.port = tg, port
+        self.server: uvicorn.Server | None = None
+        self.done = anyio.Event()
+
+    async def start(self, recorder: Recorder) -> None:
+        config = uvicorn.Config(recorder.app(), host="127.0.0.1", port=self.port, lifespan="on", log_config=None,
+                                log_level="critical", access_log=False, timeout_graceful_shutdown=1)
+        server, done = uvicorn.Server(config), anyio.Event()
+        self.server, self.done = server, done
+
+        async def serve() -> None:
+            try:
+                await server.serve()
+            finally:
+                done.set()
+
+        self.tg.start_soon(serve)
+        await eventually(lambda: server.started)
+
+    async def stop(self) -> None:
+        assert self.server is not None
+        self.server.should_exit = True
+        await self.done.wait()
+
+
+async def test_a_users_forwarded_connection_recovers_after_the_upstream_restarts(tmp_path: Path) -> None:
+    """The restarted server forgot every session: each user's own connection gets 404 `Session not found`, drops
+    it, reconnects with the user's token and sends the call once more (the server had not run it)."""
+    upstream_port, port = _free_port(), _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"fwd": {
+        "url": f"http://127.0.0.1:{upstream_port}/mcp", "headers": {"Authorization": "Bearer service-token"},
+        "identity": "forward"}}}))
+
+    async def whoami(client: Client) -> str:
+        return _tool_text(await client.call_tool("invoke_tool", {"tool_name": "fwd__whoami", "arguments": {}}))
+
+    async with running_idp() as idp, anyio.create_task_group() as tg:
+        upstream = _Restartable(tg, upstream_port)
+        await upstream.start(Recorder())
+        settings = make_settings(config=config, transport="http", port=port, auth_issuer=idp.issuer,
+                                 auth_audience=url)
+        alice, bob = idp.sign(audience=url, sub="alice"), idp.sign(audience=url, sub="bob")
+        catalog = Catalog()
+        async with open_gateway(settings, catalog, backoff=FAST) as gateway, \
+                running_http(build_app(build_server(catalog, settings, front=gateway.front), settings), port=port), \
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {alice}"}) as http, \
+                Client(streamable_http_client(url, http_client=http), mode="legacy") as session:  # type: ignore[arg-type]
+            assert await whoami(session) == f"Bearer {alice}"  # a connection keyed by alice's session
+            assert await _call(url, bob, "fwd__whoami", mode="2026-07-28") == f"Bearer {bob}"  # keyed by bob
+            await upstream.stop()
+            restarted = Recorder()
+            await upstream.start(restarted)  # back, knowing no session
+            assert await whoami(session) == f"Bearer {alice}"
+            assert await _call(url, bob, "fwd__whoami", mode="2026-07-28") == f"Bearer {bob}"
+            assert {f"Bearer {alice}", f"Bearer {bob}"} <= set(restarted.seen)
+        await upstream.stop()
+
+
+def _tool_text(result: types.CallToolResult) -> str:
+    assert not result.is_error, result
+    content = result.content[0]
+    assert isinstance(content, types.TextContent)
+    return content.text

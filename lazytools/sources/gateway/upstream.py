@@ -425,6 +425,16 @@ class Upstream:
         if self.per_session is not None and origin is not None and origin.client is not None:
             own = await self.per_session(self, origin.client.key)
             return await own.request(request, result_type, what, progress=progress)
+        try:
+            return await self._send(request, result_type, what, progress=progress)
+        except _SessionLostError:
+            # The server had not run it (it refused the session id), so sending it again is safe: once, on the
+            # new connection `_connected` waits for.
+            return await self._send(request, result_type, what, progress=progress)
+
+    async def _send(self, request: types.ClientRequest, result_type: type[Any], what: str, *,
+                    progress: bool) -> Any:
+        origin = current_origin()
         client = await self._connected()
         ceiling = anyio.current_time() + self.call_ceiling
         # A client that does not read cannot make progress pile up: at most a few wait, the rest are dropped.
@@ -452,6 +462,13 @@ class Upstream:
                         self._connection_lost()
                     raise UpstreamUnavailableError(self.name, f"the connection closed during {what} (the server "
                                                               "exited or crashed); reconnecting") from None
+                if isinstance(self.config, HttpServer) and _session_lost(exc):
+                    # An HTTP server that restarted (or expired the session) answers 404 to every request of the
+                    # old session: this connection is useless, reconnect (a new session).
+                    if self._client is client:
+                        self._connection_lost()
+                    raise _SessionLostError(self.name, f"the server no longer knows this connection's session "
+                                                       f"({exc.error.message}); reconnecting") from None
                 raise UpstreamError(self.name, f"{what} failed with error {exc.code}: {exc.error.message}") from None
             except ValidationError as exc:
                 raise UpstreamError(self.name, f"{what} returned a malformed result: "
@@ -492,6 +509,18 @@ class Upstream:
             raise UpstreamUnavailableError(self.name, f"not connected ({self.error or 'starting'}); lazytools "
                                                       "keeps retrying in the background")
         return client
+
+
+class _SessionLostError(UpstreamUnavailableError):
+    """An HTTP upstream answered that it does not know the connection's session: the request was not run."""
+
+
+def _session_lost(exc: MCPError) -> bool:
+    """Whether `exc` is an HTTP server's 404 for an unknown session (the SDK's server says `Session not found`,
+    the SDK's client `Session terminated` when the 404 has no JSON-RPC body)."""
+    message = exc.error.message.lower()
+    return exc.code == types.INVALID_REQUEST and message.startswith("session") and (
+        "not found" in message or "terminated" in message)
 
 
 def _refused_handshake(exc: BaseException) -> bool:
