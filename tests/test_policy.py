@@ -5,6 +5,8 @@ by every route, and an edit of the policy file applies while their sessions are 
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -326,3 +328,52 @@ def test_a_broken_or_huge_file_stops_the_start(tmp_path: Path) -> None:
     path.write_text(json.dumps({"default": "allow", "rules": [{"who": ["stdio:local"], "calls_per_minute": 5}]}))
     grant = PolicyFile(path, max_bytes=1024).current().grant_for(named_principal("local", "stdio"))
     assert grant.default_allow and grant.calls_per_minute == 5
+
+
+def test_a_fifo_in_the_policy_files_place_is_refused_not_waited_on(tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text('default = "allow"\n')
+    policy = PolicyFile(path, max_bytes=1024)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    swapped = tmp_path / "swap"
+    swapped.symlink_to(fifo)
+    swapped.replace(path)  # the policy file is now a symbolic link to a FIFO nobody writes
+    reader = threading.Thread(target=policy.reload, daemon=True)
+    reader.start()
+    reader.join(30)
+    hung = reader.is_alive()
+    if hung:  # release the blocked open so the thread ends, then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join()
+    assert not hung, "reading the policy blocked on a FIFO"
+    assert policy.policy.spec.default == "allow" and policy.policy.generation == 0  # the last good one stays
+
+
+def test_a_read_older_than_the_policy_in_force_is_never_applied(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from lazytools.policy import source
+
+    path = tmp_path / "policy.toml"
+    path.write_text('default = "allow"\n')
+    policy = PolicyFile(path, max_bytes=1024)
+    real = source._read_file
+    first_read, release = threading.Event(), threading.Event()
+
+    def slow_first(file: Path, max_bytes: int) -> tuple[bytes, tuple[int, int, int]]:
+        found = real(file, max_bytes)
+        if not first_read.is_set():
+            first_read.set()
+            release.wait()  # the old content, read before the edit, lands after the newer read
+        return found
+
+    monkeypatch.setattr(source, "_read_file", slow_first)
+    stale = threading.Thread(target=policy.reload)
+    stale.start()
+    first_read.wait()
+    path.write_text('default = "deny"\n')
+    policy.reload()
+    assert policy.policy.spec.default == "deny"
+    release.set()
+    stale.join()
+    assert policy.policy.spec.default == "deny"  # the older read ended last and was dropped

@@ -1,5 +1,6 @@
 """The policy file, kept current without a restart: re-read when its size, time or inode change (checked at most
-once a second), bounded in size; an edit that does not parse or validate keeps the last good policy, with an error
+once a second), bounded in size, a regular file only (opened without blocking: a FIFO in its place is refused, not
+waited on); a read that began before the one in force is never applied; an edit that does not parse or validate keeps the last good policy, with an error
 in the log. A broken file at start-up stops the start (`ConfigError`)."""
 
 from __future__ import annotations
@@ -7,6 +8,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
+import threading
 import time
 import tomllib
 from pathlib import Path
@@ -24,12 +27,43 @@ CHECK_EVERY = 1.0
 """Seconds between two looks at the file's metadata."""
 
 
+_Stamp = tuple[int, int, int]
+
+
+def _read_file(path: Path, max_bytes: int) -> tuple[bytes, _Stamp]:
+    """The file's bytes and its (time, size, inode) as opened. Opened without blocking and checked on the opened
+    descriptor: a FIFO, a device or a directory put (or linked) in its place is refused at once, never waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise ConfigError(f"policy file {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"policy file {path} is not a regular file")
+        if info.st_size > max_bytes:
+            raise ConfigError(f"policy file {path} is larger than {max_bytes} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise ConfigError(f"policy file {path} is larger than {max_bytes} bytes")
+    return b"".join(chunks), (info.st_mtime_ns, info.st_size, info.st_ino)
+
+
 def read_policy(path: Path, max_bytes: int) -> PolicySpec:
     """Parse and validate a policy file: JSON when its name ends in `.json`, TOML otherwise."""
-    with path.open("rb") as file:
-        data = file.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ConfigError(f"policy file {path} is larger than {max_bytes} bytes")
+    return _parse(path, _read_file(path, max_bytes)[0])
+
+
+def _parse(path: Path, data: bytes) -> PolicySpec:
     try:
         raw = json.loads(data) if path.suffix.lower() == ".json" else tomllib.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -47,12 +81,17 @@ class PolicyFile:
     def __init__(self, path: Path, *, max_bytes: int) -> None:
         self.path = path
         self.max_bytes = max_bytes
-        self._stamp = self._stat()
-        self.policy = Policy(read_policy(path, max_bytes))
+        data, self._stamp = _read_file(path, max_bytes)
+        self.policy = Policy(_parse(path, data))
         self._checked = time.monotonic()
-        self._failed: tuple[int, int, int] | None = None
+        self._failed: _Stamp | None = None
+        self._lock = threading.Lock()
+        self._reads = 0
+        """Reads begun: each takes the next number (reads run in worker threads, several at once)."""
+        self._applied = 0
+        """The number of the newest read applied: an older read that ends later is dropped, never applied."""
 
-    def _stat(self) -> tuple[int, int, int]:
+    def _stat(self) -> _Stamp:
         info = os.stat(self.path)
         return (info.st_mtime_ns, info.st_size, info.st_ino)
 
@@ -77,14 +116,22 @@ class PolicyFile:
             self.reload(stamp)
         return self.policy
 
-    def reload(self, stamp: tuple[int, int, int] | None = None) -> None:
-        stamp = stamp or self._stat()
+    def reload(self, stamp: _Stamp | None = None) -> None:
+        with self._lock:
+            self._reads += 1
+            number = self._reads
         try:
-            spec = read_policy(self.path, self.max_bytes)
+            data, stamp = _read_file(self.path, self.max_bytes)
+            spec = _parse(self.path, data)
         except (ConfigError, OSError) as exc:
             logger.error("%s; keeping the last good policy", exc)
-            self._failed = stamp
+            self._failed = stamp or (0, 0, 0)
             return
-        self._stamp, self._failed = stamp, None
-        self.policy = Policy(spec, generation=self.policy.generation + 1)
+        with self._lock:
+            if number < self._applied:
+                logger.debug("policy file %s: a read older than the one in force ended; dropped", self.path)
+                return
+            self._applied = number
+            self._stamp, self._failed = stamp, None
+            self.policy = Policy(spec, generation=self.policy.generation + 1)
         logger.info("policy file %s reloaded: %d rules, default %s", self.path, len(spec.rules), spec.default)
