@@ -254,7 +254,8 @@ class Settings(BaseSettings):
         default=4 * 1024 * 1024, ge=1024, description="Largest policy file read, in bytes.")
     rate_limit: int = Field(
         default=0, ge=0,
-        description="Calls (tools/call, prompts/get, resources/read) per minute per principal, unless the policy "
+        description="Calls (tools/call, prompts/get, resources/read, completion/complete) per minute per "
+                    "principal, unless the policy "
                     "sets a limit for them; 0: no limit.")
     state_url: SecretStr | None = Field(
         default=None,

@@ -78,6 +78,30 @@ async def test_metadata_names_the_issuer_at_both_well_known_paths() -> None:
             assert body["scopes_supported"] == ["tools"]
 
 
+async def test_metadata_serves_an_issuer_without_a_path_exactly_as_configured() -> None:
+    """pydantic's URL type writes `https://idp.example.com` as `https://idp.example.com/`: not the issuer."""
+    port = _free_port()
+    settings = make_settings(transport="http", port=port, auth_issuer="https://idp.example.com",
+                             auth_audience=f"http://127.0.0.1:{port}/mcp")
+    async with running_http(build_app(build_server(small_catalog(), settings), settings), port=port) as base, \
+            httpx2.AsyncClient() as http:
+        body = (await http.get(base + "/.well-known/oauth-protected-resource/mcp")).json()
+    assert body["authorization_servers"] == ["https://idp.example.com"]
+    assert body["resource"] == f"http://127.0.0.1:{port}/mcp"
+
+
+async def test_the_documented_leeway_applies_to_exp_over_http() -> None:
+    async with served(auth_leeway=30) as s, httpx2.AsyncClient() as http:
+        now = int(time.time())
+        for exp, status in ((now - 10, 200), (now - 120, 401)):  # 10 s past exp is within the 30 s of skew
+            token = s.idp.sign(audience=s.url, exp=exp, iat=now - 600)
+            answer = await http.post(s.url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}},
+                headers={"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"})
+            assert answer.status_code == status, (exp - now, answer.status_code, answer.text[:200])
+
+
 async def test_no_token_is_401_pointing_at_the_metadata() -> None:
     async with served() as s, httpx2.AsyncClient() as http:
         answer = await http.post(s.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},

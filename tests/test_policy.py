@@ -377,3 +377,21 @@ def test_a_read_older_than_the_policy_in_force_is_never_applied(tmp_path: Path,
     release.set()
     stale.join()
     assert policy.policy.spec.default == "deny"  # the older read ended last and was dropped
+
+
+@pytest.mark.process
+async def test_completions_count_against_the_rate_limit(tmp_path: Path) -> None:
+    import sys
+
+    from .upstreams.helpers import opened
+
+    path = tmp_path / "policy.toml"
+    path.write_text('default = "allow"\ncalls_per_minute = 2\n')
+    features = str(Path(__file__).resolve().parent / "upstreams" / "features.py")
+    config = {"feat": {"command": sys.executable, "args": [features, "--name", "feat"]}}
+    async with opened(tmp_path, config, policy=path) as o, Client(o.server, mode="legacy") as client:
+        ref = types.PromptReference(name="feat__greet")
+        for _ in range(2):
+            assert (await client.complete(ref, {"name": "who", "value": "A"})).completion.values == ["Ada", "Alan"]
+        with pytest.raises(MCPError, match="Rate limit"):
+            await client.complete(ref, {"name": "who", "value": "A"})

@@ -151,7 +151,8 @@ def _access(token: str, claims: dict[str, Any], checks: TokenChecks) -> Verified
         token=token,
         client_id=principal.client_id or principal.name,
         scopes=sorted(principal.scopes),
-        expires_at=int(principal.expires_at) if principal.expires_at is not None else None,
+        # The SDK's BearerAuthBackend compares this with the clock again, without leeway: give it the leeway.
+        expires_at=int(principal.expires_at + checks.leeway) if principal.expires_at is not None else None,
         resource=checks.audience,
         subject=principal.subject,
         claims=claims,

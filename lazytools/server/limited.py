@@ -19,7 +19,7 @@ __all__ = ["LIMITED_METHODS", "RATE_LIMITED", "RateLimitMiddleware"]
 
 logger = logging.getLogger(__name__)
 
-LIMITED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+LIMITED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
 RATE_LIMITED = -32029
 """The JSON-RPC error code of a refused prompt or resource (implementation-defined range, as HTTP's 429)."""
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
-from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware, create_protected_resource_routes
+from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -67,10 +70,7 @@ def edge_auth(settings: Settings, protected_prefix: str | tuple[str, ...],
     assert settings.auth_audience is not None
     verifier = verifier or verifier_for(settings)
     resource = AnyHttpUrl(settings.auth_audience)
-    routes = create_protected_resource_routes(
-        resource_url=resource, authorization_servers=[AnyHttpUrl(settings.auth_issuer)],
-        scopes_supported=list(settings.auth_scopes) or None, resource_name="lazytools",
-    )
+    routes = _metadata_routes(settings.auth_issuer, settings.auth_audience, list(settings.auth_scopes))
     # RFC 9728 puts the metadata at the well-known path suffixed with the resource's path (the SDK's route); some
     # clients look at the bare well-known path first, so it answers there too.
     if routes[0].path != METADATA_ROOT:
@@ -83,6 +83,23 @@ def edge_auth(settings: Settings, protected_prefix: str | tuple[str, ...],
         ],
         routes=routes,
     )
+
+
+def _metadata_routes(issuer: str, audience: str, scopes: list[str]) -> list[Route]:
+    """The SDK's RFC 9728 route, serving the issuer and the resource exactly as configured: pydantic's URL type
+    adds a `/` to a URL without a path, and a client compares the issuer it finds with the metadata's
+    `issuer` character by character (RFC 8414 §3.3)."""
+    resource = AnyHttpUrl(audience)
+    metadata = ProtectedResourceMetadata(resource=resource, authorization_servers=[AnyHttpUrl(issuer)],
+                                         scopes_supported=scopes or None, resource_name="lazytools")
+    body = {**metadata.model_dump(mode="json", exclude_none=True), "resource": audience,
+            "authorization_servers": [issuer]}
+
+    async def handle(request: Request) -> Response:
+        return JSONResponse(body, headers={"Cache-Control": "public, max-age=3600"})
+
+    [route] = create_protected_resource_routes(resource_url=resource, authorization_servers=[AnyHttpUrl(issuer)])
+    return [Route(route.path, endpoint=cors_middleware(handle, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"])]
 
 
 class PrincipalOnScope:
