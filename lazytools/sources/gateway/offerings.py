@@ -109,11 +109,11 @@ def _usable_templates(config: ServerConfig, templates: list[types.ResourceTempla
         try:
             UriTemplate.parse(text)
         except (InvalidUriTemplate, ValueError) as exc:
-            logger.warning("upstream %r lists the resource template %r, whose syntax is invalid (%s); not listed",
+            logger.warning("upstream %r lists the resource template '%s', whose syntax is invalid (%s); not listed",
                            upstream, clip(text), clip(str(exc)))
             continue
         if text.startswith("{") and text not in known and permitted(config, template.name, text):
-            logger.warning("upstream %r lists the resource template %r, which matches URIs of any scheme: it serves "
+            logger.warning("upstream %r lists the resource template '%s', which matches URIs of any scheme: it serves "
                            "every URI no server before it in the config lists, templates or named (exclude it, or "
                            "put this server last)", upstream, clip(text))
         usable.append(template)
