@@ -131,8 +131,11 @@ class PassThrough:
 
     async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
         access, front = self._access(), self.front
-        return types.ListResourcesResult(resources=[resource for resource in front.list_resources()
-                                                    if access.resource(resource.uri, front.uri_server(resource.uri))])
+        with calling(origin_of(ctx, self._client(ctx))):  # what this session's results named shapes its list
+            return types.ListResourcesResult(resources=[
+                resource for resource in front.list_resources()
+                if access.resource(resource.uri, front.uri_server(resource.uri))])
+        raise AssertionError("unreachable")
 
     async def list_templates(self, ctx: ServerRequestContext[Any, Any],
                              params: Any) -> types.ListResourceTemplatesResult:
