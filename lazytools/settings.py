@@ -171,6 +171,28 @@ class Settings(BaseSettings):
         description="Most HTTP connections open at once (lowered to fit the open-file limit); past it the oldest "
                     "connection still sending its headers is closed, or the new one if none is.")
 
+    # Replicas (docs/scaling.md)
+    state_url: SecretStr | None = Field(
+        default=None,
+        description="redis://host:port/db (or rediss://): keep HTTP sessions in Redis so several replicas serve them "
+                    "(docs/scaling.md). Unset: sessions live in this process's memory. No flag: the URL may hold a "
+                    "password.")
+    state_timeout: float = Field(
+        default=2.0, gt=0,
+        description="Seconds one operation on the session store (Redis) may take; past it the request that needed "
+                    "it gets an error.")
+    state_prefix: str = Field(
+        default="lazytools:", min_length=1, max_length=64,
+        description="Prefix of every key lazytools writes in Redis (several deployments can share one database).")
+    replica_idle_timeout: float = Field(
+        default=300.0, gt=0,
+        description="With a state URL: seconds a replica keeps its part of a session (the connection, per-session "
+                    "upstreams) after the session's last request there; the session itself lives on in the store.")
+    drain_seconds: float = Field(
+        default=0.0, ge=0,
+        description="On SIGTERM over HTTP: /readyz answers 503 at once, and requests in flight get up to this many "
+                    "seconds to finish before the process exits (set it above the load balancer's check interval).")
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
 
@@ -209,6 +231,14 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("state_url", mode="after")
+    @classmethod
+    def _redis_url(cls, value: SecretStr | None) -> SecretStr | None:
+        # The URL itself is never echoed: it may hold a password.
+        if value is not None and not value.get_secret_value().startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value
 
     @model_validator(mode="after")
     def _limits_agree(self) -> Settings:

@@ -23,13 +23,13 @@ LAYERS: dict[str, int] = {
     # and policy (server.surface imports nothing of lazytools, so settings can take `Surface` from it)
     "errors": 0, "settings": 0, "names": 0, "entry": 0, "sdk": 0, "server.surface": 0,
     "safetext": 0, "threads": 0,
-    "tokens": 1, "validation": 1, "settingsdoc": 1,  # settingsdoc: .env.example, docs/settings.md, flag names
+    "tokens": 1, "validation": 1, "settingsdoc": 1, "state": 1,  # settingsdoc: .env.example, docs/settings.md, flag names
     "catalog": 2,
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
     "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5,
     "server.metatools": 6,
-    "server": 7, "server.core": 7,
+    "server": 7, "server.core": 7, "server.shared": 7,
     "transports": 8,
     "app": 9, "report": 9, "evaluate": 9,  # the assembly root and what the CLI runs besides serving
     "cli": 10, "__main__": 10, "__init__": 10,
