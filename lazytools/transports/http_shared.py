@@ -200,6 +200,7 @@ class SharedSessionManager:
             await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
         key = uuid4().hex
+        logger.info("session %s: opened here", key[:8])
         held = await self._start(key, None)
         status: int | None = None
 
