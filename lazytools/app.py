@@ -21,7 +21,7 @@ import mcp_types as types
 
 from .catalog import Catalog, Group
 from .errors import ConfigError
-from .safetext import redact_session_ids
+from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
 from .server.shared import SharedSessions
 from .settings import Settings
@@ -40,10 +40,20 @@ logger = logging.getLogger("lazytools")
 _BUNDLED_ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
 
+_HTTP_CLIENT_LOGGERS = ("httpx2", "httpx")
+"""The HTTP client libraries' loggers: they log every request they send at INFO ("HTTP Request: POST <url>")."""
+
+
 def configure_logging(level: str) -> None:
-    """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else."""
+    """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else.
+
+    Credentials are redacted from every record (`redact_secrets_in_logs`), and the HTTP client's line per request
+    to an upstream shows only at DEBUG: at INFO it was most of the log, one line per call or notification."""
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     redact_session_ids()
+    redact_secrets_in_logs()
+    for name in _HTTP_CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if level.upper() == "DEBUG" else logging.WARNING)
 
 
 def bundled_catalog(files_root: Path, catalog: Catalog | None = None) -> Catalog:

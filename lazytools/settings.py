@@ -107,7 +107,9 @@ class Settings(BaseSettings):
         description='Hide every upstream tool until found (servers can opt out with "defer_loading": false).')
     call_timeout: float = Field(
         default=60.0, gt=0,
-        description="Seconds an upstream tool call may take before it fails with a timeout error.")
+        description="Seconds a tool call may take before it fails with a timeout error: an upstream's (unless its "
+                    "config sets its own \"timeout\") and an in-process tool's (whose worker thread, which cannot "
+                    "be stopped, keeps its slot until it ends).")
     call_timeout_ceiling: float = Field(
         default=3600.0, gt=0,
         description="Seconds an upstream call may run at most, however often it reports progress.")
@@ -129,6 +131,10 @@ class Settings(BaseSettings):
     max_argument_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024,
         description="Largest tool arguments checked against a schema and passed on, in bytes (about).")
+    max_upstream_offerings: int = Field(
+        default=10_000, ge=1,
+        description="Most prompts, resources and resource templates (each) taken from one upstream server's lists; "
+                    "past it the rest are left out, with a warning.")
     validation_timeout: float = Field(
         default=5.0, gt=0,
         description="Seconds checking one call's arguments against the tool's input schema may take (in a worker "

@@ -255,7 +255,7 @@ class LazyServer(Server[Any]):
                                     timeout=settings.validation_timeout, max_bytes=settings.max_argument_bytes)
         # Upstreams send progress, logs and requests for the client during the call: they go to this request.
         with (calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None),
-              threads_for(self._threads_of(state))):
+              threads_for(self._threads_of(state), time_limit=settings.call_timeout)):
             return await entry.call(valid)
 
     def _threads_of(self, state: SessionState | None) -> anyio.CapacityLimiter:

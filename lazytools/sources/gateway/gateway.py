@@ -12,6 +12,7 @@ import anyio
 
 from ...catalog import Catalog
 from ...errors import ConfigError
+from ...safetext import redact_secrets_in_logs
 from ...settings import Settings
 from .config import GatewayConfig, load_config
 from .front import Front
@@ -62,6 +63,7 @@ async def open_gateway(
     Failures are logged and retried in the background; the others serve. `one_by_one` connects them in turn
     instead, for the start-up benchmark.
     """
+    redact_secrets_in_logs()  # an upstream's URL or headers may carry its credentials
     if config is None:
         if settings.config is None:
             raise ConfigError("The gateway needs a config file (--config or LAZYTOOLS_CONFIG)")

@@ -9,8 +9,12 @@ client session's first request to the server starts a connection of its own, whi
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
+
 import anyio
 import anyio.abc
+import mcp_types as types
 
 from ...catalog import Catalog
 from ...errors import UpstreamUnavailableError
@@ -35,6 +39,8 @@ class SessionUpstreams:
         self._chain = chain
         self.limit = limit
         self._live: dict[tuple[str, str], tuple[Upstream, anyio.CancelScope]] = {}
+        self.level_of: Callable[[str], types.LoggingLevel | None] = lambda key: None
+        """The log level a session asked for (the front sets it): its own connections get that level."""
 
     def __len__(self) -> int:
         return len(self._live)
@@ -55,6 +61,7 @@ class SessionUpstreams:
         upstream = Upstream(shared.config, catalog=Catalog(), settings=self._settings, backoff=self._backoff,
                             chain=self._chain, relay=self._relay, owner=key)
         upstream.on_resource_updated = shared.on_resource_updated
+        upstream.wanted_level = partial(self.level_of, key)
         scope = anyio.CancelScope()
         self._live[(shared.name, key)] = (upstream, scope)
         self._tg.start_soon(self._run, upstream, scope, name=f"upstream {shared.name} for session {key[:8]}")

@@ -32,7 +32,7 @@ from ...catalog import Catalog, Group
 from ...entry import ToolEntry, first_sentence
 from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from ...names import public_tool_name, unique_name
-from ...safetext import clip
+from ...safetext import clip, redact_secrets
 from ...sdk import create_mcp_http_client
 from ...settings import Settings
 from .config import HttpServer, ServerConfig
@@ -86,6 +86,7 @@ class Upstream:
         self.call_timeout = config.timeout or settings.call_timeout
         self.call_ceiling = max(settings.call_timeout_ceiling, self.call_timeout)
         self.connect_timeout = settings.connect_timeout
+        self.max_offerings = settings.max_upstream_offerings
         self.max_line_bytes = 2 * settings.max_result_bytes + 1024 * 1024
         """Longest message read from a stdio upstream: a result up to the limit, JSON escapes, the envelope."""
         self.pinned = config.defer_loading is False or (config.defer_loading is None and not settings.defer_all)
@@ -111,6 +112,8 @@ class Upstream:
         """URIs its results named, per client session (resources/read routes them for that session only)."""
         self.on_offerings_changed: Callable[[Upstream], Awaitable[None]] | None = None
         self.on_resource_updated: Callable[[Upstream, str], Awaitable[None]] | None = None
+        self.wanted_level: Callable[[], types.LoggingLevel | None] | None = None
+        """The log level its clients asked for (front.py), sent on each connection before it serves; None: none."""
         # The current connection: its client (set exactly while `serving`), when it came up, and what `_serve`
         # waits on (`_signal`, with `_relist` saying the tool list changed).
         self._client: Client | None = None
@@ -172,7 +175,7 @@ class Upstream:
         self._signal = anyio.Event()
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
-            screen = _Screen(self.name)
+            screen = _Screen(self.name, keep=self.max_offerings + 1)  # one more: list_offerings then warns
             async with Client(_watched(self._transport(), self._connection_lost, screen), mode=self._mode,
                               cache=None, client_info=_CLIENT_INFO, message_handler=self._on_message,
                               # Declared to every upstream, so it shows the tools that need them; each request
@@ -182,6 +185,7 @@ class Upstream:
                 screen.version = client.protocol_version
                 await self._refresh(client)
                 await self._refresh_offerings(client)
+                await self._send_wanted_level(client)
                 scope.deadline = math.inf
                 self._came_up(client)
                 try:
@@ -316,9 +320,10 @@ class Upstream:
         await self.catalog.update_group(group, entries)
 
     async def _refresh_offerings(self, client: Client) -> None:
-        """List its prompts, resources and templates; tell the front when they changed. A failure keeps the old."""
+        """List its prompts, resources and templates; tell the front when they changed. A list that fails keeps its
+        old items, alone (offerings.py)."""
         try:
-            offerings = await list_offerings(client, self.config)
+            offerings = await list_offerings(client, self.config, limit=self.max_offerings, previous=self.offerings)
         except Exception as exc:  # its tools still serve
             logger.warning("upstream %r: listing prompts and resources failed: %s", self.name, describe_failure(exc))
             return
@@ -326,6 +331,18 @@ class Upstream:
             self.offerings = offerings
             if self.on_offerings_changed is not None:
                 await self.on_offerings_changed(self)
+
+    async def _send_wanted_level(self, client: Client) -> None:
+        """A new connection (a reconnection, a session's own) gets the level already asked for; the front sends
+        later changes."""
+        level = self.wanted_level() if self.wanted_level is not None else None
+        if level is None or client.server_capabilities.logging is None:
+            return
+        try:
+            await client.session.send_request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                                              types.EmptyResult)
+        except Exception as exc:  # its tools still serve, at its own default level
+            logger.info("upstream %r: setting its log level failed: %s", self.name, describe_failure(exc))
 
     def _summary(self, client: Client) -> str:
         info = client.server_info
@@ -478,7 +495,7 @@ def describe_failure(exc: BaseException, *, cwd: Any = None) -> str:
         return f"error {exc.code}: {exc.error.message}"
     if isinstance(exc, TimeoutError) and str(exc):
         return str(exc)
-    text = str(exc).strip()
+    text = redact_secrets(str(exc).strip())  # it is logged and may reach the client: no URL's key or header value
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -491,15 +508,16 @@ async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[A
 
 
 class _Screen:
-    """Drops the malformed tools of a listing (listing.py) and cuts oversized progress and log messages
-    (bounds.py); knows the version once negotiated."""
+    """Drops the malformed items of a listing and cuts long lists of prompts and resources (listing.py), cuts
+    oversized progress and log messages (bounds.py); knows the version once negotiated."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, *, keep: int | None = None) -> None:
         self.upstream = upstream
+        self.keep = keep
         self.version: str | None = None
 
     def __call__(self, item: Any) -> Any:
-        return screen_listing(bound_notification(item), upstream=self.upstream, version=self.version)
+        return screen_listing(bound_notification(item), upstream=self.upstream, version=self.version, keep=self.keep)
 
 
 @asynccontextmanager
