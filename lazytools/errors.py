@@ -6,12 +6,14 @@
     ├── ToolNotEnabledError               a catalog tool called directly before search_tools enabled it
     ├── ToolArgumentsError (ValueError)   arguments that do not match the tool's input schema
     ├── ToolExecutionError                a tool (in-process or upstream) failed while running
+    ├── StateUnavailableError             the shared session store (Redis) did not answer in time
     └── UpstreamError                     an upstream MCP server could not serve a call
         ├── UpstreamUnavailableError      not connected: failed to start, crashed, or is reconnecting
         └── UpstreamTimeoutError          did not answer within the per-call timeout
 
-Inside the library these carry meaning and propagate; the server converts them to `isError` tool results and
-the CLI to messages and exit codes. Nothing else converts them.
+Inside the library these carry meaning and propagate; the server converts them to `isError` tool results (and
+StateUnavailableError to a JSON-RPC error, as the HTTP transport does to a 503) and the CLI to messages and exit
+codes. Nothing else converts them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .safetext import clip
 __all__ = [
     "ConfigError",
     "LazyToolsError",
+    "StateUnavailableError",
     "ToolArgumentsError",
     "ToolExecutionError",
     "ToolNotEnabledError",
@@ -78,6 +81,10 @@ class ToolArgumentsError(LazyToolsError, ValueError):
 
 class ToolExecutionError(LazyToolsError):
     """A tool raised while running; the message is the tool's own."""
+
+
+class StateUnavailableError(LazyToolsError):
+    """The shared session store did not answer (down, unreachable or slower than the state timeout)."""
 
 
 class UpstreamError(LazyToolsError):

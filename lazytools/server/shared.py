@@ -35,15 +35,21 @@ RECORD_SCOPE_KEY = "lazytools.record"
 """Where the HTTP transport leaves the session's record in the ASGI scope of a request."""
 
 
+_MAX_URIS = 256
+"""URIs kept per upstream in a session's record (the newest): the routing memory that follows it to any replica."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
     enabled: tuple[str, ...]
     used_at: tuple[tuple[str, int], ...]
     level: str | None
+    uris: tuple[tuple[str, tuple[str, ...]], ...]
 
     @classmethod
-    def of(cls, state: SessionState) -> _Snapshot:
-        return cls(tuple(state.enabled), tuple(sorted(state.used_at.items())), _level(state))
+    def of(cls, state: SessionState, uris: dict[str, list[str]]) -> _Snapshot:
+        return cls(tuple(state.enabled), tuple(sorted(state.used_at.items())), _level(state),
+                   tuple(sorted((name, tuple(named)) for name, named in uris.items())))
 
 
 class SharedSessions:
@@ -72,10 +78,13 @@ class SharedSessions:
             if state is None:
                 return await call_next(ctx)
             _overlay(state, record)
-            before = _Snapshot.of(state)
+            front = self.server.front
+            if front is not None:
+                front.restore_uri_memory(record.key, record.uris)
+            before = _Snapshot.of(state, front.uri_memory(record.key) if front is not None else record.uris)
             with collecting() as pending:
                 result = await call_next(ctx)
-            after = _Snapshot.of(state)
+            after = _Snapshot.of(state, front.uri_memory(record.key) if front is not None else record.uris)
             if after != before:
                 await self.store.update(record, _change(before, after, self.server.settings.max_enabled))
         except StateUnavailableError as exc:
@@ -125,6 +134,8 @@ def _change(before: _Snapshot, after: _Snapshot, limit: int) -> Any:
     now = dict(after.used_at)
     touched = sorted((name for name, at in now.items() if old.get(name) != at), key=now.__getitem__)
     level_set = after.level != before.level
+    named_before = dict(before.uris)
+    named_now = {name: [uri for uri in uris if uri not in named_before.get(name, ())] for name, uris in after.uris}
 
     def change(record: SessionRecord) -> None:
         state = SessionState(key=record.key, surface="dynamic", enabled=dict.fromkeys(record.enabled),
@@ -136,5 +147,9 @@ def _change(before: _Snapshot, after: _Snapshot, limit: int) -> Any:
         record.clock = state.clock
         if level_set:
             record.log_level = after.level
+        for name, new in named_now.items():
+            if new:
+                kept = [uri for uri in record.uris.get(name, []) if uri not in new]
+                record.uris[name] = [*kept, *new][-_MAX_URIS:]
 
     return change

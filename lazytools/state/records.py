@@ -30,10 +30,8 @@ class SessionRecord:
     clock: int = 0
     log_level: str | None = None
     """The client's `logging/setLevel`, if it sent one."""
-    subscriptions: list[str] = field(default_factory=list)
-    """Resource URIs the client subscribed to."""
     uris: dict[str, list[str]] = field(default_factory=dict)
-    """Resource URIs the session's calls and prompts named, by upstream (where to read them)."""
+    """Resource URIs the session's calls and prompts named, by upstream name (where to read them), newest last."""
     rev: int = 0
     """Bumped by every write: a write made from an older revision is refused and redone on the newer one."""
 

@@ -10,17 +10,13 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from ..errors import LazyToolsError
+from ..errors import StateUnavailableError
 from .records import SessionRecord
 
 __all__ = ["MemoryStateStore", "StateStore", "StateUnavailableError", "Update"]
 
 Update = Callable[[SessionRecord], None]
 """Changes a record in place; may be run more than once (on a newer revision after a concurrent write)."""
-
-
-class StateUnavailableError(LazyToolsError):
-    """The session store did not answer (down, unreachable or slower than the state timeout)."""
 
 
 class StateStore(Protocol):
