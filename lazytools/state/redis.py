@@ -4,7 +4,7 @@
 the same Redis without a second pool. Every operation is bounded by `timeout` and turns Redis trouble into
 `StateUnavailableError`; nothing here retries for long, so a request never hangs on a dead Redis.
 
-Keys (under `prefix`): `session:<id>` (a hash: `rev`, `record`), `events:<id>` (a stream); channels `push:<id>` (one
+Keys (under `prefix`): `session:<id>` (`<rev>|<record JSON>`), `events:<id>` (a stream); channels `push:<id>` (one
 session's GET stream) and `ended` (deleted sessions).
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -38,15 +39,27 @@ _WRITE_ATTEMPTS = 8
 _MAX_EVENTS = 1000
 """GET-stream events kept per session for resumption (the oldest go first)."""
 
-# Writes `record` only over the revision it was made from: returns "ok", "gone", or the newer record to redo it on.
+_REFRESHED_MAX = 100_000
+"""Sessions whose last TTL refresh a replica remembers."""
+
+# A record is stored as "<rev>|<json>": reading it is one GET, the cheapest command redis-py sends (a pipeline or a
+# script costs it twice the CPU), and every request of a session reads it.
+# Writing compares the revision it was made from: returns "ok", "gone", or the newer value to redo the write on.
 _WRITE_IF_REV = """
-local rev = redis.call('HGET', KEYS[1], 'rev')
-if not rev then return 'gone' end
-if rev ~= ARGV[1] then return redis.call('HGET', KEYS[1], 'record') end
-redis.call('HSET', KEYS[1], 'rev', ARGV[2], 'record', ARGV[3])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
+local current = redis.call('GET', KEYS[1])
+if not current then return 'gone' end
+if string.sub(current, 1, string.find(current, '|', 1, true) - 1) ~= ARGV[1] then return current end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 return 'ok'
 """
+
+
+def _value(record: SessionRecord) -> str:
+    return f"{record.rev}|{record.to_json()}"
+
+
+def _record(value: bytes) -> SessionRecord:
+    return SessionRecord.from_json(value.split(b"|", 1)[1])
 
 
 @contextmanager
@@ -70,6 +83,7 @@ class RedisState:
             health_check_interval=0)
         """The connection pool, for other shared state to reuse (keys under their own prefix)."""
         self._write = self.client.register_script(_WRITE_IF_REV)
+        self._refreshed: dict[str, float] = {}
         self._held: dict[str, Deliver] = {}
         self._ended: list[Callable[[str], Awaitable[None]]] = []
         self._pubsub: PubSub | None = None
@@ -119,19 +133,25 @@ class RedisState:
 
     async def create(self, record: SessionRecord) -> None:
         with _bounded("session create"), anyio.fail_after(self.timeout):
-            async with self.client.pipeline(transaction=True) as pipe:
-                pipe.hset(self._session(record.key), mapping={"rev": str(record.rev), "record": record.to_json()})
-                pipe.expire(self._session(record.key), self.ttl)
-                await pipe.execute()
+            await self.client.set(self._session(record.key), _value(record), ex=self.ttl)
 
     async def load(self, key: str) -> SessionRecord | None:
         with _bounded("session load"), anyio.fail_after(self.timeout):
-            async with self.client.pipeline(transaction=False) as pipe:
-                pipe.hget(self._session(key), "record")
-                pipe.expire(self._session(key), self.ttl)
-                pipe.expire(self._events(key), self.ttl)
-                text, _, _ = await pipe.execute()
-        return SessionRecord.from_json(text) if text is not None else None
+            value: bytes | None = await self.client.get(self._session(key))  # type: ignore[assignment]
+            if value is not None and self._due(key):
+                await self.touch(key)
+        return _record(value) if value is not None else None
+
+    def _due(self, key: str) -> bool:
+        """Whether this replica should refresh the session's TTL now: at most every tenth of the TTL, so that a
+        busy session costs one command per request (the expiry comes between 0.9 and 1 TTL after the last use)."""
+        now = time.monotonic()
+        if now - self._refreshed.get(key, -self.ttl) < self.ttl / 10:
+            return False
+        if len(self._refreshed) >= _REFRESHED_MAX:
+            self._refreshed.clear()  # forgetting only makes the next refreshes come early
+        self._refreshed[key] = now
+        return True
 
     async def update(self, record: SessionRecord, change: Update) -> SessionRecord | None:
         with _bounded("session update"), anyio.fail_after(self.timeout):
@@ -140,12 +160,12 @@ class RedisState:
                 change(record)
                 record.rev = base + 1
                 answer = await self._write(keys=[self._session(record.key)],
-                                           args=[str(base), str(record.rev), record.to_json(), self.ttl])
+                                           args=[str(base), _value(record), self.ttl])
                 if answer == b"ok":
                     return record
                 if answer == b"gone":
                     return None
-                record = SessionRecord.from_json(answer)  # another request wrote first: redo on its record
+                record = _record(answer)  # another request wrote first: redo on its record
         raise StateUnavailableError("session store (Redis): too many concurrent writes to one session")
 
     async def delete(self, key: str) -> bool:
