@@ -150,7 +150,7 @@ def measure(url: str, keys: list[str], call: str, seconds: float, connections: i
 
 def _line(label: str, load: Load) -> str:
     cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in load.cpu_per_request_ms.items())
-    return (f"| {label} | {load.rate:,.0f} | {load.p50_ms:.1f} | {load.p99_ms:.1f} | {load.failures} | {cpu} |")
+    return (f"| {label} | {load.rate:,.0f} | {load.p50_ms:.2f} | {load.p99_ms:.1f} | {load.failures} | {cpu} |")
 
 
 async def throughput(counts: list[int], seconds: float, connections: int) -> list[str]:
@@ -179,7 +179,7 @@ async def one_replica(state_url: str | None) -> AsyncIterator[Replica]:
 
 
 async def overhead(seconds: float, connections: int) -> list[str]:
-    lines = ["| one replica, no haproxy | req/s | p50 ms | p99 ms | failed | CPU ms per request |",
+    lines = ["| one replica, no haproxy, 50 connections | req/s | p50 ms | p99 ms | failed | CPU ms per request |",
              "|---|---|---|---|---|---|"]
     async with running_redis() as redis:
         for label, url in (("memory", None), ("Redis", redis.url)):
@@ -192,6 +192,9 @@ async def overhead(seconds: float, connections: int) -> list[str]:
                     pids["redis"] = [redis.process.pid]
                 for call in CALLS:
                     lines.append(_line(f"{label}, {call}", measure(endpoint, keys, call, seconds, connections, pids)))
+                # One connection: the latency a request adds, without queueing behind 49 others.
+                lines.append(_line(f"{label}, tools/call, 1 connection",
+                                   measure(endpoint, keys, "tools/call", seconds, 1, pids)))
     return lines
 
 

@@ -135,3 +135,10 @@ def test_the_follow_ups_benchmark_replays_the_line_on_the_dev_set(capsys: pytest
     # named clause up can only add recall.
     rows = re.findall(r"^\d\.\d 0\.00\s+16\s+\S+\s+\S+\s+\S+\s+(\S+)\s+(\S+)\s+(\S+)$", out, re.MULTILINE)
     assert len(rows) == 6 and all(float(r5) <= float(after) <= float(every) for r5, after, every in rows)
+
+
+def test_the_scaling_benchmark_reads_wrk_latencies_in_any_unit() -> None:
+    from benchmarks.scaling import _ms
+
+    out = "Latency Distribution\n     50%  812.00us\n     75%    2.31ms\n     90%    1.20s\n     99%   14.50ms\n"
+    assert (_ms(out, "50%"), _ms(out, "75%"), _ms(out, "90%"), _ms(out, "99%")) == (0.812, 2.31, 1200.0, 14.5)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -21,7 +22,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from .cluster import Cluster, cluster
+from .cluster import Cluster, cluster, free_port, haproxy_config, require
 from .conftest import text_of
 from .helpers import eventually, tool_names
 from .test_interop import node_client  # noqa: F401  (the fixture: node and the pinned TypeScript SDK)
@@ -291,3 +292,15 @@ async def test_typescript_sdk_client_through_haproxy(node_client: list[str]) -> 
     assert sorted(out["events"]) == ["list_changed", "result"]
     assert "convert_temperature" in out["relisted"]
     assert out["direct"] == out["invoked"] and "212" in out["invoked"]["text"]
+
+
+@pytest.mark.parametrize("sticky", [False, True])
+def test_the_example_haproxy_config_is_valid_as_the_tests_run_it(sticky: bool, tmp_path: Any) -> None:
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(haproxy_config(free_port(), [free_port(), free_port()], sticky=sticky))
+    checked = subprocess.run([require("haproxy", "haproxy"), "-c", "-f", str(config)], capture_output=True, text=True,
+                             check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    text = config.read_text()
+    assert "uri /readyz" in text and "hdr Host localhost" in text  # probes pass lazytools' Host check
+    assert ("\n    balance hdr(Mcp-Session-Id)\n" in text) is sticky  # the line itself, not its comment
