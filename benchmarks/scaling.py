@@ -82,7 +82,8 @@ async def open_sessions(url: str, count: int, *, enable: bool = True, parallel: 
             opened.raise_for_status()
             headers["mcp-session-id"] = opened.headers["mcp-session-id"]
             done = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-            done.raise_for_status()
+            if done.status_code >= 400:
+                raise RuntimeError(f"notifications/initialized: {done.status_code} {done.text[:200]}")
             if enable:
                 found = await http.post(url, headers=headers, json={
                     "jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -199,18 +200,33 @@ async def overhead(seconds: float, connections: int) -> list[str]:
 
 
 async def idle(count: int) -> list[str]:
-    async with cluster(3) as c:
+    # Replicas drop their part of a session 10 s after its last request there: the sessions are held by Redis.
+    async with cluster(3, env={"LAZYTOOLS_REPLICA_IDLE_TIMEOUT": "10"}) as c:
         client = c.redis
         before = _redis_memory(client.port)
         keys = await open_sessions(c.url, count, enable=False)
         after = _redis_memory(client.port)
         sample = _redis_cli(client.port, "MEMORY", "USAGE", f"lazytools:session:{keys[0]}")
         rss = [_rss_mb(r.process.pid) for r in c.replicas if r.process is not None]
-        alive = sum(1 for r in c.replicas if r.process is not None and r.process.poll() is None)
-    return [f"sessions opened through haproxy: {len(keys):,} of {count:,}; replicas alive after: {alive}/3",
+        answering = await _still_served(c.url, keys[:: max(1, len(keys) // 300)])
+        in_redis = _redis_cli(client.port, "DBSIZE")
+    return [f"sessions opened through haproxy (initialize + initialized, 50 at a time): {len(keys):,} of {count:,}; "
+            f"keys in Redis: {in_redis}",
             f"Redis used_memory: +{(after - before) / max(len(keys), 1):,.0f} bytes per session "
             f"(MEMORY USAGE of one record: {sample} bytes)",
-            f"replicas' resident memory after: {', '.join(f'{mb:,.0f} MB' for mb in rss)}"]
+            f"replicas' resident memory after: {', '.join(f'{mb:,.0f} MB' for mb in rss)}",
+            f"a sample of {answering[1]} sessions asked tools/list afterwards: {answering[0]} answered"]
+
+
+async def _still_served(url: str, keys: list[str]) -> tuple[int, int]:
+    ok = 0
+    async with httpx2.AsyncClient(timeout=60) as http:
+        for key in keys:
+            response = await http.post(url, headers={"accept": ACCEPT, "content-type": "application/json",
+                                                     "mcp-session-id": key},
+                                       json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+            ok += response.status_code == 200 and "search_tools" in response.text
+    return ok, len(keys)
 
 
 def _redis_cli(port: int, *args: str) -> str:

@@ -275,7 +275,7 @@ async def test_sticky_config_keeps_a_session_on_one_replica_and_fails_over() -> 
                 assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
             result = await client.call_tool("reverse_text", {"text": "failed over"})
             assert not result.is_error and "revo deliaf" in text_of(result)
-            assert sum(served_from_store(c)) > sum(adopted)  # another replica took it over
+            assert holder.process is not None and holder.process.poll() is not None  # served without it
 
 
 async def test_typescript_sdk_client_through_haproxy(node_client: list[str]) -> None:
