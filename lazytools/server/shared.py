@@ -27,12 +27,14 @@ from .surface import is_stateless_era
 if TYPE_CHECKING:
     from .core import LazyServer
 
-__all__ = ["RECORD_SCOPE_KEY", "SharedSessions"]
+__all__ = ["OWNER_SCOPE_KEY", "RECORD_SCOPE_KEY", "SharedSessions"]
 
 logger = logging.getLogger(__name__)
 
 RECORD_SCOPE_KEY = "lazytools.record"
 """Where the HTTP transport leaves the session's record in the ASGI scope of a request."""
+OWNER_SCOPE_KEY = "lazytools.owner"
+"""Where the HTTP transport leaves, on the request that opens a session, the credential the session is bound to."""
 
 
 _MAX_URIS = 256
@@ -69,7 +71,10 @@ class SharedSessions:
         try:
             if ctx.method == "initialize":
                 result = await call_next(ctx)
-                await self.store.create(self._record_of(connection.session_id, ctx.params))
+                opened = self._record_of(connection.session_id, ctx.params)
+                scope = getattr(ctx.request, "scope", None)
+                opened.owner = scope.get(OWNER_SCOPE_KEY) if isinstance(scope, dict) else None
+                await self.store.create(opened)
                 return result
             record = self._loaded(ctx) or await self.store.load(connection.session_id)
             if record is None:

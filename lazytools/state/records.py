@@ -32,6 +32,9 @@ class SessionRecord:
     """The client's `logging/setLevel`, if it sent one."""
     uris: dict[str, list[str]] = field(default_factory=dict)
     """Resource URIs the session's calls and prompts named, by upstream name (where to read them), newest last."""
+    owner: dict[str, str | None] | None = None
+    """The credential that opened the session (the SDK's `AuthorizationContext`: client id, issuer, subject), when
+    the request carried a verified token: every request of the session must carry the same."""
     rev: int = 0
     """Bumped by every write: a write made from an older revision is refused and redone on the newer one."""
 

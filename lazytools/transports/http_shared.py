@@ -24,6 +24,7 @@ from uuid import uuid4
 import anyio
 import anyio.abc
 import mcp_types as types
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.lowlevel import Server
 from mcp.server.runner import serve_connection
@@ -39,7 +40,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from ..server.shared import RECORD_SCOPE_KEY
+from ..server.shared import OWNER_SCOPE_KEY, RECORD_SCOPE_KEY
 from ..state import GET_STREAM, SessionRecord, SharedState, StateUnavailableError
 from ..state.events import message_of
 from ..state.outbox import defer
@@ -157,8 +158,12 @@ class SharedSessionManager:
             logger.warning("session %s: %s", key[:8], exc)
             await jsonrpc_error(503, f"{exc}; try again shortly", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
-        if record is None:
-            await self._forget(key)
+        if record is None or record.owner != _requestor(scope):
+            if record is None:
+                await self._forget(key)
+            else:  # as the SDK does: a session answers only the credential that opened it, as if it did not exist
+                logger.warning("session %s: refused a request with another credential than the one that opened it",
+                               key[:8])
             await jsonrpc_error(404, "Session not found")(scope, receive, send)
             return
         if scope["method"] == "DELETE" and key not in self._held:
@@ -201,6 +206,7 @@ class SharedSessionManager:
             return
         key = uuid4().hex
         logger.info("session %s: opened here", key[:8])
+        scope[OWNER_SCOPE_KEY] = _requestor(scope)
         held = await self._start(key, None)
         status: int | None = None
 
@@ -266,6 +272,15 @@ class SharedSessionManager:
 
     async def _ended_elsewhere(self, key: str) -> None:
         await self._forget(key)
+
+
+def _requestor(scope: Scope) -> dict[str, str | None] | None:
+    """The verified credential of a request (the SDK's edge auth leaves it on `scope["user"]`), as a record keeps it."""
+    user = scope.get("user")
+    if not isinstance(user, AuthenticatedUser):
+        return None
+    context = authorization_context(user)
+    return {"client_id": context["client_id"], "issuer": context["issuer"], "subject": context["subject"]}
 
 
 async def _ended(scope: Scope, receive: Receive, send: Send) -> None:
