@@ -11,8 +11,8 @@ from .store import MemoryStateStore, StateStore, StateUnavailableError
 __all__ = [
     "GET_STREAM",
     "MemoryBus",
-    "MemoryShared",
     "MemorySessionEvents",
+    "MemoryShared",
     "MemoryStateStore",
     "RedisSessionEvents",
     "SessionBus",
