@@ -67,12 +67,23 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-async def open_sessions(url: str, count: int, *, enable: bool = True, parallel: int = 50) -> list[str]:
-    """`count` handshake-era sessions (client `mcp`: dynamic surface) opened over raw HTTP; their ids."""
+async def open_sessions(url: str, count: int, *, enable: bool = True, parallel: int = 50,
+                        failed: list[str] | None = None) -> list[str]:
+    """`count` handshake-era sessions (client `mcp`: dynamic surface) opened over raw HTTP; their ids. With `failed`,
+    a session that could not be opened is counted there instead of ending the run."""
     keys: list[str] = []
     limiter = anyio.Semaphore(parallel)
 
     async def one(http: httpx2.AsyncClient) -> None:
+        if failed is None:
+            await opening(http)
+            return
+        try:
+            await opening(http)
+        except (RuntimeError, httpx2.HTTPError) as exc:
+            failed.append(str(exc)[:200])
+
+    async def opening(http: httpx2.AsyncClient) -> None:
         async with limiter:
             headers = {"accept": ACCEPT, "content-type": "application/json"}
             opened = await http.post(url, headers=headers, json={
@@ -204,14 +215,15 @@ async def idle(count: int) -> list[str]:
     async with cluster(3, env={"LAZYTOOLS_REPLICA_IDLE_TIMEOUT": "10"}) as c:
         client = c.redis
         before = _redis_memory(client.port)
-        keys = await open_sessions(c.url, count, enable=False)
+        failed: list[str] = []
+        keys = await open_sessions(c.url, count, enable=False, failed=failed)
         after = _redis_memory(client.port)
         sample = _redis_cli(client.port, "MEMORY", "USAGE", f"lazytools:session:{keys[0]}")
         rss = [_rss_mb(r.process.pid) for r in c.replicas if r.process is not None]
         answering = await _still_served(c.url, keys[:: max(1, len(keys) // 300)])
         in_redis = _redis_cli(client.port, "DBSIZE")
-    return [f"sessions opened through haproxy (initialize + initialized, 50 at a time): {len(keys):,} of {count:,}; "
-            f"keys in Redis: {in_redis}",
+    return [f"sessions opened through haproxy (initialize + initialized, 50 at a time): {len(keys):,} of {count:,} "
+            f"({len(failed)} failed{': ' + failed[0] if failed else ''}); keys in Redis: {in_redis}",
             f"Redis used_memory: +{(after - before) / max(len(keys), 1):,.0f} bytes per session "
             f"(MEMORY USAGE of one record: {sample} bytes)",
             f"replicas' resident memory after: {', '.join(f'{mb:,.0f} MB' for mb in rss)}",
