@@ -88,6 +88,15 @@ class Settings(BaseSettings):
     cache_dir: Path | None = Field(
         default=None, description="Tool-vector cache directory (default: $XDG_CACHE_HOME or ~/.cache, /lazytools).",
     )
+    learn: bool = Field(
+        default=True,
+        description="Learn from use: record each search, the tools it returned and enabled and the calls that "
+                    "followed (usage.sqlite3 in the cache directory), and let tools called after similar requests "
+                    "rank higher among the strong matches (off where the directory is not writable).")
+    learn_request_text: bool = Field(
+        default=True,
+        description="Keep each search's request text in the usage store; false keeps only keyed hashes of its "
+                    "terms, which is all learning needs.")
 
     # Sources
     config: Path | None = Field(
@@ -175,8 +184,10 @@ class Settings(BaseSettings):
         description="Seconds an HTTP client has to send a request's body once its headers are in; then it gets 408.")
     max_connections: int = Field(
         default=512, ge=8,
-        description="Most HTTP connections open at once (lowered to fit the open-file limit); past it the oldest "
-                    "connection still sending its headers is closed, or the new one if none is.")
+        description="Most HTTP connections open at once (lowered to fit the open-file limit); past it one not being "
+                    "served makes room (the oldest still sending its headers, else the one idle longest, else the "
+                    "slowest still sending its body, else one that sent nothing yet), or the new one is refused "
+                    "(503) when every other is serving a request.")
 
     # Replicas (docs/scaling.md)
     state_url: SecretStr | None = Field(
