@@ -1,4 +1,5 @@
-"""A request that names where its result goes gets a tool that writes there among its results."""
+"""Steps a request implies take a place among its results: a tool that writes where the result goes, and the tool
+that produces what one of the best results requires."""
 
 from __future__ import annotations
 
@@ -39,3 +40,23 @@ def test_what_is_not_an_output_takes_no_place() -> None:
     few = [hit.entry.name for hit in index.search(query, limit=2)]
     assert "write_file" not in few  # one or two results are the request's main tools
 
+
+
+def test_the_producer_of_a_top_result_takes_the_last_place() -> None:
+    def chat(name: str, description: str, *required: str) -> ToolEntry:
+        return ToolEntry(name=name, group="chat", description=description, call=_never,
+                         input_schema={"type": "object", "properties": {p: {"type": "string"} for p in required},
+                                       "required": list(required)})
+
+    index = SearchIndex([
+        chat("post_message", "Post a message to a channel.", "channel_id", "text"),
+        *[chat(f"post_note_{i}", f"Post a message as a note, variant {i}.") for i in range(6)],
+        chat("list_channels", "List the rooms a message can go to."),
+        *[chat(f"other_{i}", f"Resize an image to a width, variant {i}.") for i in range(20)],
+    ])
+    ranked = [hit.entry.name for hit in index.search("post a message", limit=9)]
+    five = [hit.entry.name for hit in index.search("post a message", limit=5)]
+    assert ranked.index("list_channels") > 4  # on its own words it ranks last
+    assert five[0] == "post_message" and five[4] == "list_channels"
+    two = [hit.entry.name for hit in index.search("post a message", limit=2)]
+    assert "list_channels" not in two

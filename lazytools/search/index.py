@@ -6,7 +6,9 @@ Ranking, in order of precedence:
    the catalog's own vocabulary, a request's separate needs scored one by one too, tools of a group the query
    names or whose name's words it holds boosted, and (with the semantic extra) fused with embedding similarity.
 3. a deliverable: a request that names where its result goes ("save it as notes.md", "export it to a CSV") gives
-   the best tool for that its last place, unless a result already writes there (see `steps`).
+   the best tool for that its last place, unless a result already writes there (see `steps`);
+4. a prerequisite: when one of the two best results needs an id or coordinates that another tool of its server
+   produces (see `inputs`) and no result is such a tool, the first producer takes the last place.
 
 No place is reserved for the best tool of each separate need: as served (limit 5) that rule cost recall on both
 MetaTool halves and did not help the multi-server dev set, so the scores alone order the results (figures in
@@ -78,7 +80,12 @@ DELIVERABLE_DONE = 0.5
 tool: "save them into a new Notion page" is done by Notion's create-page, not by a file writer."""
 
 MIN_DELIVERABLE_LIMIT = 3
-"""Below this many results the deliverable takes no place: one or two results are the request's main tools."""
+"""Below this many results neither a deliverable nor a producer takes a place: one or two results are the request's
+main tools."""
+
+PRODUCER_TOP = 2
+"""A producer takes the last place when one of this many best results needs it (`inputs`) and none is picked;
+the top 1 or 3 lifted less on the dev set's halves (docs/search-log.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +235,7 @@ class SearchIndex:
         else:
             picked = self._ranked(scores, candidates, limit)
         picked = self._with_deliverable(query, picked, candidates, limit)
+        picked = self._with_producer(picked, candidates, limit)
         hits = [Hit(self.entries[i], float(scores[i])) for i in picked]
         measured = bool(need_similarities) if needs is None else needs
         if not measured:
@@ -268,6 +276,21 @@ class SearchIndex:
         if any(self._writes[i] and step_scores[i] >= DELIVERABLE_DONE * step_scores[best] for i in picked):
             return picked
         return [*picked, best] if len(picked) < limit else [*picked[:-1], best]
+
+    def _with_producer(self, picked: list[int], candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
+        """`picked` with the first producer of the first of its PRODUCER_TOP best tools that needs one and has none
+        picked (`list_channels` for `post_message`, a geocoder for a forecast) in the last place: those tools cannot
+        be called without it."""
+        if limit < MIN_DELIVERABLE_LIMIT:
+            return picked
+        for i in picked[:PRODUCER_TOP]:
+            producers = self._producers[i]
+            if producers and not set(producers) & set(picked):
+                wanted = producers[0]
+                if not candidates[wanted]:
+                    return picked
+                return [*picked, wanted] if len(picked) < limit else [*picked[:-1], wanted]
+        return picked
 
     def producers(self, found: Iterable[ToolEntry], limit: int = MAX_PRODUCERS) -> list[ToolEntry]:
         """Tools that produce an id some of `found` require (`list_channels` for `post_message`), not already
