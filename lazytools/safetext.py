@@ -1,4 +1,5 @@
-"""Untrusted text made safe to log or echo (escaped, cut: one helper), and session ids kept out of INFO logs.
+"""Untrusted text made safe to log or echo (escaped, cut: one helper); session ids kept out of INFO logs, and
+credentials (a URL's userinfo and query values, header values) out of every log line.
 
 A tool name, group or argument comes from a client or an upstream server. Logged as it is, a newline in it forges a
 log line and a 3 MB name makes a 3 MB line; echoed in an error, it sends the model's own 3 MB back to it.
@@ -8,8 +9,12 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
-__all__ = ["ECHO_LIMIT", "SessionIdRedactor", "clip", "escape", "redact_session_ids"]
+__all__ = [
+    "ECHO_LIMIT", "SessionIdRedactor", "clip", "escape", "redact_secrets", "redact_secrets_in_logs",
+    "redact_session_ids", "redact_url",
+]
 
 ECHO_LIMIT = 200
 """Characters of an untrusted value kept in a log line or an error message."""
@@ -78,3 +83,65 @@ def redact_session_ids() -> None:
         target = logging.getLogger(name)
         if not any(isinstance(f, SessionIdRedactor) for f in target.filters):
             target.addFilter(SessionIdRedactor())
+
+
+REDACTED = "***"
+# Both patterns run in linear time on any text: a scheme is tried only from the start of a run of scheme characters
+# and taken whole ("a.a.a.a…" would otherwise be rescanned from each dot), and quoted values are taken whole.
+_URL = re.compile(r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://[^\s\"'<>\\]*+")
+_HEADER_VALUE = re.compile(r"""(?i)(header value\s*+:?\s*+)(b?'(?:[^'\\]|\\.)*+'|b?"(?:[^"\\]|\\.)*+"|\S++)""")
+
+
+def redact_url(url: str) -> str:
+    """`url` with its userinfo (`user:password@`), each query value and its fragment replaced by `***`: an
+    upstream's URL in a config often carries its API key there. Scheme, host, port, path and query names stay."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    authority, rest = rest[:cut], rest[cut:]
+    if "@" in authority:
+        authority = REDACTED + "@" + authority.rpartition("@")[2]
+    rest, hashed, _ = rest.partition("#")
+    path, asked, query = rest.partition("?")
+    if asked:
+        items = (item.partition("=") for item in query.split("&"))
+        query = "&".join(f"{name}={REDACTED}" if eq else (REDACTED if name else "") for name, eq, _ in items)
+    return f"{scheme}://{authority}{path}{asked}{query}" + (f"#{REDACTED}" if hashed else "")
+
+
+def redact_secrets(text: str) -> str:
+    """`text` with every URL in it passed through `redact_url`, and the value after "header value" (how h11 and
+    httpx report a header they refuse) replaced by `***`."""
+    if "://" in text:
+        text = _URL.sub(lambda match: redact_url(match.group()), text)
+    if "eader value" in text or "EADER VALUE" in text:
+        text = _HEADER_VALUE.sub(lambda match: match.group(1) + REDACTED, text)
+    return text
+
+
+def _redacted(record: logging.LogRecord) -> None:
+    try:
+        message = record.getMessage()
+    except Exception:  # a broken format is the handler's to report, as without us
+        return
+    redacted = redact_secrets(message)
+    if redacted != message:
+        record.msg, record.args = redacted, None
+
+
+def redact_secrets_in_logs() -> None:
+    """Pass every log record, whichever logger made it (lazytools', the SDK's, the HTTP client's), through
+    `redact_secrets` when it is made (idempotent). A record factory rather than a filter: a logger's filter sees
+    only the records made by that very logger, a handler's only those of its handler."""
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "lazytools_redacts", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        _redacted(record)
+        return record
+
+    factory.lazytools_redacts = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)

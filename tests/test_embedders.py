@@ -9,8 +9,11 @@ import math
 import re
 import sys
 import threading
+import tracemalloc
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,6 +32,7 @@ from lazytools.search.embedders import (
     load_folder,
 )
 from lazytools.search.embedders import packaged
+from lazytools.search.embedders.cache import text_key
 from lazytools.search.semantic import MAX_EMBEDDED_NEEDS, query_vectors
 
 from .fixtures.catalogs import realistic, tool
@@ -318,6 +322,80 @@ def test_a_truncated_cache_file_is_rebuilt_not_fatal(tmp_path: Path) -> None:
     VectorCache(tmp_path).vectors(model, texts)
     assert model.embedded == []  # and the rebuilt file serves the next restart
 
+def _zip_bomb(path: Path, rows: int, dimensions: int) -> None:
+    """An .npz whose arrays agree with each other but declare `rows` rows of zeros: small on disk, huge inflated."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, dtype, shape in (("keys.npy", np.dtype("S16"), (rows,)),
+                                   ("vectors.npy", np.dtype("<f4"), (rows, dimensions))):
+            with archive.open(name, "w", force_zip64=True) as member:
+                np.lib.format.write_array_header_1_0(member, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                              "fortran_order": False, "shape": shape})
+                left = math.prod(shape) * dtype.itemsize
+                chunk = bytes(1 << 20)
+                while left:
+                    member.write(chunk[:left])
+                    left -= min(left, len(chunk))
+
+
+def test_a_cache_file_declaring_a_huge_array_is_rebuilt_without_inflating_it(tmp_path: Path,
+                                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """Issue #20 item 6: the declared sizes are checked before any data is read, against the cache's row cap."""
+    model = Counting(embedder_named("wordllama"))
+    model.inner.embed(["load the model before measuring"])
+    cache = VectorCache(tmp_path)
+    path = cache.path_for(model)
+    path.parent.mkdir(parents=True)
+    rows = (96 << 20) // (model.dimensions * 4 + 16)  # 96 MB of zeros inflated
+    assert rows > cache.max_entries
+    _zip_bomb(path, rows, model.dimensions)
+    assert path.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        got = cache.vectors(model, ["read a file"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert model.embedded == ["read a file"] and got.shape == (1, model.dimensions)  # rebuilt, like any damage
+    assert peak < 8 << 20, f"reading the cache allocated {peak} bytes"
+    assert "unreadable, rebuilding it" in caplog.text and "declares" in caplog.text
+    model.embedded.clear()
+    cache.vectors(model, ["read a file"])
+    assert model.embedded == []  # the rewritten file reads back
+
+
+def _write_npz(path: Path, keys: np.ndarray, rows: np.ndarray, *, version: tuple[int, int] = (1, 0),
+               trailing: bytes = b"") -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, array in (("keys.npy", keys), ("vectors.npy", rows)):
+            with archive.open(name, "w") as member:
+                np.lib.format.write_array(member, array, version=version)
+                member.write(trailing if name == "vectors.npy" else b"")
+
+
+@pytest.mark.parametrize(("change", "kept"), [
+    ({}, True),
+    ({"version": (2, 0)}, True),
+    ({"trailing": b"\0" * 4}, False),  # more bytes stored than the header declares
+    ({"dtype": np.float64}, False),
+    ({"fortran": True}, False),
+    ({"rows": 1}, False),  # fewer rows than keys
+])
+def test_a_cache_file_is_read_only_as_declared(tmp_path: Path, change: dict[str, Any], kept: bool) -> None:
+    model = Counting(embedder_named("wordllama"))
+    texts = ["read a file", "send a message"]
+    first = VectorCache(tmp_path).vectors(model, texts)
+    path = VectorCache(tmp_path).path_for(model)
+    keys = np.array([text_key(text) for text in texts], dtype="S16")
+    rows = first[: change.get("rows", len(texts))].astype(change.get("dtype", np.float32))
+    if change.get("fortran"):
+        rows = np.asfortranarray(rows)
+    _write_npz(path, keys, rows, version=change.get("version", (1, 0)), trailing=change.get("trailing", b""))
+    model.embedded.clear()
+    again = VectorCache(tmp_path).vectors(model, texts)
+    assert model.embedded == ([] if kept else texts)
+    assert np.allclose(again, first)
+
+
 def test_a_cache_file_holding_nan_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """NaN rows on disk (a bad write, a hand edit) would turn every cosine into NaN: the file counts as damaged."""
     model = Counting(embedder_named("wordllama"))
@@ -418,6 +496,8 @@ async def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPa
     live = LiveIndex(catalog_of([tool("read_file", "Read a file from disk.")]), semantic=True)
     await live.semantic_ready()
     assert embedders.SEMANTIC_EXTRA in caplog.text
+    # From the clone's venv: outside it, `pip install 'lazytools[semantic]'` reaches an unrelated PyPI package.
+    assert "pip install -e '.[semantic]'" in embedders.SEMANTIC_EXTRA and "clone" in embedders.SEMANTIC_EXTRA
 
 
 def catalog_of(entries: list[ToolEntry]) -> Catalog:

@@ -13,6 +13,7 @@ import pytest
 from anyio.abc import TaskStatus
 
 from lazytools import build_server
+from lazytools.app import configure_logging
 from lazytools.sources.gateway.gateway import Backoff
 
 from .conftest import Recorder, client, text_of
@@ -197,3 +198,41 @@ async def test_a_config_that_starts_lazytools_on_itself_does_not_recurse(tmp_pat
         await eventually(lambda: o.gateway["me"].state == "failed")
         assert o.catalog.names() == ["alpha__echo"]
         await eventually(lambda: "[me] " in caplog.text and "which would front this file again" in caplog.text)
+
+
+SECRETS = ("pa55word", "SEKRIT-KEY", "SEKRIT-HEADER")
+
+
+async def test_credentials_in_an_upstream_url_or_header_stay_out_of_the_logs(tmp_path: Path,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
+    # The default level first: the HTTP client's per-request lines are off. Then DEBUG: they are on, redacted.
+    client_log = logging.getLogger("httpx2")
+    before = client_log.level
+    try:
+        for level in ("INFO", "DEBUG"):
+            caplog.clear()
+            configure_logging(level)
+            caplog.set_level(level)
+            async with http_toy("web", tools=["echo"]) as url:
+                keyed = url.replace("http://", "http://alice:pa55word@") + "?api_key=SEKRIT-KEY&v=2"
+                servers = {"web": {"url": keyed},
+                           "bad": {"url": url, "headers": {"X-Api-Key": "tok\nen SEKRIT-HEADER"}}}
+                async with opened(tmp_path, servers) as o:
+                    async with client(o.server, "claude-ai") as c:
+                        for _ in range(3):
+                            call = {"tool_name": "web__echo", "arguments": {"text": "hi"}}
+                            assert text_of(await c.call_tool("invoke_tool", call)) == "hi"
+                        refused = await c.call_tool("invoke_tool", {"tool_name": "bad__echo", "arguments": {}})
+                    await eventually(lambda: sum("upstream 'bad'" in r.getMessage() for r in caplog.records) >= 2)
+            lines = [record.getMessage() for record in caplog.records]
+            assert not [line for line in lines if any(secret in line for secret in SECRETS)], level
+            assert all(secret not in text_of(refused) for secret in SECRETS)
+            assert any("upstream 'bad'" in line and "header value ***" in line for line in lines), lines
+            requests = [line for line in lines if line.startswith("HTTP Request: POST")]
+            if level == "INFO":
+                assert requests == []
+            else:
+                assert requests and all("//***@127.0.0.1:" in line and "?api_key=***&v=***" in line
+                                        for line in requests), requests
+    finally:
+        client_log.setLevel(before)

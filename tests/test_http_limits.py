@@ -137,3 +137,42 @@ async def test_at_the_cap_a_connection_that_sent_part_of_its_headers_goes_before
             assert (await quiet.receive()).startswith(b"HTTP/1.1 200")
         for stream in [quiet, *slow]:
             await stream.aclose()
+
+
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+async def test_at_the_cap_the_connection_idle_longest_makes_room() -> None:
+    # Clients that each sent one cheap request and keep their connection alive (repeating it now and then) held
+    # every slot: each newcomer, with a token or not, got 503.
+    cap = 16
+    async with serving(max_connections=cap) as (base, port):
+        kept = []
+        for _ in range(cap + 4):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            await stream.send(HEALTHZ)
+            with anyio.fail_after(10):
+                assert (await stream.receive()).startswith(b"HTTP/1.1 200")
+            kept.append(stream)
+        async with httpx2.AsyncClient(timeout=10) as http:
+            for _ in range(3):
+                assert (await http.get(base + "/healthz")).status_code == 200
+        # The first to go idle were closed to make room, in order; the most recent ones still serve.
+        for stream in kept[:4]:
+            assert await closed_by_server(stream) == b""
+        await kept[-1].send(HEALTHZ)
+        with anyio.fail_after(10):
+            assert (await kept[-1].receive()).startswith(b"HTTP/1.1 200")
+        for stream in kept:
+            await stream.aclose()
+
+
+async def test_a_refused_connection_is_closed_once_answered() -> None:
+    async with serving(auth_token="s3cret-token", max_connections=512) as (base, port):
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        # Two requests in one write: a kept-alive connection would answer both.
+        await stream.send(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2)
+        answer = await closed_by_server(stream)
+        assert answer.count(b"HTTP/1.1 401") == 1, answer[:500]
+        assert b"connection: close" in answer.lower()
+        await stream.aclose()

@@ -1,7 +1,9 @@
-"""Imports go one way: settings → sources → catalog → search → sessions → meta-tools → server → transports → CLI.
+"""Imports go one way: a module imports only modules of its own layer or lower ones (the table `LAYERS`).
 
-Each folder is one concept (`sources/`, `search/`, `server/`, `transports/`); modules inside a folder have their
-own layers where they differ (the server's sessions sit below its meta-tools, which sit below its wiring).
+From the bottom up: what everything shares (errors, settings, names, entries, the SDK adapter) → tokens and
+validation → the catalog → sources → search and the manifest → the server's sessions → its meta-tools → the
+server's wiring → transports → the assembly root and reports → the command line. Each folder is one concept
+(`sources/`, `search/`, `server/`, `transports/`); modules inside a folder have their own layers where they differ.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ LAYERS: dict[str, int] = {
     # what everything shares: errors, settings, the tool-name policy, the private-SDK adapter; the surface types
     # and policy (server.surface imports nothing of lazytools, so settings can take `Surface` from it)
     "errors": 0, "settings": 0, "names": 0, "entry": 0, "sdk": 0, "server.surface": 0,
-    "safetext": 0, "threads": 0,
+    "safetext": 0, "threads": 0, "identity": 0,  # identity: who a request acts for (a Principal)
+    "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)
     "tokens": 1, "validation": 1, "settingsdoc": 1,  # settingsdoc: .env.example, docs/settings.md, flag names
     "catalog": 2,
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
     "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5, "server.rendering": 5,
-    "server.metatools": 6,
+    "server.metatools": 6, "server.principals": 6, "server.audited": 6,
     "server": 7, "server.core": 7,
     "transports": 8,
     "app": 9, "report": 9, "evaluate": 9,  # the assembly root and what the CLI runs besides serving
@@ -53,9 +56,9 @@ def _modules() -> list[tuple[str, Path]]:
     return found
 
 
-def _imports(module: str, path: Path) -> list[str]:
-    """Absolute names (below lazytools) imported at run time, ignoring `if TYPE_CHECKING:` blocks."""
-    tree = ast.parse(path.read_text())
+def _imports(module: str, source: str) -> list[str]:
+    """Absolute names (below lazytools) that `module`'s source imports at run time, ignoring `if TYPE_CHECKING:`."""
+    tree = ast.parse(source)
     # `module` names a file ("server.core", "server.__init__"): its package is everything before the last part.
     package = module.split(".")[:-1]
     names: list[str] = []
@@ -73,20 +76,37 @@ def _imports(module: str, path: Path) -> list[str]:
     return [name for name in names if name]
 
 
+def _climbing(module: str, source: str) -> list[str]:
+    """Each import of `module` that climbs to a higher layer, described."""
+    own = LAYERS[_key_of(module)]
+    return [f"lazytools.{module} (layer {own}) imports lazytools.{imported} (layer {LAYERS[_key_of(imported)]})"
+            for imported in _imports(module, source) if LAYERS[_key_of(imported)] > own]
+
+
 @pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
 def test_imports_go_one_way(module: str, path: Path) -> None:
-    own = LAYERS[_key_of(module)]
-    for imported in _imports(module, path):
-        assert LAYERS[_key_of(imported)] <= own, (
-            f"lazytools.{module} (layer {own}) imports lazytools.{imported} (layer {LAYERS[_key_of(imported)]})"
-        )
+    assert _climbing(module, path.read_text()) == []
 
 
-def test_a_higher_import_is_caught() -> None:
-    """The check above can fail: the server's sessions may not import its wiring, nor sources the server."""
-    assert LAYERS[_key_of("server.core")] > LAYERS[_key_of("server.sessions")]
-    assert LAYERS[_key_of("server.metatools")] > LAYERS[_key_of("sources.gateway.upstream")]
-    assert _imports("server.sessions", PACKAGE / "server" / "sessions.py") == ["server.surface"]
+@pytest.mark.parametrize(("module", "line", "imported"), [
+    ("server.sessions", "from .core import LazyServer", "server.core"),
+    ("sources.gateway.upstream", "from ...server.metatools import SEARCH_TOOLS", "server.metatools"),
+    ("catalog", "from lazytools.transports.http import serve_http", "transports.http"),
+    ("search.index", "from ..cli import main", "cli"),
+])
+def test_a_climbing_import_is_caught(module: str, line: str, imported: str) -> None:
+    """The check above can fail: a real module's source with one climbing import added is reported, naming it."""
+    path = PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
+    source = path.read_text()
+    assert _climbing(module, source) == []
+    found = _climbing(module, f"{source}\n{line}\n")
+    assert len(found) == 1 and found[0].split(" imports ")[1].startswith(f"lazytools.{imported} "), found
+
+
+def test_an_import_for_type_checking_only_is_not_a_dependency() -> None:
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .core import LazyServer\n"
+    assert _climbing("server.sessions", source) == []
+    assert _climbing("server.sessions", source.replace("if TYPE_CHECKING:\n    ", "")) != []
 
 
 def test_the_server_knows_no_transport() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lazytools import Catalog, build_server
-from lazytools.safetext import clip, escape
+from lazytools.safetext import clip, escape, redact_secrets, redact_url
 
 from .conftest import client, make_settings, text_of
 
@@ -42,3 +42,19 @@ async def test_a_query_matching_nothing_is_echoed_without_bidi_or_zero_width_cha
     async with client(build_server(catalog, make_settings(mode="proxy"))) as c:
         answer = text_of(await c.call_tool("search_tools", {"query": query}))
     assert answer.splitlines()[0] == "No tools match 'qqzzx\\u202e\\u2066\\u200bzzqqv\\ufeff'."
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("http://alice:pa55@127.0.0.1:80/mcp?api_key=K&v=2#tok", "http://***@127.0.0.1:80/mcp?api_key=***&v=***#***"),
+    ("https://example.com/mcp", "https://example.com/mcp"),
+    ("https://u@example.com?bare-token", "https://***@example.com?***"),
+    ("https://example.com/a@b/?x=1", "https://example.com/a@b/?x=***"),  # an @ in the path is no userinfo
+])
+def test_urls_lose_their_userinfo_and_query_values(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+    assert redact_secrets(f"POST {url} \"200 OK\"") == f"POST {shown} \"200 OK\""
+
+
+def test_a_refused_header_value_is_not_echoed() -> None:
+    said = "LocalProtocolError: Illegal header value b'tok\\nen SECRET'; retrying"
+    assert redact_secrets(said) == "LocalProtocolError: Illegal header value ***; retrying"

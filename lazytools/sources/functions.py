@@ -7,12 +7,13 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, get_type_hints, overload
 
+import anyio
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, ToolExecutionError
-from ..threads import in_tool_thread
+from ..threads import call_time_limit, in_tool_thread
 from ..validation import INLINE_BYTES, within
 
 __all__ = ["INLINE_ATTRIBUTE", "FunctionGroup", "function_tool", "to_result"]
@@ -35,7 +36,8 @@ def function_tool(
 ) -> ToolEntry:
     """Describe `fn` as a tool: its parameters' type hints give the input schema, its docstring the description.
 
-    A synchronous `fn` runs in a worker thread, so that a slow one stalls no other session. `inline=True` (or the
+    A synchronous `fn` runs in a worker thread, so that a slow one stalls no other session. Called by a server, it
+    has `call_timeout` seconds (what a timeout does to a thread: `lazytools/threads.py`). `inline=True` (or the
     function's `lazytools_inline` attribute) runs it on the event loop instead when its arguments are small: for
     functions that return in microseconds whatever they are given (arithmetic, a table lookup), where the thread
     hand-off costs more than the work (docs/benchmarks.md). Large arguments still go to a thread.
@@ -51,16 +53,21 @@ def function_tool(
         except ValidationError as exc:
             raise ToolArgumentsError(_describe_validation(exc)) from exc
         kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        limit = call_time_limit()
         try:
-            if is_async:
-                value = await fn(**kwargs)
-            elif quick and within(arguments, INLINE_BYTES):
-                value = fn(**kwargs)
-            else:
-                # A thread keeps one slow function from stalling every other session on the event loop.
-                value = await in_tool_thread(lambda: fn(**kwargs))
+            with anyio.move_on_after(limit) as clock:
+                if is_async:
+                    value = await fn(**kwargs)
+                elif quick and within(arguments, INLINE_BYTES):
+                    value = fn(**kwargs)  # microseconds by the author's word: not worth a time limit
+                else:
+                    # A thread keeps one slow function from stalling every other session on the event loop.
+                    value = await in_tool_thread(lambda: fn(**kwargs))
         except Exception as exc:  # the tool's own failure: keep its message, hide our frames
             raise ToolExecutionError(f"{type(exc).__name__}: {exc}") from exc
+        if clock.cancelled_caught:
+            raise ToolExecutionError(f"timed out: the tool did not return within {limit:g} s "
+                                     "(LAZYTOOLS_CALL_TIMEOUT)")
         return to_result(value)
 
     doc = inspect.getdoc(fn) or ""

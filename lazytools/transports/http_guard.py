@@ -1,6 +1,8 @@
 """Checks every HTTP request passes before it reaches MCP: Host and Origin (against DNS rebinding), bearer token.
 
-Refusals are JSON-RPC error bodies with the HTTP status that fits, so a client library shows a reason.
+Refusals are JSON-RPC error bodies with the HTTP status that fits, so a client library shows a reason. A refused
+connection is closed once answered (`Connection: close`): a client without the token must not keep a slot of the
+connection cap (LAZYTOOLS_MAX_CONNECTIONS) kept alive for seconds after its 401.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 """Host names that only this machine can use: always accepted as Host, and as the host of an Origin."""
 
 _WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
+_CLOSE = {"Connection": "close"}
 
 
 def jsonrpc_error(status: int, message: str, *, code: int = INVALID_REQUEST,
@@ -86,11 +89,12 @@ class HTTPGuard:
         host = headers.get("host")
         if not self._host_allowed(host):
             logger.warning("refused a request for Host %r (set LAZYTOOLS_ALLOWED_HOSTS to accept it)", host)
-            return jsonrpc_error(421, f"Host {host!r} is not accepted by this server (DNS rebinding protection)")
+            return jsonrpc_error(421, f"Host {host!r} is not accepted by this server (DNS rebinding protection)",
+                                 headers=_CLOSE)
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin):
             logger.warning("refused a request from Origin %r (set LAZYTOOLS_ALLOWED_ORIGINS to accept it)", origin)
-            return jsonrpc_error(403, f"Origin {origin!r} is not allowed")
+            return jsonrpc_error(403, f"Origin {origin!r} is not allowed", headers=_CLOSE)
         # CORS preflights carry no credentials by design; they are answered (or not) by the CORS layer.
         if self._token is not None and path.startswith(self._protected) and method != "OPTIONS":
             return self._token_refusal(headers.get("authorization"))
@@ -119,4 +123,4 @@ class HTTPGuard:
         if authorization:
             challenge += ', error="invalid_token"'
         message = "Unauthorized: a valid bearer token is required" if authorization else "Unauthorized: missing token"
-        return jsonrpc_error(401, message, headers={"WWW-Authenticate": challenge})
+        return jsonrpc_error(401, message, headers={"WWW-Authenticate": challenge, **_CLOSE})

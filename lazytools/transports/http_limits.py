@@ -6,10 +6,12 @@ stopped answering. `guarded_protocol` wraps uvicorn's HTTP protocol class:
 
 - a request's headers must be complete within `header_timeout` seconds of the connection (or, on a kept-alive
   connection, of the request's first byte), or the connection is closed;
-- past `max_connections` open connections, one that has not finished its headers is closed to make room: the oldest
-  of those that sent part of them (a real client sends its headers in one piece, a slowloris client a bit at a time),
-  else the oldest of those that sent nothing yet; when there is none, the newcomer gets a 503 and is closed.
-  Connections with a request being served are never cut.
+- past `max_connections` open connections, one that is not being served is closed to make room: the oldest of those
+  that sent part of a request's headers (a real client sends its headers in one piece, a slowloris client a bit at a
+  time), else the one idle longest after its last answer (kept alive; its client reconnects when it needs to), else
+  the oldest of those that sent nothing yet; when there is none, the newcomer gets a 503 and is closed. Connections
+  with a request being served are never cut. Idle ones are fair game so that clients repeating a cheap request
+  every few seconds on kept-alive connections cannot hold every slot and turn each newcomer away.
 
 The body's deadline is the ASGI app's (`McpEndpoint`), which can answer 408.
 """
@@ -69,6 +71,8 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
     """Connections waiting for a request that has not sent a byte of it yet, oldest first."""
     partial: dict[Any, None] = {}
     """Connections that sent part of a request's headers and not the rest, oldest first: closed first."""
+    idle: dict[Any, None] = {}
+    """Kept-alive connections whose last response is complete and that sent nothing since, idle longest first."""
     closing: set[Any] = set()
     """Connections this guard closed whose end uvicorn has not seen yet: they no longer count."""
     refused = [0, 0.0]
@@ -81,7 +85,7 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
             if len(self.connections) - len(closing) > max_connections:
-                oldest = next(iter(partial), None) or next(iter(silent), None)
+                oldest = next(iter(partial), None) or next(iter(idle), None) or next(iter(silent), None)
                 if oldest is None:
                     refused[0] += 1
                     if self.loop.time() - refused[1] >= 60:
@@ -96,6 +100,7 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
             self._lt_arm()
 
         def data_received(self, data: bytes) -> None:
+            idle.pop(self, None)
             cycle = self.cycle
             if self._lt_timer is None and (cycle is None or cycle.response_complete):
                 # The first bytes of the next request on a kept-alive connection: a deadline for its headers,
@@ -115,7 +120,14 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
                     del silent[self]
                     partial[self] = None
 
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            waiting = self.timeout_keep_alive_task
+            if waiting is not None and not waiting.cancelled() and not self.transport.is_closing():
+                idle[self] = None  # kept alive for a next request (none was pipelined behind this one)
+
         def connection_lost(self, exc: Exception | None) -> None:
+            idle.pop(self, None)
             self._lt_disarm()
             closing.discard(self)
             super().connection_lost(exc)
@@ -133,9 +145,10 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
                 self._lt_timer = None
 
         def _lt_expire(self, why: str) -> None:
+            was_idle = idle.pop(self, 0) is None
             self._lt_disarm()
-            logger.debug("closing an HTTP connection from %s that did not finish its headers (%s)",
-                        "%s:%d" % self.client if self.client else "?", why)
+            logger.debug("closing an HTTP connection from %s that %s (%s)", "%s:%d" % self.client if self.client else "?",
+                         "was idle" if was_idle else "did not finish its headers", why)
             if not self.transport.is_closing():
                 closing.add(self)
                 self.transport.close()

@@ -4,13 +4,15 @@ A restart, or an upstream server listing its tools again, re-embeds only the too
 per embedder fingerprint (`<dir>/vectors/<fingerprint>.npz`: 16-byte text digests and float32 rows), read without
 pickle and replaced atomically, so a crash or a second process never leaves half a file; an unreadable file, or
 one holding non-finite values, is ignored (and rewritten), and a directory that cannot be written only costs the
-saving.
+saving. The arrays' declared sizes (the zip members' and the .npy headers') are checked before any data is read: a
+small file that declares a huge array (a zip bomb of zeros) is damage too, not gigabytes decompressed at start-up.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import re
 import tempfile
@@ -18,8 +20,10 @@ import threading
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .base import Embedder, Vectors, embed_finite
 
@@ -58,7 +62,7 @@ class VectorCache:
     def vectors(self, embedder: Embedder, texts: Sequence[str]) -> Vectors:
         path = self.path_for(embedder)
         with _lock_for(path):
-            keys, rows = self._read(path, embedder.dimensions)
+            keys, rows = self._read(path, embedder.dimensions, len(texts))
             known = {key: i for i, key in enumerate(keys)}
             wanted = [text_key(text) for text in texts]
             missing = sorted({key: i for i, key in reversed(list(enumerate(wanted))) if key not in known}.values())
@@ -87,20 +91,22 @@ class VectorCache:
             all_keys, all_rows = [all_keys[i] for i in kept], all_rows[kept]
         return all_keys, all_rows
 
-    def _read(self, path: Path, dimensions: int) -> tuple[list[bytes], Vectors]:
+    def _read(self, path: Path, dimensions: int, wanted: int = 0) -> tuple[list[bytes], Vectors]:
+        """The stored keys and rows; at most `max_entries` rows (or `wanted`, when more are asked for at once) are
+        accepted, so reading costs no more than the catalog it serves."""
         empty = (list[bytes](), np.zeros((0, dimensions), dtype=np.float32))
         if not path.is_file():
             return empty
+        most = max(self.max_entries, wanted)
         try:
             # Opened here, not by np.load: a damaged zip there leaves its file handle open.
-            with path.open("rb") as handle, np.load(handle, allow_pickle=False) as data:
-                keys, rows = data["keys"], data["vectors"]
-                if keys.dtype != np.dtype("S16") or rows.dtype != np.float32 or rows.shape != (len(keys), dimensions):
-                    raise ValueError(f"unexpected arrays {keys.dtype} {rows.dtype} {rows.shape}")
-                if not np.isfinite(rows).all():  # NaN would make every cosine NaN: no tool would ever match again
-                    raise ValueError("non-finite values in the vectors")
-                return [bytes(key) for key in keys], np.array(rows)
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+            with path.open("rb") as handle, zipfile.ZipFile(handle) as archive:
+                keys = _member(archive, "keys.npy", np.dtype("S16"), (None,), most)
+                rows = _member(archive, "vectors.npy", np.dtype("<f4"), (len(keys), dimensions), most)
+            if not np.isfinite(rows).all():  # NaN would make every cosine NaN: no tool would ever match again
+                raise ValueError("non-finite values in the vectors")
+            return [bytes(key) for key in keys], rows.astype(np.float32, copy=False)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             logger.warning("vector cache %s unreadable, rebuilding it: %s", path, exc)
             return empty
 
@@ -117,6 +123,39 @@ class VectorCache:
                     os.unlink(temporary)
         except OSError as exc:
             logger.warning("vector cache %s not written: %s", path, exc)
+
+
+_MAX_HEADER = 4096
+"""Longest .npy header accepted (numpy writes 128 bytes for these arrays)."""
+
+
+def _member(archive: zipfile.ZipFile, name: str, dtype: np.dtype[Any], shape: tuple[int | None, ...],
+            most: int) -> npt.NDArray[Any]:
+    """The array stored as `name`, read only after its zip entry and its .npy header declare what is expected:
+    `dtype`, `shape` (None: any length up to `most` rows), C order, and exactly that many bytes of data."""
+    info = archive.getinfo(name)
+    row_bytes = dtype.itemsize * math.prod(d for d in shape[1:] if d is not None)
+    if info.file_size > _MAX_HEADER + most * row_bytes:
+        raise ValueError(f"{name} declares {info.file_size} bytes, more than {most} rows")
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            declared, fortran, found = np.lib.format.read_array_header_1_0(member, max_header_size=_MAX_HEADER)
+        elif version == (2, 0):
+            declared, fortran, found = np.lib.format.read_array_header_2_0(member, max_header_size=_MAX_HEADER)
+        else:
+            raise ValueError(f"{name}: .npy version {version} not written here")
+        expected = tuple(declared[0] if d is None and declared else d for d in shape)
+        if found != dtype or fortran or declared != expected or declared[0] > most:
+            raise ValueError(f"{name}: unexpected array {found} {declared}")
+        header = member.tell()
+        if info.file_size != header + declared[0] * row_bytes:
+            raise ValueError(f"{name}: {info.file_size} bytes stored for {declared[0]} rows")
+        data = member.read(declared[0] * row_bytes)
+    if len(data) != declared[0] * row_bytes:
+        raise ValueError(f"{name}: cut short")
+    array: npt.NDArray[Any] = np.frombuffer(data, dtype=dtype).reshape(declared).copy()
+    return array
 
 
 def _lock_for(path: Path) -> threading.Lock:

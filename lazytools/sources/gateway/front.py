@@ -1,18 +1,19 @@
 """The gateway's prompts and resources, and its side of each client session, as the server serves them.
 
 Prompts are named like tools (`server__prompt`, same rules, so two servers never collide). Resources keep their
-URIs, because tool results hold them (`resource_link`) and pass through unchanged: a URI is routed to the server
-that listed it, else the one with a template that matches it, else the one whose results named it in a call or
-prompt of the same session (what one session's calls name never changes another session's routing). Nothing is
-guessed beyond that (no "the only server using this scheme"). A server is never asked for a URI that its own
-excluded resources, excluded templates or exclude patterns match, whichever route led to it. Two servers listing
-one URI: the first in the config keeps it.
+URIs, because tool results hold them (`resource_link`) and pass through unchanged: a URI is routed to the first
+server in the config that lists it or has a template that matches it (a later server cannot capture an earlier
+one's URIs by listing them), else the one whose results named it in a call or prompt of the same session (what one
+session's calls name never changes another session's routing). Nothing is guessed beyond that (no "the only server
+using this scheme"). A server is never asked for a URI that its own excluded resources, excluded templates or
+exclude patterns match, in any form the router or the server acts on (uris.py), whichever route led to it.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import logging
-from collections.abc import Iterator
+import re
 from typing import Any
 
 import mcp_types as types
@@ -20,10 +21,12 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from ...errors import LazyToolsError
 from ...names import public_tool_name, unique_name
-from .offerings import permitted, uris_in
+from ...safetext import clip
+from .offerings import uris_in
 from .relay import ClientSide, Clients, Relay, current_origin, session_key
 from .scoped import SessionUpstreams
 from .upstream import Upstream
+from .uris import UnsafeUriError, normalised, uri_forms
 
 __all__ = ["Front", "UnknownPromptError", "UnknownResourceError"]
 
@@ -50,14 +53,25 @@ class Front:
         self.upstreams = upstreams
         self.relay = relay
         self.scoped = scoped
-        self._subscribers: dict[str, set[str]] = {}
-        """Session keys by subscribed URI."""
+        self._subscribers: dict[str, dict[str, Upstream]] = {}
+        """By subscribed URI: the sessions subscribed, each with the connection its subscription went through (the
+        session's own for `"scope": "session"`); only that connection's updates of that URI reach it."""
         self._levels: dict[str, types.LoggingLevel] = {}
         self._upstream_level: types.LoggingLevel | None = None
-        self._templates: dict[str, UriTemplate | None] = {}
+        self._templates: dict[str, tuple[str, UriTemplate] | None] = {}
+        """Parsed templates by their text, each with the literal text every URI it matches starts with."""
+        self._hidden: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+        self._prompt_index: dict[str, tuple[Upstream, types.Prompt]] | None = None
+        """Prompts by public name, built on first use after a change: a look-up is one dict access, not a walk of
+        every upstream's prompts on the event loop."""
+        self._resource_index: dict[str, Upstream] | None = None
+        """Listed resources by URI, the first server in the config keeping a URI listed twice."""
         for upstream in upstreams:
             upstream.on_offerings_changed = self._offerings_changed
             upstream.on_resource_updated = self._resource_updated
+            upstream.wanted_level = self._shared_level  # a reconnected upstream gets the level again
+        if scoped is not None:
+            scoped.level_of = self._levels.get  # a session's own connections get its level, from the start
 
     def attach(self, clients: Clients) -> None:
         """The server's sessions: where upstream messages outside a call go."""
@@ -65,37 +79,44 @@ class Front:
 
     # -- prompts --------------------------------------------------------------------------------------------------
 
-    def _prompts(self) -> Iterator[tuple[str, Upstream, types.Prompt]]:
-        taken: set[str] = set()
-        for upstream in self.upstreams:
-            for prompt in upstream.offerings.prompts:
-                name = unique_name(public_tool_name(upstream.config.tool_prefix, prompt.name), taken, "-")
-                taken.add(name)
-                yield name, upstream, prompt
+    def _prompts(self) -> dict[str, tuple[Upstream, types.Prompt]]:
+        if self._prompt_index is None:
+            index: dict[str, tuple[Upstream, types.Prompt]] = {}
+            for upstream in self.upstreams:
+                for prompt in upstream.offerings.prompts:
+                    name = unique_name(public_tool_name(upstream.config.tool_prefix, prompt.name), index, "-")
+                    index[name] = (upstream, prompt)
+            self._prompt_index = index
+        return self._prompt_index
 
     def list_prompts(self) -> list[types.Prompt]:
-        return [prompt.model_copy(update={"name": name}) for name, _, prompt in self._prompts()]
+        return [prompt.model_copy(update={"name": name}) for name, (_, prompt) in self._prompts().items()]
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        for public, upstream, prompt in self._prompts():
-            if public == name:
-                request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=prompt.name,
-                                                                                     arguments=arguments))
-                result: types.GetPromptResult = await upstream.request(request, types.GetPromptResult,
-                                                                       f"prompt {prompt.name!r}")
-                upstream.seen_uris.add(session_key(current_origin()), uris_in(result))
-                return result
-        raise UnknownPromptError(name)
+        found = self._prompts().get(name)
+        if found is None:
+            raise UnknownPromptError(name)
+        upstream, prompt = found
+        request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=prompt.name, arguments=arguments))
+        result: types.GetPromptResult = await upstream.request(request, types.GetPromptResult,
+                                                               f"prompt {prompt.name!r}")
+        upstream.seen_uris.add(session_key(current_origin()), uris_in(result))
+        return result
+
+    def prompt_server(self, name: str) -> str | None:
+        """The server of the prompt with public name `name`, if any."""
+        found = self._prompts().get(name)
+        return found[0].name if found is not None else None
 
     async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Argument completion for a prompt (by its public name) or a resource template, from its server."""
         ref = params.ref
         upstream: Upstream | None = None
         if isinstance(ref, types.PromptReference):
-            found = [(u, p) for public, u, p in self._prompts() if public == ref.name]
-            if not found:
+            found = self._prompts().get(ref.name)
+            if found is None:
                 raise UnknownPromptError(ref.name)
-            upstream, prompt = found[0]
+            upstream, prompt = found
             params = params.model_copy(update={"ref": ref.model_copy(update={"name": prompt.name})})
         else:
             upstream = next((u for u in self.upstreams for t in u.offerings.templates if t.uri_template == ref.uri),
@@ -108,14 +129,37 @@ class Front:
 
     # -- resources ------------------------------------------------------------------------------------------------
 
+    def _resources(self) -> dict[str, Upstream]:
+        if self._resource_index is None:
+            index: dict[str, Upstream] = {}
+            for upstream in self.upstreams:
+                for resource in upstream.offerings.resources:
+                    if resource.uri in index:
+                        logger.info("resource %s of %r is listed by an earlier server too; not listed twice",
+                                    clip(resource.uri), upstream.name)
+                        continue
+                    index[resource.uri] = upstream
+            self._resource_index = index
+        return self._resource_index
+
     def list_resources(self) -> list[types.Resource]:
+        """Each server's listed resources but those its exclusions keep out (in any form) and those an earlier
+        server in the config claims (lists, or serves by a template): a read of such a URI goes to the earlier
+        server, so it is not listed as the later one's."""
         seen: set[str] = set()
         listed: list[types.Resource] = []
-        for upstream in self.upstreams:
+        for index, upstream in enumerate(self.upstreams):
             for resource in upstream.offerings.resources:
                 if resource.uri in seen:
                     logger.info("resource %s of %r is listed by an earlier server too; not listed twice",
-                                resource.uri, upstream.name)
+                                clip(resource.uri), upstream.name)
+                    continue
+                if self._blocked(upstream, resource.uri):  # its exclusions keep it out in another form
+                    continue
+                earlier = next((u for u in self.upstreams[:index] if self._templated(u, resource.uri)), None)
+                if earlier is not None:
+                    logger.debug("resource %s of %r is served by a template of %r, earlier in the config; not "
+                                 "listed", clip(resource.uri), upstream.name, earlier.name)
                     continue
                 seen.add(resource.uri)
                 listed.append(resource)
@@ -124,10 +168,12 @@ class Front:
     def list_templates(self) -> list[types.ResourceTemplate]:
         return [template for upstream in self.upstreams for template in upstream.offerings.templates]
 
-    def _template(self, text: str) -> UriTemplate | None:
+    def _template(self, text: str) -> tuple[str, UriTemplate] | None:
         if text not in self._templates:
             try:
-                self._templates[text] = UriTemplate.parse(text)
+                # The template's literal start (up to its first expression, query or fragment) is compared exactly
+                # by the SDK's match, so a URI without it is passed over without running the match.
+                self._templates[text] = (re.split(r"[{?#]", text, maxsplit=1)[0], UriTemplate.parse(text))
             except (InvalidUriTemplate, ValueError):
                 self._templates[text] = None
         return self._templates[text]
@@ -135,24 +181,58 @@ class Front:
     def _matches(self, templates: tuple[str, ...], uri: str) -> bool:
         for text in templates:
             parsed = self._template(text)
-            if parsed is not None and parsed.match(uri) is not None:
+            if parsed is not None and uri.startswith(parsed[0]) and parsed[1].match(uri) is not None:
                 return True
         return False
 
     def _blocked(self, upstream: Upstream, uri: str) -> bool:
         """Whether `upstream`'s config keeps `uri` out: a resource it listed under an excluded name, a URI an
-        exclude pattern matches, or one an excluded template of it matches."""
-        return not permitted_uri(upstream, uri) or self._matches(upstream.offerings.hidden_templates, uri)
+        exclude pattern matches, or one an excluded template of it matches, in any form the router or the server
+        acts on (uris.py); a URI that cannot be normalised safely is kept from a server that has exclusions."""
+        offerings = upstream.offerings
+        if not (upstream.config.exclude or offerings.hidden or offerings.hidden_templates):
+            return False  # nothing to bypass
+        try:
+            form = normalised(uri)
+            forms = uri_forms(uri)
+        except UnsafeUriError as exc:
+            logger.debug("resource %.200r kept from %r: %s", uri, upstream.name, exc)
+            return True
+        patterns = [pattern.lower() for pattern in upstream.config.exclude]
+        if any(fnmatch.fnmatchcase(f, pattern) for pattern in patterns for f in forms):
+            return True
+        if not self._hidden_forms(upstream).isdisjoint(forms):
+            return True
+        return self._matches(offerings.hidden_templates, uri) or self._matches(offerings.hidden_templates, form)
+
+    def _hidden_forms(self, upstream: Upstream) -> frozenset[str]:
+        """Every form of the URIs `upstream` listed under excluded names, computed once per listing."""
+        hidden = upstream.offerings.hidden
+        cached = self._hidden.get(upstream.name)
+        if cached is None or cached[0] is not hidden:
+            forms: set[str] = set()
+            for listed in hidden:
+                try:
+                    forms.update(uri_forms(listed))
+                except UnsafeUriError:
+                    forms.add(listed.lower())
+            cached = self._hidden[upstream.name] = (hidden, frozenset(forms))
+        return cached[1]
+
+    def _templated(self, upstream: Upstream, uri: str) -> bool:
+        """Whether one of `upstream`'s templates serves `uri` (and its config does not keep `uri` out)."""
+        return (self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri)
+                and not self._blocked(upstream, uri))
 
     def owner_of(self, uri: str) -> Upstream:
         """The upstream that serves `uri` for the session being served (see the module's docstring for the
         order); servers whose config keeps `uri` out are never chosen."""
         candidates = [u for u in self.upstreams if not self._blocked(u, uri)]
-        for upstream in candidates:
-            if any(resource.uri == uri for resource in upstream.offerings.resources):
-                return upstream
-        for upstream in candidates:
-            if self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri):
+        lister = self._resources().get(uri)
+        for upstream in candidates:  # first in the config wins, whether it lists the URI or templates it
+            lists = lister is upstream or (lister is not None and lister not in candidates
+                                           and any(resource.uri == uri for resource in upstream.offerings.resources))
+            if lists or self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri):
                 return upstream
         session = session_key(current_origin())
         for upstream in candidates:
@@ -160,44 +240,65 @@ class Front:
                 return upstream
         raise UnknownResourceError(uri)
 
+    def uri_server(self, uri: str) -> str | None:
+        """The server `uri` would be read from now, if any."""
+        try:
+            return self.owner_of(uri).name
+        except UnknownResourceError:
+            return None
+
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         upstream = self.owner_of(uri)
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         result: types.ReadResourceResult = await upstream.request(request, types.ReadResourceResult,
-                                                                  f"resource {uri!r}")
+                                                                  f"resource {clip(uri)!r}")
         return result
 
     async def subscribe(self, uri: str, client: ClientSide) -> None:
         upstream = self.owner_of(uri)
         if not upstream.offerings.subscribe:
             raise LazyToolsError(f"Upstream server {upstream.name!r} does not offer resource subscriptions")
-        keys = self._subscribers.setdefault(uri, set())
-        if not keys or upstream.per_session is not None:  # per-session connections each subscribe
-            await upstream.request(types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
-                                   types.EmptyResult, f"subscribing to {uri!r}")
-        keys.add(client.key)
+        # The connection that serves this session: its own for `"scope": "session"`, else the shared one.
+        per_session = upstream.per_session
+        connection = await per_session(upstream, client.key) if per_session is not None else upstream
+        keys = self._subscribers.get(uri, {})
+        if keys.get(client.key) is connection:
+            return
+        if client.key in keys:  # the URI moved to another server since: leave the old subscription first
+            await self.unsubscribe(uri, client)
+            keys = self._subscribers.get(uri, {})
+        if not any(other is connection for other in keys.values()):  # one upstream subscription per connection
+            await connection.request(types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
+                                     types.EmptyResult, f"subscribing to {uri!r}")
+        self._subscribers.setdefault(uri, {})[client.key] = connection
 
     async def unsubscribe(self, uri: str, client: ClientSide) -> None:
         keys = self._subscribers.get(uri)
         if keys is None or client.key not in keys:
             return
-        keys.discard(client.key)
-        upstream = self.owner_of(uri)
-        if not keys or upstream.per_session is not None:
-            if not keys:
-                del self._subscribers[uri]
-            await upstream.request(types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)),
-                                   types.EmptyResult, f"unsubscribing from {uri!r}")
+        connection = keys.pop(client.key)
+        if not keys:
+            del self._subscribers[uri]
+        if not any(other is connection for other in keys.values()):
+            await connection.request(types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)),
+                                     types.EmptyResult, f"unsubscribing from {uri!r}")
 
     async def _resource_updated(self, upstream: Upstream, uri: str) -> None:
+        """An update reaches only the sessions whose subscription to `uri` went through this very connection:
+        not another session of a per-session server, not a session subscribed to another server's URI."""
         note = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
-        for key in list(self._subscribers.get(uri, ())):
+        keys = [key for key, connection in self._subscribers.get(uri, {}).items() if connection is upstream]
+        if not keys:
+            logger.debug("upstream %r announced an update of %.200r, which no session subscribed to through it",
+                         upstream.name, uri)
+        for key in keys:
             client = self.relay.clients.get(key)
             if client is not None:
                 await _deliver(client, note)
 
     async def _offerings_changed(self, upstream: Upstream) -> None:
         self._templates.clear()
+        self._prompt_index = self._resource_index = None
         for client in self.relay.clients:
             await _deliver(client, types.PromptListChangedNotification())
             await _deliver(client, types.ResourceListChangedNotification())
@@ -231,10 +332,16 @@ class Front:
             await upstream.notify(types.RootsListChangedNotification())
 
     async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None:
-        """A session's `logging/setLevel`: the session is filtered at its level, and upstreams are asked for the
-        most verbose level any session wants (a session that set none wants everything: `debug`)."""
+        """A session's `logging/setLevel`: the session is filtered at its level, shared upstreams are asked for the
+        most verbose level any session wants (a session that set none wants everything: `debug`), and the
+        session's own connections (`"scope": "session"`) for its level: their logs reach no other session."""
         self._levels[client.key] = level
         await self._apply_levels()
+        for own in self.scoped.of(client.key) if self.scoped is not None else []:
+            await _send_level(own, level)
+
+    def _shared_level(self) -> types.LoggingLevel | None:
+        return self._upstream_level
 
     async def _apply_levels(self, gone: str | None = None) -> None:
         if not self._levels:
@@ -245,18 +352,18 @@ class Front:
             return
         self._upstream_level = lowest
         for upstream in self.upstreams:
-            if upstream.logs:
-                try:
-                    # No progressToken: setLevel is not a call that reports progress.
-                    await upstream.request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=lowest)),
-                                           types.EmptyResult, "logging/setLevel", progress=False)
-                except LazyToolsError as exc:
-                    logger.info("upstream %r: setting its log level failed: %s", upstream.name, exc)
+            await _send_level(upstream, lowest)
 
 
-def permitted_uri(upstream: Upstream, uri: str) -> bool:
-    """A URI its server listed under an excluded name, or one an exclude pattern matches, is not read."""
-    return uri not in upstream.offerings.hidden and permitted(upstream.config.model_copy(update={"include": None}), uri)
+async def _send_level(upstream: Upstream, level: types.LoggingLevel) -> None:
+    if not upstream.logs:
+        return
+    try:
+        # No progressToken: setLevel is not a call that reports progress.
+        await upstream.request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                               types.EmptyResult, "logging/setLevel", progress=False)
+    except LazyToolsError as exc:
+        logger.info("upstream %r: setting its log level failed: %s", upstream.name, exc)
 
 
 async def _deliver(client: ClientSide, notification: types.ServerNotification) -> None:

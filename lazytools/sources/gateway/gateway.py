@@ -10,10 +10,15 @@ from dataclasses import dataclass
 
 import anyio
 
+from ...auth.exchange import TokenExchanger
+from ...auth.fetch import Fetcher
+from ...auth.issuer import Issuer
 from ...catalog import Catalog
 from ...errors import ConfigError
+from ...safetext import redact_secrets_in_logs
 from ...settings import Settings
-from .config import GatewayConfig, load_config
+from .config import GatewayConfig, HttpServer, Identity, load_config
+from .credentials import UserUpstreams
 from .front import Front
 from .relay import Relay
 from .scoped import SessionUpstreams
@@ -62,6 +67,7 @@ async def open_gateway(
     Failures are logged and retried in the background; the others serve. `one_by_one` connects them in turn
     instead, for the start-up benchmark.
     """
+    redact_secrets_in_logs()  # an upstream's URL or headers may carry its credentials
     if config is None:
         if settings.config is None:
             raise ConfigError("The gateway needs a config file (--config or LAZYTOOLS_CONFIG)")
@@ -76,11 +82,17 @@ async def open_gateway(
     async with anyio.create_task_group() as tg:
         scoped = SessionUpstreams(tg, settings, relay, backoff=backoff or Backoff(), chain=chain,
                                   limit=settings.max_session_upstreams)
+        users = UserUpstreams(scoped, settings, _exchanger(settings, config))
         for upstream in upstreams:
             if upstream.config.scope == "session":
                 upstream.per_session = scoped.instance
+            if isinstance(upstream.config, HttpServer) and upstream.config.identity is not None:
+                upstream.per_user = users.instance
         # Each first attempt has its own connect_timeout deadline; stopping a hung process after it can take a few
         # more seconds, which start-up need not wait for.
+        if upstreams:
+            logger.info("starting %d upstream servers (%s), each within %g s", len(upstreams),
+                        ", ".join(upstream.name for upstream in upstreams), settings.connect_timeout)
         with anyio.move_on_after(settings.connect_timeout * (len(upstreams) if one_by_one else 1) + 0.5):
             for upstream in upstreams:
                 tg.start_soon(upstream.run, name=f"upstream {upstream.name}")
@@ -110,6 +122,15 @@ class GatewaySource:
 
     def open(self, catalog: Catalog) -> AbstractAsyncContextManager[Gateway]:
         return open_gateway(self.settings, catalog)
+
+
+def _exchanger(settings: Settings, config: GatewayConfig) -> TokenExchanger | None:
+    """The token exchanger, when a server's `identity` asks for exchanges."""
+    if not any(isinstance(s, HttpServer) and isinstance(s.identity, Identity) for s in config.servers.values()):
+        return None
+    fetcher = Fetcher(timeout=settings.auth_fetch_timeout, max_bytes=settings.auth_fetch_max_bytes)
+    issuer = Issuer(settings.auth_issuer, fetcher) if settings.auth_issuer is not None else None
+    return TokenExchanger(issuer, fetcher)
 
 
 def _fronted_chain(config: GatewayConfig) -> str:

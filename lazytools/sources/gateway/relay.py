@@ -20,7 +20,8 @@ from typing import Any, Protocol
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["CallOrigin", "ClientSide", "Clients", "Inflight", "Relay", "calling", "current_origin", "session_key"]
+__all__ = ["USER_OWNER", "CallOrigin", "ClientSide", "Clients", "Inflight", "Relay", "calling", "current_origin",
+           "session_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +127,12 @@ class Inflight:
                 seen.setdefault(origin.client.key, origin.client)
         return list(seen.values())
 
+    def callers(self) -> int:
+        """How many clients have requests in flight: sessions by key, and each request without a session as a
+        client of its own (stateless callers cannot be told apart, and none of them can take a request)."""
+        keys = {origin.client.key for origin in self.origins if origin.client is not None}
+        return len(keys) + sum(1 for origin in self.origins if origin.client is None)
+
     def owner(self) -> CallOrigin | None:
         """The request a message without any marking belongs to, when only one session has requests in flight
         (its latest); None when none has, or when several have and nothing tells them apart."""
@@ -143,6 +150,19 @@ class _NoClients:
         return None
 
 
+USER_OWNER = "user:"
+"""How the owner key of a connection that serves one user outside any session starts (credentials.py)."""
+
+
+def _serves(origin: CallOrigin, owner: str | None) -> bool:
+    """Whether a message of a connection owned by `owner` may go to `origin`: on a shared connection, to the
+    request that caused it; on a session's, to that session's requests only; on a user's, to any request (every
+    request on it is that user's, and none has a session). Outside a request, a user's connection reaches nobody."""
+    if owner is None or owner.startswith(USER_OWNER):
+        return True
+    return origin.client is not None and origin.client.key == owner
+
+
 def _can_answer(client: ClientSide, request: types.ServerRequest) -> str | None:
     """Why `client` cannot answer `request` (a capability it did not declare), or None."""
     caps = client.capabilities
@@ -156,6 +176,12 @@ def _can_answer(client: ClientSide, request: types.ServerRequest) -> str | None:
     if isinstance(request, types.ListRootsRequest):
         return None if caps is not None and caps.roots is not None else "roots"
     return None
+
+
+def _unknown_caller(server: str, request: types.ServerRequest, why: str) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message=(
+        f"lazytools cannot tell which client this {request.method} is for: {why} "
+        f"(give server {server!r} \"scope\": \"session\" for one connection per client session)"))
 
 
 class Relay:
@@ -175,7 +201,7 @@ class Relay:
         params = params.model_copy(update={"logger": f"{server}/{params.logger}" if params.logger else server})
         note = types.LoggingMessageNotification(params=params)
         origin = current_origin() or inflight.owner()
-        if origin is not None and (owner is None or (origin.client is not None and origin.client.key == owner)):
+        if origin is not None and _serves(origin, owner):
             if origin.wants_log(params.level) and origin.notify is not None:
                 await origin.notify(note)
             return
@@ -196,21 +222,27 @@ class Relay:
                   result_type: type[Any]) -> Any:
         """Put an upstream's request to the client whose request is in flight; an `ErrorData` for the upstream
         when there is none, it cannot tell which, or that client cannot answer."""
-        origin = current_origin() or inflight.owner()
+        origin = current_origin()
+        if origin is None and owner is None and inflight.callers() > 1:
+            # Nothing says which caller this is for: any of them may have caused it, so none is asked (a request
+            # without a session counts, or a session would answer a stateless caller's question with its data).
+            return _unknown_caller(server, request, "calls of several clients are in flight on it (a request "
+                                                    "without a session counts as a client of its own)")
+        origin = origin or inflight.owner()
         client: ClientSide | None
-        if origin is not None and (owner is None or (origin.client is not None and origin.client.key == owner)):
+        if origin is not None and _serves(origin, owner):
             client = origin.client
         elif owner is not None:
             client = self.clients.get(owner)
             origin = None
-        else:
-            sessions = inflight.sessions() or list(self.clients)
+        else:  # no call in flight on it: the only session, if there is one
+            sessions = list(self.clients)
             if len(sessions) != 1:
-                why = ("several client sessions have calls in flight on it" if inflight.sessions() else
-                       "no client session is connected" if not sessions else "several client sessions are connected")
-                return types.ErrorData(code=types.INVALID_REQUEST, message=(
-                    f"lazytools cannot tell which client this {request.method} is for: {why} "
-                    f"(give server {server!r} \"scope\": \"session\" for one connection per client)"))
+                if not sessions:  # before the client connects (a server asking for roots at start-up), or after
+                    return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                        f"lazytools has no client connected to answer this {request.method} yet"))
+                # Several sessions exist only over HTTP: there, one connection per client session settles it.
+                return _unknown_caller(server, request, "several client sessions are connected")
             client, origin = sessions[0], None
         if client is None and origin is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="the client session has ended")

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any, Literal, TextIO
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.sse import sse_client
@@ -32,7 +33,7 @@ from ...catalog import Catalog, Group
 from ...entry import ToolEntry, first_sentence
 from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from ...names import public_tool_name, unique_name
-from ...safetext import clip
+from ...safetext import clip, redact_secrets
 from ...sdk import create_mcp_http_client
 from ...settings import Settings
 from .config import HttpServer, ServerConfig
@@ -41,7 +42,7 @@ from .listing import screen_listing
 from .offerings import NamedUris, Offerings, list_offerings, uris_in
 from .relay import Inflight, Relay, current_origin, session_key
 from .stdio import stdio_client
-from .stderr import labelled_stderr
+from .stderr import StderrTail, labelled_stderr
 
 __all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
 
@@ -78,14 +79,17 @@ class Upstream:
 
     def __init__(self, config: ServerConfig, *, catalog: Catalog, settings: Settings,
                  backoff: Backoff = Backoff(), chain: str = "", relay: Relay | None = None,
-                 owner: str | None = None) -> None:
+                 owner: str | None = None, auth: httpx2.Auth | None = None) -> None:
         self.config = config
+        self.auth = auth
+        """Per-request credentials of an HTTP connection that serves one user (credentials.py); None when shared."""
         self.name = config.name
         self.catalog = catalog
         self.backoff = backoff
         self.call_timeout = config.timeout or settings.call_timeout
         self.call_ceiling = max(settings.call_timeout_ceiling, self.call_timeout)
         self.connect_timeout = settings.connect_timeout
+        self.max_offerings = settings.max_upstream_offerings
         self.max_line_bytes = 2 * settings.max_result_bytes + 1024 * 1024
         """Longest message read from a stdio upstream: a result up to the limit, JSON escapes, the envelope."""
         self.pinned = config.defer_loading is False or (config.defer_loading is None and not settings.defer_all)
@@ -105,12 +109,16 @@ class Upstream:
         """The session key of the client this upstream was started for (`"scope": "session"`); None when shared."""
         self.per_session: Callable[[Upstream, str], Awaitable[Upstream]] | None = None
         """Set for `"scope": "session"` servers: the connection of a session, which serves its requests."""
+        self.per_user: Callable[[Upstream], Awaitable[Upstream]] | None = None
+        """Set for servers with `identity`: the connection carrying the current user's credentials."""
         # Besides tools (offerings.py): its prompts, resources and templates, and the URIs its results named.
         self.offerings = Offerings()
         self.seen_uris = NamedUris()
         """URIs its results named, per client session (resources/read routes them for that session only)."""
         self.on_offerings_changed: Callable[[Upstream], Awaitable[None]] | None = None
         self.on_resource_updated: Callable[[Upstream, str], Awaitable[None]] | None = None
+        self.wanted_level: Callable[[], types.LoggingLevel | None] | None = None
+        """The log level its clients asked for (front.py), sent on each connection before it serves; None: none."""
         # The current connection: its client (set exactly while `serving`), when it came up, and what `_serve`
         # waits on (`_signal`, with `_relist` saying the tool list changed).
         self._client: Client | None = None
@@ -126,6 +134,7 @@ class Upstream:
         self._attempts_over = 0
         self._attempt_over = anyio.Event()
         self._stderr: TextIO = sys.stderr  # a pipe to labelled log lines while `run` runs
+        self._stderr_tail = StderrTail()
 
     @property
     def serving(self) -> bool:
@@ -140,7 +149,7 @@ class Upstream:
             # An empty group says "this source exists but serves nothing yet"; its tools arrive when it does.
             self.catalog.set_group(Group(self.name, self.config.description or ""), [])
         try:
-            async with labelled_stderr(self.name) as self._stderr:
+            async with labelled_stderr(self.name, self._stderr_tail) as self._stderr:
                 await self._reconnect_forever()
         finally:
             self.state = "stopped"
@@ -150,6 +159,7 @@ class Upstream:
         while True:
             self._wake = anyio.Event()
             self._attempts_started += 1
+            self._stderr_tail.lines.clear()  # what this attempt's process says, not the last one's
             try:
                 await self._connect_and_serve()
                 reason = "the connection closed (the server exited or crashed)"
@@ -162,6 +172,8 @@ class Upstream:
                 reason = describe_failure(exc, cwd=getattr(self.config, "cwd", None))
             stayed_up = self._up_since is not None and anyio.current_time() - self._up_since >= self.backoff.stable
             failures = 0 if stayed_up else failures + 1
+            if failures <= 1 and (said := await self._stderr_tail.settled()):  # the warnings, not the retries
+                reason += f" (its stderr ended with: {said})"
             self._went_down(reason, failures)
             if failures:
                 with anyio.move_on_after(self.backoff.after(failures)):
@@ -172,7 +184,7 @@ class Upstream:
         self._signal = anyio.Event()
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
-            screen = _Screen(self.name)
+            screen = _Screen(self.name, keep=self.max_offerings + 1)  # one more: list_offerings then warns
             async with Client(_watched(self._transport(), self._connection_lost, screen), mode=self._mode,
                               cache=None, client_info=_CLIENT_INFO, message_handler=self._on_message,
                               # Declared to every upstream, so it shows the tools that need them; each request
@@ -182,6 +194,7 @@ class Upstream:
                 screen.version = client.protocol_version
                 await self._refresh(client)
                 await self._refresh_offerings(client)
+                await self._send_wanted_level(client)
                 scope.deadline = math.inf
                 self._came_up(client)
                 try:
@@ -230,8 +243,9 @@ class Upstream:
             self.state = "serving"
         self.error = None
         level = logging.INFO if self.connections == 1 else logging.WARNING
-        logger.log(level, "upstream %r: %s, %d tools", self.name,
-                   "connected" if self.connections == 1 else "reconnected", len(self.catalog.in_group(self.name)))
+        tools = len(self.catalog.in_group(self.name))
+        logger.log(level, "upstream %r: %s, %d tool%s", self.name,
+                   "connected" if self.connections == 1 else "reconnected", tools, "" if tools == 1 else "s")
         self._finish_attempt()
 
     def _went_down(self, reason: str, failures: int) -> None:
@@ -287,8 +301,9 @@ class Upstream:
         config = self.config
         if isinstance(config, HttpServer):
             if config.type == "sse":
-                return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout)
-            return _streamable_http(config.url, dict(config.headers))
+                return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout,
+                                  auth=self.auth)
+            return _streamable_http(config.url, dict(config.headers), self.auth)
         # "replace": with the SDK's strict default, one byte of invalid UTF-8 on an upstream's stdout stops its
         # reader for good and every later call hangs until its timeout; replaced, the line is junk and dropped.
         params = StdioServerParameters(command=config.command, args=list(config.args),
@@ -316,9 +331,10 @@ class Upstream:
         await self.catalog.update_group(group, entries)
 
     async def _refresh_offerings(self, client: Client) -> None:
-        """List its prompts, resources and templates; tell the front when they changed. A failure keeps the old."""
+        """List its prompts, resources and templates; tell the front when they changed. A list that fails keeps its
+        old items, alone (offerings.py)."""
         try:
-            offerings = await list_offerings(client, self.config)
+            offerings = await list_offerings(client, self.config, limit=self.max_offerings, previous=self.offerings)
         except Exception as exc:  # its tools still serve
             logger.warning("upstream %r: listing prompts and resources failed: %s", self.name, describe_failure(exc))
             return
@@ -326,6 +342,18 @@ class Upstream:
             self.offerings = offerings
             if self.on_offerings_changed is not None:
                 await self.on_offerings_changed(self)
+
+    async def _send_wanted_level(self, client: Client) -> None:
+        """A new connection (a reconnection, a session's own) gets the level already asked for; the front sends
+        later changes."""
+        level = self.wanted_level() if self.wanted_level is not None else None
+        if level is None or client.server_capabilities.logging is None:
+            return
+        try:
+            await client.session.send_request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                                              types.EmptyResult)
+        except Exception as exc:  # its tools still serve, at its own default level
+            logger.info("upstream %r: setting its log level failed: %s", self.name, describe_failure(exc))
 
     def _summary(self, client: Client) -> str:
         info = client.server_info
@@ -387,6 +415,9 @@ class Upstream:
         client against the client's own token when it gave one. A client that cancels its request cancels this
         await, and the SDK then sends the upstream `notifications/cancelled`. `what` names the request in errors.
         """
+        if self.per_user is not None:
+            own = await self.per_user(self)
+            return await own.request(request, result_type, what, progress=progress)
         origin = current_origin()
         if self.per_session is not None and origin is not None and origin.client is not None:
             own = await self.per_session(self, origin.client.key)
@@ -473,33 +504,34 @@ def describe_failure(exc: BaseException, *, cwd: Any = None) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-        return "it exited or closed the connection before answering (its stderr, logged as [name] lines, may say why)"
+        return "it exited or closed the connection before answering"  # the caller adds what its stderr said
     if isinstance(exc, MCPError):
         return f"error {exc.code}: {exc.error.message}"
     if isinstance(exc, TimeoutError) and str(exc):
         return str(exc)
-    text = str(exc).strip()
+    text = redact_secrets(str(exc).strip())  # it is logged and may reach the client: no URL's key or header value
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+async def _streamable_http(url: str, headers: dict[str, str], auth: httpx2.Auth | None) -> AsyncIterator[Any]:
     # The SDK leaves a caller-made HTTP client open; this one carries the config's headers and is ours to close.
-    async with create_mcp_http_client(headers=headers or None) as http:
+    async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
 
 class _Screen:
-    """Drops the malformed tools of a listing (listing.py) and cuts oversized progress and log messages
-    (bounds.py); knows the version once negotiated."""
+    """Drops the malformed items of a listing and cuts long lists of prompts and resources (listing.py), cuts
+    oversized progress and log messages (bounds.py); knows the version once negotiated."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, *, keep: int | None = None) -> None:
         self.upstream = upstream
+        self.keep = keep
         self.version: str | None = None
 
     def __call__(self, item: Any) -> Any:
-        return screen_listing(bound_notification(item), upstream=self.upstream, version=self.version)
+        return screen_listing(bound_notification(item), upstream=self.upstream, version=self.version, keep=self.keep)
 
 
 @asynccontextmanager

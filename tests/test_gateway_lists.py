@@ -1,0 +1,132 @@
+"""An upstream's prompts, resources and templates lists each stand alone, are bounded, and are looked up by index
+(issue #20, items 2 and 7), against real SDK servers (tests/upstreams/partial.py)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import UriTemplate
+
+from lazytools.sources.gateway import front as front_module
+
+from .upstreams.helpers import opened
+
+PARTIAL = Path(__file__).resolve().parent / "upstreams" / "partial.py"
+
+pytestmark = pytest.mark.process
+
+
+def partial(name: str, *flags: str) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(PARTIAL), "--name", name, *flags], "timeout": 20}
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_a_server_without_templates_serves_its_prompts_and_resources(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A plain SDK server with resources but no templates handler answers resources/templates/list with -32601.
+    async with opened(tmp_path, {"p": partial("p")}) as o, Client(o.server, mode="legacy") as client:
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["p__p1", "p__p2"]
+        assert [str(r.uri) for r in (await client.list_resources()).resources] == ["partial://p/r1", "partial://p/r2"]
+        assert (await client.list_resource_templates()).resource_templates == []
+        read = await client.read_resource("partial://p/r1")
+        assert read.contents[0] == types.TextResourceContents(uri="partial://p/r1", text="p reads partial://p/r1")
+        got = await client.get_prompt("p__p2")
+        assert got.messages[0].content == types.TextContent(text="p prompt p2")
+    assert not [m for m in _warnings(caplog) if "'p'" in m], _warnings(caplog)  # a missing method is no warning
+
+
+async def test_a_failing_prompts_list_costs_only_the_prompts(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with opened(tmp_path, {"p": partial("p", "--fail-prompts", "--templates")}) as o, \
+            Client(o.server, mode="legacy") as client:
+        assert (await client.list_prompts()).prompts == []
+        assert [r.name for r in (await client.list_resources()).resources] == ["r1", "r2"]
+        assert [t.name for t in (await client.list_resource_templates()).resource_templates] == ["t1", "t2"]
+        assert (await client.read_resource("partial://p/t2/x")).contents[0].uri == "partial://p/t2/x"
+    assert any("listing its prompts failed" in m for m in _warnings(caplog)), _warnings(caplog)
+
+
+async def test_a_malformed_prompt_or_resource_is_skipped_alone(tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    async with opened(tmp_path, {"p": partial("p", "--malformed")}) as o, Client(o.server, mode="legacy") as client:
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["p__p1", "p__p2"]
+        assert [r.name for r in (await client.list_resources()).resources] == ["r1", "r2"]
+        assert (await client.read_resource("partial://p/r2")).contents[0].uri == "partial://p/r2"
+    warnings = _warnings(caplog)
+    assert any("skipping prompt" in m and "number 2" in m and "name" in m for m in warnings), warnings
+    assert any("skipping resource 'a resource without a URI'" in m and "uri" in m for m in warnings), warnings
+
+
+async def test_lists_longer_than_the_bound_are_cut_with_a_warning(tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    async with opened(tmp_path, {"p": partial("p", "--count", "10", "--templates")},
+                      max_upstream_offerings=3) as o, Client(o.server, mode="legacy") as client:
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["p__p1", "p__p2", "p__p3"]
+        assert [r.name for r in (await client.list_resources()).resources] == ["r1", "r2", "r3"]
+        assert [t.name for t in (await client.list_resource_templates()).resource_templates] == ["t1", "t2", "t3"]
+        with pytest.raises(MCPError) as refused:  # the fourth is not served, by list or by template
+            await client.read_resource("partial://p/r4")
+        assert refused.value.code == -32002
+    warnings = _warnings(caplog)
+    for what in ("prompts", "resources", "resource templates"):
+        assert any(f"lists more than 3 {what}; serving the first 3" in m for m in warnings), (what, warnings)
+
+
+async def test_prompts_are_looked_up_by_public_name_in_an_index(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    async with opened(tmp_path, {"p": partial("p", "--count", "50", "--templates")}) as o, Client(o.server, mode="legacy") as client:
+        assert len((await client.list_prompts()).prompts) == 50
+        named: list[str] = []
+        original = front_module.public_tool_name
+
+        def counting(prefix: str, name: str) -> str:
+            named.append(name)
+            return original(prefix, name)
+
+        monkeypatch.setattr(front_module, "public_tool_name", counting)
+        for index in range(20):
+            with pytest.raises(MCPError, match="Unknown prompt"):
+                await client.get_prompt(f"p__nope{index}")
+        assert (await client.get_prompt("p__p50")).messages[0].content == types.TextContent(text="p prompt p50")
+        completion = await client.complete(types.PromptReference(name="p__p7"), {"name": "who", "value": ""})
+        assert completion.completion.values == []
+        assert named == []  # no get, unknown or known, walked the prompts to name them again
+        # A change of the upstream's prompts renews the index, once.
+        upstream = o.gateway["p"]
+        upstream.offerings = replace(upstream.offerings, prompts=(types.Prompt(name="fresh"),))
+        assert upstream.on_offerings_changed is not None
+        await upstream.on_offerings_changed(upstream)
+        with pytest.raises(MCPError, match="Unknown prompt"):
+            await client.get_prompt("p__p50")
+        assert (await client.get_prompt("p__fresh")).messages[0].content == types.TextContent(text="p prompt fresh")
+        assert named == ["fresh"]
+
+
+async def test_a_read_runs_only_the_template_matches_whose_literal_start_fits(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    async with opened(tmp_path, {"p": partial("p", "--count", "50", "--templates")}) as o, \
+            Client(o.server, mode="legacy") as client:
+        matched: list[str] = []
+        original = UriTemplate.match
+
+        def counting(self: UriTemplate, uri: str, **options: Any) -> Any:
+            matched.append(str(self))
+            return original(self, uri, **options)
+
+        monkeypatch.setattr(UriTemplate, "match", counting)
+        with pytest.raises(MCPError) as unknown:
+            await client.read_resource("elsewhere://p/t1/x")
+        assert unknown.value.code == -32002 and matched == []
+        # A URI of one of them is matched against the one whose literal start (`partial://p/t7/`) it has.
+        assert (await client.read_resource("partial://p/t7/x")).contents[0].uri == "partial://p/t7/x"
+        assert len(matched) == 1
