@@ -84,7 +84,7 @@ def developer_scores(**options: object) -> Scores:
 def test_related_words_find_developer_tools_asked_for_in_other_words() -> None:
     without = developer_scores(related=RelatedWords({}))
     with_related = developer_scores()
-    assert without.recall(5) < 0.75  # the words alone miss a third of these
+    assert without.recall(5) < 0.80  # the words alone miss a quarter of these (a third before round 3)
     assert with_related.recall(5) >= 0.92 and with_related.mrr >= 0.66
 
 
@@ -102,14 +102,14 @@ docs/search.md; the floors below sit a little under them."""
 def test_multiserver_labels_name_tools_of_the_set() -> None:
     ids = {json.loads(line)["id"] for line in (MULTISERVER / "tools.jsonl").read_text().splitlines()}
     queries = read_queries(MULTISERVER / "queries.jsonl")
-    assert len(ids) == 647 and len(queries) == 196
+    assert len(ids) == 654 and len(queries) == 196
     assert sum(query.split == "long" for query in queries) == 70
     for query in queries:
         assert frozenset().union(*query.relevant) <= ids, query.id
     # The confirmation set, the cross-language check and the everyday phrasing label tools of the same catalog.
-    names = ("confirm", "crosslang", "phrasing", "questions", "deliverables", "prereqs", "everyday")
+    names = ("confirm", "crosslang", "phrasing", "questions", "usage", "deliverables", "prereqs", "everyday")
     checks = [query for name in names for query in read_queries(MULTISERVER / f"{name}.jsonl")]
-    assert len(checks) == 30 + 22 + 37 + 24 + 28 + 28 + 16
+    assert len(checks) == 30 + 32 + 37 + 24 + 40 + 28 + 28 + 16
     for query in checks:
         assert query.relevant and frozenset().union(*query.relevant) <= ids, query.id
 
@@ -126,8 +126,10 @@ def test_multiserver_requests_as_served_stay_above_their_floor() -> None:
     assert len(chinese) == 12 and evaluate(chinese, ranker, cutoffs=cutoffs_for(LIMIT))["all"].recall(LIMIT) >= 0.6
 
 
-@pytest.mark.parametrize(("name", "split", "floor"),
-                         [("deliverables", "deliverable", 0.60), ("prereqs", "prereq", 0.60), ("everyday", "everyday", 0.34)])
+@pytest.mark.parametrize(
+    ("name", "split", "floor"),
+    [("deliverables", "deliverable", 0.60), ("prereqs", "prereq", 0.60), ("everyday", "everyday", 0.34)],
+)
 def test_deliverables_prerequisites_and_everyday_wordings_stay_above_their_floor(name: str, split: str,
                                                                                   floor: float) -> None:
     # benchmarks/data/multiserver, round 3 (SOURCE.md). As served with BM25, all of each file: deliverables .643

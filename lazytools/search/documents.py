@@ -9,17 +9,26 @@ from typing import Any
 
 from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem
+from .crosslang import english_rendering
 from .vocabulary import split_compound
 
 __all__ = [
-    "FIELD_WEIGHTS", "document_terms", "embedding_text", "field_terms", "field_words", "known_words", "name_terms",
+    "FIELD_WEIGHTS", "RENDERED_FIELDS", "document_terms", "embedding_text", "field_terms", "field_words", "known_words", "name_terms",
 ]
 
 
-FIELD_WEIGHTS: Mapping[str, float] = {"name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0}
+FIELD_WEIGHTS: Mapping[str, float] = {
+    "name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0, "english": 0.3,
+}
 """How much each field's terms count in BM25F (each field normalised by its own length). BM25F replaced
 repeating fields by their weight, which let a long description dilute a short name; tuning these weights moved
-the two dev-set halves in opposite directions, so they stay the old defaults (docs/search.md)."""
+the two dev-set halves in opposite directions, so they stay the old defaults (docs/search.md). `english` is the
+English rendering of a tool's Chinese text (crosslang.py), empty for a tool described in English: at 0.3 an English
+request finds a Chinese-described tool without Chinese tools crowding English ones out (1.0 found more of them and
+cost English requests more; docs/search-log.md)."""
+
+RENDERED_FIELDS = frozenset({"english"})
+"""Fields that render another field's text (see `BM25FPostings`' `apart`)."""
 
 _MIN_COMPOUND = 6
 
@@ -37,12 +46,15 @@ def _parameter_text(schema: Mapping[str, Any]) -> str:
 
 
 def _fields(entry: ToolEntry) -> dict[str, str]:
+    parameters = _parameter_text(entry.input_schema)
     return {
         "name": entry.source_name or entry.name,
         "title": entry.title or "",
         "description": entry.description,
-        "parameters": _parameter_text(entry.input_schema),
+        "parameters": parameters,
         "group": entry.group,
+        # A tool described in Chinese is found by English requests through these words.
+        "english": english_rendering(" ".join((entry.title or "", entry.description, parameters))),
     }
 
 

@@ -38,7 +38,7 @@ from .coverage import (
     clause_shares,
     cover,
 )
-from .documents import FIELD_WEIGHTS, embedding_text, field_terms, field_words, known_words, name_terms
+from .documents import FIELD_WEIGHTS, RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fusion import (
     LONG_TASK_CLAUSES,
@@ -119,9 +119,13 @@ class SearchIndex:
         words = [field_words(entry) for entry in self.entries]
         known = known_words(words)
         self._bm25: BM25Postings = BM25FPostings(
-            [field_terms(entry_words, known) for entry_words in words], FIELD_WEIGHTS, k1=BM25F_K1
+            [field_terms(entry_words, known) for entry_words in words], FIELD_WEIGHTS, k1=BM25F_K1,
+            apart=RENDERED_FIELDS,
         )
-        self.vocabulary = Vocabulary(self._bm25.vocabulary)
+        # Words only a translation holds are matched when typed (or translated), never reached by a typo fix or a
+        # related word: an English request does not drift into a Chinese tool through words nobody typed.
+        self._rendered = self._bm25.rendered_only
+        self.vocabulary = Vocabulary([term for term in self._bm25.vocabulary if term not in self._rendered])
         table = default_related_words() if related is None else related
         self._expansions = catalog_expansions(table, self.vocabulary)
         self._names = NameMatcher([(e.name, e.source_name or e.name) for e in self.entries])
@@ -161,7 +165,7 @@ class SearchIndex:
     def query_terms(self, query: str) -> dict[str, float]:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
         related words)."""
-        return weighted_terms(query, self.vocabulary, self._expansions)
+        return weighted_terms(query, self.vocabulary, self._expansions, rendered=self._rendered)
 
     def lexical_scores(self, query: str) -> ScoreArray:
         """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""

@@ -7,13 +7,16 @@ the figures describe exactly what a model is given.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from ..catalog import Catalog
 from ..entry import ToolEntry
-from .index import SearchIndex
+from .index import Hit, SearchIndex
+from .fusion import LONG_TASK_CLAUSES
 from .needs import Need, unanswered
+from .query import clauses
+from .usage import MAX_COMPANIONS, UsagePrior, hashed_terms, reorder
 
 __all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
 
@@ -42,11 +45,14 @@ class Selection:
     """The clauses no match answers: the result asks the model to search for each on its own."""
     group_size: int | None = None
     """The group's tool count, when a group was listed without a query and had more tools than the limit."""
+    companions: list[ToolEntry] = field(default_factory=list)
+    """Tools usually called right after a match in past sessions (learning from use)."""
 
     @property
     def suggested(self) -> list[ToolEntry]:
-        """Listed but not enabled: the matches past the cap, the weaker matches, then the producers."""
-        return [*self.over_cap, *self.weaker, *self.producers]
+        """Listed but not enabled: the matches past the cap, the weaker matches, the producers, then the tools
+        usually called next."""
+        return [*self.over_cap, *self.weaker, *self.producers, *self.companions]
 
     @property
     def returned(self) -> list[ToolEntry]:
@@ -65,18 +71,32 @@ def select(
     floor: float = RELEVANCE_FLOOR,
     enable_at_most: int | None = None,
     pinned: Collection[str] = (),
+    prior: UsagePrior | None = None,
+    visible: Callable[[str], bool] | None = None,
 ) -> Selection:
     """The tools `named` (exact names) and those matching `query` (within `group`), or without a query the
     first `limit` tools of `group`. At most `enable_at_most` are enabled (pinned tools not counted: they are
-    always listed); the rest are suggested, so a result never says more tools were enabled than were."""
+    always listed); the rest are suggested, so a result never says more tools were enabled than were.
+
+    With a usage `prior` (learning from use), tools called after similar requests move up among the matches
+    that clear the floor (`usage.reorder`: never past it), and tools usually called right after a match are
+    suggested; `visible` (a tool name → whether this session may see it) filters those suggestions."""
     found: list[ToolEntry] = list(named)
     weaker: list[ToolEntry] = []
     needs: tuple[Need, ...] = ()
     unmatched: list[str] = []
     group_size: int | None = None
     if query:
-        results = index.find(query, limit=limit, groups=[group] if group is not None else None)
+        # Not for a long task: its many words dilute any past request's, and reordering its covering picks cost
+        # long tasks a need in both replay directions (docs/search-log.md); the tools called next still apply.
+        learnt = prior is not None and bool(prior) and len(clauses(query)) < LONG_TASK_CLAUSES
+        boosts = prior.boosts(hashed_terms(query)) if learnt and prior is not None else {}
+        # With evidence, twice the limit is ranked so that a tool called after such requests can move into it.
+        wanted = 2 * limit if boosts else limit
+        results = index.find(query, limit=wanted, groups=[group] if group is not None else None)
         hits, needs = results.hits, results.needs
+        if boosts:
+            hits = _learned_order(hits, boosts, floor, limit)
         unmatched = unanswered(needs) if hits else []
         best = hits[0].score if hits else 0.0
         for hit in hits:
@@ -94,7 +114,32 @@ def select(
     over: list[ToolEntry] = []
     if enable_at_most is not None:
         found, over = _split_at_cap(found, enable_at_most, pinned)
-    return Selection(found, over, weaker, producers, needs, unmatched, group_size)
+    companions: list[ToolEntry] = []
+    if prior and found:
+        listed = {entry.name for entry in [*found, *over, *weaker, *producers]}
+        for name in prior.companions([entry.name for entry in found]):
+            # After visibility: a tool this session may not see is never suggested, whatever history says.
+            if name in listed or name not in catalog or (visible is not None and not visible(name)):
+                continue
+            entry = catalog.get(name)
+            if group is None or entry.group == group:
+                companions.append(entry)
+            if len(companions) == MAX_COMPANIONS:
+                break
+    return Selection(found, over, weaker, producers, needs, unmatched, group_size, companions)
+
+
+def _learned_order(hits: list[Hit], boosts: dict[str, float], floor: float, limit: int) -> list[Hit]:
+    """The first `limit` hits once the usage prior has reordered them (scores unchanged: the floor is decided on
+    relevance alone)."""
+    order = reorder([(hit.entry.name, hit.score) for hit in hits], boosts, floor=floor)
+    kept = [hits[i] for i in order[:limit]]
+    best = max((hit.score for hit in hits), default=0.0)
+    # The best-scored hit stays first whatever the prior says, so the floor's reference is the first result.
+    top = next((hit for hit in hits if hit.score == best), None)
+    if top is not None and kept and kept[0] is not top:
+        kept = [top, *[hit for hit in kept if hit is not top]][:limit]
+    return kept
 
 
 def _split_at_cap(found: list[ToolEntry], cap: int, pinned: Collection[str]) -> tuple[list[ToolEntry], list[ToolEntry]]:
