@@ -20,6 +20,8 @@ import anyio.abc
 import mcp_types as types
 
 from .audit import open_audit
+from .telemetry import configure_tracing
+from .policy.limits import RateLimiter, RedisRateLimiter
 from .catalog import Catalog, Group
 from .errors import ConfigError
 from .safetext import redact_secrets_in_logs, redact_session_ids
@@ -128,11 +130,26 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
 async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
     audit = open_audit(settings.audit, values=settings.audit_arguments)
     try:
-        async with _open_sources(settings) as (catalog, front):
-            yield build_server(catalog, settings, front=front, audit=audit)
+        async with _open_sources(settings) as (catalog, front), _limiter(settings) as limiter:
+            yield build_server(catalog, settings, front=front, audit=audit, limiter=limiter)
     finally:
         if audit is not None:
             audit.close()  # every line written before the process ends
+
+
+@asynccontextmanager
+async def _limiter(settings: Settings) -> AsyncIterator[RateLimiter | None]:
+    """Rate limits counted in Redis when a state URL is set (every replica shares them), else in memory."""
+    if settings.state_url is None:
+        yield None
+        return
+    from redis.asyncio import Redis
+
+    redis = Redis.from_url(settings.state_url.get_secret_value(), socket_timeout=2.0, socket_connect_timeout=2.0)
+    try:
+        yield RedisRateLimiter(redis)
+    finally:
+        await redis.aclose()
 
 
 INTERRUPTED = 130
@@ -141,6 +158,15 @@ INTERRUPTED = 130
 
 async def serve(settings: Settings) -> int:
     """Serve until the client leaves or a signal stops it; the exit status (INTERRUPTED after Ctrl-C, else 0)."""
+    flush = configure_tracing()  # spans exported over OTLP when asked (telemetry.py), flushed at the end
+    try:
+        return await _serve(settings)
+    finally:
+        if flush is not None:
+            flush()
+
+
+async def _serve(settings: Settings) -> int:
     failed: Exception | None = None
     stopped_by: int | None = None
     with anyio.CancelScope() as whole:

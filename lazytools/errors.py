@@ -6,6 +6,8 @@
     ├── ToolNotEnabledError               a catalog tool called directly before search_tools enabled it
     ├── ToolArgumentsError (ValueError)   arguments that do not match the tool's input schema
     ├── ToolExecutionError                a tool (in-process or upstream) failed while running
+    ├── PolicyRefusedError                the policy refuses a call's arguments (its tool is one the user may see)
+    ├── RateLimitedError                  the principal made more calls this minute than its limit
     ├── StateUnavailableError             the shared session store (Redis) did not answer in time
     └── UpstreamError                     an upstream MCP server could not serve a call
         ├── UpstreamUnavailableError      not connected: failed to start, crashed, or is reconnecting
@@ -25,6 +27,8 @@ from .safetext import clip
 __all__ = [
     "ConfigError",
     "LazyToolsError",
+    "PolicyRefusedError",
+    "RateLimitedError",
     "StateUnavailableError",
     "ToolArgumentsError",
     "ToolExecutionError",
@@ -81,6 +85,19 @@ class ToolArgumentsError(LazyToolsError, ValueError):
 
 class ToolExecutionError(LazyToolsError):
     """A tool raised while running; the message is the tool's own."""
+
+
+class PolicyRefusedError(LazyToolsError):
+    """The policy refuses these arguments for a tool the principal may otherwise call."""
+
+
+class RateLimitedError(LazyToolsError):
+    """A principal's calls this minute passed its limit."""
+
+    def __init__(self, principal: str, limit: int, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"Rate limit: {clip(principal)} may make {limit} calls per minute; try again in "
+                         f"{max(1, round(retry_after))} s.")
 
 
 class StateUnavailableError(LazyToolsError):

@@ -24,10 +24,15 @@ from mcp.client.stdio import _drain_stdout as drain_stdout
 from mcp.client.stdio import _get_executable_command as executable_command
 from mcp.client.stdio import _stop_server_process as stop_stdio_process
 
+# Traces: the SDK's own middleware, a SERVER span per request continuing the caller's trace from `_meta`. The
+# low-level Server installs it by default; lazytools builds its middleware list itself and puts it first.
+from mcp.server._otel import OpenTelemetryMiddleware
+
 # The stdio transport wraps the SDK's read and write streams; their types are only public under this module.
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 
 __all__ = [
+    "OpenTelemetryMiddleware",
     "ReadStream",
     "WriteStream",
     "aclose_all",

@@ -192,9 +192,9 @@ class Settings(BaseSettings):
     # Replicas (docs/scaling.md)
     state_url: SecretStr | None = Field(
         default=None,
-        description="redis://host:port/db (or rediss://): keep HTTP sessions in Redis so several replicas serve them "
-                    "(docs/scaling.md). Unset: sessions live in this process's memory. No flag: the URL may hold a "
-                    "password.")
+        description="redis://host:port/db (or rediss://): keep HTTP sessions and rate-limit counts in Redis so "
+                    "several replicas serve them (docs/scaling.md). Unset: both live in this process's memory. No "
+                    "flag: the URL may hold a password.")
     state_timeout: float = Field(
         default=2.0, gt=0,
         description="Seconds one operation on the session store (Redis) may take; past it the request that needed "
@@ -266,6 +266,22 @@ class Settings(BaseSettings):
     audit_arguments: bool = Field(
         default=False,
         description="Write the arguments' values into audit lines too (by default only their size and SHA-256).")
+
+    # Policy, rate limits and metrics (docs/team.md)
+    policy: Path | None = Field(
+        default=None,
+        description="Policy file (TOML, or JSON when it ends in .json): which principals may see and call which "
+                    "servers, tools, prompts and resources, argument constraints, calls per minute. Re-read when it "
+                    "changes; a broken edit keeps the last good policy. Unset: everyone may use everything.")
+    policy_max_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Largest policy file read, in bytes.")
+    rate_limit: int = Field(
+        default=0, ge=0,
+        description="Calls (tools/call, prompts/get, resources/read) per minute per principal, unless the policy "
+                    "sets a limit for them; 0: no limit.")
+    metrics: bool = Field(
+        default=True,
+        description="Over HTTP, serve Prometheus metrics at GET /metrics (behind the same authentication as /mcp).")
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")

@@ -17,7 +17,8 @@ docs/search.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import copy
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -139,6 +140,7 @@ class SearchIndex:
         self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
         self._writes = [writes(entry) for entry in self.entries]
         self.semantic_weight = semantic_weight
+        self._allowed: npt.NDArray[np.bool_] | None = None
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None
         if embedder is not None:
@@ -146,6 +148,13 @@ class SearchIndex:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def restricted(self, allowed: Callable[[ToolEntry], bool]) -> SearchIndex:
+        """This index, finding and suggesting only the tools `allowed` accepts (what one principal may call).
+        The scores are those of the whole index, so an allowed tool ranks as it would for everyone."""
+        view = copy.copy(self)
+        view._allowed = np.fromiter((allowed(entry) for entry in self.entries), dtype=bool, count=len(self.entries))
+        return view
 
     @property
     def semantic(self) -> bool:
@@ -234,6 +243,8 @@ class SearchIndex:
                 candidates[position] = True
         if groups is not None:
             candidates &= self._in_groups(groups)
+        if self._allowed is not None:
+            candidates &= self._allowed
         if len(clause_texts) >= LONG_TASK_CLAUSES:
             picked = self._covering(scores, candidates, limit, parts, need_similarities)
         else:
@@ -306,6 +317,8 @@ class SearchIndex:
             position = self._positions.get(entry.name)
             for other in self._producers[position] if position is not None else ():
                 producer = self.entries[other]
+                if self._allowed is not None and not self._allowed[other]:
+                    continue
                 if producer.name not in names and len(suggested) < limit:
                     names.add(producer.name)
                     suggested.append(producer)

@@ -14,8 +14,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 from ..errors import LazyToolsError
-from ..sources.gateway.front import Front, UnknownResourceError
+from ..sources.gateway.front import Front, UnknownPromptError, UnknownResourceError
 from ..sources.gateway.relay import CallOrigin, ClientSide, calling
+from .access import Access
 from .sessions import SessionState, SessionStore
 from .surface import is_stateless_era
 
@@ -78,9 +79,13 @@ class PassThrough:
     """The server's handlers for what upstreams offer besides tools (gateway only): prompts, resources, logging
     levels, roots changes. Each forwarded request runs as its origin, like a tool call."""
 
-    def __init__(self, front: Front, session_of: Callable[[ServerRequestContext[Any, Any]], SessionState | None]):
+    def __init__(self, front: Front, session_of: Callable[[ServerRequestContext[Any, Any]], SessionState | None],
+                 access: Callable[[], Access], refused: Callable[[str], None] = lambda kind: None) -> None:
         self.front = front
         self._session_of = session_of
+        self._access = access
+        self._refused = refused
+        """The request's principal's Access (access.py): a prompt or resource it may not use does not exist."""
 
     def _client(self, ctx: ServerRequestContext[Any, Any]) -> SessionClient | None:
         state = self._session_of(ctx)
@@ -88,32 +93,61 @@ class PassThrough:
         return client if isinstance(client, SessionClient) else None
 
     async def list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=self.front.list_prompts())
+        access, front = self._access(), self.front
+        return types.ListPromptsResult(prompts=[prompt for prompt in front.list_prompts()
+                                                if access.prompt(prompt.name, front.prompt_server(prompt.name))])
+
+    def _check_prompt(self, name: str) -> None:
+        server = self.front.prompt_server(name)
+        if not self._access().prompt(name, server):
+            if server is not None:
+                self._refused("prompt")
+            raise UnknownPromptError(name)
+
+    def _check_uri(self, uri: str) -> None:
+        server = self.front.uri_server(uri)
+        if not self._access().resource(uri, server):
+            if server is not None:
+                self._refused("resource")
+            raise UnknownResourceError(uri)
 
     async def get_prompt(self, ctx: ServerRequestContext[Any, Any],
                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
         with _boundary(), calling(origin_of(ctx, self._client(ctx))):
+            self._check_prompt(params.name)
             return await self.front.get_prompt(params.name, params.arguments)
         raise AssertionError("unreachable")  # mypy: _boundary re-raises
 
     async def complete(self, ctx: ServerRequestContext[Any, Any],
                        params: types.CompleteRequestParams) -> types.CompleteResult:
         with _boundary(), calling(origin_of(ctx, self._client(ctx))):
+            ref = params.ref
+            if isinstance(ref, types.PromptReference):
+                self._check_prompt(ref.name)
+            elif not self._access().template(ref.uri, self.front.template_server(ref.uri)):
+                self._check_uri(ref.uri)  # not a template this principal may use: then a URI it may read
             return await self.front.complete(params)
         raise AssertionError("unreachable")
 
     async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
+        access, front = self._access(), self.front
         with calling(origin_of(ctx, self._client(ctx))):  # what this session's results named shapes its list
-            return types.ListResourcesResult(resources=self.front.list_resources())
+            return types.ListResourcesResult(resources=[
+                resource for resource in front.list_resources()
+                if access.resource(resource.uri, front.uri_server(resource.uri))])
         raise AssertionError("unreachable")
 
     async def list_templates(self, ctx: ServerRequestContext[Any, Any],
                              params: Any) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=self.front.list_templates())
+        access, front = self._access(), self.front
+        return types.ListResourceTemplatesResult(resource_templates=[
+            template for template in front.list_templates()
+            if access.template(template.uri_template, front.template_server(template.uri_template))])
 
     async def read_resource(self, ctx: ServerRequestContext[Any, Any],
                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         with _boundary(), calling(origin_of(ctx, self._client(ctx))):
+            self._check_uri(str(params.uri))
             return await self.front.read_resource(str(params.uri))
         raise AssertionError("unreachable")
 
@@ -123,6 +157,7 @@ class PassThrough:
         if client is None:
             raise MCPError(code=types.INVALID_REQUEST, message="Subscriptions need a session")
         with _boundary(), calling(origin_of(ctx, client)):
+            self._check_uri(str(params.uri))
             await self.front.subscribe(str(params.uri), client)
         return types.EmptyResult()
 

@@ -168,6 +168,11 @@ class Front:
                 listed.append(resource)
         return listed
 
+    def template_server(self, template: str) -> str | None:
+        """The server that lists resource template `template` (the first in the config), if any."""
+        return next((u.name for u in self.upstreams for t in u.offerings.templates if t.uri_template == template),
+                    None)
+
     def list_templates(self) -> list[types.ResourceTemplate]:
         return [template for upstream in self.upstreams for template in upstream.offerings.templates]
 
