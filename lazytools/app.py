@@ -26,14 +26,17 @@ from .catalog import Catalog, Group
 from .errors import ConfigError
 from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
+from .server.shared import SharedSessions
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool
 
 if TYPE_CHECKING:
     from .sources.gateway.front import Front
+    from .state.redis import RedisState
 
-__all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "serve", "sources_for"]
+__all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "open_state", "serve",
+           "sources_for"]
 
 logger = logging.getLogger("lazytools")
 
@@ -195,10 +198,30 @@ async def _serve_on(server: LazyServer, settings: Settings) -> int | None:
         from .transports.http import serve_http
 
         logger.info("serving %d tools over http", len(server.catalog))
-        return await _until_stopped(serve_http(server, settings))
+        if settings.state_url is None:
+            return await _until_stopped(serve_http(server, settings))
+        async with open_state(settings) as state:  # replicas: sessions in Redis (docs/scaling.md)
+            SharedSessions(server, state).install()
+            return await _until_stopped(serve_http(server, settings, state=state))
     from .transports.stdio import serve_stdio
 
+    if settings.state_url is not None:
+        logger.warning("LAZYTOOLS_STATE_URL is for HTTP replicas; a stdio session lives in this process")
     return await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
+
+
+@asynccontextmanager
+async def open_state(settings: Settings) -> AsyncIterator[RedisState]:
+    """The shared session store of `settings.state_url`, listening for its messages while open."""
+    from .state.redis import RedisState
+
+    assert settings.state_url is not None
+    state = RedisState(settings.state_url.get_secret_value(), ttl=settings.session_idle_timeout,
+                       timeout=settings.state_timeout, prefix=settings.state_prefix)
+    async with state.running():
+        if not await state.ping():  # served anyway: /readyz says 503 until Redis answers
+            logger.warning("the session store (LAZYTOOLS_STATE_URL) does not answer yet; /readyz is 503 until it does")
+        yield state
 
 
 def _in_main_thread() -> bool:

@@ -8,12 +8,14 @@
     ├── ToolExecutionError                a tool (in-process or upstream) failed while running
     ├── PolicyRefusedError                the policy refuses a call's arguments (its tool is one the user may see)
     ├── RateLimitedError                  the principal made more calls this minute than its limit
+    ├── StateUnavailableError             the shared session store (Redis) did not answer in time
     └── UpstreamError                     an upstream MCP server could not serve a call
         ├── UpstreamUnavailableError      not connected: failed to start, crashed, or is reconnecting
         └── UpstreamTimeoutError          did not answer within the per-call timeout
 
-Inside the library these carry meaning and propagate; the server converts them to `isError` tool results and
-the CLI to messages and exit codes. Nothing else converts them.
+Inside the library these carry meaning and propagate; the server converts them to `isError` tool results (and
+StateUnavailableError to a JSON-RPC error, as the HTTP transport does to a 503) and the CLI to messages and exit
+codes. Nothing else converts them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "LazyToolsError",
     "PolicyRefusedError",
     "RateLimitedError",
+    "StateUnavailableError",
     "ToolArgumentsError",
     "ToolExecutionError",
     "ToolNotEnabledError",
@@ -95,6 +98,10 @@ class RateLimitedError(LazyToolsError):
         self.retry_after = retry_after
         super().__init__(f"Rate limit: {clip(principal)} may make {limit} calls per minute; try again in "
                          f"{max(1, round(retry_after))} s.")
+
+
+class StateUnavailableError(LazyToolsError):
+    """The shared session store did not answer (down, unreachable or slower than the state timeout)."""
 
 
 class UpstreamError(LazyToolsError):

@@ -26,15 +26,17 @@ LAYERS: dict[str, int] = {
     "errors": 0, "settings": 0, "names": 0, "entry": 0, "sdk": 0, "server.surface": 0,
     "safetext": 0, "threads": 0, "identity": 0,  # identity: who a request acts for (a Principal)
     "telemetry": 0,  # trace export (OTLP), configured once at start-up
-    "audit": 1, "auth": 1, "policy": 1,  # policy: the policy file and its decisions, rate limits  # the audit trail; OAuth checks and token exchange (no transport, no server)
+    "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)
+    "policy": 1,  # the policy file and its decisions, rate limits
     "tokens": 1, "validation": 1, "settingsdoc": 1,  # settingsdoc: .env.example, docs/settings.md, flag names
+    "state": 1,  # per-session state shared by replicas (Redis): records, bus, events
     "catalog": 2,
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
     "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5, "server.learning": 5, "server.rendering": 5,
     "server.access": 5,
     "server.metatools": 6, "server.principals": 6, "server.audited": 6, "server.limited": 6, "server.metrics": 6,
-    "server": 7, "server.core": 7,
+    "server": 7, "server.core": 7, "server.shared": 7,
     "transports": 8,
     "app": 9, "report": 9, "evaluate": 9,  # the assembly root and what the CLI runs besides serving
     "cli": 10, "__main__": 10, "__init__": 10,

@@ -177,14 +177,7 @@ class LazyServer(Server[Any]):
         key = connection.session_id or uuid.uuid4().hex
         info = connection.client_params.client_info if connection.client_params is not None else None
         client_name = info.name if info is not None else None
-        surface = choose_surface(
-            mode=self.settings.mode,
-            protocol_version=ctx.protocol_version,
-            has_session=True,
-            client_name=client_name,
-            table=self._table,
-            default=self.settings.default_surface,
-        )
+        surface = self.surface_for(client_name, ctx.protocol_version)
 
         async def notify() -> None:
             await connection.outbound.notify("notifications/tools/list_changed", None)
@@ -200,6 +193,11 @@ class LazyServer(Server[Any]):
             connection.exit_stack.push_async_callback(self.front.session_closed, key)
         logger.info("session %s: client %r, %s surface", key[:8], client_name, surface)
         return state
+
+    def surface_for(self, client_name: str | None, protocol_version: str) -> Surface:
+        """The surface a handshake-era session of this client gets (also what a shared store records for it)."""
+        return choose_surface(mode=self.settings.mode, protocol_version=protocol_version, has_session=True,
+                              client_name=client_name, table=self._table, default=self.settings.default_surface)
 
     def session_key(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         """The key of the request's session, if it has one yet (its `Mcp-Session-Id` over HTTP)."""

@@ -36,9 +36,12 @@ from ..identity import SCOPE_KEY, Principal
 from ..safetext import redact_session_ids
 from ..server.metrics import Metrics
 from ..settings import Settings
+from ..state import SharedState
 from .http_auth import edge_auth
+from .http_drain import DrainingServer, InFlight, Readiness
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
-from .http_limits import GuardedServer, fd_bounded, guarded_protocol
+from .http_limits import fd_bounded, guarded_protocol
+from .http_shared import SharedSessionManager
 
 __all__ = ["MCP_PATH", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
@@ -52,12 +55,14 @@ _SHUTDOWN_GRACE = 5
 class McpEndpoint:
     """ASGI app at `/mcp`: checks a POST's body, then hands the request to the session or the stateless manager."""
 
-    def __init__(self, sessions: StreamableHTTPSessionManager, stateless: StreamableHTTPSessionManager,
-                 *, max_body_bytes: int, body_timeout: float = 15.0) -> None:
+    def __init__(self, sessions: StreamableHTTPSessionManager | SharedSessionManager,
+                 stateless: StreamableHTTPSessionManager, *, max_body_bytes: int, body_timeout: float = 15.0,
+                 readiness: Readiness | None = None) -> None:
         self.sessions = sessions
         self.stateless = stateless
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
+        self.readiness = readiness
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -83,10 +88,20 @@ class McpEndpoint:
             await message(scope, receive, send)
             return
         manager = self.sessions
+        if self._refuses_sessions() and _is_initialize(message):
+            # Draining with sessions in this process only: a new one would end with it. (Shared sessions live on
+            # in the store, so a draining replica still opens them.)
+            await jsonrpc_error(503, "This server is shutting down: connect again", headers={"Connection": "close"})(
+                scope, receive, send)
+            return
         if MCP_SESSION_ID_HEADER not in headers and not _is_initialize(message):
             # No session and no handshake: nothing to keep between requests, so the static proxy surface.
             manager = self.stateless
         await manager.handle_request(scope, _replay(body, receive), send)
+
+    def _refuses_sessions(self) -> bool:
+        return (self.readiness is not None and self.readiness.draining
+                and not isinstance(self.sessions, SharedSessionManager))
 
     async def _read_body(self, headers: Headers, receive: Receive) -> bytes | None:
         """The whole body, or None once it passes the limit (the rest is not read)."""
@@ -221,8 +236,10 @@ async def _healthz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
-def build_app(server: Server[Any], settings: Settings) -> Starlette:
-    """The ASGI app for `server`: streamable HTTP at `/mcp`, a health check at `/healthz`."""
+def build_app(server: Server[Any], settings: Settings, *, state: SharedState | None = None) -> Starlette:
+    """The ASGI app for `server`: streamable HTTP at `/mcp`, liveness at `/healthz`, readiness at `/readyz`.
+
+    With `state`, handshake-era sessions live in that shared store (http_shared.py) instead of this process."""
     redact_session_ids()
     # Host and Origin are checked by HTTPGuard for every route, so the SDK's own check (with narrower defaults
     # that would refuse a Host without a port) stays off; it still checks Content-Type and Accept.
@@ -232,10 +249,18 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
         "security_settings": security,
         "max_request_body_size": settings.max_body_bytes,
     }
-    sessions = StreamableHTTPSessionManager(
-        server, session_idle_timeout=settings.session_idle_timeout, max_sessions=settings.max_sessions, **common
-    )
     stateless = StreamableHTTPSessionManager(server, stateless=True, **common)
+    sessions: StreamableHTTPSessionManager | SharedSessionManager
+    if state is not None:  # replicas: sessions in the shared store (docs/scaling.md)
+        sessions = SharedSessionManager(
+            server, state, stateless, json_response=settings.json_response, security_settings=security,
+            idle_timeout=settings.replica_idle_timeout, max_sessions=settings.max_sessions,
+            refresh_every=max(1.0, settings.session_idle_timeout / 3))
+    else:
+        sessions = StreamableHTTPSessionManager(
+            server, session_idle_timeout=settings.session_idle_timeout, max_sessions=settings.max_sessions, **common
+        )
+    readiness = Readiness(state.ping if state is not None else None)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -243,8 +268,10 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
         _MANAGER_LOG.addFilter(once)
         try:
             async with sessions.run(), stateless.run():
+                readiness.started = True
                 yield
         finally:
+            readiness.started = False
             _MANAGER_LOG.removeFilter(once)
 
     token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
@@ -272,15 +299,21 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
             expose_headers=[MCP_SESSION_ID_HEADER, "www-authenticate"],
         ))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
-                           body_timeout=settings.body_timeout)
-    routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]), *identity.routes]
+                           body_timeout=settings.body_timeout, readiness=readiness)
+    inflight = InFlight(endpoint)
+    routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]),
+              Route("/readyz", readiness.endpoint, methods=["GET"]), *identity.routes]
     metrics = getattr(server, "metrics", None)
     if isinstance(metrics, Metrics):
         routes.append(Route(METRICS_PATH, metrics_endpoint(metrics, metrics_scope(settings)), methods=["GET"]))
-    direct: ASGIApp = endpoint
+    direct: ASGIApp = inflight
     for layer in reversed(middleware):
         direct = layer.cls(direct, *layer.args, **layer.kwargs)
-    return _App(direct, routes=routes, middleware=middleware, lifespan=lifespan)
+    app = _App(direct, routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.readiness = readiness
+    app.state.inflight = inflight
+    app.state.sessions = sessions
+    return app
 
 
 class _App(Starlette):
@@ -319,7 +352,7 @@ def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, heade
     )
 
 
-async def serve_http(server: Server[Any], settings: Settings) -> None:
+async def serve_http(server: Server[Any], settings: Settings, *, state: SharedState | None = None) -> None:
     """Serve `server` over streamable HTTP on settings.host:settings.port until interrupted."""
     if settings.host.lower() not in LOOPBACK_NAMES and settings.auth_token is None and settings.auth_issuer is None:
         logger.warning("serving on %s without LAZYTOOLS_AUTH_TOKEN or LAZYTOOLS_AUTH_ISSUER: anyone who can reach "
@@ -328,15 +361,21 @@ async def serve_http(server: Server[Any], settings: Settings) -> None:
         logger.info("OAuth: tokens of %s for %s (scopes: %s)", settings.auth_issuer, settings.auth_audience,
                     ", ".join(settings.auth_scopes) or "none required")
     where = f"http://{_url_host(settings.host)}:{settings.port}" if settings.port else f"a free port of {settings.host}"
-    logger.info("streamable HTTP at %s%s, health check at /healthz", where, MCP_PATH)
-    await http_server(build_app(server, settings), settings).serve()
+    logger.info("streamable HTTP at %s%s, liveness at /healthz, readiness at /readyz%s", where, MCP_PATH,
+                ", sessions in the shared store" if state is not None else "")
+    await http_server(build_app(server, settings, state=state), settings).serve()
 
 
 def http_server(app: ASGIApp, settings: Settings) -> uvicorn.Server:
-    """The uvicorn server for `app` on settings.host:settings.port, with lazytools' connection limits."""
-    return GuardedServer(_uvicorn_config(app, settings.host, settings.port, settings.log_level,
-                                         header_timeout=settings.header_timeout,
-                                         max_connections=settings.max_connections))
+    """The uvicorn server for `app` on settings.host:settings.port, with lazytools' connection limits (and, for
+    an app of `build_app`, readiness and drain on SIGTERM)."""
+    config = _uvicorn_config(app, settings.host, settings.port, settings.log_level,
+                             header_timeout=settings.header_timeout, max_connections=settings.max_connections)
+    state = getattr(app, "state", None)
+    readiness = getattr(state, "readiness", None) or Readiness()
+    sessions = getattr(state, "sessions", None)
+    on_drained = sessions.close_streams if isinstance(sessions, SharedSessionManager) else None
+    return DrainingServer(config, readiness, getattr(state, "inflight", None), settings.drain_seconds, on_drained)
 
 
 def _url_host(host: str) -> str:

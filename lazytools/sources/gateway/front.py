@@ -320,6 +320,15 @@ class Front:
         if caps is not None and caps.roots is not None and [c.key for c in self.relay.clients] == [client.key]:
             await self.roots_changed(client)
 
+    def uri_memory(self, key: str) -> dict[str, list[str]]:
+        """The URIs `key`'s calls and prompts named, by upstream: what a shared session record keeps of routing."""
+        return {u.name: uris for u in self.upstreams if (uris := u.seen_uris.of(key))}
+
+    def restore_uri_memory(self, key: str, memory: dict[str, list[str]]) -> None:
+        """Routing for `key` as its shared record has it (the session may have named them on another replica)."""
+        for upstream in self.upstreams:
+            upstream.seen_uris.restore(key, memory.get(upstream.name, ()))
+
     async def session_closed(self, key: str) -> None:
         for upstream in self.upstreams:
             upstream.seen_uris.forget(key)
