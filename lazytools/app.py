@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -23,12 +22,10 @@ from .catalog import Catalog, Group
 from .errors import ConfigError
 from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
+from .server.passthrough import Front
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool
-
-if TYPE_CHECKING:
-    from .sources.gateway.front import Front
 
 __all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "serve", "sources_for"]
 
@@ -95,9 +92,7 @@ async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
 
 @asynccontextmanager
 async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Front | None]]:
-    """The catalog, and the gateway's front when a source is a gateway (its prompts, resources, client side)."""
-    from .sources.gateway.gateway import Gateway
-
+    """The catalog, and the front a source exposes, if one does (a gateway's prompts, resources, client side)."""
     if settings.semantic:
         from .search.embedders import check_embedder
 
@@ -107,8 +102,9 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
     async with AsyncExitStack() as stack:
         for source in sources_for(settings):
             opened = await stack.enter_async_context(source.open(catalog))
-            if isinstance(opened, Gateway):
-                front = opened.front
+            exposed = getattr(opened, "front", None)
+            if isinstance(exposed, Front):
+                front = exposed
         yield catalog, front
 
 

@@ -6,6 +6,8 @@
     ├── ToolNotEnabledError               a catalog tool called directly before search_tools enabled it
     ├── ToolArgumentsError (ValueError)   arguments that do not match the tool's input schema
     ├── ToolExecutionError                a tool (in-process or upstream) failed while running
+    ├── UnknownPromptError (KeyError)     prompts/get of a prompt no upstream serves
+    ├── UnknownResourceError (KeyError)   resources/read of a URI no upstream serves
     └── UpstreamError                     an upstream MCP server could not serve a call
         ├── UpstreamUnavailableError      not connected: failed to start, crashed, or is reconnecting
         └── UpstreamTimeoutError          did not answer within the per-call timeout
@@ -26,6 +28,8 @@ __all__ = [
     "ToolArgumentsError",
     "ToolExecutionError",
     "ToolNotEnabledError",
+    "UnknownPromptError",
+    "UnknownResourceError",
     "UnknownToolError",
     "UpstreamError",
     "UpstreamTimeoutError",
@@ -56,6 +60,20 @@ class UnknownToolError(LazyToolsError, KeyError):
         else:
             message += " Call search_tools to find tools by what they do."
         return message
+
+
+class UnknownPromptError(LazyToolsError, KeyError):
+    """A prompt name that no upstream serves."""
+
+    def __str__(self) -> str:
+        return f"Unknown prompt {self.args[0]!r}"
+
+
+class UnknownResourceError(LazyToolsError, KeyError):
+    """A resource URI that no upstream serves."""
+
+    def __str__(self) -> str:
+        return f"No upstream server serves resource {self.args[0]!r}"
 
 
 class ToolNotEnabledError(LazyToolsError):

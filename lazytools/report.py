@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import Catalog
+from .modes import Surface
 from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
 from .server.core import LazyServer
 from .server.metatools import check_group, signature
 from .server.sessions import SessionState
-from .server.surface import Surface
 from .tokens import tokenizer_name, tools_tokens
 
 __all__ = ["SurfaceCost", "search_report", "surface_cost", "surface_report"]

@@ -19,7 +19,7 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
-from .server.surface import Mode, Surface
+from .modes import Mode, Surface
 from .threads import TOOL_THREADS
 
 __all__ = ["NOT_SETTINGS", "Settings", "load_settings"]

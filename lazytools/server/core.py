@@ -22,12 +22,11 @@ from mcp.server.subscriptions import ListenHandler
 from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
+from ..modes import Surface
 from ..safetext import clip
 from ..sdk import connection_of
 from ..search import LiveIndex
 from ..settings import Settings
-from ..sources.gateway.front import Front
-from ..sources.gateway.relay import calling
 from ..threads import loop_limiter, threads_for
 from ..validation import validate_call
 from .clients import client_table
@@ -42,11 +41,11 @@ from .metatools import (
     search_tools,
     search_tools_definition,
 )
-from .passthrough import PassThrough, SessionClient, SessionClients, origin_of
+from .passthrough import Front, OriginMiddleware, PassThrough, SessionClient, SessionClients
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
-from .surface import SessionView, Surface, choose_surface, is_stateless_era
+from .surface import SessionView, choose_surface, is_stateless_era
 
 __all__ = ["INSTRUCTIONS", "LazyServer", "build_server"]
 
@@ -101,6 +100,9 @@ class LazyServer(Server[Any]):
             self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
         self.catalog = catalog
         self.settings = settings
+        # Around every request, inside the SDK's own tracing: each request an upstream may serve runs as its
+        # origin, so upstream progress, logs and requests reach that request's client.
+        self.middleware.append(OriginMiddleware(self.session_for))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
         self._table = client_table(settings.client_surfaces)
@@ -136,6 +138,8 @@ class LazyServer(Server[Any]):
         state = self.store.get(key) if key is not None else None
         if state is not None:
             return state
+        if not connection.initialize_accepted:
+            return None  # a request the SDK will refuse before the handshake (OriginMiddleware sees it first)
         key = connection.session_id or uuid.uuid4().hex
         info = connection.client_params.client_info if connection.client_params is not None else None
         client_name = info.name if info is not None else None
@@ -255,9 +259,9 @@ class LazyServer(Server[Any]):
         settings = self.settings
         valid = await validate_call(entry.name, entry.input_schema, args, trusted=entry.trusted_schema,
                                     timeout=settings.validation_timeout, max_bytes=settings.max_argument_bytes)
-        # Upstreams send progress, logs and requests for the client during the call: they go to this request.
-        with (calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None),
-              threads_for(self._threads_of(state), time_limit=settings.call_timeout)):
+        # Upstreams send progress, logs and requests for the client during the call to this request's origin,
+        # which OriginMiddleware set around it.
+        with threads_for(self._threads_of(state), time_limit=settings.call_timeout):
             return await entry.call(valid)
 
     def _threads_of(self, state: SessionState | None) -> anyio.CapacityLimiter:

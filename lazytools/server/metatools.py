@@ -13,11 +13,11 @@ from ..catalog import Catalog
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, UnknownToolError
 from ..manifest import manifest
+from ..modes import Surface
 from ..safetext import clip
 from ..search import SearchIndex
 from ..search.needs import Need, unanswered
 from ..validation import compact_json, schema_text, validate_arguments
-from .surface import Surface
 
 __all__ = [
     "INVOKE_TOOL",

@@ -19,11 +19,12 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from ...errors import LazyToolsError
+from ...errors import LazyToolsError, UnknownPromptError, UnknownResourceError
 from ...names import public_tool_name, unique_name
+from ...origin import LOG_LEVELS, Clients, ClientSide, current_origin, session_key
 from ...safetext import clip
 from .offerings import uris_in
-from .relay import ClientSide, Clients, Relay, current_origin, session_key
+from .relay import Relay
 from .scoped import SessionUpstreams
 from .upstream import Upstream
 from .uris import UnsafeUriError, normalised, uri_forms
@@ -32,18 +33,6 @@ __all__ = ["Front", "UnknownPromptError", "UnknownResourceError"]
 
 logger = logging.getLogger(__name__)
 
-_LEVELS: tuple[types.LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert",
-                                           "emergency")
-
-
-class UnknownPromptError(LazyToolsError, KeyError):
-    def __str__(self) -> str:
-        return f"Unknown prompt {self.args[0]!r}"
-
-
-class UnknownResourceError(LazyToolsError, KeyError):
-    def __str__(self) -> str:
-        return f"No upstream server serves resource {self.args[0]!r}"
 
 
 class Front:
@@ -335,7 +324,7 @@ class Front:
         if not self._levels:
             return  # no session ever asked: upstreams keep their own default
         keys = {c.key for c in self.relay.clients if c.key != gone} | set(self._levels)
-        lowest = min((self._levels.get(key, "debug") for key in keys), key=_LEVELS.index, default=None)
+        lowest = min((self._levels.get(key, "debug") for key in keys), key=LOG_LEVELS.index, default=None)
         if lowest is None or lowest == self._upstream_level:
             return
         self._upstream_level = lowest

@@ -32,16 +32,17 @@ from ...catalog import Catalog, Group
 from ...entry import ToolEntry, first_sentence
 from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from ...names import public_tool_name, unique_name
+from ...origin import current_origin, session_key
 from ...safetext import clip, redact_secrets
 from ...sdk import create_mcp_http_client
 from ...settings import Settings
-from .config import HttpServer, ServerConfig
 from .bounds import ProgressGate, bound_notification
+from .config import HttpServer, ServerConfig
 from .listing import screen_listing
 from .offerings import NamedUris, Offerings, list_offerings, uris_in
-from .relay import Inflight, Relay, current_origin, session_key
-from .stdio import stdio_client
+from .relay import Inflight, Relay
 from .stderr import labelled_stderr
+from .stdio import stdio_client
 
 __all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
 
