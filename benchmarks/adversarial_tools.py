@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -160,7 +161,7 @@ def main() -> int:
             print(_row(f"{name} [{got.get('case', '?')}]", got))
         biggest = max(rows, key=lambda r: r[1].get("bytes", 0))
         print(f"largest result: {biggest[0]} {biggest[1].get('bytes', 0):,} bytes; "
-              f"median worst time {sorted(r[1]['seconds'] for r in rows)[len(rows) // 2]:.3f} s")
+              f"median worst time {statistics.median(r[1]['seconds'] for r in rows):.3f} s")
     return 0
 
 

@@ -44,6 +44,8 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
+from .stats import percentile
+
 MARKER = "OUTSIDE-THE-ROOT-7f3a"
 MAX_SECONDS = 120.0
 MAX_SLOWLORIS = 1000
@@ -336,7 +338,7 @@ def report(tally: Tally, args: argparse.Namespace) -> str:
              f"attackers, {min(args.slowloris, MAX_SLOWLORIS)} slowloris connections, server open-file limit "
              f"{args.fd_limit}, slowloris reconnect delay {args.reconnect_delay:g} s"]
     if pings:
-        p99 = pings[min(len(pings) - 1, int(len(pings) * 0.99))]
+        p99 = percentile(pings, 99)
         slowest = sorted(range(len(tally.pings)), key=lambda i: -tally.pings[i])[:3]
         lines.append(f"ping: {len(pings)} answered, {tally.ping_failures} failed; "
                      f"p50 {statistics.median(pings) * 1000:.1f} ms, "

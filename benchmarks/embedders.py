@@ -21,6 +21,7 @@ from lazytools.search import SearchIndex, build_index
 from lazytools.search.embedders import VectorCache, embedder_named
 
 from .search import synthetic_catalog
+from .stats import percentile
 
 QUERIES = [
     "create an issue", "send a slack message", "list open pull requests", "weather in Paris", "git commit",
@@ -35,11 +36,6 @@ QUERIES = [
     "Read the quarterly sales table from the database, build a chart of revenue by region, save it as an "
     "image in the shared drive, and add a note to the finance project with the link.",
 ]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def main() -> None:
@@ -81,8 +77,8 @@ def main() -> None:
                 if len(query) > 120:
                     long.append(elapsed)
         print(f"{name:<18} {load:7.2f} {cold:12.2f} {warm:14.3f} {statistics.median(times):7.2f} "
-              f"{percentile(times, 0.95):7.2f} {statistics.median(long):11.2f} {statistics.median(cpu):10.2f} "
-              f"{percentile(cpu, 0.95):10.2f}")
+              f"{percentile(times, 95):7.2f} {statistics.median(long):11.2f} {statistics.median(cpu):10.2f} "
+              f"{percentile(cpu, 95):10.2f}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ request, then the same again for a second incident. It is kept here, unchanged, 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -89,7 +90,7 @@ async def _report() -> str:
     lines = [f"Tools listed after each of {len(SEQUENCE)} searches (dev catalog, 314 tools):"]
     for label, overrides in variants.items():
         counts = await enabled_counts(Settings(_env_file=None, **overrides))  # type: ignore[call-arg, arg-type]
-        lines.append(f"- {label}: {' '.join(map(str, counts))} (mean {sum(counts) / len(counts):.1f})")
+        lines.append(f"- {label}: {' '.join(map(str, counts))} (mean {statistics.mean(counts):.1f})")
     return "\n".join(lines)
 
 

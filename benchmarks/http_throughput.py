@@ -1,15 +1,21 @@
 """Stateless `tools/call` throughput over HTTP: a bare MCP SDK server and lazytools, side by side in one run.
 
-    python -m benchmarks.http_throughput [--seconds 5] [--connections 16] [--rounds 3]
+    python -m benchmarks.http_throughput [--seconds 5] [--connections 16] [--threads 2] [--rounds 5]
 
-Both servers run as child processes on 127.0.0.1 and get the same 2026-07-28 `tools/call` (no session, no
-handshake) from the same load generator: `wrk` when it is installed (`apt-get install wrk`; it costs the
-machine far less CPU than Python does), else a Python client with one connection per worker. The bare server is
-the SDK's low-level `Server` with one trivial tool, served by `Server.streamable_http_app()` under `uvicorn.run`
-(uvicorn picks httptools and uvloop when they are installed); lazytools is `lazytools --transport http` as shipped,
-called through `invoke_tool` on a trivial bundled tool that runs on the event loop (as the bare server's handler
-does) and on one that runs in a worker thread (the default for a synchronous tool). Rounds alternate which server
-goes first, so a machine that gets busier weighs on both; the ratio is taken per round.
+Both servers run as child processes on 127.0.0.1 and get 2026-07-28 `tools/call` requests (no session, no
+handshake) from the same load generator: `wrk` when it is installed (`apt-get install wrk`; it costs the machine far
+less CPU than Python does), else a Python client with one connection per worker. The call is the one users make:
+
+- **bare SDK**: the SDK's low-level `Server` serving one tool, `convert_temperature`: the bundled function itself
+  (the same work), with the input schema lazytools lists for it (the same enums, which the SDK's 2026-07-28 path
+  reads for every call) and the same dict result as text and structured content; served by
+  `Server.streamable_http_app()` under `uvicorn.run` (httptools and uvloop when installed);
+- **lazytools**: `lazytools --transport http` as shipped, `invoke_tool` of the bundled `convert_temperature` (marked
+  quick: it runs on the event loop, as the bare server's handler does); and, on a third line, `invoke_tool` of
+  `format_byte_size`, as trivial but left to a worker thread (the default for a synchronous tool).
+
+Each round loads every server once, in an order that alternates from round to round, so a machine that gets busier
+weighs on all; the ratio is taken per round and the result is the median over the rounds.
 """
 
 from __future__ import annotations
@@ -51,6 +57,17 @@ THREADED_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                             "arguments": {"tool_name": "format_byte_size", "arguments": {"num_bytes": 1536}}}}
 """format_byte_size is as trivial but not marked: it runs in a worker thread, like any synchronous tool by default."""
 THREADED = "lazytools, tool in a thread"
+TOOL_CALLED = ("convert_temperature (bundled, on the event loop) through invoke_tool; the bare server's "
+               "convert_temperature: the same function, input schema and dict result")
+
+
+def bundled_temperature_tool() -> tuple[str, dict[str, Any], Callable[..., dict[str, Any]]]:
+    """The bundled convert_temperature as lazytools lists it: description, input schema, and the function."""
+    from lazytools.sources.functions import function_tool
+    from lazytools_examples import units
+
+    entry = function_tool(units.convert_temperature, group="units")
+    return entry.description, dict(entry.input_schema), units.convert_temperature
 
 
 # -- the bare SDK server (a child process) -------------------------------------------------------------------------
@@ -62,16 +79,14 @@ def serve_bare(port: int) -> None:
     import uvicorn
     from mcp.server.lowlevel import Server
 
-    tool = types.Tool(name="convert_temperature", description="Convert a temperature.", input_schema={
-        "type": "object", "properties": {"value": {"type": "number"}, "from_unit": {"type": "string"},
-                                         "to_unit": {"type": "string"}}, "required": ["value"]})
+    description, schema, convert = bundled_temperature_tool()  # once, at start-up: calls run the SDK's path only
+    tool = types.Tool(name="convert_temperature", description=description, input_schema=schema)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[tool])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        value = float((params.arguments or {})["value"]) * 9 / 5 + 32
-        answer = {"value": value, "unit": "F"}
+        answer = convert(**(params.arguments or {}))
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(answer))], structured_content=answer)
 
     server = Server("bare", on_list_tools=list_tools, on_call_tool=call_tool)
@@ -140,14 +155,14 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _wrk(url: str, body: dict[str, Any], seconds: float, connections: int) -> tuple[float, int, int]:
-    """Requests per second, requests and non-2xx answers, by wrk (one thread: the machine has few cores)."""
+def _wrk(url: str, body: dict[str, Any], seconds: float, connections: int, threads: int) -> tuple[float, int, int]:
+    """Requests per second, requests and non-2xx answers, by wrk."""
     headers = "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in _headers(body).items())
     script = f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n{headers}'
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as file:
         file.write(script)
     try:
-        done = subprocess.run(["nice", "wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s",
+        done = subprocess.run(["nice", "wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s",
                                "-s", file.name, url], capture_output=True, text=True, check=True)
     finally:
         os.unlink(file.name)
@@ -163,7 +178,8 @@ def _wrk(url: str, body: dict[str, Any], seconds: float, connections: int) -> tu
     return float(rate.group(1)), int(total.group(1)), failures
 
 
-def _python_load(url: str, body: dict[str, Any], seconds: float, connections: int) -> tuple[float, int, int]:
+def _python_load(url: str, body: dict[str, Any], seconds: float, connections: int,
+                 threads: int) -> tuple[float, int, int]:
     """Requests per second, requests and failures, by `connections` keep-alive clients in this process."""
     import anyio
     import httpx2
@@ -189,11 +205,12 @@ def _python_load(url: str, body: dict[str, Any], seconds: float, connections: in
     return total / elapsed, total, counts["bad"]
 
 
-def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int = 3,
+def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int = 5, threads: int = 2,
                           progress: Callable[[str], None] | None = None) -> str:
-    """Requests per second, and server CPU per request (steadier on a shared machine), for both servers."""
+    """lazytools against the bare SDK server: the median ratio of interleaved rounds, each round's requests per
+    second, and server CPU per request (steadier on a shared machine)."""
     load = _wrk if shutil.which("wrk") else _python_load
-    generator = "wrk -t1" if load is _wrk else "a Python client"
+    generator = f"wrk -t{threads} -c{connections}" if load is _wrk else f"a Python client, {connections} connections"
     names = ("bare SDK", "lazytools", THREADED)
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}  # server CPU microseconds per request
@@ -210,7 +227,7 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
                        THREADED: (*lazy, THREADED_CALL)}
             for url, _, body in targets.values():
                 _check(url, body)
-                load(url, body, 1, connections)  # warm-up: imports, caches, the first connections
+                load(url, body, 1, connections, threads)  # warm-up: imports, caches, the first connections
             for number in range(rounds):
                 order = list(names) if number % 2 == 0 else list(reversed(names))
                 for name in order:
@@ -218,20 +235,24 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
                         progress(f"HTTP throughput: round {number + 1}/{rounds}, {name} ({seconds:g} s)")
                     url, pid, body = targets[name]
                     before = _cpu_seconds(pid)
-                    rate, total, bad = load(url, body, seconds, connections)
+                    rate, total, bad = load(url, body, seconds, connections, threads)
                     after = _cpu_seconds(pid)
                     rates[name].append(rate)
                     if before is not None and after is not None and total:
                         cpu[name].append((after - before) / total * 1e6)
                     failures += bad
-    lines = [f"## Stateless tools/call over HTTP ({VERSION}, {connections} connections, 127.0.0.1, {generator}, "
-             f"{rounds} rounds of {seconds:g} s, alternating)",
+    ratios = {name: [ours / bare for ours, bare in zip(rates[name], rates["bare SDK"], strict=True)]
+              for name in ("lazytools", THREADED)}
+    lines = [f"## Stateless tools/call over HTTP ({VERSION}, 127.0.0.1, {generator}, {rounds} interleaved rounds of "
+             f"{seconds:g} s)",
+             f"tool called: {TOOL_CALLED}",
+             f"lazytools / bare SDK, median of {rounds} rounds: {statistics.median(ratios['lazytools']):.2f}x",
              *(f"{name:>10}: " + ", ".join(f"{rate:,.0f}" for rate in values) + " req/s"
                f" (median {statistics.median(values):,.0f})" for name, values in rates.items())]
     for name, label in (("lazytools", "lazytools / bare"), (THREADED, "tool in a thread / bare")):
-        ratios = [ours / bare for ours, bare in zip(rates[name], rates["bare SDK"], strict=True)]
-        lines.append(f"{label}, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios)
-                     + f" (median {statistics.median(ratios):.2f}x, spread {min(ratios):.2f}-{max(ratios):.2f})")
+        lines.append(f"{label}, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios[name])
+                     + f" (median {statistics.median(ratios[name]):.2f}x, spread {min(ratios[name]):.2f}-"
+                     f"{max(ratios[name]):.2f})")
     if all(cpu.values()):
         medians = {name: statistics.median(values) for name, values in cpu.items()}
         lines.append("server CPU per request: " + "; ".join(
@@ -246,14 +267,16 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.http_throughput", description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5, help="load per server per round (default 5)")
-    parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=16, help="keep-alive connections (default 16)")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the result is their median "
+                        "(default 5)")
     parser.add_argument("--serve-bare", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_bare is not None:
         serve_bare(args.serve_bare)
         return 0
-    print(throughput_benchmarks(args.seconds, args.connections, args.rounds,
+    print(throughput_benchmarks(args.seconds, args.connections, args.rounds, args.threads,
                                 progress=lambda line: print(line, file=sys.stderr, flush=True)))
     return 0
 

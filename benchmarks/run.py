@@ -25,6 +25,7 @@ from lazytools.server.sessions import SessionState
 from lazytools.settings import Settings
 from lazytools.tokens import count_tokens, tokenizer_name
 
+from .auth import auth_benchmarks
 from .gateway import gateway_benchmarks
 from .http_sessions import http_benchmarks
 from .http_throughput import throughput_benchmarks
@@ -131,6 +132,7 @@ SECTIONS: list[tuple[str, float, float]] = [
     ("gateway", 70, 30),
     ("HTTP sessions", 140, 60),
     ("HTTP throughput", 35, 15),
+    ("identity", 10, 5),
 ]
 
 
@@ -151,6 +153,7 @@ async def run_benchmarks(quick: bool = False, progress: Callable[[str], None] | 
             lambda: gateway_benchmarks(quick),
             lambda: http_benchmarks(quick),
             lambda: anyio.to_thread.run_sync(_throughput, quick),
+            lambda: auth_benchmarks(quick),
         ]
         for number, (section, run) in enumerate(zip(SECTIONS, runs, strict=True), start=1):
             if progress:
@@ -164,7 +167,7 @@ async def run_benchmarks(quick: bool = False, progress: Callable[[str], None] | 
 
 
 def _throughput(quick: bool) -> str:
-    return throughput_benchmarks(seconds=2 if quick else 4, rounds=2 if quick else 3)
+    return throughput_benchmarks(seconds=2 if quick else 4, rounds=3 if quick else 5)
 
 
 def _minutes(seconds: float) -> str:

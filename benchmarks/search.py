@@ -118,5 +118,5 @@ def search_benchmarks(quick: bool) -> str:
             p50, p99 = _time(lambda q: index.search(q, limit=5), queries)
             lines.append(f"{size:>6}  {label:<16} {built:>7.0f}ms  {p50:>7.3f}  {p99:>7.3f}  {len(queries)}")
     if not semantic:
-        lines.append("(semantic mode not measured: pip install 'lazytools[semantic]')")
+        lines.append("(semantic mode not measured: .venv/bin/pip install -e '.[semantic]')")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -131,12 +132,10 @@ class SoakReport:
         after = [(t, rss) for t, rss in self.rss if t >= self.plan.warmup_seconds]
         if len(after) < 3:
             return None
-        mean_t = sum(t for t, _ in after) / len(after)
-        mean_r = sum(r for _, r in after) / len(after)
-        spread = sum((t - mean_t) ** 2 for t, _ in after)
-        if spread == 0:
+        times = [t for t, _ in after]
+        if len(set(times)) < 2:
             return None
-        return sum((t - mean_t) * (r - mean_r) for t, r in after) / spread * 60
+        return statistics.linear_regression(times, [float(rss) for _, rss in after]).slope * 60
 
     def summary(self) -> str:
         plan = self.plan

@@ -6,20 +6,20 @@ import math
 from typing import Any, Callable, Sequence, TypeVar
 
 __all__ = [
-    "MAX_TEXT_CHARS",
+    "MAX_ERROR_CHARS",
     "MAX_ITEMS",
     "MAX_RESULT_BYTES",
     "MAX_RESULT_DEPTH",
     "MAX_RESULT_INT_BITS",
-    "ensure_max_length",
-    "ensure_max_items",
-    "ensure_result_size",
-    "result_too_large",
-    "clean_text",
-    "json_ready",
+    "MAX_TEXT_CHARS",
     "bounded_tool",
+    "clean_text",
+    "ensure_max_items",
+    "ensure_max_length",
+    "ensure_result_size",
+    "json_ready",
     "quick",
-    "MAX_ERROR_CHARS",
+    "result_too_large",
 ]
 
 # Tools must stay fast and bounded no matter what a client sends, so every

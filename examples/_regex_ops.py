@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["run", "MEMORY_LIMIT_BYTES"]
+__all__ = ["MEMORY_LIMIT_BYTES", "run"]
 
 # The child's address-space limit: ample for a 1 MB text and a few MB of results, far below the machine.
 MEMORY_LIMIT_BYTES = 1 << 30

@@ -11,7 +11,7 @@ from typing import Any
 from . import _regex_ops
 from ._common import MAX_RESULT_BYTES
 
-__all__ = ["run_regex", "DEFAULT_TIMEOUT_SECONDS", "MAX_CHILDREN"]
+__all__ = ["DEFAULT_TIMEOUT_SECONDS", "MAX_CHILDREN", "run_regex"]
 
 # Python's `re` holds the GIL and cannot be interrupted, so patterns such as `a*a*a*b` on long
 # input would freeze the whole server. A separate process is the only reliable way to stop one.

@@ -23,16 +23,16 @@ from pathlib import Path
 from typing import Iterator
 
 __all__ = [
-    "Sandbox",
-    "Opened",
-    "FileRef",
-    "glob_to_regex",
-    "display_name",
-    "line_name",
-    "MAX_WALK_ENTRIES",
-    "MAX_WALK_DEPTH",
-    "MAX_SYMLINKS",
     "MAX_GLOB_BACKTRACKING",
+    "MAX_SYMLINKS",
+    "MAX_WALK_DEPTH",
+    "MAX_WALK_ENTRIES",
+    "FileRef",
+    "Opened",
+    "Sandbox",
+    "display_name",
+    "glob_to_regex",
+    "line_name",
     "read_at_most",
 ]
 

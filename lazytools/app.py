@@ -18,6 +18,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 
+from .audit import open_audit
 from .catalog import Catalog, Group
 from .errors import ConfigError
 from .safetext import redact_secrets_in_logs, redact_session_ids
@@ -34,16 +35,24 @@ logger = logging.getLogger("lazytools")
 _BUNDLED_ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
 
+GATEWAY_LOGGER = "lazytools.sources.gateway"
+"""The gateway's own log lines: each upstream server coming up (INFO) or failing (WARNING, with its stderr's end)."""
+
 _HTTP_CLIENT_LOGGERS = ("httpx2", "httpx")
 """The HTTP client libraries' loggers: they log every request they send at INFO ("HTTP Request: POST <url>")."""
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(level: str, *, progress: bool = False) -> None:
     """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else.
 
     Credentials are redacted from every record (`redact_secrets_in_logs`), and the HTTP client's line per request
-    to an upstream shows only at DEBUG: at INFO it was most of the log, one line per call or notification."""
+    to an upstream shows only at DEBUG: at INFO it was most of the log, one line per call or notification.
+    `progress` shows the gateway's start-up at INFO whatever `level` is: `lazytools search` and `surface` wait
+    for every upstream (npx and uvx downloads, docker pulls: up to the connect timeout) and would otherwise print
+    nothing meanwhile. Upstreams' own stderr lines stay at `level`."""
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if progress and logging.getLogger().getEffectiveLevel() > logging.INFO:
+        logging.getLogger(GATEWAY_LOGGER).setLevel(logging.INFO)
     redact_session_ids()
     redact_secrets_in_logs()
     for name in _HTTP_CLIENT_LOGGERS:
@@ -110,12 +119,23 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
 
 @asynccontextmanager
 async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
-    async with _open_sources(settings) as (catalog, front):
-        yield build_server(catalog, settings, front=front)
+    audit = open_audit(settings.audit, values=settings.audit_arguments)
+    try:
+        async with _open_sources(settings) as (catalog, front):
+            yield build_server(catalog, settings, front=front, audit=audit)
+    finally:
+        if audit is not None:
+            audit.close()  # every line written before the process ends
 
 
-async def serve(settings: Settings) -> None:
+INTERRUPTED = 130
+"""The exit status after Ctrl-C (SIGINT), as a shell expects of an interrupted command; SIGTERM ends with 0."""
+
+
+async def serve(settings: Settings) -> int:
+    """Serve until the client leaves or a signal stops it; the exit status (INTERRUPTED after Ctrl-C, else 0)."""
     failed: Exception | None = None
+    stopped_by: int | None = None
     with anyio.CancelScope() as whole:
         async with anyio.create_task_group() as tg:
             # Start-up (upstreams answering initialize, npx downloads) can take up to the connect timeout; a
@@ -126,7 +146,7 @@ async def serve(settings: Settings) -> None:
                     await server.index.ready()  # built before the first client asks, not during its first search
                     if watching is not None:
                         await watching.stop()  # the transports handle signals from here on
-                    await _serve_on(server, settings)
+                    stopped_by = await _serve_on(server, settings)
             except Exception as exc:  # re-raised as itself below, not inside the task group's ExceptionGroup
                 failed = exc
             finally:
@@ -134,18 +154,21 @@ async def serve(settings: Settings) -> None:
                     watching.scope.cancel()
     if failed is not None:
         raise failed
+    if watching is not None and watching.signum is not None:
+        stopped_by = watching.signum
+    return INTERRUPTED if stopped_by == signal.SIGINT else 0
 
 
-async def _serve_on(server: LazyServer, settings: Settings) -> None:
+async def _serve_on(server: LazyServer, settings: Settings) -> int | None:
+    """Serve on the configured transport; the signal that stopped it, if one did."""
     if settings.transport == "http":
         from .transports.http import serve_http
 
         logger.info("serving %d tools over http", len(server.catalog))
-        await _until_stopped(serve_http(server, settings))
-    else:
-        from .transports.stdio import serve_stdio
+        return await _until_stopped(serve_http(server, settings))
+    from .transports.stdio import serve_stdio
 
-        await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
+    return await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
 
 
 def _in_main_thread() -> bool:
@@ -158,6 +181,7 @@ class _Watch:
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.gone = anyio.Event()
+        self.signum: int | None = None
 
     async def stop(self) -> None:
         self.scope.cancel()
@@ -172,24 +196,27 @@ async def _cancel_on_signal(target: anyio.CancelScope, *,
             task_status.started(watch)
             async for signum in signals:
                 logger.info("received %s while starting, shutting down", signal.Signals(signum).name)
+                watch.signum = signum
                 target.cancel()
                 return
     finally:
         watch.gone.set()
 
 
-async def _until_stopped(serving: Awaitable[None]) -> None:
+async def _until_stopped(serving: Awaitable[None]) -> int | None:
     """Run `serving` (uvicorn) until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs.
+    Returns the signal that stopped it, if one did.
 
     uvicorn handles both signals while it serves, stops gracefully, then raises the signal again for the handler
     that was there before. With the default actions the process would die right there (SIGTERM), before the
     gateway stops its upstream servers (one that ignores the end of its stdin would outlive us), or exit 130 or 0
     depending on the event loop (SIGINT: asyncio's runner and uvloop differ). These handlers end `serving`
-    instead, so the exit is clean and its status 0, as on stdio."""
+    instead, so the exit is clean and its status the same as on stdio."""
     if not _in_main_thread():
         await serving  # signal handlers belong to the main thread; uvicorn leaves signals alone elsewhere too
-        return
+        return None
     loop = asyncio.get_running_loop()
+    received: list[int] = []
     with anyio.CancelScope() as scope:
 
         def stop(signum: int) -> None:
@@ -197,6 +224,8 @@ async def _until_stopped(serving: Awaitable[None]) -> None:
             scope.cancel()
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
+            # Noted at once: uvicorn raises the signal again as it returns, before `stop` gets its turn.
+            received.append(signum)
             loop.call_soon_threadsafe(stop, signum)  # on the loop's own turn, as asyncio.Runner handles SIGINT
 
         previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)}
@@ -205,12 +234,15 @@ async def _until_stopped(serving: Awaitable[None]) -> None:
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+    return received[0] if received else None
 
 
-async def _until_signalled(serving: Awaitable[None], started: str) -> None:
+async def _until_signalled(serving: Awaitable[None], started: str) -> int | None:
     """Run `serving` until it ends or SIGTERM/SIGINT arrives; either way the caller's cleanup then runs uncancelled.
+    Returns the signal that stopped it, if one did.
 
     `started` is logged once the signals are ours, so whoever waits for it may signal at once."""
+    received: list[int] = []
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as tg:
 
@@ -219,6 +251,7 @@ async def _until_signalled(serving: Awaitable[None], started: str) -> None:
                     task_status.started()
                     async for signum in signals:
                         logger.info("received %s, shutting down", signal.Signals(signum).name)
+                        received.append(signum)
                         scope.cancel()
                         return
 
@@ -226,3 +259,4 @@ async def _until_signalled(serving: Awaitable[None], started: str) -> None:
             logger.info("%s", started)
             await serving
             tg.cancel_scope.cancel()
+    return received[0] if received else None

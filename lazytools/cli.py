@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,18 +19,28 @@ from pydantic.fields import FieldInfo
 from .errors import LazyToolsError
 from .safetext import clip
 from .settings import Settings, load_settings
-from .settingsdoc import env_name, flag_name, is_secret
+from .settingsdoc import default_text, env_name, flag_name, is_secret
 
 __all__ = ["main"]
 
 
 _WAITING = """\
 lazytools is an MCP server: it is waiting for an MCP client to speak JSON-RPC on stdin (this terminal).
-Point a client at the `lazytools` command instead (README: "Add it to your client"), or try it from the shell:
-  lazytools search "convert a temperature"     the tools a query finds
-  lazytools surface                            what a fresh session lists, and its token cost
-  npx @modelcontextprotocol/inspector --cli lazytools --method tools/list
+Point a client at this command instead (README: "Add it to your client"), or try it from the shell:
+  {command} search "convert a temperature"
+  {command} surface
+  npx -y @modelcontextprotocol/inspector --cli -- {command} --method tools/list
+(the tools a query finds; what a fresh session lists, and its token cost; the MCP Inspector listing the tools)
 Ctrl-C stops it."""
+
+
+def _this_command() -> str:
+    """This command as the shell can run it again from here: the path it was started by (`.venv/bin/lazytools`
+    after the README's install, which leaves it off PATH), or `python -m lazytools` with this interpreter."""
+    started = sys.argv[0] if sys.argv and sys.argv[0] else "lazytools"
+    if Path(started).name == "__main__.py":
+        return f"{shlex.quote(sys.executable)} -m lazytools"
+    return shlex.quote(started)
 
 
 def _json_object(text: str) -> Any:
@@ -87,12 +99,20 @@ def _settings_options() -> argparse.ArgumentParser:
     for name, field in Settings.model_fields.items():
         if is_secret(field):
             continue
-        text = f"{field.description} [{env_name(name)}]".replace("%", "%%")
+        default = default_text(name)
+        text = f"{field.description} (default: {default or 'none'}) [{env_name(name)}]".replace("%", "%%")
         group.add_argument(flag_name(name), dest=name, help=text,
                            **_flag_options(field))
     group.add_argument("--env-file", type=Path, metavar="PATH",
                        help="read settings from this file, which must exist (without it: .env, if there is one)")
     return options
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("lazytools")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def _shown(limit: int | None, settings: Settings) -> int:
@@ -110,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
                                      description="An MCP server that shows tools only once found.",
                                      epilog="Options go before or after the command; `lazytools COMMAND --help` "
                                             "shows a command's own.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="lazytools")
     commands.add_parser("serve", parents=[common], allow_abbrev=False, usage="%(prog)s [OPTIONS]",
                         help="serve MCP (the default)")
@@ -193,12 +214,14 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     serving = args.command in (None, "serve")
     # `search` and `surface` print a report: logs (upstream servers' stderr among them) only when asked for
     asked = "log_level" in settings.model_fields_set  # from a flag, the environment or .env
-    app.configure_logging(settings.log_level if serving or asked else "WARNING")
+    # ... but with upstream servers to wait for, one line for each as it comes up or fails
+    app.configure_logging(settings.log_level if serving or asked else "WARNING",
+                          progress=not serving and not asked and settings.config is not None)
     if serving:
         if settings.transport == "stdio" and sys.stdin is not None and sys.stdin.isatty():
-            print(_WAITING, file=sys.stderr, flush=True)
-        await app.serve(settings)
-    elif args.command == "search":
+            print(_WAITING.format(command=_this_command()), file=sys.stderr, flush=True)
+        return await app.serve(settings)
+    if args.command == "search":
         async with app.open_catalog(settings) as catalog:
             print(report.search_report(catalog, args.query, limit=_shown(args.limit, settings), group=args.group,
                                        semantic=settings.semantic, embedder=settings.embedder))

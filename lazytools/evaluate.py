@@ -28,15 +28,15 @@ from .sources.jsonl import load_jsonl_catalog, read_jsonl
 __all__ = [
     "CUTOFFS",
     "HALVES",
+    "UNKNOWN_SHOWN",
     "LabelledQuery",
     "QueryResult",
     "Scores",
+    "Served",
     "cutoffs_for",
     "evaluate",
     "read_queries",
     "run_eval",
-    "Served",
-    "UNKNOWN_SHOWN",
     "served_ranker",
     "served_search",
 ]

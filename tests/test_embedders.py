@@ -496,6 +496,8 @@ async def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPa
     live = LiveIndex(catalog_of([tool("read_file", "Read a file from disk.")]), semantic=True)
     await live.semantic_ready()
     assert embedders.SEMANTIC_EXTRA in caplog.text
+    # From the clone's venv: outside it, `pip install 'lazytools[semantic]'` reaches an unrelated PyPI package.
+    assert "pip install -e '.[semantic]'" in embedders.SEMANTIC_EXTRA and "clone" in embedders.SEMANTIC_EXTRA
 
 
 def catalog_of(entries: list[ToolEntry]) -> Catalog:

@@ -56,7 +56,7 @@ async def test_cli_serves_streamable_http_and_stops_on_ctrl_c(tmp_path: Path) ->
         process.send_signal(signal.SIGINT)
         with anyio.fail_after(30):
             code = await process.wait()
-    assert code == 0  # uvicorn shuts down gracefully on SIGINT, then re-raises it to lazytools, which stops cleanly
+    assert code == 130  # uvicorn shuts down gracefully on SIGINT, then lazytools stops cleanly, as interrupted
     assert "".join(stdout) == ""  # stdout carries nothing on HTTP either: every log line went to stderr
     assert "Application shutdown complete" in "".join(stderr)
     # one server, one start line: the SDK's two managers (sessions, stateless requests) each used to say it
@@ -64,13 +64,16 @@ async def test_cli_serves_streamable_http_and_stops_on_ctrl_c(tmp_path: Path) ->
         assert "".join(stderr).count(line) == 1, line
 
 
-def test_readme_http_snippet_points_at_the_default_address() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## HTTP transport", 1)[1].split("\n## ", 1)[0]
+def test_the_http_client_entry_and_the_readme_point_at_the_default_address() -> None:
+    root = Path(__file__).resolve().parent.parent
+    defaults = make_settings()
+    address = f"http://{defaults.host}:{defaults.port}{MCP_PATH}"
+    readme = (root / "README.md").read_text().split("## HTTP transport", 1)[1].split("\n## ", 1)[0]
+    assert f"`{address}`" in readme and "(docs/http.md)" in readme
+    section = (root / "docs" / "http.md").read_text().split("## Serving over HTTP", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```json\n(.*?)```", section, flags=re.DOTALL)
     (server,) = json.loads(block)["servers"].values()
-    defaults = make_settings()
-    assert server["type"] == "http" and server["url"] == f"http://{defaults.host}:{defaults.port}{MCP_PATH}"
+    assert server["type"] == "http" and server["url"] == address
     assert server["headers"]["Authorization"].startswith("Bearer ")
 
 

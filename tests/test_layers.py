@@ -1,7 +1,9 @@
-"""Imports go one way: settings → sources → catalog → search → sessions → meta-tools → server → transports → CLI.
+"""Imports go one way: a module imports only modules of its own layer or lower ones (the table `LAYERS`).
 
-Each folder is one concept (`sources/`, `search/`, `server/`, `transports/`); modules inside a folder have their
-own layers where they differ (the server's sessions sit below its meta-tools, which sit below its wiring).
+From the bottom up: what everything shares (errors, settings, names, entries, the SDK adapter) → tokens and
+validation → the catalog → sources → search and the manifest → the server's sessions → its meta-tools → the
+server's wiring → transports → the assembly root and reports → the command line. Each folder is one concept
+(`sources/`, `search/`, `server/`, `transports/`); modules inside a folder have their own layers where they differ.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ LAYERS: dict[str, int] = {
     # what everything shares: errors, settings, the tool-name policy, the private-SDK adapter, the surfaces' names
     "errors": 0, "settings": 0, "names": 0, "entry": 0, "sdk": 0, "modes": 0,
     "safetext": 0, "threads": 0, "origin": 0,  # origin: whose request is served, read by server and gateway
+    "identity": 0,  # identity: who a request acts for (a Principal)
+    "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)
     "tokens": 1, "validation": 1, "settingsdoc": 1,  # settingsdoc: .env.example, docs/settings.md, flag names
     "catalog": 2,
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
     "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5, "server.surface": 5,
-    "server.metatools": 6,
+    "server.metatools": 6, "server.principals": 6, "server.audited": 6,
     "server": 7, "server.core": 7,
     "transports": 8,
     "app": 9, "report": 9, "evaluate": 9,  # the assembly root and what the CLI runs besides serving
@@ -52,9 +56,10 @@ def _modules() -> list[tuple[str, Path]]:
     return found
 
 
-def _imports(module: str, path: Path, *, typing: bool = False) -> list[str]:
-    """Absolute names (below lazytools) imported at run time, ignoring `if TYPE_CHECKING:` blocks unless `typing`."""
-    tree = ast.parse(path.read_text())
+def _imports(module: str, source: str, *, typing: bool = False) -> list[str]:
+    """Absolute names (below lazytools) that `module`'s source imports at run time, ignoring `if TYPE_CHECKING:`
+    blocks unless `typing`."""
+    tree = ast.parse(source)
     # `module` names a file ("server.core", "server.__init__"): its package is everything before the last part.
     package = module.split(".")[:-1]
     names: list[str] = []
@@ -72,62 +77,96 @@ def _imports(module: str, path: Path, *, typing: bool = False) -> list[str]:
     return [name for name in names if name]
 
 
+def _climbing(module: str, source: str) -> list[str]:
+    """Each import of `module` that climbs to a higher layer, described."""
+    own = LAYERS[_key_of(module)]
+    return [f"lazytools.{module} (layer {own}) imports lazytools.{imported} (layer {LAYERS[_key_of(imported)]})"
+            for imported in _imports(module, source) if LAYERS[_key_of(imported)] > own]
+
+
 @pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
 def test_imports_go_one_way(module: str, path: Path) -> None:
-    own = LAYERS[_key_of(module)]
-    for imported in _imports(module, path):
-        assert LAYERS[_key_of(imported)] <= own, (
-            f"lazytools.{module} (layer {own}) imports lazytools.{imported} (layer {LAYERS[_key_of(imported)]})"
-        )
+    assert _climbing(module, path.read_text()) == []
 
 
-def test_a_higher_import_is_caught() -> None:
-    """The check above can fail: the server's sessions may not import its wiring, nor sources the server."""
-    assert LAYERS[_key_of("server.core")] > LAYERS[_key_of("server.sessions")]
-    assert LAYERS[_key_of("server.metatools")] > LAYERS[_key_of("sources.gateway.upstream")]
-    assert _imports("server.sessions", PACKAGE / "server" / "sessions.py") == ["modes"]
+@pytest.mark.parametrize(("module", "line", "imported"), [
+    ("server.sessions", "from .core import LazyServer", "server.core"),
+    ("sources.gateway.upstream", "from ...server.metatools import SEARCH_TOOLS", "server.metatools"),
+    ("catalog", "from lazytools.transports.http import serve_http", "transports.http"),
+    ("search.index", "from ..cli import main", "cli"),
+])
+def test_a_climbing_import_is_caught(module: str, line: str, imported: str) -> None:
+    """The check above can fail: a real module's source with one climbing import added is reported, naming it."""
+    path = PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
+    source = path.read_text()
+    assert _climbing(module, source) == []
+    found = _climbing(module, f"{source}\n{line}\n")
+    assert len(found) == 1 and found[0].split(" imports ")[1].startswith(f"lazytools.{imported} "), found
+
+
+def test_an_import_for_type_checking_only_is_not_a_dependency() -> None:
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .core import LazyServer\n"
+    assert _climbing("server.sessions", source) == []
+    assert _climbing("server.sessions", source.replace("if TYPE_CHECKING:\n    ", "")) != []
 
 
 def test_the_server_imports_no_source() -> None:
     """The server serves what sources expose through its own contracts (origin.py, passthrough.Front), so it
     imports nothing of `sources/`, even for type checking."""
     for path in sorted((PACKAGE / "server").glob("*.py")):
-        module = f"server.{path.stem}"
-        assert not [m for m in _imports(module, path, typing=True) if m.split(".")[0] == "sources"], path.name
+        imported = _imports(f"server.{path.stem}", path.read_text(), typing=True)
+        assert not [name for name in imported if name.split(".")[0] == "sources"], path.name
 
 
 def test_no_import_circle() -> None:
     """No module reaches itself through imports, counting those made for type checking only."""
-    graph = {module: {_module_of(name) for name in _imports(module, path, typing=True)} for module, path in _modules()}
+    assert _circle(_graph()) == []
+
+
+def test_a_circle_is_caught() -> None:
+    """The check above can fail: a real module importing, for type checking only, one that imports it is found."""
+    graph = _graph()
+    assert "server.sessions" in graph["server.core"]
+    graph["server.sessions"] = {*graph["server.sessions"], "server.core"}
+    found = _circle(graph)
+    assert found[0] == found[-1] and {"server.core", "server.sessions"} <= set(found), found
+
+
+def _graph() -> dict[str, set[str]]:
+    return {module: {_module_of(name) for name in _imports(module, path.read_text(), typing=True)}
+            for module, path in _modules()}
+
+
+def _circle(graph: dict[str, set[str]]) -> list[str]:
+    """The first import circle found (a module, what it imports, ..., the module again), or []."""
     done: set[str] = set()
 
-    def visit(module: str, trail: list[str]) -> None:
+    def visit(module: str, trail: list[str]) -> list[str]:
         if module in trail:
-            raise AssertionError("import circle: " + " -> ".join([*trail[trail.index(module):], module]))
+            return [*trail[trail.index(module):], module]
         if module in done or module not in graph:
-            return
+            return []
         for imported in sorted(graph[module]):
-            visit(imported, [*trail, module])
+            if found := visit(imported, [*trail, module]):
+                return found
         done.add(module)
+        return []
 
     for module in sorted(graph):
-        visit(module, [])
-
-
-def test_a_circle_is_caught(tmp_path: Path) -> None:
-    """The check above can fail: two modules importing each other for type checking only are one circle."""
-    (tmp_path / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n")
-    (tmp_path / "b.py").write_text("from .a import A\n")
-    assert _imports("server.a", tmp_path / "a.py", typing=True) == ["server.b"]
-    assert _imports("server.a", tmp_path / "a.py") == []
+        if found := visit(module, []):
+            return found
+    return []
 
 
 def _module_of(name: str) -> str:
-    """The module an imported name lives in: `server.surface.Surface` → `server.surface`."""
-    while name and not (PACKAGE / (name.replace(".", "/") + ".py")).is_file() and not (
-            PACKAGE / name.replace(".", "/") / "__init__.py").is_file():
+    """The module an imported name lives in: `server.surface.SessionView` → `server.surface`."""
+    def exists(dotted: str) -> bool:
+        base = PACKAGE.joinpath(*dotted.split("."))
+        return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+    while name and not exists(name):
         name = name.rpartition(".")[0]
-    return name if (PACKAGE / (name.replace(".", "/") + ".py")).is_file() else f"{name}.__init__"
+    return name if PACKAGE.joinpath(*name.split(".")).with_suffix(".py").is_file() else f"{name}.__init__"
 
 
 def test_the_server_knows_no_transport() -> None:

@@ -1,4 +1,4 @@
-"""The README's "Layout" map names paths that exist, and names every folder of the package."""
+"""The README's "Layout" map names paths that exist, and names every module and folder of the package."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _mapped() -> list[Path]:
-    """Every path the map names: a line's words before its description (two spaces or more), below its folder."""
+    """Every path the map names: a line's words before its description (two spaces or more), below its folder;
+    a line that starts with a folder (`embedders/ base.py cache.py`) names files of that folder."""
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"## Layout\n.*?```\n(.*?)```", readme, flags=re.S)
     assert block is not None, "README.md has no Layout map"
@@ -21,10 +22,12 @@ def _mapped() -> list[Path]:
         while folders and folders[-1][0] >= indent:
             folders.pop()
         parent = folders[-1][1] if folders else ROOT
-        for name in names:
-            paths.append(parent / name)
-        if len(names) == 1 and names[0].endswith("/"):
-            folders.append((indent, parent / names[0]))
+        if names and names[0].endswith("/"):  # "folder/ a.py b.py": the folder, then files of it
+            folder = parent / names[0]
+            paths += [folder, *(folder / name for name in names[1:])]
+            folders.append((indent, folder))
+        else:
+            paths += [parent / name for name in names]
     return paths
 
 
@@ -42,3 +45,19 @@ def test_every_package_folder_is_mapped() -> None:
                       if not any(parent in mapped for parent in folder.parents if parent != ROOT / "lazytools"))
     # A folder counts as mapped when it or its parent below lazytools/ is (search/'s own folders need no line).
     assert not unmapped, unmapped
+
+
+def _unmapped_modules(mapped: set[Path]) -> list[str]:
+    """Modules of lazytools/ the map does not name (a package's `__init__.py` is named by its folder)."""
+    modules = [path for path in sorted((ROOT / "lazytools").rglob("*.py")) if path.name != "__init__.py"]
+    return [str(path.relative_to(ROOT)) for path in modules if path.resolve() not in mapped]
+
+
+def test_every_module_is_mapped() -> None:
+    assert _unmapped_modules({path.resolve() for path in _mapped()}) == []
+
+
+def test_a_module_missing_from_the_map_is_named() -> None:
+    mapped = {path.resolve() for path in _mapped()}
+    http_guard = (ROOT / "lazytools" / "transports" / "http_guard.py").resolve()
+    assert _unmapped_modules(mapped - {http_guard}) == ["lazytools/transports/http_guard.py"]

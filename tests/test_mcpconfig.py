@@ -218,3 +218,18 @@ def test_readme_section_shows_the_sample_config_and_client_snippets_that_parse()
         config = parse_config(json.loads(block), environ={"GITHUB_TOKEN": "t", "HOME": "/home/u"},
                               path=Path("/work/.vscode/mcp.json"))
         assert config.servers
+
+
+def test_the_quickstart_example_needs_no_account_token_or_variable() -> None:
+    """examples/quickstart.json is the config that runs as shipped: npx and uvx servers only, nothing to set; the
+    CA bundle a machine may need for PyPI is passed on when it is set, and stays empty (ignored by uv) otherwise."""
+    path = ROOT / "examples" / "quickstart.json"
+    bare = load_config(path, environ={"HOME": "/home/u"}).servers
+    assert sorted(bare) == ["fetch", "filesystem", "memory", "time"]
+    servers = [server for server in bare.values() if isinstance(server, StdioServer)]
+    assert len(servers) == 4 and {server.command for server in servers} == {"npx", "uvx"}
+    assert all(server.args[0] == "-y" for server in servers if server.command == "npx")  # no prompt to install
+    assert bare["filesystem"].args[-1] == str(path.parent)  # type: ignore[union-attr]
+    assert bare["time"].env == {"SSL_CERT_FILE": ""}  # type: ignore[union-attr]
+    given = load_config(path, environ={"HOME": "/home/u", "SSL_CERT_FILE": "/etc/ca.pem"}).servers
+    assert given["fetch"].env == {"SSL_CERT_FILE": "/etc/ca.pem"}  # type: ignore[union-attr]

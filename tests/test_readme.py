@@ -38,7 +38,7 @@ def test_quick_start_installs_without_the_test_extras() -> None:
 
 
 def test_readme_is_short() -> None:
-    assert len(README.splitlines()) <= 250  # the rest lives in docs/
+    assert len(README.splitlines()) <= 280  # the rest lives in docs/ (the Layout map names every module)
 
 
 def test_readme_links_resolve() -> None:

@@ -194,7 +194,7 @@ def test_wordllama_search_on_a_realistic_catalog() -> None:
 
 
 def test_missing_weights_are_a_config_error_naming_the_extra(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"lazytools\[semantic\]"):
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[semantic\]'"):
         load_wordllama(tmp_path)
 
 

@@ -14,7 +14,6 @@ from .synonyms import synonyms_of
 from .vocabulary import Vocabulary
 
 __all__ = [
-    "Expansions",
     "ACRONYM_WEIGHT",
     "MAX_RELATED",
     "MAX_TERMS_TO_CORRECT",
@@ -22,6 +21,7 @@ __all__ = [
     "PREFIX_WEIGHT",
     "SYNONYM_WEIGHT",
     "TYPO_WEIGHT",
+    "Expansions",
     "catalog_expansions",
     "clauses",
     "weighted_terms",

@@ -1,7 +1,7 @@
 """The semantic mode's plumbing between the index and the embedders: which embedder, cached tool vectors, and
 embedding a catalog in the background while BM25 answers.
 
-The embedders themselves live in `lazytools.search.embedders` (`pip install 'lazytools[semantic]'`).
+The embedders themselves live in `lazytools.search.embedders` (the `semantic` extra).
 """
 
 from __future__ import annotations

@@ -19,16 +19,19 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 
+from ..audit import AuditLog
 from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
+from ..identity import named_principal
 from ..modes import Surface
 from ..safetext import clip
-from ..sdk import connection_of
+from ..sdk import ServerMiddleware, connection_of
 from ..search import LiveIndex
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
 from ..validation import validate_call
+from .audited import AuditMiddleware
 from .clients import client_table
 from .metatools import (
     INVOKE_TOOL,
@@ -42,6 +45,7 @@ from .metatools import (
     search_tools_definition,
 )
 from .passthrough import Front, OriginMiddleware, PassThrough, SessionClient, SessionClients
+from .principals import PrincipalMiddleware
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
@@ -66,7 +70,7 @@ class LazyServer(Server[Any]):
     """A low-level MCP server that shows a small tool surface and grows it per session."""
 
     def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None) -> None:
+                 front: Front | None = None, audit: AuditLog | None = None) -> None:
         # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
         self.events = LocalSubscriptionBus()
         self.store: SessionStore = store if store is not None else MemorySessionStore()
@@ -100,9 +104,7 @@ class LazyServer(Server[Any]):
             self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
         self.catalog = catalog
         self.settings = settings
-        # Around every request, inside the SDK's own tracing: each request an upstream may serve runs as its
-        # origin, so upstream progress, logs and requests reach that request's client.
-        self.middleware.append(OriginMiddleware(self.session_for))
+        self.middleware.extend(self._middleware(audit))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
         self._table = client_table(settings.client_surfaces)
@@ -164,6 +166,30 @@ class LazyServer(Server[Any]):
             connection.exit_stack.push_async_callback(self.front.session_closed, key)
         logger.info("session %s: client %r, %s surface", key[:8], client_name, surface)
         return state
+
+    def _middleware(self, audit: AuditLog | None) -> list[ServerMiddleware[Any]]:
+        """What runs around every request, outermost first (inside the SDK's own tracing): who the request acts
+        for (principals.py); the audit line that names them (audited.py); and, for requests an upstream may serve,
+        their origin, so upstream progress, logs and requests reach the client that asked (passthrough.py)."""
+        chain: list[ServerMiddleware[Any]] = [PrincipalMiddleware(named_principal(self.settings.stdio_user, "stdio"))]
+        if audit is not None:
+            chain.append(AuditMiddleware(audit, upstream_of=self._upstream_of, session_of=self.session_key))
+        chain.append(OriginMiddleware(self.session_for))
+        return chain
+
+    def session_key(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        """The key of the request's session, if it has one yet (its `Mcp-Session-Id` over HTTP)."""
+        connection = connection_of(ctx)
+        key = connection.session_id or connection.state.get(_SESSION_KEY)
+        return key if isinstance(key, str) else None
+
+    def _upstream_of(self, method: str, target: str) -> str | None:
+        """The server (or in-process group) that serves a tool, prompt or resource; None when unknown."""
+        if method == "prompts/get":
+            return self.front.prompt_server(target) if self.front is not None else None
+        if method == "resources/read":
+            return self.front.uri_server(target) if self.front is not None else None
+        return self.catalog.get(target).group if target in self.catalog else None
 
     def input_schema_of(self, name: str) -> Mapping[str, Any] | None:
         """The input schema of any tool a client may call by name (for the transport's header checks)."""
@@ -355,11 +381,11 @@ class LazyServer(Server[Any]):
 
 
 def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None) -> LazyServer:
+                 front: Front | None = None, audit: AuditLog | None = None) -> LazyServer:
     reserved = META_TOOL_NAMES & set(catalog.names())
     if reserved:
         raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
-    return LazyServer(catalog, settings, store=store, front=front)
+    return LazyServer(catalog, settings, store=store, front=front, audit=audit)
 
 
 def _error(message: str) -> types.CallToolResult:

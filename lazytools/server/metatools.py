@@ -25,15 +25,15 @@ __all__ = [
     "META_TOOL_NAMES",
     "RELEVANCE_FLOOR",
     "SEARCH_TOOLS",
+    "SIGNATURE_CHARS",
     "SearchOutcome",
+    "check_group",
     "invoke_tool_definition",
     "not_matched_line",
     "resolve_invocation",
     "search_schema",
     "search_tools",
     "search_tools_definition",
-    "SIGNATURE_CHARS",
-    "check_group",
     "signature",
 ]
 

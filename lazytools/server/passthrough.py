@@ -67,6 +67,14 @@ class Front(Protocol):
 
     async def session_closed(self, key: str) -> None: ...
 
+    def prompt_server(self, name: str) -> str | None:
+        """The upstream server that serves the prompt `name` (for the audit trail), if any."""
+        ...
+
+    def uri_server(self, uri: str) -> str | None:
+        """The upstream server `uri` would be read from (for the audit trail), if any."""
+        ...
+
 
 class SessionClient:
     """One handshake-era session's client, over its connection's standalone channel."""

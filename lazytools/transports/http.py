@@ -33,6 +33,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from ..safetext import redact_session_ids
 from ..settings import Settings
+from .http_auth import edge_auth
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
 from .http_limits import GuardedServer, fd_bounded, guarded_protocol
 
@@ -220,6 +221,9 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
             protected_prefix=MCP_PATH,
         )
     ]
+    # Who each request acts for (http_auth.py): OAuth, the shared token's user, or anonymous.
+    identity = edge_auth(settings, MCP_PATH)
+    middleware += identity.middleware
     if settings.allowed_origins:
         # Browser clients on the listed origins must read Mcp-Session-Id and send it (and a token) back.
         middleware.insert(0, Middleware(
@@ -232,7 +236,7 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
         ))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
                            body_timeout=settings.body_timeout)
-    routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"])]
+    routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]), *identity.routes]
     direct: ASGIApp = endpoint
     for layer in reversed(middleware):
         direct = layer.cls(direct, *layer.args, **layer.kwargs)
@@ -277,9 +281,12 @@ def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, heade
 
 async def serve_http(server: Server[Any], settings: Settings) -> None:
     """Serve `server` over streamable HTTP on settings.host:settings.port until interrupted."""
-    if settings.host.lower() not in LOOPBACK_NAMES and settings.auth_token is None:
-        logger.warning("serving on %s without LAZYTOOLS_AUTH_TOKEN: anyone who can reach this address can call "
-                       "every tool", settings.host)
+    if settings.host.lower() not in LOOPBACK_NAMES and settings.auth_token is None and settings.auth_issuer is None:
+        logger.warning("serving on %s without LAZYTOOLS_AUTH_TOKEN or LAZYTOOLS_AUTH_ISSUER: anyone who can reach "
+                       "this address can call every tool", settings.host)
+    if settings.auth_issuer is not None:
+        logger.info("OAuth: tokens of %s for %s (scopes: %s)", settings.auth_issuer, settings.auth_audience,
+                    ", ".join(settings.auth_scopes) or "none required")
     where = f"http://{_url_host(settings.host)}:{settings.port}" if settings.port else f"a free port of {settings.host}"
     logger.info("streamable HTTP at %s%s, health check at /healthz", where, MCP_PATH)
     await http_server(build_app(server, settings), settings).serve()

@@ -95,7 +95,15 @@ def _refuse(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
-@pytest.mark.parametrize("name", TOOL_NAMES)
+# The regex tools (and search_in_files with regex=true) run each match in a child interpreter: `process`.
+_IN_A_CHILD = {name for name in TOOL_NAMES if name.startswith("regex_") and name not in ("regex_escape",
+                                                                                          "regex_validate",
+                                                                                          "regex_explain_flags")}
+_IN_A_CHILD.add("search_in_files")
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.process) if name in _IN_A_CHILD else name
+                                  for name in TOOL_NAMES])
 def test_tool_survives_hostile_input(name: str, files_root: Path) -> None:
     problems: list[str] = []
     outcomes = {"result": 0, "error": 0}

@@ -26,11 +26,13 @@ def test_glob_to_regex() -> None:
     assert not glob_to_regex("file?.[!x]t").match("file1.xt")
 
 
+@pytest.mark.process
 def test_runner_uses_child_process_and_handles_unicode() -> None:
     result = _regex_runner.run_regex({"op": "search", "pattern": r"(\w+)€", "flags": 0, "text": "prix: 5€ ou dix€"})
     assert result["match"] == "5€" and result["groups"] == ["5"]
 
 
+@pytest.mark.process
 def test_runner_stops_runaway_patterns() -> None:
     started = time.monotonic()
     with pytest.raises(ValueError, match="took longer than 0.5s"):

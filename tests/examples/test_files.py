@@ -76,6 +76,7 @@ def test_get_file_info(tools: Tools) -> None:
     assert tools["get_file_info"]("link_in.txt")["is_symlink"] is True
 
 
+@pytest.mark.process
 def test_search_in_files(tools: Tools) -> None:
     result = tools["search_in_files"]("todo")
     assert result["matches"] == [{"file": "sub/b.py", "line": 2, "text": "# TODO fix this"}]
@@ -87,6 +88,7 @@ def test_search_in_files(tools: Tools) -> None:
         tools["search_in_files"]("(unclosed", regex=True)
 
 
+@pytest.mark.process
 def test_search_in_files_stops_runaway_regex(tools: Tools, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (root / "long.txt").write_text("a" * 5000 + "\n")
     monkeypatch.setattr(_regex_runner, "DEFAULT_TIMEOUT_SECONDS", 0.2)

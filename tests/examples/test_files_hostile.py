@@ -91,6 +91,7 @@ def _calls(tools: Tools, rounds: int) -> tuple[list[str], int, int, list[str]]:
     return seen, answered, refused, unclear
 
 
+@pytest.mark.process
 def test_a_file_swapped_for_a_link_to_outside_is_never_read(tools: Tools, root: Path, tmp_path: Path) -> None:
     secret = tmp_path / "outside" / "secret.txt"
     import hashlib
@@ -107,6 +108,7 @@ def test_a_file_swapped_for_a_link_to_outside_is_never_read(tools: Tools, root: 
     assert answered > 0  # the tools still work on the file between swaps
 
 
+@pytest.mark.process
 def test_a_fifo_swapped_in_is_refused_and_never_blocks(tools: Tools, root: Path) -> None:
     outcome: dict[str, Any] = {}
 

@@ -77,11 +77,16 @@ def test_json_ready_bounds_depth_size_and_numbers() -> None:
     [
         ("flatten_json", {"data": {"k": list(range(400))}, "separator": "s" * 1_000_000}),
         ("flatten_json", {"data": {"k": list(range(100_000))}, "separator": "s" * 100}),
-        ("regex_find_all", {"pattern": "(?=(.*))", "text": "x" * 20_000, "max_matches": 10_000}),
-        ("regex_split", {"pattern": "(?=(.*))", "text": "x" * 20_000}),
-        ("regex_test", {"pattern": "(?=(.*))" * 100, "text": "x" * 50_000}),
-        ("regex_replace", {"pattern": "x", "replacement": "\\g<0>" + "y" * 999, "text": "x" * 100_000}),
-        ("regex_replace", {"pattern": "", "replacement": "y" * 1000, "text": "x" * 100_000}),
+        pytest.param("regex_find_all", {"pattern": "(?=(.*))", "text": "x" * 20_000, "max_matches": 10_000},
+                     marks=pytest.mark.process),  # the regex tools match in a child interpreter
+        pytest.param("regex_split", {"pattern": "(?=(.*))", "text": "x" * 20_000},
+                     marks=pytest.mark.process),  # the regex tools match in a child interpreter
+        pytest.param("regex_test", {"pattern": "(?=(.*))" * 100, "text": "x" * 50_000},
+                     marks=pytest.mark.process),  # the regex tools match in a child interpreter
+        pytest.param("regex_replace", {"pattern": "x", "replacement": "\\g<0>" + "y" * 999, "text": "x" * 100_000},
+                     marks=pytest.mark.process),  # the regex tools match in a child interpreter
+        pytest.param("regex_replace", {"pattern": "", "replacement": "y" * 1000, "text": "x" * 100_000},
+                     marks=pytest.mark.process),  # the regex tools match in a child interpreter
         ("json_to_csv", {"records": [{f"k{i}": 1 for i in range(200_000)}] + [{} for _ in range(9_999)]}),
         ("records_to_markdown_table", {"records": [{"a": "x" * 100_000}] + [{"a": 1} for _ in range(9_999)]}),
         ("csv_to_json", {"csv_text": ",".join(f"c{i}" for i in range(50_000)) + "\n" + ("," * 49_999 + "\n") * 10}),
@@ -95,6 +100,7 @@ def test_amplifying_calls_stop_with_a_clear_error(tools: Tools, tool: str, argum
         tools[tool](**arguments)
 
 
+@pytest.mark.process  # the regex tool runs in a child interpreter
 def test_bounded_outputs_still_work_at_normal_sizes(tools: Tools) -> None:
     assert tools["flatten_json"]({"a": {"b": [1, 2]}}, separator="__") == {"a__b__0": 1, "a__b__1": 2}
     assert tools["regex_find_all"]("(?=(.))", "abc")["count"] == 3

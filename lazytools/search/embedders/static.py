@@ -25,7 +25,9 @@ __all__ = ["SEMANTIC_EXTRA", "StaticEmbedder", "load_model2vec", "load_wordllama
 
 logger = logging.getLogger("lazytools.search")
 
-SEMANTIC_EXTRA = "pip install 'lazytools[semantic]'"
+SEMANTIC_EXTRA = "from the lazytools clone, .venv/bin/pip install -e '.[semantic]'"
+"""How to install the extra. A bare `pip install 'lazytools[semantic]'` outside the clone's venv would fetch an
+unrelated package of that name from PyPI."""
 _WEIGHTS = Path("weights") / "l2_supercat_256.safetensors"
 _TOKENIZER = Path("tokenizers") / "l2_supercat_tokenizer_config.json"
 

@@ -6,7 +6,7 @@ Accepted shapes, in a JSON file that may carry comments and trailing commas (VS 
     {"servers":    {NAME: {"type": "stdio" | "http" | "sse", ...}}}                      VS Code
 
 Per server, lazytools also reads `description`, `defer_loading`, `include`, `exclude`, `timeout`, `prefix`,
-`scope` and `disabled`. String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment
+`scope` and `disabled`, and for HTTP servers `identity` (send each user's own credentials: docs/team.md). String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment
 (configtext.py). Anything wrong is a `ConfigError` that names the file, the server and the field.
 """
 
@@ -31,8 +31,10 @@ from .configtext import expand_tree, strip_jsonc, workspace_of
 __all__ = [
     "GatewayConfig",
     "HttpServer",
+    "Identity",
     "ServerConfig",
     "StdioServer",
+    "TokenExchange",
     "load_config",
     "parse_config",
 ]
@@ -121,12 +123,41 @@ class StdioServer(_Server):
     cwd: Path | None = None
 
 
+class TokenExchange(BaseModel):
+    """RFC 8693: lazytools trades the user's token at the issuer for one meant for this server."""
+
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
+                              extra="forbid", frozen=True)
+
+    audience: Text = Field(min_length=1)
+    """The upstream's identifier at the issuer: the exchanged token's `aud`."""
+    scope: Text | None = None
+    resource: Text | None = None
+    token_endpoint: Text | None = None
+    """Default: the `token_endpoint` of LAZYTOOLS_AUTH_ISSUER's metadata."""
+    client_id: Text | None = None
+    """lazytools' client at the issuer; default LAZYTOOLS_AUTH_CLIENT_ID (and _SECRET)."""
+    client_secret: Text | None = None
+
+
+class Identity(BaseModel):
+    """`"identity": {"exchange": {...}}`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    exchange: TokenExchange
+
+
 class HttpServer(_Server):
     """A server lazytools connects to by URL: streamable HTTP, or the older HTTP+SSE transport."""
 
     type: Literal["http", "sse"] = "http"
     url: str
     headers: dict[str, Text] = Field(default_factory=dict)
+    identity: Literal["forward"] | Identity | None = None
+    """Each user's calls go on a connection of their own carrying their credentials: `"forward"` their own bearer
+    token (only to servers marked so), or a token exchanged for this server. The shared connection, which lists
+    the server's tools, uses `headers` only."""
 
     @field_validator("url")
     @classmethod

@@ -92,6 +92,11 @@ class Front:
         upstream.seen_uris.add(session_key(current_origin()), uris_in(result))
         return result
 
+    def prompt_server(self, name: str) -> str | None:
+        """The server of the prompt with public name `name`, if any."""
+        found = self._prompts().get(name)
+        return found[0].name if found is not None else None
+
     async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Argument completion for a prompt (by its public name) or a resource template, from its server."""
         ref = params.ref
@@ -223,6 +228,13 @@ class Front:
             if upstream.seen_uris.named(session, uri):
                 return upstream
         raise UnknownResourceError(uri)
+
+    def uri_server(self, uri: str) -> str | None:
+        """The server `uri` would be read from now, if any."""
+        try:
+            return self.owner_of(uri).name
+        except UnknownResourceError:
+            return None
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         upstream = self.owner_of(uri)

@@ -10,11 +10,15 @@ from dataclasses import dataclass
 
 import anyio
 
+from ...auth.exchange import TokenExchanger
+from ...auth.fetch import Fetcher
+from ...auth.issuer import Issuer
 from ...catalog import Catalog
 from ...errors import ConfigError
 from ...safetext import redact_secrets_in_logs
 from ...settings import Settings
-from .config import GatewayConfig, load_config
+from .config import GatewayConfig, HttpServer, Identity, load_config
+from .credentials import UserUpstreams
 from .front import Front
 from .relay import Relay
 from .scoped import SessionUpstreams
@@ -78,11 +82,17 @@ async def open_gateway(
     async with anyio.create_task_group() as tg:
         scoped = SessionUpstreams(tg, settings, relay, backoff=backoff or Backoff(), chain=chain,
                                   limit=settings.max_session_upstreams)
+        users = UserUpstreams(scoped, settings, _exchanger(settings, config))
         for upstream in upstreams:
             if upstream.config.scope == "session":
                 upstream.per_session = scoped.instance
+            if isinstance(upstream.config, HttpServer) and upstream.config.identity is not None:
+                upstream.per_user = users.instance
         # Each first attempt has its own connect_timeout deadline; stopping a hung process after it can take a few
         # more seconds, which start-up need not wait for.
+        if upstreams:
+            logger.info("starting %d upstream servers (%s), each within %g s", len(upstreams),
+                        ", ".join(upstream.name for upstream in upstreams), settings.connect_timeout)
         with anyio.move_on_after(settings.connect_timeout * (len(upstreams) if one_by_one else 1) + 0.5):
             for upstream in upstreams:
                 tg.start_soon(upstream.run, name=f"upstream {upstream.name}")
@@ -112,6 +122,15 @@ class GatewaySource:
 
     def open(self, catalog: Catalog) -> AbstractAsyncContextManager[Gateway]:
         return open_gateway(self.settings, catalog)
+
+
+def _exchanger(settings: Settings, config: GatewayConfig) -> TokenExchanger | None:
+    """The token exchanger, when a server's `identity` asks for exchanges."""
+    if not any(isinstance(s, HttpServer) and isinstance(s.identity, Identity) for s in config.servers.values()):
+        return None
+    fetcher = Fetcher(timeout=settings.auth_fetch_timeout, max_bytes=settings.auth_fetch_max_bytes)
+    issuer = Issuer(settings.auth_issuer, fetcher) if settings.auth_issuer is not None else None
+    return TokenExchanger(issuer, fetcher)
 
 
 def _fronted_chain(config: GatewayConfig) -> str:

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from ...origin import CallOrigin, Clients, ClientSide, current_origin
 
-__all__ = ["Inflight", "Relay"]
+__all__ = ["USER_OWNER", "Inflight", "Relay"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,19 @@ class _NoClients:
         return None
 
 
+USER_OWNER = "user:"
+"""How the owner key of a connection that serves one user outside any session starts (credentials.py)."""
+
+
+def _serves(origin: CallOrigin, owner: str | None) -> bool:
+    """Whether a message of a connection owned by `owner` may go to `origin`: on a shared connection, to the
+    request that caused it; on a session's, to that session's requests only; on a user's, to any request (every
+    request on it is that user's, and none has a session). Outside a request, a user's connection reaches nobody."""
+    if owner is None or owner.startswith(USER_OWNER):
+        return True
+    return origin.client is not None and origin.client.key == owner
+
+
 def _can_answer(client: ClientSide, request: types.ServerRequest) -> str | None:
     """Why `client` cannot answer `request` (a capability it did not declare), or None."""
     caps = client.capabilities
@@ -112,7 +125,7 @@ class Relay:
         params = params.model_copy(update={"logger": f"{server}/{params.logger}" if params.logger else server})
         note = types.LoggingMessageNotification(params=params)
         origin = current_origin() or inflight.owner()
-        if origin is not None and (owner is None or (origin.client is not None and origin.client.key == owner)):
+        if origin is not None and _serves(origin, owner):
             if origin.wants_log(params.level) and origin.notify is not None:
                 await origin.notify(note)
             return
@@ -141,7 +154,7 @@ class Relay:
                                                     "without a session counts as a client of its own)")
         origin = origin or inflight.owner()
         client: ClientSide | None
-        if origin is not None and (owner is None or (origin.client is not None and origin.client.key == owner)):
+        if origin is not None and _serves(origin, owner):
             client = origin.client
         elif owner is not None:
             client = self.clients.get(owner)
@@ -149,8 +162,11 @@ class Relay:
         else:  # no call in flight on it: the only session, if there is one
             sessions = list(self.clients)
             if len(sessions) != 1:
-                return _unknown_caller(server, request, "no client session is connected" if not sessions else
-                                       "several client sessions are connected")
+                if not sessions:  # before the client connects (a server asking for roots at start-up), or after
+                    return types.ErrorData(code=types.INVALID_REQUEST, message=(
+                        f"lazytools has no client connected to answer this {request.method} yet"))
+                # Several sessions exist only over HTTP: there, one connection per client session settles it.
+                return _unknown_caller(server, request, "several client sessions are connected")
             client, origin = sessions[0], None
         if client is None and origin is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="the client session has ended")

@@ -14,6 +14,7 @@ from functools import partial
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp_types as types
 
 from ...catalog import Catalog
@@ -48,8 +49,9 @@ class SessionUpstreams:
     def of(self, key: str) -> list[Upstream]:
         return [upstream for (_, owner), (upstream, _) in self._live.items() if owner == key]
 
-    async def instance(self, shared: Upstream, key: str) -> Upstream:
-        """`shared`'s connection for session `key`, started on first use."""
+    async def instance(self, shared: Upstream, key: str, *, auth: httpx2.Auth | None = None) -> Upstream:
+        """`shared`'s connection for session `key` (or user, credentials.py), started on first use; `auth` gives
+        an HTTP connection's credentials per request."""
         found = self._live.get((shared.name, key))
         if found is not None:
             return found[0]
@@ -59,7 +61,7 @@ class SessionUpstreams:
                                                         "when a session ends")
         # Its own catalog: the shared connection's entries are the ones served; this one only answers.
         upstream = Upstream(shared.config, catalog=Catalog(), settings=self._settings, backoff=self._backoff,
-                            chain=self._chain, relay=self._relay, owner=key)
+                            chain=self._chain, relay=self._relay, owner=key, auth=auth)
         upstream.on_resource_updated = shared.on_resource_updated
         upstream.wanted_level = partial(self.level_of, key)
         scope = anyio.CancelScope()
@@ -72,6 +74,13 @@ class SessionUpstreams:
     async def _run(upstream: Upstream, scope: anyio.CancelScope) -> None:
         with scope:
             await upstream.run()
+
+    def stop_one(self, name: str, key: str) -> None:
+        """Stop the connection of server `name` for `key`, if it runs."""
+        found = self._live.pop((name, key), None)
+        if found is not None:
+            found[1].cancel()
+            logger.info("upstream %r: stopped the connection of %s", name, key[:13])
 
     def stop(self, key: str) -> None:
         """Stop every connection of session `key` (its processes end, its HTTP sessions close)."""

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any, Literal, TextIO
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.sse import sse_client
@@ -41,7 +42,7 @@ from .config import HttpServer, ServerConfig
 from .listing import screen_listing
 from .offerings import NamedUris, Offerings, list_offerings, uris_in
 from .relay import Inflight, Relay
-from .stderr import labelled_stderr
+from .stderr import StderrTail, labelled_stderr
 from .stdio import stdio_client
 
 __all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
@@ -79,8 +80,10 @@ class Upstream:
 
     def __init__(self, config: ServerConfig, *, catalog: Catalog, settings: Settings,
                  backoff: Backoff = Backoff(), chain: str = "", relay: Relay | None = None,
-                 owner: str | None = None) -> None:
+                 owner: str | None = None, auth: httpx2.Auth | None = None) -> None:
         self.config = config
+        self.auth = auth
+        """Per-request credentials of an HTTP connection that serves one user (credentials.py); None when shared."""
         self.name = config.name
         self.catalog = catalog
         self.backoff = backoff
@@ -107,6 +110,8 @@ class Upstream:
         """The session key of the client this upstream was started for (`"scope": "session"`); None when shared."""
         self.per_session: Callable[[Upstream, str], Awaitable[Upstream]] | None = None
         """Set for `"scope": "session"` servers: the connection of a session, which serves its requests."""
+        self.per_user: Callable[[Upstream], Awaitable[Upstream]] | None = None
+        """Set for servers with `identity`: the connection carrying the current user's credentials."""
         # Besides tools (offerings.py): its prompts, resources and templates, and the URIs its results named.
         self.offerings = Offerings()
         self.seen_uris = NamedUris()
@@ -130,6 +135,7 @@ class Upstream:
         self._attempts_over = 0
         self._attempt_over = anyio.Event()
         self._stderr: TextIO = sys.stderr  # a pipe to labelled log lines while `run` runs
+        self._stderr_tail = StderrTail()
 
     @property
     def serving(self) -> bool:
@@ -144,7 +150,7 @@ class Upstream:
             # An empty group says "this source exists but serves nothing yet"; its tools arrive when it does.
             self.catalog.set_group(Group(self.name, self.config.description or ""), [])
         try:
-            async with labelled_stderr(self.name) as self._stderr:
+            async with labelled_stderr(self.name, self._stderr_tail) as self._stderr:
                 await self._reconnect_forever()
         finally:
             self.state = "stopped"
@@ -154,6 +160,7 @@ class Upstream:
         while True:
             self._wake = anyio.Event()
             self._attempts_started += 1
+            self._stderr_tail.lines.clear()  # what this attempt's process says, not the last one's
             try:
                 await self._connect_and_serve()
                 reason = "the connection closed (the server exited or crashed)"
@@ -166,6 +173,8 @@ class Upstream:
                 reason = describe_failure(exc, cwd=getattr(self.config, "cwd", None))
             stayed_up = self._up_since is not None and anyio.current_time() - self._up_since >= self.backoff.stable
             failures = 0 if stayed_up else failures + 1
+            if failures <= 1 and (said := await self._stderr_tail.settled()):  # the warnings, not the retries
+                reason += f" (its stderr ended with: {said})"
             self._went_down(reason, failures)
             if failures:
                 with anyio.move_on_after(self.backoff.after(failures)):
@@ -235,8 +244,9 @@ class Upstream:
             self.state = "serving"
         self.error = None
         level = logging.INFO if self.connections == 1 else logging.WARNING
-        logger.log(level, "upstream %r: %s, %d tools", self.name,
-                   "connected" if self.connections == 1 else "reconnected", len(self.catalog.in_group(self.name)))
+        tools = len(self.catalog.in_group(self.name))
+        logger.log(level, "upstream %r: %s, %d tool%s", self.name,
+                   "connected" if self.connections == 1 else "reconnected", tools, "" if tools == 1 else "s")
         self._finish_attempt()
 
     def _went_down(self, reason: str, failures: int) -> None:
@@ -292,8 +302,9 @@ class Upstream:
         config = self.config
         if isinstance(config, HttpServer):
             if config.type == "sse":
-                return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout)
-            return _streamable_http(config.url, dict(config.headers))
+                return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout,
+                                  auth=self.auth)
+            return _streamable_http(config.url, dict(config.headers), self.auth)
         # "replace": with the SDK's strict default, one byte of invalid UTF-8 on an upstream's stdout stops its
         # reader for good and every later call hangs until its timeout; replaced, the line is junk and dropped.
         params = StdioServerParameters(command=config.command, args=list(config.args),
@@ -405,6 +416,9 @@ class Upstream:
         client against the client's own token when it gave one. A client that cancels its request cancels this
         await, and the SDK then sends the upstream `notifications/cancelled`. `what` names the request in errors.
         """
+        if self.per_user is not None:
+            own = await self.per_user(self)
+            return await own.request(request, result_type, what, progress=progress)
         origin = current_origin()
         if self.per_session is not None and origin is not None and origin.client is not None:
             own = await self.per_session(self, origin.client.key)
@@ -491,7 +505,7 @@ def describe_failure(exc: BaseException, *, cwd: Any = None) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-        return "it exited or closed the connection before answering (its stderr, logged as [name] lines, may say why)"
+        return "it exited or closed the connection before answering"  # the caller adds what its stderr said
     if isinstance(exc, MCPError):
         return f"error {exc.code}: {exc.error.message}"
     if isinstance(exc, TimeoutError) and str(exc):
@@ -501,9 +515,9 @@ def describe_failure(exc: BaseException, *, cwd: Any = None) -> str:
 
 
 @asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+async def _streamable_http(url: str, headers: dict[str, str], auth: httpx2.Auth | None) -> AsyncIterator[Any]:
     # The SDK leaves a caller-made HTTP client open; this one carries the config's headers and is ours to close.
-    async with create_mcp_http_client(headers=headers or None) as http:
+    async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 

@@ -1,0 +1,140 @@
+"""The audit trail: one JSON line per tool call, prompt and resource read, written off the event loop.
+
+A line says when, who (the principal), which session, what (tool, prompt or URI), which upstream served it, how it
+ended and how long it took, and the arguments' size and SHA-256 (of their compact, key-sorted JSON); the values
+themselves only when `audit_arguments` is set, since arguments carry secrets and personal data. A writer thread
+serializes, hashes and writes, so a large argument or a slow disk never stalls a session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import queue
+import sys
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from .errors import ConfigError
+from .identity import Principal
+
+__all__ = ["AuditEvent", "AuditLog", "open_audit"]
+
+logger = logging.getLogger(__name__)
+
+_STDOUT_NAMES = frozenset({"stdout", "-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+_BACKLOG = 10_000
+"""Lines waiting for the writer at most; past it a call waits for the disk rather than a line being lost."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """One audited request, as the server saw it."""
+
+    method: str
+    """tools/call, invoke_tool, prompts/get or resources/read."""
+    target: str | None
+    """The tool or prompt name, or the resource URI."""
+    principal: Principal | None
+    session: str | None
+    upstream: str | None
+    outcome: str
+    """ok, error (an isError result or a protocol error), invalid (malformed params) or cancelled."""
+    duration_ms: float
+    arguments: Any
+    started: float
+    """Wall-clock time (seconds since the epoch) the request came in."""
+    error: str | None = None
+
+
+class AuditLog:
+    """Writes events as JSON lines to `sink` (stderr or a file opened for appending)."""
+
+    def __init__(self, sink: TextIO, *, values: bool = False, owns_sink: bool = False) -> None:
+        self.sink = sink
+        self.values = values
+        self._owns = owns_sink
+        self._queue: queue.Queue[AuditEvent | None] = queue.Queue(maxsize=_BACKLOG)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def record(self, event: AuditEvent) -> None:
+        """Queue `event` for writing (returns at once unless thousands of lines are waiting)."""
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._write_all, name="lazytools-audit", daemon=True)
+                    self._thread.start()
+        self._queue.put(event)
+
+    def drain(self) -> None:
+        """Block until every event recorded so far is written (tests; shutdown)."""
+        self._queue.join()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if self._owns:
+            self.sink.close()
+
+    def line(self, event: AuditEvent) -> str:
+        """The JSON line of `event` (without the newline)."""
+        principal = event.principal
+        record: dict[str, Any] = {
+            "time": datetime.fromtimestamp(event.started, UTC).isoformat(timespec="milliseconds"),
+            "principal": principal.name if principal is not None else None,
+            "principal_id": principal.key if principal is not None else None,
+            "session": event.session,
+            "method": event.method,
+            "target": event.target,
+            "upstream": event.upstream,
+            "outcome": event.outcome,
+            "duration_ms": round(event.duration_ms, 3),
+        }
+        if event.error is not None:
+            record["error"] = event.error
+        encoded = json.dumps(event.arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                             default=str).encode()
+        record["argument_bytes"] = len(encoded) if event.arguments is not None else 0
+        record["argument_sha256"] = hashlib.sha256(encoded).hexdigest() if event.arguments is not None else None
+        if self.values:
+            record["arguments"] = event.arguments
+        return json.dumps(record, ensure_ascii=False, default=str)
+
+    def _write_all(self) -> None:
+        while True:
+            event = self._queue.get()
+            try:
+                if event is None:
+                    return
+                try:
+                    self.sink.write(self.line(event) + "\n")
+                    self.sink.flush()
+                except (OSError, ValueError, RecursionError) as exc:
+                    logger.error("audit line not written: %s", exc)
+            finally:
+                self._queue.task_done()
+
+
+def open_audit(setting: str, *, values: bool = False) -> AuditLog | None:
+    """The audit log `LAZYTOOLS_AUDIT` names: None for off, stderr, or a file appended to. Never stdout: on stdio
+    it carries the protocol, and elsewhere a log mixed into it is lost anyway."""
+    where = setting.strip()
+    if where.lower() in ("", "off", "false", "no", "0"):
+        return None
+    if where.lower() == "stderr":
+        return AuditLog(sys.stderr, values=values)
+    if where.lower() in _STDOUT_NAMES:
+        raise ConfigError(f"LAZYTOOLS_AUDIT={where}: stdout carries the MCP protocol; use stderr or a file")
+    path = Path(where).expanduser()
+    try:
+        sink = path.open("a", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"LAZYTOOLS_AUDIT={where}: cannot open for appending ({exc.strerror})") from None
+    return AuditLog(sink, values=values, owns_sink=True)

@@ -1,0 +1,104 @@
+"""The audit trail (audit.py, server/audited.py): one JSON line per audited request, with who, what and how it
+ended; argument values only when configured; never on stdout."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+import pytest
+from mcp import Client
+
+from lazytools.audit import AuditLog, open_audit
+from lazytools.errors import ConfigError
+from lazytools.server.core import build_server
+
+from .conftest import make_settings, small_catalog
+
+
+def _lines(log: AuditLog, path: Path) -> list[dict[str, Any]]:
+    log.drain()
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _digest(arguments: Any) -> str:
+    return hashlib.sha256(json.dumps(arguments, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=False).encode()).hexdigest()
+
+
+async def test_each_call_writes_one_line_with_who_what_and_outcome(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = open_audit(str(path))
+    assert log is not None
+    server = build_server(small_catalog(), make_settings(stdio_user="erin"), audit=log)
+    arguments = {"city": "Paris", "days": 2}
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("search_tools", {"query": "weather forecast"})
+        await client.call_tool("invoke_tool", {"tool_name": "get_forecast", "arguments": arguments})
+        await client.call_tool("get_forecast", arguments)
+        await client.call_tool("invoke_tool", {"tool_name": "no_such_tool", "arguments": {}})
+        await client.list_tools()  # not audited
+    lines = await anyio.to_thread.run_sync(_lines, log, path)
+    log.close()
+    assert [(line["method"], line["target"], line["outcome"]) for line in lines] == [
+        ("tools/call", "search_tools", "ok"),
+        ("invoke_tool", "get_forecast", "ok"),
+        ("tools/call", "get_forecast", "ok"),
+        ("invoke_tool", "no_such_tool", "error"),
+    ]
+    for line in lines:
+        assert line["principal"] == "erin" and line["principal_id"] == "stdio:erin"
+        assert line["session"] and line["session"] == lines[0]["session"]
+        assert line["duration_ms"] >= 0 and line["time"].endswith("+00:00")
+        assert "arguments" not in line
+    assert lines[1]["upstream"] == "weather" and lines[0]["upstream"] is None
+    assert lines[1]["argument_sha256"] == lines[2]["argument_sha256"] == _digest(arguments)
+    assert lines[1]["argument_bytes"] == len(json.dumps(arguments, separators=(",", ":")))
+    assert "Paris" not in path.read_text()
+
+
+async def test_values_are_written_only_when_configured(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = open_audit(str(path), values=True)
+    assert log is not None
+    server = build_server(small_catalog(), make_settings(), audit=log)
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("invoke_tool", {"tool_name": "get_forecast", "arguments": {"city": "Oslo"}})
+    lines = await anyio.to_thread.run_sync(_lines, log, path)
+    log.close()
+    assert lines[0]["arguments"] == {"city": "Oslo"} and lines[0]["principal"] == "local"
+
+
+@pytest.mark.parametrize("where", ["stdout", "-", "/dev/stdout"])
+def test_stdout_is_refused(where: str) -> None:
+    with pytest.raises(ConfigError, match="stdout"):
+        open_audit(where)
+
+
+def test_off_is_none_and_stderr_is_a_log() -> None:
+    assert open_audit("off") is None
+    log = open_audit("stderr")
+    assert log is not None
+    log.close()
+
+
+@pytest.mark.process
+async def test_a_stdio_process_audits_as_its_named_user_to_a_file(tmp_path: Path) -> None:
+    import sys
+
+    from mcp import StdioServerParameters
+
+    path = tmp_path / "audit.jsonl"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lazytools"], cwd=str(tmp_path),
+                                   env={"LAZYTOOLS_FILES_ROOT": str(tmp_path), "LAZYTOOLS_AUDIT": str(path),
+                                        "LAZYTOOLS_STDIO_USER": "frank"})
+    async with Client(params, mode="legacy") as client:  # stdout carried the protocol and nothing else
+        result = await client.call_tool("invoke_tool", {"tool_name": "hash_text", "arguments": {"text": "a"}})
+        assert not result.is_error
+    # The process has exited, and closing the log wrote every line.
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(line["principal"], line["method"], line["target"], line["outcome"]) for line in lines] == [
+        ("frank", "invoke_tool", "hash_text", "ok")]
