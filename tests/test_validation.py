@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from lazytools import ToolArgumentsError
-from lazytools.validation import validate_arguments
+from lazytools.validation import Limits, validate_arguments
 
 SCHEMA = {
     "type": "object",
@@ -57,7 +57,7 @@ async def test_only_small_arguments_against_a_trusted_schema_are_checked_inline(
     schema = {"type": "object", "properties": {"text": {"type": "string"}}}
     for trusted, text, inline in ((True, "x", True), (False, "x", False), (True, "x" * (INLINE_BYTES * 2), False)):
         seen.clear()
-        assert await validate_call("t", schema, Spy(text=text), trusted=trusted) == {"text": text}
+        assert await validate_call("t", schema, Spy(text=text), Limits.defaults(), trusted=trusted) == {"text": text}
         assert seen and all(flag == inline for flag in seen), (trusted, len(text))
 
 

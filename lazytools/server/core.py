@@ -30,7 +30,7 @@ from ..sdk import ServerMiddleware, connection_of
 from ..search import LiveIndex
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
-from ..validation import validate_call
+from ..validation import Limits, validate_call
 from .audited import AuditMiddleware
 from .clients import client_table
 from .metatools import (
@@ -104,6 +104,7 @@ class LazyServer(Server[Any]):
             self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
         self.catalog = catalog
         self.settings = settings
+        self.limits = Limits.of(settings)
         self.middleware.extend(self._middleware(audit))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
@@ -272,7 +273,7 @@ class LazyServer(Server[Any]):
         if name == SEARCH_TOOLS:
             return await self._search(state, view, arguments or {}, ctx)
         if name == INVOKE_TOOL and view.offers_invoke:
-            entry, args = resolve_invocation(self.catalog, arguments or {}, validate=False)
+            entry, args = resolve_invocation(self.catalog, arguments or {}, self.limits)
             if state is not None:
                 state.used(entry.name)
         else:
@@ -283,8 +284,7 @@ class LazyServer(Server[Any]):
         # Bounded in size and time, and off the event loop unless the schema is our own and the arguments small:
         # a hostile schema or argument stalls no other session.
         settings = self.settings
-        valid = await validate_call(entry.name, entry.input_schema, args, trusted=entry.trusted_schema,
-                                    timeout=settings.validation_timeout, max_bytes=settings.max_argument_bytes)
+        valid = await validate_call(entry.name, entry.input_schema, args, self.limits, trusted=entry.trusted_schema)
         # Upstreams send progress, logs and requests for the client during the call to this request's origin,
         # which OriginMiddleware set around it.
         with threads_for(self._threads_of(state), time_limit=settings.call_timeout):
@@ -323,7 +323,7 @@ class LazyServer(Server[Any]):
             return search_tools(self.catalog, index, arguments, surface=view.surface,
                                 default_limit=settings.search_limit, max_limit=settings.search_max_limit,
                                 bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
-                                enable_at_most=settings.max_enabled, pinned=self.pinned)
+                                enable_at_most=settings.max_enabled, pinned=self.pinned, limits=self.limits)
 
         # Off the event loop: a sentence encoder takes milliseconds of CPU per query, and checking a hostile
         # client's arguments can take longer; other sessions keep going meanwhile.

@@ -17,7 +17,7 @@ from ..modes import Surface
 from ..safetext import clip
 from ..search import SearchIndex
 from ..search.needs import Need, unanswered
-from ..validation import compact_json, schema_text, validate_arguments
+from ..validation import Limits, compact_json, schema_text, validate_arguments
 
 __all__ = [
     "INVOKE_TOOL",
@@ -142,15 +142,17 @@ def search_tools(
     floor: float = RELEVANCE_FLOOR,
     enable_at_most: int | None = None,
     pinned: Collection[str] = (),
+    limits: Limits | None = None,
 ) -> SearchOutcome:
     """Run a search; the caller enables `found` in the session (dynamic surface) and sends the notification.
+    `limits` bound the check of its arguments (the server passes the configured ones).
     On the dynamic surface, at most `enable_at_most` matches (pinned tools not counted: they are always listed) are
     `found`; the matches past it are suggested, so the result never says more tools were enabled than were."""
     names_given = arguments.get("tool_names") if isinstance(arguments, Mapping) else None  # else: the schema says
     if isinstance(names_given, list) and len(names_given) > MAX_TOOL_NAMES:
         # Refused before the schema walks every item (300k names held a worker for seconds).
         raise ToolArgumentsError(f"tool_names takes at most {MAX_TOOL_NAMES} names ({len(names_given)} given).")
-    args = validate_arguments(SEARCH_TOOLS, search_schema(max_limit, default_limit), arguments)
+    args = validate_arguments(SEARCH_TOOLS, search_schema(max_limit, default_limit), arguments, limits)
     query = str(args.get("query") or "").strip()
     group = args.get("group")
     names: list[str] = list(args.get("tool_names") or [])
@@ -345,24 +347,22 @@ def _options(shown: list[str], total: int) -> str:
 _INVOKE_KEYS = frozenset({"tool_name", "arguments"})
 
 
-def _invoke_arguments(arguments: Any) -> Mapping[str, Any]:
+def _invoke_arguments(arguments: Any, limits: Limits | None) -> Mapping[str, Any]:
     """invoke_tool's own arguments, checked by hand when they are well formed (a JSON Schema check of them cost as
     much as the rest of a trivial call); anything else gets the schema check and its full error."""
     if (type(arguments) is dict and type(arguments.get("tool_name")) is str and arguments.keys() <= _INVOKE_KEYS
             and type(arguments.get("arguments", {})) is dict):
         return arguments
-    return validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments)
+    return validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments, limits)
 
 
-def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any], *,
-                       validate: bool = True) -> tuple[ToolEntry, Any]:
-    """Resolve invoke_tool's target and validate its arguments (unless the caller does it, e.g. off the event
-    loop); the caller runs `entry.call(args)`."""
-    args = _invoke_arguments(arguments)
+def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any],
+                       limits: Limits | None = None) -> tuple[ToolEntry, Any]:
+    """invoke_tool's target and the arguments for it, not yet checked against its schema (the caller checks them,
+    off the event loop when they are large, then runs `entry.call`). `limits` bound the check of invoke_tool's own
+    arguments."""
+    args = _invoke_arguments(arguments, limits)
     name = args["tool_name"]
     if name in META_TOOL_NAMES:
         raise ToolArgumentsError(f"{name} is a meta-tool: call it directly, not through invoke_tool.")
-    entry = catalog.get(name)
-    if not validate:
-        return entry, args.get("arguments")
-    return entry, validate_arguments(entry.name, entry.input_schema, args.get("arguments"))
+    return catalog.get(name), args.get("arguments")

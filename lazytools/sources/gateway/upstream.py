@@ -36,7 +36,7 @@ from ...names import public_tool_name, unique_name
 from ...origin import current_origin, session_key
 from ...safetext import clip, redact_secrets
 from ...sdk import create_mcp_http_client
-from ...settings import Settings
+from ...settings import CHAIN_VARIABLE, Settings
 from .bounds import ProgressGate, bound_notification
 from .config import HttpServer, ServerConfig
 from .listing import screen_listing
@@ -45,13 +45,11 @@ from .relay import Inflight, Relay
 from .stderr import StderrTail, labelled_stderr
 from .stdio import stdio_client
 
-__all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
+__all__ = ["Backoff", "State", "Upstream", "describe_failure"]
 
 logger = logging.getLogger(__name__)
 
 _CLIENT_INFO = types.Implementation(name="lazytools-gateway", version="0.1")
-CHAIN_VARIABLE = "LAZYTOOLS_FRONTED_CONFIGS"
-"""Set for stdio upstreams: the config files of the lazytools processes above them, to refuse endless recursion."""
 _MAX_PAGES = 100
 """Bound on tools/list pagination: a server whose cursor never ends cannot hang a refresh."""
 
