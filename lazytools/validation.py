@@ -37,7 +37,7 @@ from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
-from .entry import SCHEMA_CHARS
+from .entry import SCHEMA_CHARS, compact_json
 from .errors import ToolArgumentsError
 from .safetext import clip
 from .settings import Settings
@@ -97,10 +97,6 @@ class Limits:
 
 
 _DEFAULTS = Limits.defaults()
-
-
-def compact_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def schema_text(schema: Mapping[str, Any]) -> str:
