@@ -22,7 +22,7 @@ PACKAGE = Path(lazytools.__file__).resolve().parent
 # is that of the longest key that is its name or a package above it ("sources.gateway.upstream" → "sources").
 LAYERS: dict[str, int] = {
     # what everything shares: errors, settings, the tool-name policy, the private-SDK adapter, the surfaces' names
-    "errors": 0, "settings": 0, "names": 0, "entry": 0, "sdk": 0, "modes": 0,
+    "errors": 0, "settings": 0, "toolnames": 0, "entry": 0, "sdk": 0, "modes": 0,
     "safetext": 0, "threads": 0, "origin": 0, "streams": 0,  # origin: whose request is served, read by server and gateway
     "identity": 0,  # identity: who a request acts for (a Principal)
     "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)

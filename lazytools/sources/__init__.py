@@ -4,7 +4,7 @@
 - `jsonl`: a tools file, described but not runnable (benchmark catalogs, exported tool lists).
 - `gateway`: the upstream MCP servers of a config file, kept connected.
 
-Tool names follow one policy (`lazytools.names`), whatever the source.
+Tool names follow one policy (`lazytools.toolnames`), whatever the source.
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ import mcp_types as types
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from ...errors import LazyToolsError, UnknownPromptError, UnknownResourceError
-from ...names import public_tool_name, unique_name
 from ...origin import LOG_LEVELS, Clients, ClientSide, current_origin, session_key
 from ...safetext import clip
+from ...toolnames import public_tool_name, unique_name
 from .offerings import uris_in
 from .relay import Relay
 from .scoped import SessionUpstreams
@@ -109,7 +109,7 @@ class Front:
             params = params.model_copy(update={"ref": ref.model_copy(update={"name": prompt.name})})
         else:
             upstream = next((u for u in self.upstreams for t in u.offerings.templates if t.uri_template == ref.uri),
-                            None) or self.owner_of(ref.uri)
+                            None) or self.upstream_for(ref.uri)
         if not upstream.completes:
             return types.CompleteResult(completion=types.Completion(values=[]))
         result: types.CompleteResult = await upstream.request(types.CompleteRequest(params=params),
@@ -213,7 +213,7 @@ class Front:
         return (self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri)
                 and not self._blocked(upstream, uri))
 
-    def owner_of(self, uri: str) -> Upstream:
+    def upstream_for(self, uri: str) -> Upstream:
         """The upstream that serves `uri` for the session being served (see the module's docstring for the
         order); servers whose config keeps `uri` out are never chosen."""
         candidates = [u for u in self.upstreams if not self._blocked(u, uri)]
@@ -232,19 +232,19 @@ class Front:
     def uri_server(self, uri: str) -> str | None:
         """The server `uri` would be read from now, if any."""
         try:
-            return self.owner_of(uri).name
+            return self.upstream_for(uri).name
         except UnknownResourceError:
             return None
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        upstream = self.owner_of(uri)
+        upstream = self.upstream_for(uri)
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         result: types.ReadResourceResult = await upstream.request(request, types.ReadResourceResult,
                                                                   f"resource {clip(uri)!r}")
         return result
 
     async def subscribe(self, uri: str, client: ClientSide) -> None:
-        upstream = self.owner_of(uri)
+        upstream = self.upstream_for(uri)
         if not upstream.offerings.subscribe:
             raise LazyToolsError(f"Upstream server {upstream.name!r} does not offer resource subscriptions")
         # The connection that serves this session: its own for `"scope": "session"`, else the shared one.

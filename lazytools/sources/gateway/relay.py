@@ -5,7 +5,7 @@ for sampling, elicitation or roots). The server sets `calling(origin)` around ea
 reads it when the call starts and keeps the origin among its calls in flight. Over HTTP the SDK runs an upstream's
 messages in the context of the request they ride on, so `current_origin()` names the call exactly there; over
 stdio nothing on the wire says which call a log message or a request belongs to, so the upstream falls back to its
-calls in flight (`Inflight.owner`).
+calls in flight (`Inflight.sole_origin`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Inflight:
         keys = {origin.client.key for origin in self.origins if origin.client is not None}
         return len(keys) + sum(1 for origin in self.origins if origin.client is None)
 
-    def owner(self) -> CallOrigin | None:
+    def sole_origin(self) -> CallOrigin | None:
         """The request a message without any marking belongs to, when only one session has requests in flight
         (its latest); None when none has, or when several have and nothing tells them apart."""
         if not self.origins:
@@ -124,7 +124,7 @@ class Relay:
         """Pass an upstream's `notifications/message` on, with the server's name in front of its `logger`."""
         params = params.model_copy(update={"logger": f"{server}/{params.logger}" if params.logger else server})
         note = types.LoggingMessageNotification(params=params)
-        origin = current_origin() or inflight.owner()
+        origin = current_origin() or inflight.sole_origin()
         if origin is not None and _serves(origin, owner):
             if origin.wants_log(params.level) and origin.notify is not None:
                 await origin.notify(note)
@@ -152,7 +152,7 @@ class Relay:
             # without a session counts, or a session would answer a stateless caller's question with its data).
             return _unknown_caller(server, request, "calls of several clients are in flight on it (a request "
                                                     "without a session counts as a client of its own)")
-        origin = origin or inflight.owner()
+        origin = origin or inflight.sole_origin()
         client: ClientSide | None
         if origin is not None and _serves(origin, owner):
             client = origin.client

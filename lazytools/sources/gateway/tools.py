@@ -13,7 +13,7 @@ from mcp import Client
 
 from ...entry import ToolEntry, first_sentence
 from ...safetext import clip
-from ...names import public_tool_name, unique_name
+from ...toolnames import public_tool_name, unique_name
 from .config import ServerConfig
 
 __all__ = ["MAX_PAGES", "list_tools", "summary_of", "tool_entries"]
