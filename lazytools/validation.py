@@ -439,6 +439,13 @@ def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check,
         return []
     except (_OutOfTime, _PatternTooSlow):
         raise
+    except BaseException as exc:
+        # The recursion limit can be reached inside jsonschema's Rust-backed maps (rpds), which then panic: the
+        # panic is a BaseException that carries the RecursionError in its message. Anything else goes on.
+        if type(exc).__name__ != "PanicException" or "RecursionError" not in str(exc):
+            raise
+        check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
+        return []
     except Exception as exc:  # noqa: BLE001 - raised outside any keyword (e.g. an unknown $schema dialect)
         check.problems.add(f"cannot be applied ({type(exc).__name__}: {clip(str(exc), 120)})")
         return []
