@@ -464,15 +464,43 @@ async def validate_off_loop(tool: str, schema: Mapping[str, Any], arguments: Any
 
 
 INLINE_BYTES = 4096
-"""Arguments up to about this size, checked against a trusted schema, are checked on the event loop."""
+"""Arguments up to about this size may be checked on the event loop (a trusted schema's always, an upstream's
+within INLINE_SECONDS)."""
+INLINE_SECONDS = 0.002
+"""How long a check of small arguments against an upstream's schema may hold the event loop. A tool's usual call
+takes microseconds; one that takes longer is checked again in a worker thread with the full timeout."""
+
+
+def _checked_inline(tool: str, schema: Mapping[str, Any], arguments: Any) -> dict[str, Any] | None:
+    """`arguments` if they pass `schema` within INLINE_SECONDS on the event loop; None when that cannot be told
+    so quickly: the validator is not built yet, the time ran out, or there is anything to report (the worker-thread
+    check then reports it exactly as always)."""
+    key = (id(schema), False)
+    cached = _VALIDATORS.get(key)
+    if _REGEX is None or type(arguments) is not dict or cached is None or cached[0] is not schema:
+        return None  # without the regex package a pattern has no timeout: never on the loop
+    check = _Check(tool, time.monotonic() + INLINE_SECONDS)
+    previous = getattr(_current, "check", None)
+    _current.check = check
+    try:
+        errors = _errors(schema, arguments, check)
+    except (_OutOfTime, _PatternTooSlow):
+        return None
+    finally:
+        _current.check = previous
+    return arguments if not errors and not check.problems else None
 
 
 async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, limits: Limits, *,
                         trusted: bool) -> dict[str, Any]:
-    """Check a call's arguments: inline when the schema is trusted and the arguments small (a worker-thread round
-    trip cost a third of a trivial call's throughput), else in a worker thread (`validate_off_loop`)."""
-    if trusted and within(arguments, INLINE_BYTES):
-        return validate_arguments(tool, schema, arguments, limits, trusted=True)
+    """Check a call's arguments: inline when the arguments are small and the schema trusted, or an upstream's that
+    passes them within INLINE_SECONDS (a worker-thread round trip cost a third of a trivial call's throughput, and
+    most of the gateway's own time per call); else in a worker thread (`validate_off_loop`)."""
+    if within(arguments, INLINE_BYTES):
+        if trusted:
+            return validate_arguments(tool, schema, arguments, limits, trusted=True)
+        if limits.max_bytes >= INLINE_BYTES and (valid := _checked_inline(tool, schema, arguments)) is not None:
+            return valid
     return await validate_off_loop(tool, schema, arguments, limits)
 
 

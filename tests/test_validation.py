@@ -61,6 +61,34 @@ async def test_only_small_arguments_against_a_trusted_schema_are_checked_inline(
         assert seen and all(flag == inline for flag in seen), (trusted, len(text))
 
 
+async def test_small_arguments_against_an_upstream_schema_are_checked_inline_once_it_is_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upstream's schema is not trusted: its first check (which builds the validator) runs in a worker thread;
+    then small arguments that pass quickly are checked on the event loop; a failure, or a check that outlasts
+    INLINE_SECONDS, is checked again in a worker thread and reported as always."""
+    from lazytools import validation
+
+    off_loop: list[object] = []
+    real = validation.validate_off_loop
+
+    async def counted(tool: str, schema: Any, arguments: Any, limits: Limits) -> dict[str, Any]:
+        off_loop.append(arguments)
+        return await real(tool, schema, arguments, limits)
+
+    monkeypatch.setattr(validation, "validate_off_loop", counted)
+    schema = {"type": "object", "properties": {"text": {"type": "string", "pattern": "^(a|aa)+$"}}}
+    limits = Limits.defaults()
+    first, second, wrong, slow = {"text": "aaa"}, {"text": "aaaa"}, {"text": "b"}, {"text": "a" * 40 + "!"}
+    assert await validation.validate_call("t", schema, first, limits, trusted=False) == first
+    assert await validation.validate_call("t", schema, second, limits, trusted=False) == second
+    assert off_loop == [first]
+    with pytest.raises(ToolArgumentsError, match="does not match"):
+        await validation.validate_call("t", schema, wrong, limits, trusted=False)
+    with pytest.raises(ToolArgumentsError, match="it backtracks"):
+        await validation.validate_call("t", schema, slow, limits, trusted=False)
+    assert off_loop == [first, wrong, slow]
+
+
 def test_each_schema_object_is_checked_by_its_own_validator() -> None:
     # Validators are cached by schema object: a schema of the same id but another content (a re-listed tool, a
     # replaced entry) must never be judged by the old one's validator.
