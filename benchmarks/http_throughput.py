@@ -57,6 +57,10 @@ THREADED_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                             "arguments": {"tool_name": "format_byte_size", "arguments": {"num_bytes": 1536}}}}
 """format_byte_size is as trivial but not marked: it runs in a worker thread, like any synchronous tool by default."""
 THREADED = "lazytools, tool in a thread"
+SEARCH_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "search_tools", "_meta": _META, "arguments": {"query": "convert a temperature"}}}
+"""search_tools as a 2026-07-28 client sends it: the proxy surface, each match with its input schema."""
+SEARCH = "lazytools, search_tools"
 TOOL_CALLED = ("convert_temperature (bundled, on the event loop) through invoke_tool; the bare server's "
                "convert_temperature: the same function, input schema and dict result")
 
@@ -211,7 +215,7 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
     second, and server CPU per request (steadier on a shared machine)."""
     load = _wrk if shutil.which("wrk") else _python_load
     generator = f"wrk -t{threads} -c{connections}" if load is _wrk else f"a Python client, {connections} connections"
-    names = ("bare SDK", "lazytools", THREADED)
+    names = ("bare SDK", "lazytools", THREADED, SEARCH)
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}  # server CPU microseconds per request
     failures = 0
@@ -220,11 +224,11 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
         bare_port, lazy_port = _free_port(), _free_port()
         bare_command = [sys.executable, "-m", "benchmarks.http_throughput", "--serve-bare", str(bare_port)]
         lazy_command = [sys.executable, "-m", "lazytools", "--transport", "http", "--port", str(lazy_port),
-                        "--log-level", "WARNING", "--files-root", str(root)]
+                        "--log-level", "WARNING", "--files-root", str(root), "--cache-dir", str(root)]
         here = Path(__file__).resolve().parent.parent
         with _child(bare_command, bare_port, here) as bare, _child(lazy_command, lazy_port, root) as lazy:
             targets = {"bare SDK": (*bare, BARE_CALL), "lazytools": (*lazy, LAZYTOOLS_CALL),
-                       THREADED: (*lazy, THREADED_CALL)}
+                       THREADED: (*lazy, THREADED_CALL), SEARCH: (*lazy, SEARCH_CALL)}
             for url, _, body in targets.values():
                 _check(url, body)
                 load(url, body, 1, connections, threads)  # warm-up: imports, caches, the first connections
@@ -242,14 +246,15 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
                         cpu[name].append((after - before) / total * 1e6)
                     failures += bad
     ratios = {name: [ours / bare for ours, bare in zip(rates[name], rates["bare SDK"], strict=True)]
-              for name in ("lazytools", THREADED)}
+              for name in ("lazytools", THREADED, SEARCH)}
     lines = [f"## Stateless tools/call over HTTP ({VERSION}, 127.0.0.1, {generator}, {rounds} interleaved rounds of "
              f"{seconds:g} s)",
              f"tool called: {TOOL_CALLED}",
              f"lazytools / bare SDK, median of {rounds} rounds: {statistics.median(ratios['lazytools']):.2f}x",
              *(f"{name:>10}: " + ", ".join(f"{rate:,.0f}" for rate in values) + " req/s"
                f" (median {statistics.median(values):,.0f})" for name, values in rates.items())]
-    for name, label in (("lazytools", "lazytools / bare"), (THREADED, "tool in a thread / bare")):
+    for name, label in (("lazytools", "lazytools / bare"), (THREADED, "tool in a thread / bare"),
+                        (SEARCH, "search_tools / bare")):
         lines.append(f"{label}, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios[name])
                      + f" (median {statistics.median(ratios[name]):.2f}x, spread {min(ratios[name]):.2f}-"
                      f"{max(ratios[name]):.2f})")
@@ -259,7 +264,8 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
             f"{name} " + ", ".join(f"{v:.0f}" for v in values) + " µs" for name, values in cpu.items()))
         lines.append("bare / lazytools by CPU (throughput on an idle core): "
                      f"{medians['bare SDK'] / medians['lazytools']:.2f}x; tool in a thread "
-                     f"{medians['bare SDK'] / medians[THREADED]:.2f}x")
+                     f"{medians['bare SDK'] / medians[THREADED]:.2f}x; search_tools "
+                     f"{medians['bare SDK'] / medians[SEARCH]:.2f}x")
     lines.append(f"failed requests: {failures}")
     return "\n".join(lines)
 

@@ -143,6 +143,10 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--group", help="only tools of this group (an upstream server's name, or a bundled category)")
     commands.add_parser("surface", parents=[common], allow_abbrev=False, usage="%(prog)s [OPTIONS]",
                         help="what a fresh session sees and what it costs in tokens")
+    usage = commands.add_parser("usage", parents=[common], allow_abbrev=False, usage="%(prog)s [--limit N] [OPTIONS]",
+                                help="the most called tools (learning from use) and the ALWAYS_AVAILABLE_TOOLS "
+                                     "line they suggest")
+    usage.add_argument("--limit", type=_count, default=20, help="tools to show (default 20)")
     evaluate = commands.add_parser("eval", parents=[common], allow_abbrev=False,
                                    usage="%(prog)s --tools PATH --queries PATH [OPTIONS]",
                                    help="search quality on a labelled query file")
@@ -228,6 +232,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     elif args.command == "surface":
         async with app.open_server(settings) as server:
             print(report.surface_report(server))
+    elif args.command == "usage":
+        print(report.usage_report(settings.embedding_cache_dir(), limit=args.limit))
     elif args.command == "eval":
         from .evaluate import run_eval
 

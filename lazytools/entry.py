@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import mcp_types as types
@@ -69,7 +70,7 @@ class ToolEntry:
     @property
     def summary(self) -> str:
         """The first sentence of the description, escaped, for compact listings."""
-        return escape(first_sentence(self.description[:_SUMMARY_SCAN]))
+        return _summary(self.description)
 
     def to_mcp(self) -> types.Tool:
         """The tool as tools/list sends it: description and title cut (see `DESCRIPTION_CHARS`), schemas over
@@ -96,6 +97,12 @@ class ToolEntry:
             execution=self.execution,
             _meta=dict(self.meta) if self.meta is not None else None,
         )
+
+
+@lru_cache(maxsize=4096)
+def _summary(description: str) -> str:
+    # Every search result lists each match's summary: remembered per description (a str keeps its hash).
+    return escape(first_sentence(description[:_SUMMARY_SCAN]))
 
 
 def compact_json(value: Any) -> str:

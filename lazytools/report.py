@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 
 from .catalog import Catalog
 from .modes import Surface
 from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
+from .search.usage import SqliteUsageStore, summarize
 from .server.core import LazyServer
-from .server.metatools import check_group, signature
+from .server.metatools import check_group
+from .server.rendering import ranking_text
 from .server.sessions import SessionState
 from .tokens import tokenizer_name, tools_tokens
 
-__all__ = ["SurfaceCost", "search_report", "surface_cost", "surface_report"]
+__all__ = ["SurfaceCost", "search_report", "surface_cost", "surface_report", "usage_report"]
 
 
 def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None = None,
@@ -23,14 +27,7 @@ def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None
         check_group(catalog, group)
     index = build_index(catalog, semantic=semantic, embedder=embedder)
     hits = index.search(query, limit=limit, groups=[group] if group else None)
-    if not hits:
-        return f"No tools match '{clip(query)}'."
-    width = max(len(str(rank)) for rank in range(1, len(hits) + 1))
-    lines = []
-    for rank, hit in enumerate(hits, 1):
-        lines.append(f"{rank:>{width}}. {hit.score:6.2f}  {signature(hit.entry)} [{hit.entry.group}]")
-        lines.append(f"{'':>{width}}  {'':6}  {hit.entry.summary}")
-    return "\n".join(lines)
+    return ranking_text(hits) if hits else f"No tools match '{clip(query)}'."
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,4 +58,32 @@ def surface_report(server: LazyServer) -> str:
         cost = surface_cost(server, surface)
         lines.append(f"{surface:>8}: {', '.join(cost.tools)}")
         lines.append(f"{'':>8}  {cost.tokens} tokens vs {cost.full_tokens} for every tool ({cost.share:.1%})")
+    return "\n".join(lines)
+
+
+def usage_report(directory: Path, *, limit: int) -> str:
+    """The most called tools in the usage store of `directory` and the ALWAYS_AVAILABLE_TOOLS line they suggest."""
+    path = directory / "usage.sqlite3"
+    if not path.is_file():
+        return f"No usage recorded yet ({path} does not exist; LAZYTOOLS_LEARN=true records it while serving)."
+    try:
+        store = SqliteUsageStore(path)
+    except sqlite3.Error as exc:
+        return f"Cannot read {path}: {exc}"
+    try:
+        summary = summarize(store)
+    finally:
+        store.close()
+    lines = [f"{summary.searches} searches, {summary.calls} tool calls in {summary.sessions} sessions ({path}).",
+             "Calls decay by half every 30 days.", "",
+             f"{'calls':>8} {'failed':>7} {'sessions':>8}  tool"]
+    for tool in summary.tools[:limit]:
+        lines.append(f"{tool.calls:8.1f} {tool.failed:7.1f} {tool.session_share:8.0%}  {clip(tool.tool, 120)}")
+    pins = summary.always_available()
+    lines.append("")
+    if pins:
+        lines.append("Called in at least a quarter of the sessions; to list them from the start:")
+        lines.append("ALWAYS_AVAILABLE_TOOLS=" + ",".join(pins))
+    else:
+        lines.append("No tool is called in a quarter of the sessions yet: no ALWAYS_AVAILABLE_TOOLS to suggest.")
     return "\n".join(lines)

@@ -91,6 +91,15 @@ class Settings(BaseSettings):
     cache_dir: Path | None = Field(
         default=None, description="Tool-vector cache directory (default: $XDG_CACHE_HOME or ~/.cache, /lazytools).",
     )
+    learn: bool = Field(
+        default=True,
+        description="Learn from use: record each search, the tools it returned and enabled and the calls that "
+                    "followed (usage.sqlite3 in the cache directory), and let tools called after similar requests "
+                    "rank higher among the strong matches (off where the directory is not writable).")
+    learn_request_text: bool = Field(
+        default=True,
+        description="Keep each search's request text in the usage store; false keeps only keyed hashes of its "
+                    "terms, which is all learning needs.")
 
     # Sources
     config: Path | None = Field(

@@ -77,6 +77,9 @@ def _processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
             raise AssertionError(f"{request.node.nodeid} starts a process: mark it @pytest.mark.process")
 
         monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    # Learning from use is on by default and writes to the user's cache directory: tests that want it turn it on
+    # with a directory of their own (`learn=True, cache_dir=tmp_path`), child processes inherit this.
+    monkeypatch.setenv("LAZYTOOLS_LEARN", "false")
     yield
 
 

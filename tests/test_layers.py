@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
     "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5, "server.surface": 5,
+    "server.learning": 5, "server.rendering": 5,
     "server.metatools": 6, "server.principals": 6, "server.audited": 6,
     "server": 7, "server.core": 7,
     "transports": 8,

@@ -9,7 +9,7 @@ import pytest
 
 from lazytools import Catalog, Group, ToolEntry, build_server
 from lazytools.app import bundled_catalog
-from lazytools.server.metatools import SIGNATURE_CHARS, signature
+from lazytools.server.rendering import SIGNATURE_CHARS, signature
 
 from .conftest import client, make_settings, text_of
 from .helpers import tool_names
@@ -114,7 +114,7 @@ async def test_a_huge_input_schema_is_not_listed_but_still_checks_calls() -> Non
 
 
 async def test_a_proxy_result_shows_schemas_up_to_a_total() -> None:
-    from lazytools.server.metatools import RESULT_SCHEMA_CHARS
+    from lazytools.server.rendering import RESULT_SCHEMA_CHARS
 
     values = ["v" * 20 + str(i) for i in range(1_150)]  # each schema just under the cut of one
     catalog = Catalog()

@@ -266,13 +266,13 @@ def test_name_words_need_all_words_and_at_least_two() -> None:
 
 
 def test_glued_name_words_count_when_the_query_spells_their_parts() -> None:
-    from lazytools.search.index import _field_words, _known_words, _name_terms
+    from lazytools.search.documents import field_words, known_words, name_terms
 
     entries = [tool("seoanalysis", "SEO analysis of a page."), tool("timezone_list", "Every timezone name.")]
-    words = [_field_words(entry) for entry in entries]
-    known = _known_words(words)
-    assert _name_terms(words[0], known) == {"seo", "analysi"}  # cut: the descriptions use both parts
-    assert _name_terms(words[1], known) == {"timezon", "list"}  # kept whole: the descriptions use the word
+    words = [field_words(entry) for entry in entries]
+    known = known_words(words)
+    assert name_terms(words[0], known) == {"seo", "analysi"}  # cut: the descriptions use both parts
+    assert name_terms(words[1], known) == {"timezon", "list"}  # kept whole: the descriptions use the word
 
 
 def test_steps_of_a_task_description_are_separate_needs() -> None:

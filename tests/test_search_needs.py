@@ -10,7 +10,7 @@ import numpy as np
 
 from lazytools import Catalog, Group, LazyServer, ToolEntry, build_server
 from lazytools.search.needs import MAX_UNANSWERED, Need, answered_needs, unanswered
-from lazytools.server.metatools import CLAUSE_ECHO, not_matched_line
+from lazytools.server.rendering import CLAUSE_ECHO, not_matched_line
 
 from .conftest import client, make_settings, text_of
 from .test_search_coverage import near_alike_catalog

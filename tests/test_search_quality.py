@@ -102,13 +102,14 @@ docs/search.md; the floors below sit a little under them."""
 def test_multiserver_labels_name_tools_of_the_set() -> None:
     ids = {json.loads(line)["id"] for line in (MULTISERVER / "tools.jsonl").read_text().splitlines()}
     queries = read_queries(MULTISERVER / "queries.jsonl")
-    assert len(ids) == 647 and len(queries) == 196
+    assert len(ids) == 654 and len(queries) == 196
     assert sum(query.split == "long" for query in queries) == 70
     for query in queries:
         assert frozenset().union(*query.relevant) <= ids, query.id
     # The confirmation set, the cross-language check and the everyday phrasing label tools of the same catalog.
-    checks = [query for name in ("confirm", "crosslang", "phrasing", "questions") for query in read_queries(MULTISERVER / f"{name}.jsonl")]
-    assert len(checks) == 30 + 22 + 37 + 24
+    checks = [query for name in ("confirm", "crosslang", "phrasing", "questions", "usage")
+              for query in read_queries(MULTISERVER / f"{name}.jsonl")]
+    assert len(checks) == 30 + 32 + 37 + 24 + 40
     for query in checks:
         assert query.relevant and frozenset().union(*query.relevant) <= ids, query.id
 

@@ -11,7 +11,7 @@ import pytest
 from lazytools import ConfigError
 from lazytools.search import SearchIndex, build_index
 from lazytools.search.fusion import CLAUSE_WEIGHT, fuse_semantic, with_clauses, zscores
-from lazytools.search.index import embedding_text
+from lazytools.search.documents import embedding_text
 from lazytools.search.query import clauses
 from lazytools.search.related import RelatedWords
 from lazytools.search.embedders import StaticEmbedder, embedder_named

@@ -2,17 +2,23 @@
 
 from .analysis import split_words, stem, tokenize
 from .bm25 import BM25Postings
-from .index import FIELD_WEIGHTS, Hit, LiveIndex, Results, SearchIndex, build_index, document_terms
+from .documents import FIELD_WEIGHTS, document_terms
+from .index import Hit, Results, SearchIndex, build_index
+from .live import LiveIndex
+from .selection import RELEVANCE_FLOOR, Selection, select
 
 __all__ = [
     "FIELD_WEIGHTS",
+    "RELEVANCE_FLOOR",
     "BM25Postings",
     "Hit",
     "LiveIndex",
     "Results",
     "SearchIndex",
+    "Selection",
     "build_index",
     "document_terms",
+    "select",
     "split_words",
     "stem",
     "tokenize",

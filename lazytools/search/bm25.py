@@ -25,6 +25,8 @@ class BM25Postings:
         self.size = len(corpus)
         self.idf: dict[str, float] = {}
         self._postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        self.rendered_only: frozenset[str] = frozenset()
+        """Terms only a rendering field holds (BM25F's `apart`): a typed word finds them, expansions do not."""
         if self.size == 0 or not any(corpus):
             return
         okapi = BM25Okapi([list(doc) for doc in corpus], k1=k1, b=b, epsilon=epsilon)
@@ -90,19 +92,28 @@ class BM25FPostings(BM25Postings):
         k1: float = 1.5,
         b: Mapping[str, float] | float = 0.75,
         epsilon: float = 0.25,
+        apart: frozenset[str] = frozenset(),
     ) -> None:
+        """`apart`: fields that only some documents have, another rendering of their text (a translation): such a
+        field's length is compared with the average of the documents that have it, and its terms count in a term's
+        document frequency only when no other field holds the term, so the rest of the catalog ranks as before."""
         self.size = len(documents)
         self.idf = {}
         self._postings = {}
+        self.rendered_only = frozenset()
         fields = list(weights)
         field_b = {field: b if isinstance(b, float) else b.get(field, 0.75) for field in fields}
         lengths = {f: np.asarray([len(doc.get(f, ())) for doc in documents], dtype=np.float64) for f in fields}
         averages = {f: float(lengths[f].mean()) if self.size else 0.0 for f in fields}
+        for f in apart & set(fields):
+            present = lengths[f][lengths[f] > 0]
+            averages[f] = float(present.mean()) if present.size else 0.0
         # Per field and document: weight / (1 - b + b * length / average length).
         scale = {
             f: weights[f] / (1 - field_b[f] + field_b[f] * lengths[f] / (averages[f] or 1.0)) for f in fields
         }
         pseudo: dict[str, dict[int, float]] = {}
+        counted: dict[str, set[int]] = {}  # per term, the documents that hold it outside the `apart` fields
         for doc_id, doc in enumerate(documents):
             for f in fields:
                 counts = Counter(doc.get(f, ()))
@@ -110,13 +121,17 @@ class BM25FPostings(BM25Postings):
                 for term, tf in counts.items():
                     per_doc = pseudo.setdefault(term, {})
                     per_doc[doc_id] = per_doc.get(doc_id, 0.0) + tf * factor
+                    if f not in apart:
+                        counted.setdefault(term, set()).add(doc_id)
         if not pseudo:
             return
-        idf = {t: math.log(self.size - len(docs) + 0.5) - math.log(len(docs) + 0.5) for t, docs in pseudo.items()}
+        frequency = {t: len(counted.get(t) or docs) for t, docs in pseudo.items()}
+        self.rendered_only = frozenset(t for t in pseudo if t not in counted)
+        idf = {t: math.log(self.size - n + 0.5) - math.log(n + 0.5) for t, n in frequency.items()}
         floor = epsilon * (sum(idf.values()) / len(idf))
         for term, docs in pseudo.items():
             ids = np.fromiter(docs.keys(), dtype=np.int64, count=len(docs))
             freqs = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
             self._postings[term] = (ids, freqs * (k1 + 1) / (freqs + k1))
             raw = idf[term] if idf[term] >= 0 else floor
-            self.idf[term] = self._positive_idf(raw, len(docs), epsilon)
+            self.idf[term] = self._positive_idf(raw, frequency[term], epsilon)

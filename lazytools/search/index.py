@@ -13,19 +13,16 @@ docs/search.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import anyio
-import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
 
-from ..catalog import Catalog
-from ..entry import ToolEntry, first_sentence
-from .analysis import STOP_WORDS, split_words, stem, tokenize
+from ..entry import ToolEntry
+from .analysis import tokenize
 from .bm25 import BM25FPostings, BM25Postings
 from .copies import first_copies
 from .coverage import (
@@ -37,6 +34,7 @@ from .coverage import (
     clause_shares,
     cover,
 )
+from .documents import FIELD_WEIGHTS, RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fusion import (
     LONG_TASK_CLAUSES,
@@ -53,21 +51,13 @@ from .needs import Need, answered_needs
 from .query import catalog_expansions, clauses, weighted_terms
 from .related import RelatedWords, default_related_words
 from .semantic import query_vectors
-from .vocabulary import Vocabulary, split_compound
+from .vocabulary import Vocabulary
 
 if TYPE_CHECKING:
     from .embedders import Embedder, Vectors
-    from .semantic import BackgroundVectors
 
-__all__ = [
-    "FIELD_WEIGHTS", "GROUP_BOOST", "NAME_WORDS_BOOST", "Hit", "LiveIndex", "Results", "SearchIndex", "document_terms",
-]
+__all__ = ["BM25F_K1", "GROUP_BOOST", "NAME_WORDS_BOOST", "Hit", "Results", "SearchIndex", "build_index"]
 
-
-FIELD_WEIGHTS: Mapping[str, float] = {"name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0}
-"""How much each field's terms count in BM25F (each field normalised by its own length). BM25F replaced
-repeating fields by their weight, which let a long description dilute a short name; tuning these weights moved
-the two dev-set halves in opposite directions, so they stay the old defaults (docs/search.md)."""
 
 BM25F_K1 = 2.0
 """Term-frequency saturation of BM25F, tuned on the even halves and checked on the odd ones; larger values gain
@@ -78,8 +68,6 @@ GROUP_BOOST = 0.5
 
 NAME_WORDS_BOOST = 0.5
 """Tools all of whose name's words the query holds ("create an issue" for create_issue) score this much more."""
-
-_MIN_COMPOUND = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,82 +84,6 @@ class Results:
     needs: tuple[Need, ...] = ()
 
 
-def _parameter_text(schema: Mapping[str, Any]) -> str:
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return ""
-    parts: list[str] = []
-    for name, spec in properties.items():
-        parts.append(str(name))
-        if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
-            parts.append(spec["description"])
-    return " ".join(parts)
-
-
-def _fields(entry: ToolEntry) -> dict[str, str]:
-    return {
-        "name": entry.source_name or entry.name,
-        "title": entry.title or "",
-        "description": entry.description,
-        "parameters": _parameter_text(entry.input_schema),
-        "group": entry.group,
-    }
-
-
-def _field_words(entry: ToolEntry) -> dict[str, list[str]]:
-    return {field: split_words(text) for field, text in _fields(entry).items()}
-
-
-def _known_words(field_words: Iterable[Mapping[str, list[str]]]) -> set[str]:
-    """Words the catalog's descriptions use: the dictionary that glued-together names are cut with."""
-    known: set[str] = set()
-    for words in field_words:
-        for field in ("title", "description", "parameters"):
-            known.update(word for word in words[field] if len(word) >= 3)
-    return known
-
-
-def _field_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> dict[str, list[str]]:
-    terms: dict[str, list[str]] = {}
-    for field, field_words in words.items():
-        if field == "name":
-            # A name's words, plus the known words glued inside them ("seoanalysis" → seo, analysis).
-            field_words = field_words + [
-                part for word in field_words if len(word) >= _MIN_COMPOUND for part in split_compound(word, known)
-            ]
-        terms[field] = [stem(word) for word in field_words if word not in STOP_WORDS and len(word) > 1]
-    return terms
-
-
-def _terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> list[str]:
-    fields = _field_terms(words, known).items()
-    return [term for field, stems in fields for term in stems * round(FIELD_WEIGHTS[field])]
-
-
-def _name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> frozenset[str]:
-    """The stems a query must hold to name this tool in words (create_issue → create, issue), with glued words
-    that the descriptions never use cut into words they do ("seoanalysis" → seo, analysis)."""
-    parts: list[str] = []
-    for word in words["name"]:
-        glued = len(word) >= _MIN_COMPOUND and word not in known
-        parts.extend((split_compound(word, known) if glued else []) or [word])
-    return frozenset(stem(word) for word in parts if word not in STOP_WORDS and len(word) > 1)
-
-
-def document_terms(entry: ToolEntry, known: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """The terms of one tool, each field's repeated by its (whole) weight: plain BM25's view of a tool."""
-    return _terms(_field_words(entry), known)
-
-
-def embedding_text(entry: ToolEntry) -> str:
-    """What a tool's vector is the mean of: its name's words, title and the opening of its description."""
-    name = " ".join(split_words(entry.source_name or entry.name))
-    head = entry.description.strip().split("\n\n", 1)[0]
-    if len(head) > 400:  # a mean over many words says less and less: keep what the tool is, not every detail
-        head = first_sentence(head, limit=400)
-    return ": ".join(part for part in (name, entry.title or "", head) if part)
-
-
 class SearchIndex:
     """Name matches, BM25 with query expansion, group boost and optional embedding fusion, over some tools."""
 
@@ -186,16 +98,20 @@ class SearchIndex:
         """`related` is the related-words table queries are expanded with (None: the shipped one; an empty
         `RelatedWords({})` turns expansion off)."""
         self.entries: list[ToolEntry] = list(entries)
-        words = [_field_words(entry) for entry in self.entries]
-        known = _known_words(words)
+        words = [field_words(entry) for entry in self.entries]
+        known = known_words(words)
         self._bm25: BM25Postings = BM25FPostings(
-            [_field_terms(entry_words, known) for entry_words in words], FIELD_WEIGHTS, k1=BM25F_K1
+            [field_terms(entry_words, known) for entry_words in words], FIELD_WEIGHTS, k1=BM25F_K1,
+            apart=RENDERED_FIELDS,
         )
-        self.vocabulary = Vocabulary(self._bm25.vocabulary)
+        # Words only a translation holds are matched when typed (or translated), never reached by a typo fix or a
+        # related word: an English request does not drift into a Chinese tool through words nobody typed.
+        self._rendered = self._bm25.rendered_only
+        self.vocabulary = Vocabulary([term for term in self._bm25.vocabulary if term not in self._rendered])
         table = default_related_words() if related is None else related
         self._expansions = catalog_expansions(table, self.vocabulary)
         self._names = NameMatcher([(e.name, e.source_name or e.name) for e in self.entries])
-        self._name_words = NameWords([_name_terms(entry_words, known) for entry_words in words])
+        self._name_words = NameWords([name_terms(entry_words, known) for entry_words in words])
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
         group_names = set(self._groups.tolist())
         self._group_masks = {group: self._groups == group for group in group_names}
@@ -230,7 +146,7 @@ class SearchIndex:
     def query_terms(self, query: str) -> dict[str, float]:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
         related words)."""
-        return weighted_terms(query, self.vocabulary, self._expansions)
+        return weighted_terms(query, self.vocabulary, self._expansions, rendered=self._rendered)
 
     def lexical_scores(self, query: str) -> ScoreArray:
         """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
@@ -379,68 +295,6 @@ class SearchIndex:
             if len(order) >= limit or pool.size == matched.size:
                 return order[:limit]
             wanted *= 2
-
-
-class LiveIndex:
-    """The index of a catalog, rebuilt on first use after the catalog changed.
-
-    With `semantic`, each new index answers with BM25 at once while its tools are embedded in a background
-    thread (through the vector cache in `cache_dir`); fusion starts when they are ready (`semantic_ready`)."""
-
-    def __init__(
-        self,
-        catalog: Catalog,
-        *,
-        semantic: bool = False,
-        embedder: str | Embedder = DEFAULT_EMBEDDER,
-        cache_dir: Path | None = None,
-    ) -> None:
-        self._catalog = catalog
-        self._semantic = semantic
-        self._embedder = embedder
-        self._cache_dir = cache_dir
-        self._index: SearchIndex | None = None
-        self._version = -1
-        self._lock = anyio.Lock()
-        self.background: BackgroundVectors | None = None
-
-    @property
-    def current(self) -> SearchIndex:
-        """The index now, built here if stale (blocking: use `ready()` on the event loop)."""
-        if self._index is None or self._version != self._catalog.version:
-            version = self._catalog.version
-            self._index, self._version = self._build(list(self._catalog)), version
-        return self._index
-
-    def _build(self, entries: list[ToolEntry]) -> SearchIndex:
-        index = SearchIndex(entries)
-        if self._semantic:
-            from .semantic import BackgroundVectors
-
-            self.background = BackgroundVectors(self._embedder, index.embedding_texts(), index.use_embeddings,
-                                                cache_dir=self._cache_dir)
-        return index
-
-    async def semantic_ready(self) -> SearchIndex:
-        """The index once its embeddings are in (or failed to load: then it stays BM25)."""
-        index = await self.ready()
-        background = self.background
-        if background is not None:
-            await anyio.to_thread.run_sync(background.done.wait)
-        return index
-
-    async def ready(self) -> SearchIndex:
-        """The index now; a stale one is rebuilt in a worker thread, so other sessions keep being served."""
-        if self._index is not None and self._version == self._catalog.version:
-            return self._index
-        async with self._lock:  # one rebuild at a time; those who waited find it fresh
-            while self._index is None or self._version != self._catalog.version:
-                version = self._catalog.version
-                # set_group swaps in new dicts rather than mutating, so the thread reads a consistent snapshot.
-                snapshot = list(self._catalog)
-                index = await anyio.to_thread.run_sync(lambda: self._build(snapshot))
-                self._index, self._version = index, version
-        return self._index
 
 
 def build_index(

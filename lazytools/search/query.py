@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from functools import lru_cache
 
 from .acronyms import acronym_terms
 from .analysis import split_words, terms_of, tokenize
+from .crosslang import english_rendering, has_cjk
 from .phrases import read_phrases
 from .related import RelatedWords
 from .synonyms import synonyms_of
@@ -15,6 +16,7 @@ from .vocabulary import Vocabulary
 
 __all__ = [
     "ACRONYM_WEIGHT",
+    "CROSSLANG_WEIGHT",
     "MAX_RELATED",
     "MAX_TERMS_TO_CORRECT",
     "PHRASE_WEIGHT",
@@ -36,6 +38,8 @@ PHRASE_WEIGHT = 0.7
 """Each word of what a phrasal verb or idiom means ("create", "start" for "spin up"); the verb's own word is left
 out."""
 PREFIX_WEIGHT = 0.5
+CROSSLANG_WEIGHT = 0.7
+"""Each English word of a Chinese request's words (crosslang.py), so it finds tools described in English."""
 MAX_RELATED = 10
 """A query word brings at most this many of its related words that the catalog uses, the closest first (measured:
 10 beat 5 and no limit on both MetaTool halves)."""
@@ -70,9 +74,11 @@ def catalog_expansions(related: RelatedWords, vocabulary: Vocabulary, cache_size
     return expansions
 
 
-def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | None = None) -> dict[str, float]:
+def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | None = None, *,
+                   rendered: Container[str] = frozenset()) -> dict[str, float]:
     """Index terms for `query`, each with its weight (repeated words add up, as in BM25), then the catalog's words
-    related to them (`expansions`) that the query does not already have, each at its best weight."""
+    related to them (`expansions`) that the query does not already have, each at its best weight. `rendered`: terms
+    only tools' translations hold, matched when the query has them and never otherwise."""
     weights: dict[str, float] = {}
 
     def add(term: str, weight: float) -> None:
@@ -83,7 +89,7 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
     terms = [term for term in terms_of(words) if term not in replaced]
     guess = len(terms) <= MAX_TERMS_TO_CORRECT
     for term in terms:
-        if term in vocabulary:
+        if term in vocabulary or term in rendered:
             add(term, 1.0)
         elif guess:
             fixes = vocabulary.corrections(term)[:2]
@@ -102,6 +108,10 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
     for word in meant:
         if word in vocabulary and word not in weights:
             weights[word] = PHRASE_WEIGHT
+    if has_cjk(query):
+        for word in terms_of(split_words(english_rendering(query))):
+            if (word in vocabulary or word in rendered) and word not in weights:
+                weights[word] = CROSSLANG_WEIGHT
     if expansions is not None:
         extra: dict[str, float] = {}
         for term in set(terms):

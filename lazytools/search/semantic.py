@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .crosslang import english_rendering
 from .embedders import (
     DEFAULT_EMBEDDER,
     SEMANTIC_EXTRA,
@@ -59,7 +60,14 @@ def query_vectors(embedder: Embedder, query: str, needs: Sequence[str]) -> Vecto
     """The vector of `query`, then one per need of it (`needs`, from `query.clauses`, at most
     MAX_EMBEDDED_NEEDS), in one call so that an encoder batches them. The whole request is encoded on its own, not
     made from its needs' vectors: a mean of parts loses what the sentence says as a whole (docs/search-log.md)."""
-    return embed_finite(embedder, [query, *needs[:MAX_EMBEDDED_NEEDS]])
+    return embed_finite(embedder, [_readable(text) for text in (query, *needs[:MAX_EMBEDDED_NEEDS])])
+
+
+def _readable(text: str) -> str:
+    """`text`, and for Chinese text its English words too (crosslang.py): the shipped encoders read English, and a
+    Chinese request must meet the English tools it asks for."""
+    english = english_rendering(text)
+    return f"{text} ({english})" if english else text
 
 
 def tool_vectors(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> Vectors:

@@ -28,11 +28,13 @@ from ..modes import Surface
 from ..safetext import clip
 from ..sdk import ServerMiddleware, connection_of
 from ..search import LiveIndex
+from ..search.usage import UsageLog, open_sqlite
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call
 from .audited import AuditMiddleware
 from .clients import client_table
+from .learning import record_call, record_search
 from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
@@ -108,6 +110,12 @@ class LazyServer(Server[Any]):
         self.middleware.extend(self._middleware(audit))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
+        self.usage: UsageLog | None = None
+        if settings.learn:
+            # History is read and records are written on the log's own thread; search reads its prior.
+            self.usage = UsageLog(open_sqlite(settings.embedding_cache_dir()),
+                                  keep_requests=settings.learn_request_text)
+            self.usage.start()
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface], list[types.Tool]] = {}
         self._always_available = self._check_pinned(settings.always_available_tools)
@@ -288,7 +296,15 @@ class LazyServer(Server[Any]):
         # Upstreams send progress, logs and requests for the client during the call to this request's origin,
         # which OriginMiddleware set around it.
         with threads_for(self._threads_of(state), time_limit=settings.call_timeout):
-            return await entry.call(valid)
+            if self.usage is None or state is None:
+                return await entry.call(valid)
+            try:
+                result = await entry.call(valid)
+            except Exception:
+                record_call(self.usage, state, entry.name, ok=False)
+                raise
+            record_call(self.usage, state, entry.name, ok=not result.is_error)
+            return result
 
     def _threads_of(self, state: SessionState | None) -> anyio.CapacityLimiter:
         """The share of worker threads a session's in-process tool calls may hold; stateless requests share one."""
@@ -297,6 +313,11 @@ class LazyServer(Server[Any]):
         if state.threads is None:
             state.threads = anyio.CapacityLimiter(self.settings.max_session_tool_threads)
         return state.threads
+
+    def _visible(self, name: str) -> bool:
+        """Whether search may name `name` to a session: the one check learned suggestions pass (the catalog today;
+        a per-user policy plugs in here)."""
+        return name in self.catalog
 
     def _callable_entry(self, view: SessionView, name: str) -> ToolEntry:
         if view.may_call(name, self.pinned):
@@ -323,11 +344,17 @@ class LazyServer(Server[Any]):
             return search_tools(self.catalog, index, arguments, surface=view.surface,
                                 default_limit=settings.search_limit, max_limit=settings.search_max_limit,
                                 bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
-                                enable_at_most=settings.max_enabled, pinned=self.pinned, limits=self.limits)
+                                enable_at_most=settings.max_enabled, pinned=self.pinned,
+                                prior=self.usage.prior if self.usage is not None else None,
+                                visible=self._visible, limits=self.limits)
 
         # Off the event loop: a sentence encoder takes milliseconds of CPU per query, and checking a hostile
         # client's arguments can take longer; other sessions keep going meanwhile.
         outcome = await anyio.to_thread.run_sync(search)
+        if self.usage is not None and state is not None:
+            query = arguments.get("query")
+            record_search(self.usage, state, query.strip() if isinstance(query, str) else "", outcome.returned,
+                          outcome.found if view.search_enables else [])
         if state is not None and view.search_enables:
             # Pinned tools are always listed and never counted: they neither take a place nor ever leave.
             wanted = [entry.name for entry in outcome.found if entry.name not in self.pinned]

@@ -31,6 +31,10 @@ class SessionState:
     used_at: dict[str, int] = field(default_factory=dict)
     """When each enabled tool was last found or called (a counter): the least recent leave first at the cap."""
     clock: int = 0
+    found_by: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Learning from use: per tool a recent search returned, that search's id and hashed terms (server/learning.py)."""
+    last_called: str | None = None
+    """The catalog tool this session called last (learning from use: which tools are called together)."""
     notify: Callable[[], Awaitable[None]] | None = field(default=None, repr=False, compare=False)
     """Sends `notifications/tools/list_changed` on this session's standalone channel."""
     client: ClientSide | None = field(default=None, repr=False, compare=False)

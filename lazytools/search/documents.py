@@ -1,0 +1,112 @@
+"""A tool as search reads it: its fields' words and terms for BM25F, the words its name must be named by, and the
+text its vector is embedded from. Everything here looks at one tool (and the catalog's known words), never at a
+query."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..entry import ToolEntry, first_sentence
+from .analysis import STOP_WORDS, split_words, stem
+from .crosslang import english_rendering
+from .vocabulary import split_compound
+
+__all__ = [
+    "FIELD_WEIGHTS", "RENDERED_FIELDS", "document_terms", "embedding_text", "field_terms", "field_words", "known_words", "name_terms",
+]
+
+
+FIELD_WEIGHTS: Mapping[str, float] = {
+    "name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0, "english": 0.3,
+}
+"""How much each field's terms count in BM25F (each field normalised by its own length). BM25F replaced
+repeating fields by their weight, which let a long description dilute a short name; tuning these weights moved
+the two dev-set halves in opposite directions, so they stay the old defaults (docs/search.md). `english` is the
+English rendering of a tool's Chinese text (crosslang.py), empty for a tool described in English: at 0.3 an English
+request finds a Chinese-described tool without Chinese tools crowding English ones out (1.0 found more of them and
+cost English requests more; docs/search-log.md)."""
+
+RENDERED_FIELDS = frozenset({"english"})
+"""Fields that render another field's text (see `BM25FPostings`' `apart`)."""
+
+_MIN_COMPOUND = 6
+
+
+def _parameter_text(schema: Mapping[str, Any]) -> str:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return ""
+    parts: list[str] = []
+    for name, spec in properties.items():
+        parts.append(str(name))
+        if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
+            parts.append(spec["description"])
+    return " ".join(parts)
+
+
+def _fields(entry: ToolEntry) -> dict[str, str]:
+    parameters = _parameter_text(entry.input_schema)
+    return {
+        "name": entry.source_name or entry.name,
+        "title": entry.title or "",
+        "description": entry.description,
+        "parameters": parameters,
+        "group": entry.group,
+        # A tool described in Chinese is found by English requests through these words.
+        "english": english_rendering(" ".join((entry.title or "", entry.description, parameters))),
+    }
+
+
+def field_words(entry: ToolEntry) -> dict[str, list[str]]:
+    return {field: split_words(text) for field, text in _fields(entry).items()}
+
+
+def known_words(field_words: Iterable[Mapping[str, list[str]]]) -> set[str]:
+    """Words the catalog's descriptions use: the dictionary that glued-together names are cut with."""
+    known: set[str] = set()
+    for words in field_words:
+        for field in ("title", "description", "parameters"):
+            known.update(word for word in words[field] if len(word) >= 3)
+    return known
+
+
+def field_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> dict[str, list[str]]:
+    terms: dict[str, list[str]] = {}
+    for field, field_words in words.items():
+        if field == "name":
+            # A name's words, plus the known words glued inside them ("seoanalysis" → seo, analysis).
+            field_words = field_words + [
+                part for word in field_words if len(word) >= _MIN_COMPOUND for part in split_compound(word, known)
+            ]
+        terms[field] = [stem(word) for word in field_words if word not in STOP_WORDS and len(word) > 1]
+    return terms
+
+
+def _terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> list[str]:
+    fields = field_terms(words, known).items()
+    return [term for field, stems in fields for term in stems * round(FIELD_WEIGHTS[field])]
+
+
+def name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> frozenset[str]:
+    """The stems a query must hold to name this tool in words (create_issue → create, issue), with glued words
+    that the descriptions never use cut into words they do ("seoanalysis" → seo, analysis)."""
+    parts: list[str] = []
+    for word in words["name"]:
+        glued = len(word) >= _MIN_COMPOUND and word not in known
+        parts.extend((split_compound(word, known) if glued else []) or [word])
+    return frozenset(stem(word) for word in parts if word not in STOP_WORDS and len(word) > 1)
+
+
+def document_terms(entry: ToolEntry, known: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """The terms of one tool, each field's repeated by its (whole) weight: plain BM25's view of a tool."""
+    return _terms(field_words(entry), known)
+
+
+def embedding_text(entry: ToolEntry) -> str:
+    """What a tool's vector is the mean of: its name's words, title and the opening of its description."""
+    name = " ".join(split_words(entry.source_name or entry.name))
+    head = entry.description.strip().split("\n\n", 1)[0]
+    if len(head) > 400:  # a mean over many words says less and less: keep what the tool is, not every detail
+        head = first_sentence(head, limit=400)
+    return ": ".join(part for part in (name, entry.title or "", head) if part)

@@ -1,0 +1,83 @@
+"""The index of a live catalog: rebuilt off the event loop on first use after the catalog changed, and (with the
+semantic extra) embedded in the background while BM25 answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+
+from ..catalog import Catalog
+from ..entry import ToolEntry
+from .embedders import DEFAULT_EMBEDDER
+from .index import SearchIndex
+
+if TYPE_CHECKING:
+    from .embedders import Embedder
+    from .semantic import BackgroundVectors
+
+__all__ = ["LiveIndex"]
+
+
+class LiveIndex:
+    """The index of a catalog, rebuilt on first use after the catalog changed.
+
+    With `semantic`, each new index answers with BM25 at once while its tools are embedded in a background
+    thread (through the vector cache in `cache_dir`); fusion starts when they are ready (`semantic_ready`)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        semantic: bool = False,
+        embedder: str | Embedder = DEFAULT_EMBEDDER,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self._catalog = catalog
+        self._semantic = semantic
+        self._embedder = embedder
+        self._cache_dir = cache_dir
+        self._index: SearchIndex | None = None
+        self._version = -1
+        self._lock = anyio.Lock()
+        self.background: BackgroundVectors | None = None
+
+    @property
+    def current(self) -> SearchIndex:
+        """The index now, built here if stale (blocking: use `ready()` on the event loop)."""
+        if self._index is None or self._version != self._catalog.version:
+            version = self._catalog.version
+            self._index, self._version = self._build(list(self._catalog)), version
+        return self._index
+
+    def _build(self, entries: list[ToolEntry]) -> SearchIndex:
+        index = SearchIndex(entries)
+        if self._semantic:
+            from .semantic import BackgroundVectors
+
+            self.background = BackgroundVectors(self._embedder, index.embedding_texts(), index.use_embeddings,
+                                                cache_dir=self._cache_dir)
+        return index
+
+    async def semantic_ready(self) -> SearchIndex:
+        """The index once its embeddings are in (or failed to load: then it stays BM25)."""
+        index = await self.ready()
+        background = self.background
+        if background is not None:
+            await anyio.to_thread.run_sync(background.done.wait)
+        return index
+
+    async def ready(self) -> SearchIndex:
+        """The index now; a stale one is rebuilt in a worker thread, so other sessions keep being served."""
+        if self._index is not None and self._version == self._catalog.version:
+            return self._index
+        async with self._lock:  # one rebuild at a time; those who waited find it fresh
+            while self._index is None or self._version != self._catalog.version:
+                version = self._catalog.version
+                # set_group swaps in new dicts rather than mutating, so the thread reads a consistent snapshot.
+                snapshot = list(self._catalog)
+                index = await anyio.to_thread.run_sync(lambda: self._build(snapshot))
+                self._index, self._version = index, version
+        return self._index

@@ -1,0 +1,158 @@
+"""What a search returns, decided in one place: the matches to enable, the weaker ones and those past the session's
+cap listed as suggestions, the tools that produce an input a match requires, and the needs no match answers.
+
+The server only renders a `Selection` and enables its `enabled` tools; `lazytools eval` scores the same object, so
+the figures describe exactly what a model is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+
+from ..catalog import Catalog
+from ..entry import ToolEntry
+from .index import Hit, SearchIndex
+from .fusion import LONG_TASK_CLAUSES
+from .needs import Need, unanswered
+from .query import clauses
+from .usage import MAX_COMPANIONS, UsagePrior, hashed_terms, reorder
+
+__all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
+
+RELEVANCE_FLOOR = 0.4
+"""A match is enabled only if its score is at least this share of the best match's; the others are listed as
+suggestions, so what search_tools returns (and R@5 as served) is unchanged. Measured at limit 5 (docs/search.md):
+enabled tools per search 5.0 -> 4.4 on MetaTool and 4.8 -> 4.2 on the multi-server dev set, R@5 of the enabled
+tools alone level on the dev set (.792 / .848) and -.006 / -.007 on MetaTool; .5 costs .03 on the dev set."""
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """One search's answer, in the order the result shows it."""
+
+    enabled: list[ToolEntry]
+    """The matches to enable: named ones, and those that clear the relevance floor, within the cap."""
+    over_cap: list[ToolEntry] = field(default_factory=list)
+    """Matches that cleared the floor but not the session's cap on enabled tools: listed, not enabled."""
+    weaker: list[ToolEntry] = field(default_factory=list)
+    """Matches under the relevance floor: listed, not enabled."""
+    producers: list[ToolEntry] = field(default_factory=list)
+    """Tools that produce an input some match requires (`list_channels` for `post_message`)."""
+    needs: tuple[Need, ...] = ()
+    """The query's clauses (a request of several needs), each with how well the matches answer it."""
+    unmatched: list[str] = field(default_factory=list)
+    """The clauses no match answers: the result asks the model to search for each on its own."""
+    group_size: int | None = None
+    """The group's tool count, when a group was listed without a query and had more tools than the limit."""
+    companions: list[ToolEntry] = field(default_factory=list)
+    """Tools usually called right after a match in past sessions (learning from use)."""
+
+    @property
+    def suggested(self) -> list[ToolEntry]:
+        """Listed but not enabled: the matches past the cap, the weaker matches, the producers, then the tools
+        usually called next."""
+        return [*self.over_cap, *self.weaker, *self.producers, *self.companions]
+
+    @property
+    def returned(self) -> list[ToolEntry]:
+        """Every tool the result names, in its order: what `lazytools eval` scores."""
+        return [*self.enabled, *self.suggested]
+
+
+def select(
+    catalog: Catalog,
+    index: SearchIndex,
+    *,
+    query: str,
+    named: Sequence[ToolEntry] = (),
+    group: str | None = None,
+    limit: int,
+    floor: float = RELEVANCE_FLOOR,
+    enable_at_most: int | None = None,
+    pinned: Collection[str] = (),
+    prior: UsagePrior | None = None,
+    visible: Callable[[str], bool] | None = None,
+) -> Selection:
+    """The tools `named` (exact names) and those matching `query` (within `group`), or without a query the
+    first `limit` tools of `group`. At most `enable_at_most` are enabled (pinned tools not counted: they are
+    always listed); the rest are suggested, so a result never says more tools were enabled than were.
+
+    With a usage `prior` (learning from use), tools called after similar requests move up among the matches
+    that clear the floor (`usage.reorder`: never past it), and tools usually called right after a match are
+    suggested; `visible` (a tool name → whether this session may see it) filters those suggestions."""
+    found: list[ToolEntry] = list(named)
+    weaker: list[ToolEntry] = []
+    needs: tuple[Need, ...] = ()
+    unmatched: list[str] = []
+    group_size: int | None = None
+    if query:
+        # Not for a long task: its many words dilute any past request's, and reordering its covering picks cost
+        # long tasks a need in both replay directions (docs/search-log.md); the tools called next still apply.
+        learnt = prior is not None and bool(prior) and len(clauses(query)) < LONG_TASK_CLAUSES
+        boosts = prior.boosts(hashed_terms(query)) if learnt and prior is not None else {}
+        # With evidence, twice the limit is ranked so that a tool called after such requests can move into it.
+        wanted = 2 * limit if boosts else limit
+        results = index.find(query, limit=wanted, groups=[group] if group is not None else None)
+        hits, needs = results.hits, results.needs
+        if boosts:
+            hits = _learned_order(hits, boosts, floor, limit)
+        unmatched = unanswered(needs) if hits else []
+        best = hits[0].score if hits else 0.0
+        for hit in hits:
+            strong = best <= 0 or hit.score >= floor * best
+            (found if strong else weaker).append(hit.entry)
+    elif group is not None:
+        members = catalog.in_group(group)
+        found += members[:limit]
+        if len(members) > limit:
+            group_size = len(members)
+    found = list({entry.name: entry for entry in found}.values())
+    shown = {entry.name for entry in found}
+    weaker = [entry for entry in {e.name: e for e in weaker}.values() if entry.name not in shown]
+    producers = index.producers([*found, *weaker])
+    over: list[ToolEntry] = []
+    if enable_at_most is not None:
+        found, over = _split_at_cap(found, enable_at_most, pinned)
+    companions: list[ToolEntry] = []
+    if prior and found:
+        listed = {entry.name for entry in [*found, *over, *weaker, *producers]}
+        for name in prior.companions([entry.name for entry in found]):
+            # After visibility: a tool this session may not see is never suggested, whatever history says.
+            if name in listed or name not in catalog or (visible is not None and not visible(name)):
+                continue
+            entry = catalog.get(name)
+            if group is None or entry.group == group:
+                companions.append(entry)
+            if len(companions) == MAX_COMPANIONS:
+                break
+    return Selection(found, over, weaker, producers, needs, unmatched, group_size, companions)
+
+
+def _learned_order(hits: list[Hit], boosts: dict[str, float], floor: float, limit: int) -> list[Hit]:
+    """The first `limit` hits once the usage prior has reordered them (scores unchanged: the floor is decided on
+    relevance alone)."""
+    order = reorder([(hit.entry.name, hit.score) for hit in hits], boosts, floor=floor)
+    kept = [hits[i] for i in order[:limit]]
+    best = max((hit.score for hit in hits), default=0.0)
+    # The best-scored hit stays first whatever the prior says, so the floor's reference is the first result.
+    top = next((hit for hit in hits if hit.score == best), None)
+    if top is not None and kept and kept[0] is not top:
+        kept = [top, *[hit for hit in kept if hit is not top]][:limit]
+    return kept
+
+
+def _split_at_cap(found: list[ToolEntry], cap: int, pinned: Collection[str]) -> tuple[list[ToolEntry], list[ToolEntry]]:
+    """(the matches to enable: pinned ones and the first `cap` others, in order; the rest)."""
+    kept: list[ToolEntry] = []
+    over: list[ToolEntry] = []
+    counted = 0
+    for entry in found:
+        if entry.name in pinned:
+            kept.append(entry)
+        elif counted < cap:
+            kept.append(entry)
+            counted += 1
+        else:
+            over.append(entry)
+    return kept, over

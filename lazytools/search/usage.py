@@ -1,0 +1,548 @@
+"""Search that learns from use: what sessions searched for, which tools they then called, and a prior from it.
+
+Every search is recorded with the tools it returned and enabled; every call of a catalog tool with whether it
+succeeded, the search that found it and the tool called just before it in the same session. From those records
+`UsagePrior` keeps, decayed by age (half-life `HALF_LIFE_DAYS`):
+- for each query term (a keyed hash of its stem: the store never needs the words), how often each tool was called
+  after a search holding it, against how many searches held it;
+- for each tool, which tools were called right after it.
+Search uses the first as a bounded boost among tools that already clear the relevance floor (`reorder`), and the
+second to suggest a tool usually called next (`companions`). The records are kept by a `UsageStore`: SQLite under
+the cache directory here; a shared store (Redis) implements the same protocol. Writes happen on one writer thread
+(`UsageLog`), never on the event loop.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import logging
+import math
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from .analysis import tokenize
+
+__all__ = [
+    "HALF_LIFE_DAYS",
+    "KEEP_ROWS",
+    "LEARN_WEIGHT",
+    "CallRecord",
+    "SearchRecord",
+    "SqliteUsageStore",
+    "ToolUsage",
+    "UsageLog",
+    "UsagePrior",
+    "UsageStore",
+    "UsageSummary",
+    "hashed_terms",
+    "open_sqlite",
+    "reorder",
+    "summarize",
+]
+
+logger = logging.getLogger("lazytools.usage")
+
+HALF_LIFE_DAYS = 30.0
+"""A record counts half as much after this many days: what a team used last month still helps, last year's less."""
+
+LEARN_WEIGHT = 0.5
+"""A tool's score grows by at most this share from the prior (a tool always called after such requests: ×1.5)."""
+
+MIN_EVIDENCE = 0.5
+"""A query term informs the prior once searches holding it add up to this much (decayed): one search of the last
+half-life."""
+
+COMPANION_MIN = 1.5
+"""A tool is suggested after another once it was called right after it this much (decayed: two recent calls)..."""
+COMPANION_SHARE = 0.25
+"""...and in at least this share of the calls that followed the other one."""
+MAX_COMPANIONS = 2
+
+MAX_TERMS = 50_000
+"""Query terms the prior keeps (the least used leave first): bounds its memory whatever the store holds."""
+MAX_TOOLS_PER_TERM = 32
+LOAD_LIMIT = 200_000
+"""Records of each kind read from the store at start, newest first."""
+QUEUE_LIMIT = 10_000
+"""Records waiting for the writer thread; past it new ones are dropped (and said so once)."""
+
+_KEY = b"lazytools-usage-1"
+
+
+def hashed_terms(query: str) -> tuple[str, ...]:
+    """The query's index terms (stems, stop words dropped), each as a keyed 64-bit hash: what the store keeps."""
+    terms = dict.fromkeys(tokenize(query))
+    return tuple(hashlib.blake2b(term.encode(), digest_size=8, key=_KEY).hexdigest() for term in terms)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRecord:
+    id: str
+    at: float
+    session: str
+    terms: tuple[str, ...]
+    returned: tuple[str, ...]
+    enabled: tuple[str, ...]
+    request: str | None = None
+    """The request's text, unless the operator keeps it out of the store (then only `terms`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    at: float
+    session: str
+    tool: str
+    ok: bool
+    search: str | None = None
+    """The id of the session's latest search that returned this tool, if any."""
+    terms: tuple[str, ...] = ()
+    """That search's terms."""
+    after: str | None = None
+    """The tool this session called just before, if any."""
+
+
+Record = SearchRecord | CallRecord
+
+
+class UsageStore(Protocol):
+    """Where usage records are kept. Called from one worker thread at a time, never from the event loop."""
+
+    def write(self, records: Sequence[Record]) -> None: ...
+    def searches(self, limit: int = LOAD_LIMIT) -> list[SearchRecord]:
+        """The newest `limit` search records, oldest first."""
+        ...
+    def calls(self, limit: int = LOAD_LIMIT) -> list[CallRecord]:
+        """The newest `limit` call records, oldest first."""
+        ...
+    def close(self) -> None: ...
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS searches (
+    id TEXT PRIMARY KEY, at REAL NOT NULL, session TEXT NOT NULL, terms TEXT NOT NULL,
+    returned TEXT NOT NULL, enabled TEXT NOT NULL, request TEXT
+);
+CREATE TABLE IF NOT EXISTS calls (
+    n INTEGER PRIMARY KEY, at REAL NOT NULL, session TEXT NOT NULL, tool TEXT NOT NULL, ok INTEGER NOT NULL,
+    search TEXT, terms TEXT NOT NULL, after TEXT
+);
+CREATE INDEX IF NOT EXISTS searches_at ON searches (at);
+CREATE INDEX IF NOT EXISTS calls_at ON calls (at);
+"""
+
+_SEP = "\n"  # tool names and hashes never hold a newline (names.py)
+
+
+def _joined(items: Iterable[str]) -> str:
+    return _SEP.join(items)
+
+
+def _split(text: str | None) -> tuple[str, ...]:
+    return tuple(text.split(_SEP)) if text else ()
+
+
+KEEP_ROWS = 2 * LOAD_LIMIT
+"""Rows of each kind the SQLite file keeps (the oldest go first): a busy server's file stays bounded, and what it
+drops has long stopped being read."""
+PRUNE_EVERY = 200
+"""Writes between two prunings."""
+
+
+class SqliteUsageStore:
+    """Usage records in one SQLite file (stdlib sqlite3, WAL: several lazytools processes may share it)."""
+
+    def __init__(self, path: Path, *, keep: int = KEEP_ROWS) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.keep = keep
+        self._writes = 0
+        # One connection, used by whichever single thread holds the store at a time (the writer thread).
+        self._db = sqlite3.connect(path, timeout=5.0, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def write(self, records: Sequence[Record]) -> None:
+        searches = [(r.id, r.at, r.session, _joined(r.terms), _joined(r.returned), _joined(r.enabled), r.request)
+                    for r in records if isinstance(r, SearchRecord)]
+        calls = [(r.at, r.session, r.tool, int(r.ok), r.search, _joined(r.terms), r.after)
+                 for r in records if isinstance(r, CallRecord)]
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO searches VALUES (?, ?, ?, ?, ?, ?, ?)", searches)
+            self._db.executemany("INSERT INTO calls (at, session, tool, ok, search, terms, after) "
+                                 "VALUES (?, ?, ?, ?, ?, ?, ?)", calls)
+        self._writes += 1
+        if self._writes % PRUNE_EVERY == 1:
+            self.prune()
+
+    def prune(self) -> None:
+        """Drop all but the newest `keep` rows of each table."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.execute("DELETE FROM calls WHERE n < (SELECT n FROM calls ORDER BY n DESC LIMIT 1 OFFSET ?)",
+                             (self.keep - 1,))
+            self._db.execute("DELETE FROM searches WHERE at < (SELECT at FROM searches ORDER BY at DESC LIMIT 1 "
+                             "OFFSET ?)", (self.keep - 1,))
+
+    def searches(self, limit: int = LOAD_LIMIT) -> list[SearchRecord]:
+        rows = self._db.execute("SELECT id, at, session, terms, returned, enabled, request FROM searches "
+                                "ORDER BY at DESC LIMIT ?", (limit,)).fetchall()
+        return [SearchRecord(id=row[0], at=row[1], session=row[2], terms=_split(row[3]), returned=_split(row[4]),
+                             enabled=_split(row[5]), request=row[6]) for row in reversed(rows)]
+
+    def calls(self, limit: int = LOAD_LIMIT) -> list[CallRecord]:
+        rows = self._db.execute("SELECT at, session, tool, ok, search, terms, after FROM calls "
+                                "ORDER BY at DESC, n DESC LIMIT ?", (limit,)).fetchall()
+        return [CallRecord(at=row[0], session=row[1], tool=row[2], ok=bool(row[3]), search=row[4],
+                           terms=_split(row[5]), after=row[6]) for row in reversed(rows)]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+@dataclass(slots=True)
+class _Decay:
+    """Decayed counts kept as amounts at a fixed origin: adding is one multiply, no pass over old counts."""
+
+    origin: float
+    half_life: float
+
+    def weight(self, at: float) -> float:
+        return float(2.0 ** ((at - self.origin) / self.half_life))
+
+    def now(self, at: float) -> float:
+        """What a stored amount is worth at `at` (the amounts are at the origin's scale)."""
+        return float(2.0 ** (-(at - self.origin) / self.half_life))
+
+
+@dataclass(slots=True)
+class UsagePrior:
+    """Decayed evidence of which tools followed which requests and which tools, built from records."""
+
+    half_life: float = HALF_LIFE_DAYS * 86_400.0
+    origin: float = field(default_factory=time.time)
+    searches_with: dict[str, float] = field(default_factory=dict)
+    """Per term hash: searches that held it."""
+    called_after: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per term hash: per tool, successful calls after a search that held it."""
+    followed_by: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per tool: per tool, calls right after it in the same session."""
+    called: dict[str, float] = field(default_factory=dict)
+    """Per tool: successful calls."""
+    failed: dict[str, float] = field(default_factory=dict)
+    """Per tool: failed calls."""
+    search_count: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def _w(self, at: float) -> float:
+        return _Decay(self.origin, self.half_life).weight(at)
+
+    def add(self, record: Record) -> None:
+        """Count one record (called on the event loop for live records: a few dict updates)."""
+        w = self._w(record.at)
+        with self._lock:
+            if isinstance(record, SearchRecord):
+                self.search_count += w
+                for term in record.terms:
+                    self.searches_with[term] = self.searches_with.get(term, 0.0) + w
+                if len(self.searches_with) > MAX_TERMS:
+                    self._prune()
+                return
+            if not record.ok:
+                self.failed[record.tool] = self.failed.get(record.tool, 0.0) + w
+                return
+            self.called[record.tool] = self.called.get(record.tool, 0.0) + w
+            for term in record.terms:
+                tools = self.called_after.setdefault(term, {})
+                tools[record.tool] = tools.get(record.tool, 0.0) + w
+                if len(tools) > MAX_TOOLS_PER_TERM:
+                    del tools[min(tools, key=tools.__getitem__)]
+            if record.after is not None and record.after != record.tool:
+                nexts = self.followed_by.setdefault(record.after, {})
+                nexts[record.tool] = nexts.get(record.tool, 0.0) + w
+                if len(nexts) > MAX_TOOLS_PER_TERM:
+                    del nexts[min(nexts, key=nexts.__getitem__)]
+
+    def _prune(self) -> None:
+        keep = sorted(self.searches_with, key=self.searches_with.__getitem__, reverse=True)[: MAX_TERMS * 3 // 4]
+        kept = set(keep)
+        self.searches_with = {term: self.searches_with[term] for term in keep}
+        self.called_after = {term: tools for term, tools in self.called_after.items() if term in kept}
+
+    def merge(self, other: UsagePrior) -> None:
+        """Add `other`'s counts (of the same origin and half-life) to these."""
+        with self._lock:
+            for mine, theirs in ((self.searches_with, other.searches_with), (self.called, other.called),
+                                 (self.failed, other.failed)):
+                for key, value in theirs.items():
+                    mine[key] = mine.get(key, 0.0) + value
+            for nested, other_nested in ((self.called_after, other.called_after),
+                                         (self.followed_by, other.followed_by)):
+                for key, inner in other_nested.items():
+                    row = nested.setdefault(key, {})
+                    for tool, value in inner.items():
+                        row[tool] = row.get(tool, 0.0) + value
+            self.search_count += other.search_count
+            if len(self.searches_with) > MAX_TERMS:
+                self._prune()
+
+    def __bool__(self) -> bool:
+        return bool(self.called)
+
+    def boosts(self, terms: Sequence[str], *, at: float | None = None) -> dict[str, float]:
+        """Per tool, in [0, 1]: how often it was called after searches holding these terms, each term weighted by
+        how specific it is to few searches, averaged over all the query's terms (a request that shares one word of
+        six with past ones gets a sixth of the evidence)."""
+        if not terms or not self.called:
+            return {}
+        now = time.time() if at is None else at
+        scale = _Decay(self.origin, self.half_life).now(now)
+        with self._lock:
+            total = self.search_count * scale
+            sums: dict[str, float] = {}
+            weight_sum = 0.0
+            for term in terms:
+                seen = self.searches_with.get(term, 0.0) * scale
+                weight = math.log1p(max(total, 1.0) / max(seen, 1.0))
+                weight_sum += weight
+                if seen < MIN_EVIDENCE:
+                    continue
+                for tool, count in self.called_after.get(term, {}).items():
+                    # +1: one search is weak evidence; the share nears the plain share as searches add up
+                    sums[tool] = sums.get(tool, 0.0) + weight * min(1.0, count * scale / (seen + 1.0))
+        if weight_sum <= 0:
+            return {}
+        return {tool: value / weight_sum for tool, value in sums.items() if value > 0}
+
+    def companions(self, found: Sequence[str], *, at: float | None = None) -> list[str]:
+        """Tools usually called right after one of `found`, strongest first (not those of `found`)."""
+        now = time.time() if at is None else at
+        scale = _Decay(self.origin, self.half_life).now(now)
+        shown = set(found)
+        picked: dict[str, float] = {}
+        with self._lock:
+            for name in found:
+                nexts = self.followed_by.get(name)
+                if not nexts:
+                    continue
+                total = sum(nexts.values()) * scale
+                for tool, count in nexts.items():
+                    value = count * scale
+                    if tool not in shown and value >= COMPANION_MIN and value >= COMPANION_SHARE * total:
+                        picked[tool] = max(picked.get(tool, 0.0), value)
+        return sorted(picked, key=lambda tool: -picked[tool])
+
+    def ranked_calls(self, *, at: float | None = None) -> list[tuple[str, float, float]]:
+        """(tool, decayed successful calls, decayed failed calls), most called first."""
+        scale = _Decay(self.origin, self.half_life).now(time.time() if at is None else at)
+        with self._lock:
+            tools = set(self.called) | set(self.failed)
+            rows = [(tool, self.called.get(tool, 0.0) * scale, self.failed.get(tool, 0.0) * scale) for tool in tools]
+        return sorted(rows, key=lambda row: (-row[1], row[0]))
+
+
+def reorder(
+    hits: Sequence[tuple[str, float]], boosts: Mapping[str, float], *, floor: float, weight: float = LEARN_WEIGHT
+) -> list[int]:
+    """Positions of `hits` (name, score; best first) in their order once the prior is applied: a tool's score grows
+    by up to `weight` of itself, but a tool below `floor` of the best score stays below it (the prior alone never
+    makes a match strong enough to be enabled), and the best-scored tool's place sets the floor as before."""
+    if not hits or not boosts:
+        return list(range(len(hits)))
+    best = max(score for _, score in hits)
+    line = floor * best
+    adjusted: list[tuple[float, int]] = []
+    for position, (name, score) in enumerate(hits):
+        lifted = score * (1.0 + weight * boosts.get(name, 0.0)) if score > 0 else score
+        if best > 0 and score < line:
+            lifted = min(lifted, math.nextafter(line, -math.inf))
+        adjusted.append((-lifted, position))
+    return [position for _, position in sorted(adjusted)]
+
+
+PIN_SESSION_SHARE = 0.25
+"""A tool is suggested for ALWAYS_AVAILABLE_TOOLS once sessions that called it successfully are this share of the
+sessions that called any tool (decayed): one session in four finding it first is worth its place in every list."""
+MAX_PINS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUsage:
+    tool: str
+    calls: float
+    """Successful calls, decayed."""
+    failed: float
+    session_share: float
+    """Sessions that called it successfully, as a share of the sessions that called any tool (decayed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSummary:
+    searches: int
+    calls: int
+    sessions: int
+    tools: list[ToolUsage]
+    """Most called first."""
+
+    def always_available(self) -> list[str]:
+        """The tools worth listing from the start: used in many sessions, at most MAX_PINS."""
+        return [t.tool for t in self.tools if t.session_share >= PIN_SESSION_SHARE][:MAX_PINS]
+
+
+def summarize(store: UsageStore, *, now: float | None = None, half_life: float = HALF_LIFE_DAYS * 86_400.0
+              ) -> UsageSummary:
+    """What `lazytools usage` shows: the store's calls per tool, decayed, and in how many sessions."""
+    at = time.time() if now is None else now
+    calls = store.calls()
+    searches = store.searches()
+    per_tool: dict[str, list[float]] = {}
+    tool_sessions: dict[str, dict[str, float]] = {}
+    sessions: dict[str, float] = {}
+    for record in calls:
+        weight = 2.0 ** (-(at - record.at) / half_life)
+        row = per_tool.setdefault(record.tool, [0.0, 0.0])
+        row[0 if record.ok else 1] += weight
+        sessions[record.session] = max(sessions.get(record.session, 0.0), weight)
+        if record.ok:
+            seen = tool_sessions.setdefault(record.tool, {})
+            seen[record.session] = max(seen.get(record.session, 0.0), weight)
+    total = sum(sessions.values())
+    tools = [ToolUsage(tool, row[0], row[1], sum(tool_sessions.get(tool, {}).values()) / total if total else 0.0)
+             for tool, row in per_tool.items()]
+    tools.sort(key=lambda t: (-t.calls, t.tool))
+    return UsageSummary(len(searches), len(calls), len(sessions), tools)
+
+
+_STOP = object()
+
+
+class UsageLog:
+    """Records usage into a store on one writer thread and keeps the prior up to date in memory.
+
+    Nothing here blocks the caller: records go to a bounded queue (and straight into the prior, a few dict
+    updates); the thread writes them in batches and, first of all, reads the store's history into the prior."""
+
+    def __init__(self, open_store: Callable[[], UsageStore], *, keep_requests: bool = True) -> None:
+        self.prior = UsagePrior()
+        self.keep_requests = keep_requests
+        self._open_store = open_store
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=QUEUE_LIMIT)
+        self._thread: threading.Thread | None = None
+        self._started = threading.Lock()
+        self._dropped = False
+        self.loaded = threading.Event()
+        """Set once the store's history is in the prior (or could not be read)."""
+        self.failed = False
+
+    def start(self) -> None:
+        """Open the store and read its history on the writer thread (idempotent)."""
+        with self._started:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="lazytools-usage", daemon=True)
+            self._thread.start()
+            atexit.register(self.close)
+
+    def record(self, record: Record) -> None:
+        if self.failed:
+            return
+        if isinstance(record, SearchRecord) and not self.keep_requests and record.request is not None:
+            record = SearchRecord(record.id, record.at, record.session, record.terms, record.returned,
+                                  record.enabled, None)
+        self.start()
+        self.prior.add(record)
+        try:
+            self._queue.put_nowait(record)
+        except queue.Full:
+            if not self._dropped:
+                self._dropped = True
+                logger.warning("usage records are arriving faster than they are written: some are dropped")
+
+    def flushed(self, timeout: float = 10.0) -> bool:
+        """Wait until every record queued so far is written (tests, the command line); False on timeout."""
+        done = threading.Event()
+        if self._thread is None or self.failed:
+            return True
+        try:
+            self._queue.put(done, timeout=timeout)
+        except queue.Full:
+            return False
+        return done.wait(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return
+        try:
+            self._queue.put(_STOP, timeout=timeout)
+        except queue.Full:
+            return
+        thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            store = self._open_store()
+        except (OSError, sqlite3.Error) as exc:
+            logger.warning("usage is not recorded: the store could not be opened (%s)", exc)
+            self.failed = True
+            self.loaded.set()
+            return
+        try:
+            self._load(store)
+            self._write_until_stopped(store)
+        finally:
+            store.close()
+
+    def _load(self, store: UsageStore) -> None:
+        try:
+            history: list[Record] = [*store.searches(), *store.calls()]
+        except (OSError, sqlite3.Error) as exc:
+            logger.warning("usage history could not be read (%s); learning from this run only", exc)
+            history = []
+        history_prior = UsagePrior(origin=self.prior.origin, half_life=self.prior.half_life)
+        for record in history:
+            history_prior.add(record)
+        self.prior.merge(history_prior)
+        self.loaded.set()
+
+    def _write_until_stopped(self, store: UsageStore) -> None:
+        while True:
+            item = self._queue.get()
+            batch: list[Record] = []
+            waiters: list[threading.Event] = []
+            stop = False
+            while True:
+                if item is _STOP:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    waiters.append(item)
+                elif isinstance(item, (SearchRecord, CallRecord)):
+                    batch.append(item)
+                if len(batch) >= 500:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            if batch:
+                try:
+                    store.write(batch)
+                except (OSError, sqlite3.Error) as exc:
+                    logger.warning("usage records not written (%s)", exc)
+            for waiter in waiters:
+                waiter.set()
+            if stop:
+                return
+
+
+def open_sqlite(directory: Path) -> Callable[[], UsageStore]:
+    """The opener of the SQLite store in `directory` (usage.sqlite3), for `UsageLog`."""
+    return lambda: SqliteUsageStore(directory / "usage.sqlite3")

@@ -1,0 +1,44 @@
+"""Learning from use, the server's side: what each session searched for, which tools it then called, and whether
+the calls succeeded, handed to the usage log (`search.usage`) without waiting for it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+
+from ..entry import ToolEntry
+from ..search.usage import CallRecord, SearchRecord, UsageLog, hashed_terms
+from .sessions import SessionState
+
+__all__ = ["MAX_REMEMBERED", "record_call", "record_search"]
+
+MAX_REMEMBERED = 200
+"""Tools per session whose finding search is remembered (the oldest are forgotten first)."""
+
+
+def record_search(log: UsageLog, state: SessionState, query: str, returned: Sequence[ToolEntry],
+                  enabled: Sequence[ToolEntry]) -> None:
+    """One search of `state`'s session: its terms, what it returned and enabled. Each returned tool remembers it,
+    so a later call of that tool is counted for these terms."""
+    if not query:
+        return  # tool_names or a group alone says nothing about what words lead to which tools
+    terms = hashed_terms(query)
+    search_id = uuid.uuid4().hex
+    log.record(SearchRecord(id=search_id, at=time.time(), session=state.key, terms=terms,
+                            returned=tuple(entry.name for entry in returned),
+                            enabled=tuple(entry.name for entry in enabled), request=query))
+    for entry in returned:
+        state.found_by.pop(entry.name, None)  # re-inserted last: the dict's order is the forgetting order
+        state.found_by[entry.name] = (search_id, terms)
+    while len(state.found_by) > MAX_REMEMBERED:
+        del state.found_by[next(iter(state.found_by))]
+
+
+def record_call(log: UsageLog, state: SessionState, tool: str, ok: bool) -> None:
+    """A call of catalog tool `tool` in `state`'s session and whether it succeeded, with the search that found it
+    and the tool called before it."""
+    search_id, terms = state.found_by.get(tool, (None, ()))
+    log.record(CallRecord(at=time.time(), session=state.key, tool=tool, ok=ok, search=search_id, terms=terms,
+                          after=state.last_called))
+    state.last_called = tool

@@ -1,0 +1,195 @@
+"""search_tools' result text, and the character budgets that keep it bounded: signatures a model can call from,
+summaries, schemas, suggestions and the clauses no match answers. Every name and value comes from a tool's source,
+so each is escaped and cut here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..entry import ToolEntry
+from ..modes import Surface
+from ..safetext import clip
+from ..search import Hit
+from ..search.selection import Selection
+from ..validation import compact_json, schema_text
+
+__all__ = [
+    "CLAUSE_ECHO",
+    "GROUPS_CHARS",
+    "RESULT_SCHEMA_CHARS",
+    "SIGNATURE_CHARS",
+    "not_matched_line",
+    "ranking_text",
+    "search_text",
+    "signature",
+]
+
+GROUPS_CHARS = 2_000
+"""Characters of group names an unknown group's error lists: every group of a real catalog (the manifest shows at
+most 60), not a hostile catalog's thousands."""
+
+
+CLAUSE_ECHO = 120
+"""Characters of each unmatched clause quoted back: enough to search with, not a copy of a long request."""
+
+
+def not_matched_line(clauses: Sequence[str]) -> str:
+    """The line that names the clauses no result answers, for the model to search for one by one."""
+    quoted = ", ".join(f'"{clip(clause.strip().rstrip(".,;:"), CLAUSE_ECHO)}"' for clause in clauses)
+    return f"Not matched yet: {quoted}: search for each on its own."
+
+
+def search_text(
+    selection: Selection,
+    unknown: Sequence[str] = (),
+    *,
+    query: str,
+    group: str | None = None,
+    limit: int,
+    enable_at_most: int | None = None,
+    surface: Surface,
+    bridge: bool,
+) -> str:
+    """search_tools' result: what was enabled (or found), each with its signature and summary, notes (`unknown`:
+    the errors of names not found; a group cut at `limit`; matches past the cap), the suggestions, and the clauses no
+    match answers; proxy results add the input schemas, bounded in all."""
+    notes = list(unknown)
+    if selection.group_size is not None:
+        notes.append(f"Group {group!r} has {selection.group_size} tools; showing {limit}. Add a query to narrow it.")
+    if selection.over_cap and enable_at_most is not None:
+        tools = "tool is" if enable_at_most == 1 else "tools are"
+        more = "match is" if len(selection.over_cap) == 1 else "matches are"
+        notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(selection.over_cap)} more {more} "
+                     "listed below, not enabled.")
+    text = _matches_text(selection.enabled, selection.suggested, notes, query, surface, bridge)
+    if selection.unmatched:
+        text += "\n" + not_matched_line(selection.unmatched)
+    return text
+
+
+def _matches_text(
+    found: Sequence[ToolEntry],
+    suggested: Sequence[ToolEntry],
+    notes: list[str],
+    query: str,
+    surface: Surface,
+    bridge: bool,
+) -> str:
+    if not found and not suggested:
+        # the query is the client's own text, up to MAX_QUERY_CHARS: echo enough to recognise it, not all of it
+        lines = [f"No tools match '{clip(query)}'." if query else "No tools found."]
+        lines += notes
+        lines.append("Try other words (what the tool does), or a group from the search_tools description.")
+        return "\n".join(lines)
+    names = ", ".join(entry.name for entry in found)
+    if not found:
+        head = "No strong match."
+    elif surface == "dynamic":
+        head = f"Enabled: {names}. They are in your tool list now (re-list if needed)."
+        if bridge:
+            head += " If your list has not refreshed yet, call them through invoke_tool(tool_name, arguments)."
+    else:
+        head = f"Found: {names}. Call them with invoke_tool(tool_name, arguments)."
+    lines = [head, *notes]
+    shown = 0
+    for entry in found:
+        lines.append(f"- {_signature_of(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}")
+        if surface == "proxy":
+            schema = schema_text(entry.input_schema)
+            if shown + len(schema) > RESULT_SCHEMA_CHARS:
+                schema = (f"(not shown: this result already holds {shown:,} characters of schemas; "
+                          f"search_tools(tool_names=[\"{entry.name}\"]) shows it)")
+            shown += len(schema)
+            lines.append(f"  input_schema: {schema}")
+    if suggested:
+        how = ("search_tools(tool_names=[...]) enables them" if surface == "dynamic"
+               else "search_tools(tool_names=[...]) shows their input schemas")
+        lines.append(f"Also possibly relevant, not enabled ({how}):")
+        lines += [f"- {entry.name} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}" for entry in suggested]
+    return "\n".join(lines)
+
+
+RESULT_SCHEMA_CHARS = 64_000
+"""Input schemas one proxy search result shows in all (each is also cut alone at SCHEMA_CHARS): twenty schemas just
+under that cut would be 640 KB; real results of 5 hold a few KB."""
+SIGNATURE_CHARS = 600
+"""A signature is cut here: a few dozen parameters fit, a schema built to flood the result does not."""
+_PARAMS_SHOWN = 40
+_NAME_CHARS = 64
+"""Characters of a parameter name shown (an upstream's names are not checked like tool names)."""
+_OPTIONS_SHOWN = 12
+"""Enum values (or anyOf/oneOf options) shown per parameter before "…": the bundled unit converters' 11 fit."""
+_VALUE_CHARS = 40
+_DEPTH = 4
+"""Nested arrays and options deeper than this read "any"."""
+
+
+_SIGNATURES: dict[int, tuple[ToolEntry, str]] = {}
+_SIGNATURES_KEPT = 20_000
+
+
+def _signature_of(entry: ToolEntry) -> str:
+    """`signature(entry)`, remembered per entry object (a tenth of a served search at 10,000 tools was spent
+    rebuilding the same lines). The entry is kept with its line, so its id cannot be reused while remembered; a
+    changed tool is a new entry object."""
+    known = _SIGNATURES.get(id(entry))
+    if known is not None and known[0] is entry:
+        return known[1]
+    if len(_SIGNATURES) >= _SIGNATURES_KEPT:
+        _SIGNATURES.clear()
+    line = signature(entry)
+    _SIGNATURES[id(entry)] = (entry, line)
+    return line
+
+
+def signature(entry: ToolEntry) -> str:
+    """`name(a: string, b?: integer)`: a parameter summary a model can call from. Names and values come from the
+    tool's source, so they are escaped and cut, and so is the whole line."""
+    properties = entry.input_schema.get("properties") or {}
+    listed = entry.input_schema.get("required")
+    required = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
+    params = []
+    if isinstance(properties, Mapping):
+        for pname, spec in list(properties.items())[:_PARAMS_SHOWN]:
+            mark = "" if pname in required else "?"
+            params.append(f"{clip(pname, _NAME_CHARS)}{mark}: {_type_of(spec)}")
+        if len(properties) > _PARAMS_SHOWN:
+            params.append(f"… {len(properties) - _PARAMS_SHOWN} more")
+    return clip(f"{entry.name}({', '.join(params)})", SIGNATURE_CHARS)
+
+
+def _type_of(spec: Any, depth: int = 0) -> str:
+    if not isinstance(spec, Mapping) or depth > _DEPTH:
+        return "any"
+    if "enum" in spec:
+        values = spec["enum"] if isinstance(spec["enum"], list) else []
+        return _options([clip(compact_json(v), _VALUE_CHARS) for v in values[:_OPTIONS_SHOWN]], len(values))
+    if "const" in spec:
+        return clip(compact_json(spec["const"]), _VALUE_CHARS)
+    if "anyOf" in spec or "oneOf" in spec:
+        options = spec.get("anyOf", spec.get("oneOf", []))
+        options = options if isinstance(options, list) else []
+        shown = [_type_of(s, depth + 1) for s in options[:_OPTIONS_SHOWN]]
+        return _options(list(dict.fromkeys(shown)), len(options))
+    kind = spec.get("type", "any")
+    if isinstance(kind, list):
+        return _options([clip(k, _VALUE_CHARS) for k in kind[:_OPTIONS_SHOWN]], len(kind))
+    if kind == "array":
+        return f"{_type_of(spec.get('items', {}), depth + 1)}[]"
+    return clip(kind, _VALUE_CHARS)
+
+
+def _options(shown: list[str], total: int) -> str:
+    """`a|b|c`, and `|…` when there were more than those shown."""
+    return "|".join(shown) + ("|…" if total > _OPTIONS_SHOWN else "")
+
+
+def ranking_text(hits: Sequence[Hit]) -> str:
+    """`lazytools search`'s lines: rank, score, signature and group, and the summary under them."""
+    width = len(str(len(hits)))
+    lines = []
+    for rank, hit in enumerate(hits, 1):
+        lines.append(f"{rank:>{width}}. {hit.score:6.2f}  {signature(hit.entry)} [{hit.entry.group}]")
+        lines.append(f"{'':>{width}}  {'':6}  {hit.entry.summary}")
+    return "\n".join(lines)

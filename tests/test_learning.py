@@ -1,0 +1,120 @@
+"""Search that learns from use, end to end: real clients search and call, a new server reads what they did."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lazytools import Catalog, FunctionGroup, Group, LazyServer, build_server
+from lazytools.report import usage_report
+from lazytools.search.usage import hashed_terms
+
+from .conftest import client, make_settings, text_of
+
+QUERY = "search my notes for budget ideas"
+
+
+def notes_catalog(*, with_files: bool = True) -> Catalog:
+    notes = FunctionGroup("notes", summary="Personal notes.")
+
+    @notes.tool
+    def search_notes(words: str) -> list[str]:
+        """Search the notes by words."""
+        return [f"note about {words}"]
+
+    @notes.tool
+    def tag_note(note: str, tag: str) -> str:
+        """Add a tag to a note."""
+        return f"{note} #{tag}"
+
+    files = FunctionGroup("mail", summary="Electronic mail.")
+
+    @files.tool
+    def send_email(to: str) -> str:
+        """Send an email to someone."""
+        if to == "nobody":
+            raise ValueError("no such address")
+        return f"sent to {to}"
+
+    catalog = Catalog()
+    groups = [notes, files] if with_files else [notes]
+    for group in groups:
+        catalog.set_group(Group(group.group, group.summary), group.entries)
+    return catalog
+
+
+def learning_server(cache: Path, catalog: Catalog | None = None, **overrides: object) -> LazyServer:
+    settings = {"learn": True, "cache_dir": cache, **overrides}
+    return build_server(catalog or notes_catalog(), make_settings(**settings))
+
+
+async def _use(server: LazyServer, *, sessions: int) -> None:
+    """Sessions that search for notes, call the search, then send an email (one send fails in the first session)."""
+    for number in range(sessions):
+        async with client(server) as session:
+            found = text_of(await session.call_tool("search_tools", {"query": QUERY}))
+            # send_email shares no word with the request; after two sessions that sent an email right after searching
+            # their notes, it is suggested with search_notes (learnt live, before anything is written).
+            assert "search_notes" in found and ("send_email" in found) == (number >= 2)
+            assert not (await session.call_tool("search_notes", {"words": "budget"})).is_error
+            await session.call_tool("search_tools", {"tool_names": ["send_email"]})
+            assert not (await session.call_tool("send_email", {"to": f"friend-{number}@example.com"})).is_error
+            if number == 0:
+                assert (await session.call_tool("send_email", {"to": "nobody"})).is_error
+
+
+@pytest.mark.anyio
+async def test_what_sessions_called_is_recorded_and_a_new_server_learns_from_it(tmp_path: Path) -> None:
+    first = learning_server(tmp_path)
+    assert first.usage is not None
+    await _use(first, sessions=3)
+    assert first.usage.flushed()
+    with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
+        calls = db.execute("SELECT tool, ok, after FROM calls ORDER BY n").fetchall()
+        searched = db.execute("SELECT request, returned, enabled FROM searches WHERE request IS NOT NULL").fetchall()
+    assert calls[:3] == [("search_notes", 1, None), ("send_email", 1, "search_notes"), ("send_email", 0, "send_email")]
+    assert len(calls) == 7 and len(searched) == 3 and searched[0][0] == QUERY
+    assert "search_notes" in searched[0][1].split("\n") and "search_notes" in searched[0][2].split("\n")
+    first.usage.close()
+
+    # A restarted server reads the history: search_notes follows such requests, send_email follows search_notes.
+    second = learning_server(tmp_path)
+    assert second.usage is not None and second.usage.loaded.wait(10)
+    assert set(second.usage.prior.boosts(hashed_terms("look through my notes for budget ideas"))) >= {"search_notes"}
+    async with client(second) as session:
+        found = text_of(await session.call_tool("search_tools", {"query": "look through my notes for budget ideas"}))
+    head, _, suggested = found.partition("Also possibly relevant")
+    assert "search_notes" in head and "send_email" in suggested  # suggested as the tool called next, not enabled
+    second.usage.close()
+
+    # A server whose catalog lacks send_email never names it, whatever the history says.
+    third = learning_server(tmp_path, notes_catalog(with_files=False))
+    assert third.usage is not None and third.usage.loaded.wait(10)
+    async with client(third) as session:
+        found = text_of(await session.call_tool("search_tools", {"query": "look through my notes for budget ideas"}))
+    assert "search_notes" in found and "send_email" not in found
+    third.usage.close()
+
+    report = usage_report(tmp_path, limit=10)
+    assert "send_email" in report and "ALWAYS_AVAILABLE_TOOLS=" in report
+    pins = report.split("ALWAYS_AVAILABLE_TOOLS=")[1].split(",")
+    assert sorted(pin.strip() for pin in pins) == ["search_notes", "send_email"]
+
+
+@pytest.mark.anyio
+async def test_request_text_can_be_kept_out_and_learning_turned_off(tmp_path: Path) -> None:
+    hashed = learning_server(tmp_path / "hashed", learn_request_text=False)
+    await _use(hashed, sessions=1)
+    assert hashed.usage is not None and hashed.usage.flushed()
+    with sqlite3.connect(tmp_path / "hashed" / "usage.sqlite3") as db:
+        rows = db.execute("SELECT request, terms FROM searches").fetchall()
+    assert rows and all(request is None for request, _ in rows)
+    assert rows[0][1].split("\n") == list(hashed_terms(QUERY))
+    hashed.usage.close()
+
+    off = learning_server(tmp_path / "off", learn=False)
+    assert off.usage is None
+    await _use(off, sessions=1)
+    assert not (tmp_path / "off").exists()
