@@ -89,7 +89,15 @@ REDACTED = "***"
 # Both patterns run in linear time on any text: a scheme is tried only from the start of a run of scheme characters
 # and taken whole ("a.a.a.a…" would otherwise be rescanned from each dot), and quoted values are taken whole.
 _URL = re.compile(r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://[^\s\"'<>\\]*+")
-_HEADER_VALUE = re.compile(r"""(?i)(header value\s*+:?\s*+)(b?'(?:[^'\\]|\\.)*+'|b?"(?:[^"\\]|\\.)*+"|\S++)""")
+_HEADER_VALUE = re.compile(r"""(?i)((?:header (?:value|name)|invalid port)\s*+:?\s*+)"""
+                           r"""(b?'(?:[^'\\]|\\.)*+'|b?"(?:[^"\\]|\\.)*+"|\S++)""")
+"""What h11 and httpx quote of a header they refuse ("Illegal header value b'…'", "Illegal header name b'…'"), and
+of a port that is not a number ("Invalid port: '…'": the text after the first ":" of a URL's authority, which is
+the password when the password holds an unencoded "/")."""
+
+
+_HOST_PORT = re.compile(r"(?:\[[0-9a-fA-F:.]*+\]|[^:\[\]]*+)(?::[0-9]*+)?+")
+"""An authority without userinfo: a host (a bracketed IPv6 address or a name) and an optional numeric port."""
 
 
 def redact_url(url: str) -> str:
@@ -99,9 +107,20 @@ def redact_url(url: str) -> str:
     if not sep:
         return url
     cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    if "@" not in rest[:cut] and not _HOST_PORT.fullmatch(rest[:cut]):
+        # Not a host[:port] before the first "/": a password holding an unencoded "/" (`user:pa/ss@host`), which
+        # parsers take for the start of the path. The authority then ends after the last "@" before any query or
+        # fragment (a "?" or "#" in a password starts those, which are redacted anyway).
+        end = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+        at = rest.rfind("@", 0, end)
+        if at >= 0:
+            cut = min((i for i in (rest.find("/", at), rest.find("?", at), rest.find("#", at)) if i >= 0),
+                      default=len(rest))
     authority, rest = rest[:cut], rest[cut:]
     if "@" in authority:
         authority = REDACTED + "@" + authority.rpartition("@")[2]
+    elif not _HOST_PORT.fullmatch(authority):  # `user:pa?ss@host`, or a port that is no number: what follows ":"
+        authority = authority.partition(":")[0] + ":" + REDACTED
     rest, hashed, _ = rest.partition("#")
     path, asked, query = rest.partition("?")
     if asked:
@@ -111,11 +130,12 @@ def redact_url(url: str) -> str:
 
 
 def redact_secrets(text: str) -> str:
-    """`text` with every URL in it passed through `redact_url`, and the value after "header value" (how h11 and
-    httpx report a header they refuse) replaced by `***`."""
+    """`text` with every URL in it passed through `redact_url`, and the value after "header value", "header name"
+    (how h11 and httpx report a header they refuse) and "invalid port" replaced by `***`."""
     if "://" in text:
         text = _URL.sub(lambda match: redact_url(match.group()), text)
-    if "eader value" in text or "EADER VALUE" in text:
+    lowered = text.lower()
+    if "header value" in lowered or "header name" in lowered or "invalid port" in lowered:
         text = _HEADER_VALUE.sub(lambda match: match.group(1) + REDACTED, text)
     return text
 

@@ -187,8 +187,10 @@ class Settings(BaseSettings):
         description="Seconds an HTTP client has to send a request's body once its headers are in; then it gets 408.")
     max_connections: int = Field(
         default=512, ge=8,
-        description="Most HTTP connections open at once (lowered to fit the open-file limit); past it the oldest "
-                    "connection still sending its headers is closed, or the new one if none is.")
+        description="Most HTTP connections open at once (lowered to fit the open-file limit); past it one not being "
+                    "served makes room (the oldest still sending its headers, else the one idle longest, else the "
+                    "slowest still sending its body, else one that sent nothing yet), or the new one is refused "
+                    "(503) when every other is serving a request.")
 
     # Identity and audit (docs/team.md)
     auth_issuer: str | None = Field(

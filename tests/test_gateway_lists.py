@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 
 from lazytools.sources.gateway import front as front_module
+from lazytools.sources.gateway.offerings import MAX_PAGES
 
 from .upstreams.helpers import opened
 
@@ -130,3 +131,30 @@ async def test_a_read_runs_only_the_template_matches_whose_literal_start_fits(tm
         # A URI of one of them is matched against the one whose literal start (`partial://p/t7/`) it has.
         assert (await client.read_resource("partial://p/t7/x")).contents[0].uri == "partial://p/t7/x"
         assert len(matched) == 1
+
+
+CLAIMS = Path(__file__).resolve().parent / "upstreams" / "claims.py"
+
+
+async def test_a_cursor_that_never_ends_is_cut_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Issue #20, round 2, F4: the 100-page cut was silent (the 10,000-item cut is warned about).
+    config = {"e": {"command": sys.executable, "args": [str(CLAIMS), "e", "--endless-pages"]}}
+    async with opened(tmp_path, config) as o, Client(o.server, mode="legacy") as client:
+        listed = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert listed == [f"page://e/{page}" for page in range(MAX_PAGES)]
+    cut = [m for m in _warnings(caplog) if "a cursor that never ends" in m]
+    assert cut == [f"upstream 'e' announces more resources after {MAX_PAGES} pages; serving the "
+                   f"{MAX_PAGES} listed so far (a cursor that never ends)"], _warnings(caplog)
+
+
+async def test_a_template_with_invalid_syntax_is_dropped_with_a_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    bad = ["docs://x/{", "docs://x/{a\nforged line}"]
+    flags = [flag for template in [*bad, "docs://x/{page}"] for flag in ("--template", template)]
+    config = {"t": {"command": sys.executable, "args": [str(CLAIMS), "t", *flags]}}
+    async with opened(tmp_path, config) as o, Client(o.server, mode="legacy") as client:
+        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        assert templates == ["docs://x/{page}"]
+    dropped = [m for m in _warnings(caplog) if "whose syntax is invalid" in m]
+    assert len(dropped) == 2 and "'docs://x/{'" in dropped[0], dropped
+    assert "\n" not in dropped[1] and "{a\\nforged line}" in dropped[1], dropped  # escaped, on one line

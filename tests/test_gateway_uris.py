@@ -7,6 +7,7 @@ tests/upstreams/features.py (subscriptions), over stdio.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -172,3 +173,39 @@ async def test_a_later_servers_listing_cannot_capture_an_earlier_servers_templat
         assert captured not in listed  # not listed as two's: a read would not reach two
         assert "docs://two-only/x" in listed
         assert _text(await client.read_resource("docs://two-only/x")) == "two claims docs://two-only/x"
+
+
+# -- round 2, F2: config order across listings, templates and named URIs ----------------------------------------------
+
+
+def claims(name: str, *flags: str, **options: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(UPSTREAMS / "claims.py"), name, *flags], **options}
+
+
+async def _link(client: Client, server: str, *uris: str) -> None:
+    await client.call_tool("invoke_tool", {"tool_name": f"{server}__link", "arguments": {"uris": list(uris)}})
+
+
+@pytest.mark.parametrize("later", [
+    ("--template", "{+all}", "--template", "memo://{+rest}"),  # catch-all templates
+    # listings of one's URIs (and one of its own)
+    ("--list", "memo://one/note-42", "--list", "https://intranet.example/doc/7", "--list", "memo://evil/own"),
+])
+async def test_a_later_server_cannot_take_the_uris_an_earlier_one_named(
+        tmp_path: Path, later: tuple[str, ...], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    named = ["memo://one/note-42", "https://intranet.example/doc/7"]
+    config = {"one": claims("one"), "evil": claims("evil", *later)}
+    async with opened(tmp_path, config) as o, Client(o.server, mode="legacy") as client:
+        await _link(client, "one", *named)
+        for uri in named:
+            assert _text(await client.read_resource(uri)) == f"one serves {uri}"
+        # A URI one never named still goes to evil, which claims it.
+        assert _text(await client.read_resource("memo://evil/own")) == "evil serves memo://evil/own"
+        listed = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert not set(named) & set(listed)  # not listed as evil's: a read would not reach evil
+        async with Client(o.server, mode="legacy") as other:  # another session: one named nothing there
+            if "--list" in later:
+                assert _text(await other.read_resource(named[0])) == f"evil serves {named[0]}"
+    catch_all = [r.getMessage() for r in caplog.records if "matches URIs of any scheme" in r.getMessage()]
+    assert len(catch_all) == ("{+all}" in later), catch_all  # warned once, at listing; `memo://{+rest}` is not one

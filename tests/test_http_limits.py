@@ -176,3 +176,51 @@ async def test_a_refused_connection_is_closed_once_answered() -> None:
         assert answer.count(b"HTTP/1.1 401") == 1, answer[:500]
         assert b"connection: close" in answer.lower()
         await stream.aclose()
+
+
+def body_post(length: int) -> bytes:
+    """The headers of a `POST /mcp` announcing a body of `length` bytes (no token: the default)."""
+    return (PARTIAL + b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % length)
+
+
+async def test_at_the_cap_bodies_sent_a_byte_at_a_time_make_room() -> None:
+    # Issue #20, round 2, F1: POSTs whose headers are complete and whose body trickles in (each reopened on its 408)
+    # counted as being served and held every slot: every newcomer, /healthz too, got 503.
+    cap = 16
+    async with serving(max_connections=cap, body_timeout=600) as (base, port):
+        slow = []
+        for _ in range(cap):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            await stream.send(body_post(100_000) + b"{")
+            slow.append(stream)
+        async with httpx2.AsyncClient(timeout=10) as http:
+            for _ in range(3):
+                response = await http.get(base + "/healthz", headers={"Connection": "close"})
+                assert response.status_code == 200
+        # The first newcomer closed the slowest (the oldest on a tie); those after it found that slot free.
+        assert await closed_by_server(slow[0]) == b""
+        for stream in slow:
+            await stream.aclose()
+
+
+async def test_at_the_cap_the_slowest_body_goes_not_the_oldest_and_a_complete_one_is_served() -> None:
+    cap = 8
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'.ljust(60_000)
+    async with serving(max_connections=cap, body_timeout=600) as (base, port):
+        fast = await anyio.connect_tcp("127.0.0.1", port)  # the oldest, but most of its body is in
+        await fast.send(body_post(len(body)) + body[:50_000])
+        async with httpx2.AsyncClient(timeout=10) as http:  # once answered, the server has read what came before
+            assert (await http.get(base + "/healthz", headers={"Connection": "close"})).status_code == 200
+        slow = []
+        for _ in range(cap - 1):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            await stream.send(body_post(len(body)) + b"{")
+            slow.append(stream)
+        async with httpx2.AsyncClient(timeout=10) as http:
+            assert (await http.get(base + "/healthz", headers={"Connection": "close"})).status_code == 200
+        assert await closed_by_server(slow[0]) == b""
+        await fast.send(body[50_000:])
+        with anyio.fail_after(10):
+            assert (await fast.receive()).startswith(b"HTTP/1.1 ")
+        for stream in [fast, *slow]:
+            await stream.aclose()

@@ -233,3 +233,26 @@ def test_the_quickstart_example_needs_no_account_token_or_variable() -> None:
     assert bare["time"].env == {"SSL_CERT_FILE": ""}  # type: ignore[union-attr]
     given = load_config(path, environ={"HOME": "/home/u", "SSL_CERT_FILE": "/etc/ca.pem"}).servers
     assert given["fetch"].env == {"SSL_CERT_FILE": "/etc/ca.pem"}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("server", "field"), [
+    ({"url": "http://alice:K1SEC/RET@127.0.0.1:9/mcp"}, "field url: Value error, its host and port do not parse"),
+    ({"url": "http://alice:K1SEC@127.0.0.1:K2SEC/mcp"}, "field url: Value error, its host and port do not parse"),
+    ({"url": "http://127.0.0.1:9/mcp", "headers": {"K25SECRET:": "v"}}, "field headers: Value error, a header name"),
+    ({"url": "http://127.0.0.1:9/mcp", "headers": {"Bad K25SECRET": "v"}}, "field headers: Value error, a header name"),
+])
+def test_a_url_or_header_name_that_cannot_work_is_refused_without_its_secret(server: dict[str, Any],
+                                                                             field: str) -> None:
+    # Issue #20, round 2, F3: the HTTP library's refusal ("Invalid port: 'K1SEC'", "Illegal header name
+    # b'K25SECRET:'") reached the log at every retry; now the config is refused, naming the server and field only.
+    message = error_of({"mcpServers": {"a": server}})
+    assert "server 'a': " + field in message, message
+    assert "SEC" not in message, message
+
+
+def test_a_url_that_parses_and_token_header_names_are_kept() -> None:
+    config = parse_config({"mcpServers": {"a": {"url": "http://u:p%2Fq@127.0.0.1:9/mcp",
+                                                "headers": {"X-Api-Key": "k", "Authorization": "Bearer t"}}}},
+                          environ={})
+    server = config.servers["a"]
+    assert isinstance(server, HttpServer) and server.headers == {"X-Api-Key": "k", "Authorization": "Bearer t"}

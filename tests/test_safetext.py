@@ -49,6 +49,12 @@ async def test_a_query_matching_nothing_is_echoed_without_bidi_or_zero_width_cha
     ("https://example.com/mcp", "https://example.com/mcp"),
     ("https://u@example.com?bare-token", "https://***@example.com?***"),
     ("https://example.com/a@b/?x=1", "https://example.com/a@b/?x=***"),  # an @ in the path is no userinfo
+    # A "/" or "?" in the password, unencoded: parsers take it for the end of the authority (#20 round 2, F3).
+    ("http://alice:K1SEC/RET@127.0.0.1:9/mcp", "http://***@127.0.0.1:9/mcp"),
+    ("http://alice:K1SEC/R/ET@127.0.0.1:9/mcp?k=v", "http://***@127.0.0.1:9/mcp?k=***"),
+    ("http://alice:K1?SEC@127.0.0.1:9/mcp", "http://alice:***?***"),
+    ("http://127.0.0.1:K2SEC/mcp", "http://127.0.0.1:***/mcp"),
+    ("http://[::1]:8080/a@b", "http://[::1]:8080/a@b"),
 ])
 def test_urls_lose_their_userinfo_and_query_values(url: str, shown: str) -> None:
     assert redact_url(url) == shown
@@ -58,3 +64,11 @@ def test_urls_lose_their_userinfo_and_query_values(url: str, shown: str) -> None
 def test_a_refused_header_value_is_not_echoed() -> None:
     said = "LocalProtocolError: Illegal header value b'tok\\nen SECRET'; retrying"
     assert redact_secrets(said) == "LocalProtocolError: Illegal header value ***; retrying"
+
+
+@pytest.mark.parametrize(("said", "shown"), [
+    ("InvalidURL: Invalid port: 'K1SEC'; retrying in 1 s", "InvalidURL: Invalid port: ***; retrying in 1 s"),
+    ("LocalProtocolError: Illegal header name b'K25SECRET:'", "LocalProtocolError: Illegal header name ***"),
+])
+def test_a_refused_port_or_header_name_is_not_echoed(said: str, shown: str) -> None:
+    assert redact_secrets(said) == shown

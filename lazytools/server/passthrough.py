@@ -166,7 +166,9 @@ class PassThrough:
         raise AssertionError("unreachable")
 
     async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=self.front.list_resources())
+        with calling(origin_of(ctx, self._client(ctx))):  # what this session's results named shapes its list
+            return types.ListResourcesResult(resources=self.front.list_resources())
+        raise AssertionError("unreachable")
 
     async def list_templates(self, ctx: ServerRequestContext[Any, Any],
                              params: Any) -> types.ListResourceTemplatesResult:

@@ -9,9 +9,14 @@ stopped answering. `guarded_protocol` wraps uvicorn's HTTP protocol class:
 - past `max_connections` open connections, one that is not being served is closed to make room: the oldest of those
   that sent part of a request's headers (a real client sends its headers in one piece, a slowloris client a bit at a
   time), else the one idle longest after its last answer (kept alive; its client reconnects when it needs to), else
-  the oldest of those that sent nothing yet; when there is none, the newcomer gets a 503 and is closed. Connections
-  with a request being served are never cut. Idle ones are fair game so that clients repeating a cheap request
-  every few seconds on kept-alive connections cannot hold every slot and turn each newcomer away.
+  the slowest of those whose headers are in and whose body is still arriving (fewest bytes of the request per
+  second since its first byte, counted over at least one second), else the oldest of those that sent nothing yet;
+  when there is none, the newcomer gets a 503 and is closed. Connections whose request is complete and being served
+  are never cut. Idle ones are fair game so that clients repeating a cheap request every few seconds on kept-alive
+  connections cannot hold every slot and turn each newcomer away; bodies still arriving are, so that bodies sent a
+  byte at a time (each reopened on its 408) cannot either. A slow body goes before a silent connection because a
+  newcomer is silent for a moment between its connection and its request, and an attacker reopening evicted
+  connections in a loop would otherwise evict exactly the newcomers.
 
 The body's deadline is the ASGI app's (`McpEndpoint`), which can answer 408.
 """
@@ -73,6 +78,8 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
     """Connections that sent part of a request's headers and not the rest, oldest first: closed first."""
     idle: dict[Any, None] = {}
     """Kept-alive connections whose last response is complete and that sent nothing since, idle longest first."""
+    receiving: dict[Any, None] = {}
+    """Connections whose request's headers are in and whose body is not complete yet."""
     closing: set[Any] = set()
     """Connections this guard closed whose end uvicorn has not seen yet: they no longer count."""
     refused = [0, 0.0]
@@ -81,11 +88,16 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
     class Guarded(base):  # type: ignore[misc,valid-type]
         _lt_timer: asyncio.TimerHandle | None = None
         _lt_cycle: Any = None
+        _lt_began: float | None = None
+        """When the current request's first byte arrived (None between requests)."""
+        _lt_bytes = 0
+        """Bytes of the current request received so far."""
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
             if len(self.connections) - len(closing) > max_connections:
-                oldest = next(iter(partial), None) or next(iter(idle), None) or next(iter(silent), None)
+                oldest = (next(iter(partial), None) or next(iter(idle), None) or _slowest_body(self.loop.time())
+                          or next(iter(silent), None))
                 if oldest is None:
                     refused[0] += 1
                     if self.loop.time() - refused[1] >= 60:
@@ -101,6 +113,20 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
 
         def data_received(self, data: bytes) -> None:
             idle.pop(self, None)
+            if self._lt_began is None:
+                self._lt_began, self._lt_bytes = self.loop.time(), 0
+            self._lt_bytes += len(data)
+            try:
+                self._lt_received(data)
+            finally:
+                cycle = self.cycle
+                if cycle is not None and cycle.more_body and not cycle.response_complete \
+                        and not self.transport.is_closing():
+                    receiving[self] = None
+                else:
+                    receiving.pop(self, None)
+
+        def _lt_received(self, data: bytes) -> None:
             cycle = self.cycle
             if self._lt_timer is None and (cycle is None or cycle.response_complete):
                 # The first bytes of the next request on a kept-alive connection: a deadline for its headers,
@@ -121,6 +147,8 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
                     partial[self] = None
 
         def on_response_complete(self) -> None:
+            receiving.pop(self, None)
+            self._lt_began = None
             super().on_response_complete()
             waiting = self.timeout_keep_alive_task
             if waiting is not None and not waiting.cancelled() and not self.transport.is_closing():
@@ -128,6 +156,7 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
 
         def connection_lost(self, exc: Exception | None) -> None:
             idle.pop(self, None)
+            receiving.pop(self, None)
             self._lt_disarm()
             closing.discard(self)
             super().connection_lost(exc)
@@ -146,12 +175,27 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
 
         def _lt_expire(self, why: str) -> None:
             was_idle = idle.pop(self, 0) is None
+            was_receiving = receiving.pop(self, 0) is None
             self._lt_disarm()
             logger.debug("closing an HTTP connection from %s that %s (%s)", "%s:%d" % self.client if self.client else "?",
-                         "was idle" if was_idle else "did not finish its headers", why)
+                         "was idle" if was_idle else "was slowest to send its body" if was_receiving
+                         else "did not finish its headers", why)
             if not self.transport.is_closing():
                 closing.add(self)
                 self.transport.close()
+
+    def _slowest_body(now: float) -> Any:
+        """The connection receiving a body with the fewest bytes of its request per second, oldest first on a tie.
+
+        The time counts as at least one second, so a request that has just begun is measured by its bytes so far
+        rather than by a rate over a few microseconds (a client that wrote its headers and not yet its body)."""
+        slowest, lowest = None, float("inf")
+        for connection in receiving:
+            began = connection._lt_began if connection._lt_began is not None else now
+            rate = connection._lt_bytes / max(now - began, 1.0)
+            if rate < lowest:
+                slowest, lowest = connection, rate
+        return slowest
 
     Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
     return Guarded

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
@@ -148,6 +149,10 @@ class Identity(BaseModel):
     exchange: TokenExchange
 
 
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""A valid HTTP header name (RFC 9110's token)."""
+
+
 class HttpServer(_Server):
     """A server lazytools connects to by URL: streamable HTTP, or the older HTTP+SSE transport."""
 
@@ -164,6 +169,24 @@ class HttpServer(_Server):
     def _http_url(cls, value: str) -> str:
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError("must be an http:// or https:// URL")
+        try:
+            parts = urlsplit(value)
+            _ = parts.port  # raises on a port that is not a number
+        except ValueError:
+            # Said without the URL or the library's message, which quote the part after the first ":" of the
+            # authority: the password, when it holds an unencoded "/".
+            raise ValueError("its host and port do not parse (a \"/\", \"?\", \"#\" or \"@\" in a user name or "
+                             "password must be percent-encoded)") from None
+        if not parts.hostname:
+            raise ValueError("has no host")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _header_names(cls, value: dict[str, str]) -> dict[str, str]:
+        if not all(_TOKEN.fullmatch(name) for name in value):
+            # The name is not repeated: a secret put where a name goes would reach the log.
+            raise ValueError("a header name is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)")
         return value
 
 

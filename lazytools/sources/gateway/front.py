@@ -2,9 +2,9 @@
 
 Prompts are named like tools (`server__prompt`, same rules, so two servers never collide). Resources keep their
 URIs, because tool results hold them (`resource_link`) and pass through unchanged: a URI is routed to the first
-server in the config that lists it or has a template that matches it (a later server cannot capture an earlier
-one's URIs by listing them), else the one whose results named it in a call or prompt of the same session (what one
-session's calls name never changes another session's routing). Nothing is guessed beyond that (no "the only server
+server in the config that lists it, has a template that matches it, or named it in a call or prompt result of the
+same session (a later server cannot capture an earlier one's URIs by listing or templating them; what one session's
+calls name never changes another session's routing). Nothing is guessed beyond that (no "the only server
 using this scheme"). A server is never asked for a URI that its own excluded resources, excluded templates or
 exclude patterns match, in any form the router or the server acts on (uris.py), whichever route led to it.
 """
@@ -133,10 +133,11 @@ class Front:
 
     def list_resources(self) -> list[types.Resource]:
         """Each server's listed resources but those its exclusions keep out (in any form) and those an earlier
-        server in the config claims (lists, or serves by a template): a read of such a URI goes to the earlier
-        server, so it is not listed as the later one's."""
+        server in the config claims (lists, serves by a template, or named in this session's results): a read of
+        such a URI goes to the earlier server, so it is not listed as the later one's."""
         seen: set[str] = set()
         listed: list[types.Resource] = []
+        session = session_key(current_origin())
         for index, upstream in enumerate(self.upstreams):
             for resource in upstream.offerings.resources:
                 if resource.uri in seen:
@@ -145,10 +146,12 @@ class Front:
                     continue
                 if self._blocked(upstream, resource.uri):  # its exclusions keep it out in another form
                     continue
-                earlier = next((u for u in self.upstreams[:index] if self._templated(u, resource.uri)), None)
+                earlier = next((u for u in self.upstreams[:index] if self._templated(u, resource.uri)
+                                or (u.seen_uris.named(session, resource.uri) and not self._blocked(u, resource.uri))),
+                               None)
                 if earlier is not None:
-                    logger.debug("resource %s of %r is served by a template of %r, earlier in the config; not "
-                                 "listed", clip(resource.uri), upstream.name, earlier.name)
+                    logger.debug("resource %s of %r is served by %r, earlier in the config; not listed",
+                                 clip(resource.uri), upstream.name, earlier.name)
                     continue
                 seen.add(resource.uri)
                 listed.append(resource)
@@ -218,14 +221,14 @@ class Front:
         order); servers whose config keeps `uri` out are never chosen."""
         candidates = [u for u in self.upstreams if not self._blocked(u, uri)]
         lister = self._resources().get(uri)
-        for upstream in candidates:  # first in the config wins, whether it lists the URI or templates it
+        session = session_key(current_origin())
+        # First in the config wins, whether it lists the URI, templates it or named it in this session's results:
+        # a later server's listing or catch-all template never takes a URI an earlier server handed out.
+        for upstream in candidates:
             lists = lister is upstream or (lister is not None and lister not in candidates
                                            and any(resource.uri == uri for resource in upstream.offerings.resources))
-            if lists or self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri):
-                return upstream
-        session = session_key(current_origin())
-        for upstream in candidates:
-            if upstream.seen_uris.named(session, uri):
+            if (lists or self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri)
+                    or upstream.seen_uris.named(session, uri)):
                 return upstream
         raise UnknownResourceError(uri)
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from pydantic import ValidationError
 
 from ...safetext import clip
@@ -54,16 +55,18 @@ def permitted(config: ServerConfig, *names: str) -> bool:
     return (config.include is None or matches(config.include)) and not matches(config.exclude)
 
 
-async def _pages(fetch: Callable[[str | None], Awaitable[tuple[list[_T], str | None]]], limit: int) -> list[_T]:
-    """Every page's items, stopping once more than `limit` are in (the caller cuts and warns)."""
+async def _pages(fetch: Callable[[str | None], Awaitable[tuple[list[_T], str | None]]],
+                 limit: int) -> tuple[list[_T], bool]:
+    """Every page's items, stopping once more than `limit` are in (the caller cuts and warns), and whether it
+    stopped at `MAX_PAGES` with a next page still announced."""
     items: list[_T] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         page, cursor = await fetch(cursor)
         items += page
         if cursor is None or len(items) > limit:
-            break
-    return items
+            return items, False
+    return items, True
 
 
 async def _listed(upstream: str, what: str, fetch: Callable[[str | None], Awaitable[tuple[list[_T], str | None]]],
@@ -71,7 +74,7 @@ async def _listed(upstream: str, what: str, fetch: Callable[[str | None], Awaita
     """One list of an upstream, on its own: None when it failed (the caller keeps what it had), empty when the
     server has no such method, at most `limit` items (with a warning when it listed more)."""
     try:
-        items = await _pages(fetch, limit)
+        items, unfinished = await _pages(fetch, limit)
     except MCPError as exc:
         if exc.code == types.METHOD_NOT_FOUND:  # a server need not answer every list of a capability it declares
             logger.debug("upstream %r does not answer the %s list: %s", upstream, what, exc.error.message)
@@ -87,7 +90,34 @@ async def _listed(upstream: str, what: str, fetch: Callable[[str | None], Awaita
         logger.warning("upstream %r lists more than %d %s; serving the first %d (LAZYTOOLS_MAX_UPSTREAM_OFFERINGS)",
                        upstream, limit, what, limit)
         items = items[:limit]
+    elif unfinished:
+        logger.warning("upstream %r announces more %s after %d pages; serving the %d listed so far (a cursor that "
+                       "never ends)", upstream, what, MAX_PAGES, len(items))
     return items
+
+
+def _usable_templates(config: ServerConfig, templates: list[types.ResourceTemplate],
+                      previous: tuple[types.ResourceTemplate, ...]) -> list[types.ResourceTemplate]:
+    """`templates` without those whose syntax is invalid (they could match nothing; each dropped with a warning),
+    with a warning, when first listed, about each that matches URIs of any scheme (one starting with an
+    expression, as `{+all}`): it serves every URI that no earlier server in the config lists, templates or named."""
+    upstream = config.name
+    known = {template.uri_template for template in previous}
+    usable: list[types.ResourceTemplate] = []
+    for template in templates:
+        text = template.uri_template
+        try:
+            UriTemplate.parse(text)
+        except (InvalidUriTemplate, ValueError) as exc:
+            logger.warning("upstream %r lists the resource template '%s', whose syntax is invalid (%s); not listed",
+                           upstream, clip(text), clip(str(exc)))
+            continue
+        if text.startswith("{") and text not in known and permitted(config, template.name, text):
+            logger.warning("upstream %r lists the resource template '%s', which matches URIs of any scheme: it serves "
+                           "every URI no server before it in the config lists, templates or named (exclude it, or "
+                           "put this server last)", upstream, clip(text))
+        usable.append(template)
+    return usable
 
 
 async def list_offerings(client: Client, config: ServerConfig, *, limit: int,
@@ -130,6 +160,8 @@ async def list_offerings(client: Client, config: ServerConfig, *, limit: int,
                             resources=tuple(r for r in listed_resources if permitted(config, r.name, r.uri)),
                             hidden=tuple(r.uri for r in listed_resources if not permitted(config, r.name, r.uri)))
         listed_templates = await _listed(name, "resource templates", templates, limit)
+        if listed_templates is not None:
+            listed_templates = _usable_templates(config, listed_templates, previous.templates)
         if listed_templates is None:
             found = replace(found, templates=previous.templates, hidden_templates=previous.hidden_templates)
         else:
