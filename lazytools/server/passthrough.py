@@ -27,8 +27,9 @@ RESOURCE_NOT_FOUND = -32002
 """The spec's error code for resources/read of an unknown URI."""
 
 FORWARDED = frozenset({"tools/call", "prompts/get", "completion/complete", "resources/read", "resources/subscribe",
-                       "resources/unsubscribe"})
-"""The requests that may be served by an upstream, and so run as their origin."""
+                       "resources/unsubscribe", "resources/list"})
+"""The requests that run as their origin: those an upstream may serve, and resources/list, which what this
+session's results named shapes."""
 
 SessionOf = Callable[[ServerRequestContext[Any, Any]], SessionState | None]
 
@@ -166,9 +167,8 @@ class PassThrough:
         raise AssertionError("unreachable")
 
     async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
-        with calling(origin_of(ctx, self._client(ctx))):  # what this session's results named shapes its list
-            return types.ListResourcesResult(resources=self.front.list_resources())
-        raise AssertionError("unreachable")
+        # Runs as its origin (OriginMiddleware): what this session's results named shapes its list.
+        return types.ListResourcesResult(resources=self.front.list_resources())
 
     async def list_templates(self, ctx: ServerRequestContext[Any, Any],
                              params: Any) -> types.ListResourceTemplatesResult:
