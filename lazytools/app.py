@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -21,14 +22,21 @@ import mcp_types as types
 from .audit import open_audit
 from .catalog import Catalog, Group
 from .errors import ConfigError
+from .policy.limits import RateLimiter, RedisRateLimiter
 from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
 from .server.passthrough import Front
+from .server.shared import SharedSessions
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool
+from .telemetry import configure_tracing
 
-__all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "serve", "sources_for"]
+if TYPE_CHECKING:
+    from .state.redis import RedisState
+
+__all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "open_state", "serve",
+           "sources_for"]
 
 logger = logging.getLogger("lazytools")
 
@@ -121,11 +129,26 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
 async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
     audit = open_audit(settings.audit, values=settings.audit_arguments)
     try:
-        async with _open_sources(settings) as (catalog, front):
-            yield build_server(catalog, settings, front=front, audit=audit)
+        async with _open_sources(settings) as (catalog, front), _limiter(settings) as limiter:
+            yield build_server(catalog, settings, front=front, audit=audit, limiter=limiter)
     finally:
         if audit is not None:
             audit.close()  # every line written before the process ends
+
+
+@asynccontextmanager
+async def _limiter(settings: Settings) -> AsyncIterator[RateLimiter | None]:
+    """Rate limits counted in Redis when a state URL is set (every replica shares them), else in memory."""
+    if settings.state_url is None:
+        yield None
+        return
+    from redis.asyncio import Redis
+
+    redis = Redis.from_url(settings.state_url.get_secret_value(), socket_timeout=2.0, socket_connect_timeout=2.0)
+    try:
+        yield RedisRateLimiter(redis)
+    finally:
+        await redis.aclose()
 
 
 INTERRUPTED = 130
@@ -134,6 +157,15 @@ INTERRUPTED = 130
 
 async def serve(settings: Settings) -> int:
     """Serve until the client leaves or a signal stops it; the exit status (INTERRUPTED after Ctrl-C, else 0)."""
+    flush = configure_tracing()  # spans exported over OTLP when asked (telemetry.py), flushed at the end
+    try:
+        return await _serve(settings)
+    finally:
+        if flush is not None:
+            flush()
+
+
+async def _serve(settings: Settings) -> int:
     failed: Exception | None = None
     stopped_by: int | None = None
     with anyio.CancelScope() as whole:
@@ -165,10 +197,30 @@ async def _serve_on(server: LazyServer, settings: Settings) -> int | None:
         from .transports.http import serve_http
 
         logger.info("serving %d tools over http", len(server.catalog))
-        return await _until_stopped(serve_http(server, settings))
+        if settings.state_url is None:
+            return await _until_stopped(serve_http(server, settings))
+        async with open_state(settings) as state:  # replicas: sessions in Redis (docs/scaling.md)
+            SharedSessions(server, state).install()
+            return await _until_stopped(serve_http(server, settings, state=state))
     from .transports.stdio import serve_stdio
 
+    if settings.state_url is not None:
+        logger.warning("LAZYTOOLS_STATE_URL is for HTTP replicas; a stdio session lives in this process")
     return await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
+
+
+@asynccontextmanager
+async def open_state(settings: Settings) -> AsyncIterator[RedisState]:
+    """The shared session store of `settings.state_url`, listening for its messages while open."""
+    from .state.redis import RedisState
+
+    assert settings.state_url is not None
+    state = RedisState(settings.state_url.get_secret_value(), ttl=settings.session_idle_timeout,
+                       timeout=settings.state_timeout, prefix=settings.state_prefix)
+    async with state.running():
+        if not await state.ping():  # served anyway: /readyz says 503 until Redis answers
+            logger.warning("the session store (LAZYTOOLS_STATE_URL) does not answer yet; /readyz is 503 until it does")
+        yield state
 
 
 def _in_main_thread() -> bool:

@@ -6,14 +6,18 @@
     ├── ToolNotEnabledError               a catalog tool called directly before search_tools enabled it
     ├── ToolArgumentsError (ValueError)   arguments that do not match the tool's input schema
     ├── ToolExecutionError                a tool (in-process or upstream) failed while running
+    ├── PolicyRefusedError                the policy refuses a call's arguments (its tool is one the user may see)
+    ├── RateLimitedError                  the principal made more calls this minute than its limit
+    ├── StateUnavailableError             the shared session store (Redis) did not answer in time
     ├── UnknownPromptError (KeyError)     prompts/get of a prompt no upstream serves
     ├── UnknownResourceError (KeyError)   resources/read of a URI no upstream serves
     └── UpstreamError                     an upstream MCP server could not serve a call
         ├── UpstreamUnavailableError      not connected: failed to start, crashed, or is reconnecting
         └── UpstreamTimeoutError          did not answer within the per-call timeout
 
-Inside the library these carry meaning and propagate; the server converts them to `isError` tool results and
-the CLI to messages and exit codes. Nothing else converts them.
+Inside the library these carry meaning and propagate; the server converts them to `isError` tool results (and
+StateUnavailableError to a JSON-RPC error, as the HTTP transport does to a 503) and the CLI to messages and exit
+codes. Nothing else converts them.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from .safetext import clip
 __all__ = [
     "ConfigError",
     "LazyToolsError",
+    "PolicyRefusedError",
+    "RateLimitedError",
+    "StateUnavailableError",
     "ToolArgumentsError",
     "ToolExecutionError",
     "ToolNotEnabledError",
@@ -96,6 +103,23 @@ class ToolArgumentsError(LazyToolsError, ValueError):
 
 class ToolExecutionError(LazyToolsError):
     """A tool raised while running; the message is the tool's own."""
+
+
+class PolicyRefusedError(LazyToolsError):
+    """The policy refuses these arguments for a tool the principal may otherwise call."""
+
+
+class RateLimitedError(LazyToolsError):
+    """A principal's calls this minute passed its limit."""
+
+    def __init__(self, principal: str, limit: int, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"Rate limit: {clip(principal)} may make {limit} calls per minute; try again in "
+                         f"{max(1, round(retry_after))} s.")
+
+
+class StateUnavailableError(LazyToolsError):
+    """The shared session store did not answer (down, unreachable or slower than the state timeout)."""
 
 
 class UpstreamError(LazyToolsError):

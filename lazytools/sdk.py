@@ -15,6 +15,10 @@ from mcp.client.stdio import _create_platform_compatible_process as create_stdio
 from mcp.client.stdio import _drain_stdout as drain_stdout
 from mcp.client.stdio import _get_executable_command as executable_command
 from mcp.client.stdio import _stop_server_process as stop_stdio_process
+
+# Traces: the SDK's own middleware, a SERVER span per request continuing the caller's trace from `_meta`. The
+# low-level Server installs it by default; lazytools builds its middleware list itself and puts it first.
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 
 # Per-request middleware (each request's origin, principal, session record is set around its handler): the SDK
@@ -32,6 +36,7 @@ from mcp.shared._stream_protocols import ReadStream, WriteStream
 __all__ = [
     "CallNext",
     "HandlerResult",
+    "OpenTelemetryMiddleware",
     "ReadStream",
     "ServerMiddleware",
     "WriteStream",

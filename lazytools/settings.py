@@ -192,6 +192,27 @@ class Settings(BaseSettings):
                     "slowest still sending its body, else one that sent nothing yet), or the new one is refused "
                     "(503) when every other is serving a request.")
 
+    # Replicas (docs/scaling.md)
+    state_url: SecretStr | None = Field(
+        default=None,
+        description="redis://host:port/db (or rediss://): keep HTTP sessions and rate-limit counts in Redis so "
+                    "several replicas serve them (docs/scaling.md). Unset: both live in this process's memory. No "
+                    "flag: the URL may hold a password.")
+    state_timeout: float = Field(
+        default=2.0, gt=0,
+        description="Seconds one operation on the session store (Redis) may take; past it the request that needed "
+                    "it gets an error.")
+    state_prefix: str = Field(
+        default="lazytools:", min_length=1, max_length=64,
+        description="Prefix of every key lazytools writes in Redis (several deployments can share one database).")
+    replica_idle_timeout: float = Field(
+        default=300.0, gt=0,
+        description="With a state URL: seconds a replica keeps its part of a session (the connection, per-session "
+                    "upstreams) after the session's last request there; the session itself lives on in the store.")
+    drain_seconds: float = Field(
+        default=0.0, ge=0,
+        description="On SIGTERM over HTTP: /readyz answers 503 at once, and requests in flight get up to this many "
+                    "seconds to finish before the process exits (set it above the load balancer's check interval).")
     # Identity and audit (docs/team.md)
     auth_issuer: str | None = Field(
         default=None,
@@ -249,6 +270,22 @@ class Settings(BaseSettings):
         default=False,
         description="Write the arguments' values into audit lines too (by default only their size and SHA-256).")
 
+    # Policy, rate limits and metrics (docs/team.md)
+    policy: Path | None = Field(
+        default=None,
+        description="Policy file (TOML, or JSON when it ends in .json): which principals may see and call which "
+                    "servers, tools, prompts and resources, argument constraints, calls per minute. Re-read when it "
+                    "changes; a broken edit keeps the last good policy. Unset: everyone may use everything.")
+    policy_max_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Largest policy file read, in bytes.")
+    rate_limit: int = Field(
+        default=0, ge=0,
+        description="Calls (tools/call, prompts/get, resources/read) per minute per principal, unless the policy "
+                    "sets a limit for them; 0: no limit.")
+    metrics: bool = Field(
+        default=True,
+        description="Over HTTP, serve Prometheus metrics at GET /metrics (behind the same authentication as /mcp).")
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
 
@@ -288,6 +325,14 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("state_url", mode="after")
+    @classmethod
+    def _redis_url(cls, value: SecretStr | None) -> SecretStr | None:
+        # The URL itself is never echoed: it may hold a password.
+        if value is not None and not value.get_secret_value().startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value
 
     @field_validator("auth_issuer", "auth_audience", "auth_jwks_url", "auth_introspection_url")
     @classmethod

@@ -4,7 +4,7 @@ client), set once per request by `OriginMiddleware`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 
@@ -14,9 +14,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
-from ..errors import LazyToolsError, UnknownResourceError
+from ..errors import LazyToolsError, UnknownPromptError, UnknownResourceError
 from ..origin import LOG_LEVELS, CallOrigin, Clients, ClientSide, calling
 from ..sdk import CallNext, HandlerResult
+from .access import Access
 from .sessions import SessionState, SessionStore
 from .surface import is_stateless_era
 
@@ -32,6 +33,19 @@ FORWARDED = frozenset({"tools/call", "prompts/get", "completion/complete", "reso
 session's results named shapes."""
 
 SessionOf = Callable[[ServerRequestContext[Any, Any]], SessionState | None]
+
+
+class UpstreamStatus(Protocol):
+    """What the server's metrics read of one upstream server."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def serving(self) -> bool: ...
+
+    @property
+    def connections(self) -> int: ...
 
 
 @runtime_checkable
@@ -75,6 +89,21 @@ class Front(Protocol):
     def uri_server(self, uri: str) -> str | None:
         """The upstream server `uri` would be read from (for the audit trail), if any."""
         ...
+
+    def template_server(self, template: str) -> str | None:
+        """The upstream server that lists resource template `template` (for the policy), if any."""
+        ...
+
+    def uri_memory(self, key: str) -> dict[str, list[str]]:
+        """The URIs session `key`'s results named, by upstream (kept in a shared session record)."""
+        ...
+
+    def restore_uri_memory(self, key: str, memory: dict[str, list[str]]) -> None:
+        """Routing for session `key` as its shared record has it."""
+        ...
+
+    @property
+    def upstreams(self) -> Sequence[UpstreamStatus]: ...
 
 
 class SessionClient:
@@ -142,9 +171,13 @@ class PassThrough:
     """The server's handlers for what upstreams offer besides tools (gateway only): prompts, resources, logging
     levels, roots changes. Each forwarded request runs as its origin (`OriginMiddleware`), like a tool call."""
 
-    def __init__(self, front: Front, session_of: SessionOf):
+    def __init__(self, front: Front, session_of: SessionOf,
+                 access: Callable[[], Access], refused: Callable[[str], None] = lambda kind: None) -> None:
         self.front = front
         self._session_of = session_of
+        self._access = access
+        self._refused = refused
+        """The request's principal's Access (access.py): a prompt or resource it may not use does not exist."""
 
     def _client(self, ctx: ServerRequestContext[Any, Any]) -> SessionClient | None:
         state = self._session_of(ctx)
@@ -152,31 +185,60 @@ class PassThrough:
         return client if isinstance(client, SessionClient) else None
 
     async def list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=self.front.list_prompts())
+        access, front = self._access(), self.front
+        return types.ListPromptsResult(prompts=[prompt for prompt in front.list_prompts()
+                                                if access.prompt(prompt.name, front.prompt_server(prompt.name))])
+
+    def _check_prompt(self, name: str) -> None:
+        server = self.front.prompt_server(name)
+        if not self._access().prompt(name, server):
+            if server is not None:
+                self._refused("prompt")
+            raise UnknownPromptError(name)
+
+    def _check_uri(self, uri: str) -> None:
+        server = self.front.uri_server(uri)
+        if not self._access().resource(uri, server):
+            if server is not None:
+                self._refused("resource")
+            raise UnknownResourceError(uri)
 
     async def get_prompt(self, ctx: ServerRequestContext[Any, Any],
                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
         with _boundary():
+            self._check_prompt(params.name)
             return await self.front.get_prompt(params.name, params.arguments)
         raise AssertionError("unreachable")  # mypy: _boundary re-raises
 
     async def complete(self, ctx: ServerRequestContext[Any, Any],
                        params: types.CompleteRequestParams) -> types.CompleteResult:
         with _boundary():
+            ref = params.ref
+            if isinstance(ref, types.PromptReference):
+                self._check_prompt(ref.name)
+            elif not self._access().template(ref.uri, self.front.template_server(ref.uri)):
+                self._check_uri(ref.uri)  # not a template this principal may use: then a URI it may read
             return await self.front.complete(params)
         raise AssertionError("unreachable")
 
     async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
+        access, front = self._access(), self.front
         # Runs as its origin (OriginMiddleware): what this session's results named shapes its list.
-        return types.ListResourcesResult(resources=self.front.list_resources())
+        return types.ListResourcesResult(resources=[
+            resource for resource in front.list_resources()
+            if access.resource(resource.uri, front.uri_server(resource.uri))])
 
     async def list_templates(self, ctx: ServerRequestContext[Any, Any],
                              params: Any) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=self.front.list_templates())
+        access, front = self._access(), self.front
+        return types.ListResourceTemplatesResult(resource_templates=[
+            template for template in front.list_templates()
+            if access.template(template.uri_template, front.template_server(template.uri_template))])
 
     async def read_resource(self, ctx: ServerRequestContext[Any, Any],
                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         with _boundary():
+            self._check_uri(str(params.uri))
             return await self.front.read_resource(str(params.uri))
         raise AssertionError("unreachable")
 
@@ -186,6 +248,7 @@ class PassThrough:
         if client is None:
             raise MCPError(code=types.INVALID_REQUEST, message="Subscriptions need a session")
         with _boundary():
+            self._check_uri(str(params.uri))
             await self.front.subscribe(str(params.uri), client)
         return types.EmptyResult()
 

@@ -64,7 +64,7 @@ class SessionState:
 
     def used(self, name: str) -> None:
         """`name` was found or called: it becomes the most recently used of the enabled tools (if it is one)."""
-        if name in self.enabled:
+        if name in self.enabled and self.used_at.get(name) != self.clock:  # already the most recent: no change
             self.clock += 1
             self.used_at[name] = self.clock
 

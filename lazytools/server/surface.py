@@ -16,6 +16,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..modes import Mode, Surface
 
 if TYPE_CHECKING:
+    from .access import Access
     from .sessions import SessionState
 
 __all__ = ["SessionView", "choose_surface", "is_stateless_era"]
@@ -54,13 +55,15 @@ class SessionView:
     """Tools that search enabled in this session, in order; empty without a session."""
     bridge: bool = True
     """`dynamic_bridge`: dynamic sessions also get invoke_tool, for clients that do not re-list in time."""
+    access: Access | None = None
+    """What the request's principal may see and call (server/access.py): every name is looked up in its catalog."""
 
     @classmethod
-    def of(cls, state: SessionState | None, *, bridge: bool) -> SessionView:
+    def of(cls, state: SessionState | None, *, bridge: bool, access: Access | None = None) -> SessionView:
         """No session means the proxy surface: nothing to remember enabled tools in, nobody to notify."""
         if state is None:
-            return cls("proxy", (), bridge)
-        return cls(state.surface, state.enabled, bridge)
+            return cls("proxy", (), bridge, access)
+        return cls(state.surface, state.enabled, bridge, access)
 
     @property
     def search_enables(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,21 +21,26 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import PARSE_ERROR
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from ..safetext import redact_session_ids
+from ..server.metrics import Metrics
 from ..settings import Settings
+from ..state import SharedState
 from .http_auth import edge_auth
+from .http_drain import DrainingServer, InFlight, Readiness
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
-from .http_limits import GuardedServer, fd_bounded, guarded_protocol
+from .http_limits import fd_bounded, guarded_protocol
+from .http_shared import SharedSessionManager
 
 __all__ = ["MCP_PATH", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
@@ -49,12 +54,14 @@ _SHUTDOWN_GRACE = 5
 class McpEndpoint:
     """ASGI app at `/mcp`: checks a POST's body, then hands the request to the session or the stateless manager."""
 
-    def __init__(self, sessions: StreamableHTTPSessionManager, stateless: StreamableHTTPSessionManager,
-                 *, max_body_bytes: int, body_timeout: float = 15.0) -> None:
+    def __init__(self, sessions: StreamableHTTPSessionManager | SharedSessionManager,
+                 stateless: StreamableHTTPSessionManager, *, max_body_bytes: int, body_timeout: float = 15.0,
+                 readiness: Readiness | None = None) -> None:
         self.sessions = sessions
         self.stateless = stateless
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
+        self.readiness = readiness
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -80,10 +87,20 @@ class McpEndpoint:
             await message(scope, receive, send)
             return
         manager = self.sessions
+        if self._refuses_sessions() and _is_initialize(message):
+            # Draining with sessions in this process only: a new one would end with it. (Shared sessions live on
+            # in the store, so a draining replica still opens them.)
+            await jsonrpc_error(503, "This server is shutting down: connect again", headers={"Connection": "close"})(
+                scope, receive, send)
+            return
         if MCP_SESSION_ID_HEADER not in headers and not _is_initialize(message):
             # No session and no handshake: nothing to keep between requests, so the static proxy surface.
             manager = self.stateless
         await manager.handle_request(scope, _replay(body, receive), send)
+
+    def _refuses_sessions(self) -> bool:
+        return (self.readiness is not None and self.readiness.draining
+                and not isinstance(self.sessions, SharedSessionManager))
 
     async def _read_body(self, headers: Headers, receive: Receive) -> bytes | None:
         """The whole body, or None once it passes the limit (the rest is not read)."""
@@ -180,12 +197,28 @@ class _SaidOnce(logging.Filter):
         return first
 
 
+METRICS_PATH = "/metrics"
+PROTECTED = (MCP_PATH, METRICS_PATH)
+"""Paths that need the token (or OAuth) when authentication is on: metrics name the catalog's tools and servers."""
+
+
+def metrics_endpoint(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
+    """`GET /metrics`: the registry in Prometheus' text format (a scrape reads counters; it is cheap)."""
+
+    async def endpoint(request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return endpoint
+
+
 async def _healthz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
-def build_app(server: Server[Any], settings: Settings) -> Starlette:
-    """The ASGI app for `server`: streamable HTTP at `/mcp`, a health check at `/healthz`."""
+def build_app(server: Server[Any], settings: Settings, *, state: SharedState | None = None) -> Starlette:
+    """The ASGI app for `server`: streamable HTTP at `/mcp`, liveness at `/healthz`, readiness at `/readyz`.
+
+    With `state`, handshake-era sessions live in that shared store (http_shared.py) instead of this process."""
     redact_session_ids()
     # Host and Origin are checked by HTTPGuard for every route, so the SDK's own check (with narrower defaults
     # that would refuse a Host without a port) stays off; it still checks Content-Type and Accept.
@@ -195,10 +228,18 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
         "security_settings": security,
         "max_request_body_size": settings.max_body_bytes,
     }
-    sessions = StreamableHTTPSessionManager(
-        server, session_idle_timeout=settings.session_idle_timeout, max_sessions=settings.max_sessions, **common
-    )
     stateless = StreamableHTTPSessionManager(server, stateless=True, **common)
+    sessions: StreamableHTTPSessionManager | SharedSessionManager
+    if state is not None:  # replicas: sessions in the shared store (docs/scaling.md)
+        sessions = SharedSessionManager(
+            server, state, stateless, json_response=settings.json_response, security_settings=security,
+            idle_timeout=settings.replica_idle_timeout, max_sessions=settings.max_sessions,
+            refresh_every=max(1.0, settings.session_idle_timeout / 3))
+    else:
+        sessions = StreamableHTTPSessionManager(
+            server, session_idle_timeout=settings.session_idle_timeout, max_sessions=settings.max_sessions, **common
+        )
+    readiness = Readiness(state.ping if state is not None else None)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -206,8 +247,10 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
         _MANAGER_LOG.addFilter(once)
         try:
             async with sessions.run(), stateless.run():
+                readiness.started = True
                 yield
         finally:
+            readiness.started = False
             _MANAGER_LOG.removeFilter(once)
 
     token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
@@ -218,11 +261,11 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
             allowed_hosts=settings.allowed_hosts,
             allowed_origins=settings.allowed_origins,
             token=token,
-            protected_prefix=MCP_PATH,
+            protected_prefix=PROTECTED,
         )
     ]
     # Who each request acts for (http_auth.py): OAuth, the shared token's user, or anonymous.
-    identity = edge_auth(settings, MCP_PATH)
+    identity = edge_auth(settings, PROTECTED)
     middleware += identity.middleware
     if settings.allowed_origins:
         # Browser clients on the listed origins must read Mcp-Session-Id and send it (and a token) back.
@@ -235,12 +278,21 @@ def build_app(server: Server[Any], settings: Settings) -> Starlette:
             expose_headers=[MCP_SESSION_ID_HEADER, "www-authenticate"],
         ))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
-                           body_timeout=settings.body_timeout)
-    routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]), *identity.routes]
-    direct: ASGIApp = endpoint
+                           body_timeout=settings.body_timeout, readiness=readiness)
+    inflight = InFlight(endpoint)
+    routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]),
+              Route("/readyz", readiness.endpoint, methods=["GET"]), *identity.routes]
+    metrics = getattr(server, "metrics", None)
+    if isinstance(metrics, Metrics):
+        routes.append(Route(METRICS_PATH, metrics_endpoint(metrics), methods=["GET"]))
+    direct: ASGIApp = inflight
     for layer in reversed(middleware):
         direct = layer.cls(direct, *layer.args, **layer.kwargs)
-    return _App(direct, routes=routes, middleware=middleware, lifespan=lifespan)
+    app = _App(direct, routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.readiness = readiness
+    app.state.inflight = inflight
+    app.state.sessions = sessions
+    return app
 
 
 class _App(Starlette):
@@ -279,7 +331,7 @@ def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, heade
     )
 
 
-async def serve_http(server: Server[Any], settings: Settings) -> None:
+async def serve_http(server: Server[Any], settings: Settings, *, state: SharedState | None = None) -> None:
     """Serve `server` over streamable HTTP on settings.host:settings.port until interrupted."""
     if settings.host.lower() not in LOOPBACK_NAMES and settings.auth_token is None and settings.auth_issuer is None:
         logger.warning("serving on %s without LAZYTOOLS_AUTH_TOKEN or LAZYTOOLS_AUTH_ISSUER: anyone who can reach "
@@ -288,15 +340,21 @@ async def serve_http(server: Server[Any], settings: Settings) -> None:
         logger.info("OAuth: tokens of %s for %s (scopes: %s)", settings.auth_issuer, settings.auth_audience,
                     ", ".join(settings.auth_scopes) or "none required")
     where = f"http://{_url_host(settings.host)}:{settings.port}" if settings.port else f"a free port of {settings.host}"
-    logger.info("streamable HTTP at %s%s, health check at /healthz", where, MCP_PATH)
-    await http_server(build_app(server, settings), settings).serve()
+    logger.info("streamable HTTP at %s%s, liveness at /healthz, readiness at /readyz%s", where, MCP_PATH,
+                ", sessions in the shared store" if state is not None else "")
+    await http_server(build_app(server, settings, state=state), settings).serve()
 
 
 def http_server(app: ASGIApp, settings: Settings) -> uvicorn.Server:
-    """The uvicorn server for `app` on settings.host:settings.port, with lazytools' connection limits."""
-    return GuardedServer(_uvicorn_config(app, settings.host, settings.port, settings.log_level,
-                                         header_timeout=settings.header_timeout,
-                                         max_connections=settings.max_connections))
+    """The uvicorn server for `app` on settings.host:settings.port, with lazytools' connection limits (and, for
+    an app of `build_app`, readiness and drain on SIGTERM)."""
+    config = _uvicorn_config(app, settings.host, settings.port, settings.log_level,
+                             header_timeout=settings.header_timeout, max_connections=settings.max_connections)
+    state = getattr(app, "state", None)
+    readiness = getattr(state, "readiness", None) or Readiness()
+    sessions = getattr(state, "sessions", None)
+    on_drained = sessions.close_streams if isinstance(sessions, SharedSessionManager) else None
+    return DrainingServer(config, readiness, getattr(state, "inflight", None), settings.drain_seconds, on_drained)
 
 
 def _url_host(host: str) -> str:

@@ -23,11 +23,11 @@ from ...errors import LazyToolsError, UnknownPromptError, UnknownResourceError
 from ...origin import LOG_LEVELS, Clients, ClientSide, current_origin, session_key
 from ...safetext import clip
 from ...toolnames import public_tool_name, unique_name
+from ...uris import UnsafeUriError, normalised, uri_forms
 from .offerings import uris_in
 from .relay import Relay
 from .scoped import SessionUpstreams
 from .upstream import Upstream
-from .uris import UnsafeUriError, normalised, uri_forms
 
 __all__ = ["Front", "UnknownPromptError", "UnknownResourceError"]
 
@@ -156,6 +156,11 @@ class Front:
                 seen.add(resource.uri)
                 listed.append(resource)
         return listed
+
+    def template_server(self, template: str) -> str | None:
+        """The server that lists resource template `template` (the first in the config), if any."""
+        return next((u.name for u in self.upstreams for t in u.offerings.templates if t.uri_template == template),
+                    None)
 
     def list_templates(self) -> list[types.ResourceTemplate]:
         return [template for upstream in self.upstreams for template in upstream.offerings.templates]
@@ -303,6 +308,15 @@ class Front:
         caps = client.capabilities
         if caps is not None and caps.roots is not None and [c.key for c in self.relay.clients] == [client.key]:
             await self.roots_changed(client)
+
+    def uri_memory(self, key: str) -> dict[str, list[str]]:
+        """The URIs `key`'s calls and prompts named, by upstream: what a shared session record keeps of routing."""
+        return {u.name: uris for u in self.upstreams if (uris := u.seen_uris.of(key))}
+
+    def restore_uri_memory(self, key: str, memory: dict[str, list[str]]) -> None:
+        """Routing for `key` as its shared record has it (the session may have named them on another replica)."""
+        for upstream in self.upstreams:
+            upstream.seen_uris.restore(key, memory.get(upstream.name, ()))
 
     async def session_closed(self, key: str) -> None:
         for upstream in self.upstreams:

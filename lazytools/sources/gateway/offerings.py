@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -222,6 +222,10 @@ class SeenUris:
     def __contains__(self, uri: object) -> bool:
         return uri in self._uris
 
+    def __iter__(self) -> Iterator[str]:
+        """Oldest first."""
+        return iter(list(self._uris))
+
 
 @dataclass(slots=True)
 class NamedUris:
@@ -259,3 +263,13 @@ class NamedUris:
         seen = self._by_session.pop(session, None)
         if seen is not None:
             self.size -= seen.size
+
+    def of(self, session: str) -> list[str]:
+        """The URIs `session`'s results named, oldest first (what a shared session record keeps)."""
+        seen = self._by_session.get(session)
+        return list(seen) if seen is not None else []
+
+    def restore(self, session: str, uris: Iterable[str]) -> None:
+        """`session` named exactly `uris` (a shared session's record, loaded on another replica)."""
+        self.forget(session)
+        self.add(session, uris)

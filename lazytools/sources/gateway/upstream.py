@@ -26,6 +26,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
 from pydantic import ValidationError
 
 from ...catalog import Catalog, Group
@@ -47,6 +49,7 @@ from .tools import list_tools, summary_of, tool_entries
 __all__ = ["Backoff", "State", "Upstream", "describe_failure"]
 
 logger = logging.getLogger(__name__)
+_tracer = trace.get_tracer("lazytools")
 
 _CLIENT_INFO = types.Implementation(name="lazytools-gateway", version="0.1")
 
@@ -382,7 +385,11 @@ class Upstream:
                     await gate(progress, total, message)
 
             try:
-                with self.inflight.serving(origin):
+                # A span per upstream request; inside it the SDK's client span puts the trace context in `_meta`
+                # (traceparent), so the upstream's own spans join the caller's trace.
+                with self.inflight.serving(origin), _tracer.start_as_current_span(
+                        f"lazytools upstream {self.name}", kind=SpanKind.CLIENT,
+                        attributes={"lazytools.upstream": self.name, "mcp.method.name": request.method}):
                     # send_request, not call_tool: the client's own output-schema check would rewrite or reject
                     # results; a gateway passes them on as they are and lets the end client judge.
                     return await client.session.send_request(request, result_type,

@@ -1,0 +1,160 @@
+"""Sessions kept in a shared store (several replicas): each request starts from its session's record and writes
+back what it changed, before the notifications it caused leave.
+
+Installed as a server middleware (`SharedSessions.install`) only when a shared store is configured; the embedded
+default never runs it. The HTTP transport has already loaded the record for the request (it needed it to know the
+session exists) and leaves it in the request's scope under `RECORD_SCOPE_KEY`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+from ..sdk import connection_of
+from ..state import SessionRecord, StateStore, StateUnavailableError
+from ..state.outbox import collecting
+from .passthrough import SessionClient
+from .sessions import SessionState
+from .surface import is_stateless_era
+
+if TYPE_CHECKING:
+    from .core import LazyServer
+
+__all__ = ["OWNER_SCOPE_KEY", "RECORD_SCOPE_KEY", "SharedSessions"]
+
+logger = logging.getLogger(__name__)
+
+RECORD_SCOPE_KEY = "lazytools.record"
+"""Where the HTTP transport leaves the session's record in the ASGI scope of a request."""
+OWNER_SCOPE_KEY = "lazytools.owner"
+"""Where the HTTP transport leaves, on the request that opens a session, the credential the session is bound to."""
+
+
+_MAX_URIS = 256
+"""URIs kept per upstream in a session's record (the newest): the routing memory that follows it to any replica."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    enabled: tuple[str, ...]
+    used_at: tuple[tuple[str, int], ...]
+    level: str | None
+    uris: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @classmethod
+    def of(cls, state: SessionState, uris: dict[str, list[str]]) -> _Snapshot:
+        return cls(tuple(state.enabled), tuple(sorted(state.used_at.items())), _level(state),
+                   tuple(sorted((name, tuple(named)) for name, named in uris.items())))
+
+
+class SharedSessions:
+    """The server middleware that keeps a session's live state and its shared record in step."""
+
+    def __init__(self, server: LazyServer, store: StateStore) -> None:
+        self.server = server
+        self.store = store
+
+    def install(self) -> None:
+        self.server.middleware.append(self)
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        connection = connection_of(ctx)
+        if is_stateless_era(ctx.protocol_version) or connection.session_id is None:
+            return await call_next(ctx)
+        try:
+            if ctx.method == "initialize":
+                result = await call_next(ctx)
+                opened = self._record_of(connection.session_id, ctx.params)
+                scope = getattr(ctx.request, "scope", None)
+                opened.owner = scope.get(OWNER_SCOPE_KEY) if isinstance(scope, dict) else None
+                await self.store.create(opened)
+                return result
+            record = self._loaded(ctx) or await self.store.load(connection.session_id)
+            if record is None:
+                raise MCPError(code=types.INVALID_REQUEST, message="Session not found (it ended or expired)")
+            state = self.server.session_for(ctx)
+            if state is None:
+                return await call_next(ctx)
+            _overlay(state, record)
+            front = self.server.front
+            if front is not None:
+                front.restore_uri_memory(record.key, record.uris)
+            before = _Snapshot.of(state, front.uri_memory(record.key) if front is not None else record.uris)
+            with collecting() as pending:
+                result = await call_next(ctx)
+            after = _Snapshot.of(state, front.uri_memory(record.key) if front is not None else record.uris)
+            if after != before:
+                await self.store.update(record, _change(before, after, self.server.settings.max_enabled))
+        except StateUnavailableError as exc:
+            logger.warning("%s: %s", ctx.method, exc)
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"{exc}; try again shortly") from None
+        for send in pending:
+            await send()
+        return result
+
+    def _loaded(self, ctx: ServerRequestContext[Any, Any]) -> SessionRecord | None:
+        request = ctx.request
+        scope = getattr(request, "scope", None)
+        record = scope.pop(RECORD_SCOPE_KEY, None) if isinstance(scope, dict) else None
+        return record if isinstance(record, SessionRecord) else None
+
+    def _record_of(self, key: str, params: Any) -> SessionRecord:
+        init = types.InitializeRequestParams.model_validate(params or {}, by_name=False)
+        # The SDK's rule: the client's version when it is a handshake version, else the latest one.
+        requested = init.protocol_version
+        version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+        surface = self.server.surface_for(init.client_info.name, version)
+        return SessionRecord(key=key, surface=surface, protocol_version=version,
+                             client_params=init.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+
+def _level(state: SessionState) -> str | None:
+    return state.client.level if isinstance(state.client, SessionClient) else None
+
+
+def _overlay(state: SessionState, record: SessionRecord) -> None:
+    """The record's view of the session wins over what this replica last knew of it."""
+    state.surface = "proxy" if record.surface == "proxy" else "dynamic"
+    state.enabled = dict.fromkeys(record.enabled)
+    state.used_at = dict(record.used_at)
+    state.clock = record.clock
+    if isinstance(state.client, SessionClient) and record.log_level in _LEVELS:
+        state.client.level = record.log_level  # type: ignore[assignment]
+
+
+_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+
+
+def _change(before: _Snapshot, after: _Snapshot, limit: int) -> Any:
+    """What a request did, as a change that can be redone on a newer record: the tools it found or called, in the
+    order it last used them, enabled again (the cap evicts as it did here), and the log level it set."""
+    old = dict(before.used_at)
+    now = dict(after.used_at)
+    touched = sorted((name for name, at in now.items() if old.get(name) != at), key=now.__getitem__)
+    level_set = after.level != before.level
+    named_before = dict(before.uris)
+    named_now = {name: [uri for uri in uris if uri not in named_before.get(name, ())] for name, uris in after.uris}
+
+    def change(record: SessionRecord) -> None:
+        state = SessionState(key=record.key, surface="dynamic", enabled=dict.fromkeys(record.enabled),
+                             used_at=dict(record.used_at), clock=record.clock)
+        if touched:
+            state.enable(touched, limit=limit)
+        record.enabled = list(state.enabled)
+        record.used_at = dict(state.used_at)
+        record.clock = state.clock
+        if level_set:
+            record.log_level = after.level
+        for name, new in named_now.items():
+            if new:
+                kept = [uri for uri in record.uris.get(name, []) if uri not in new]
+                record.uris[name] = [*kept, *new][-_MAX_URIS:]
+
+    return change

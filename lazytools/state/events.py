@@ -1,0 +1,104 @@
+"""Event stores for `Last-Event-ID` resumption of a session's GET stream on any replica (the SDK's `EventStore`).
+
+One store per session (the SDK names streams by request id, which repeats across sessions). Only the GET stream's
+events are kept: they are what a client that reconnects to another replica must not miss (list changes, resource
+updates, logs outside a call). A POST's events answer one request on the replica that serves it; their ids are
+local and a resumption with one finds nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp_types import JSONRPCMessage
+from pydantic import TypeAdapter
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["GET_STREAM", "MemorySessionEvents", "RedisSessionEvents", "message_of"]
+
+GET_STREAM = "_GET_stream"
+"""The SDK's stream id for a session's GET stream (`mcp.server.streamable_http.GET_STREAM_KEY`)."""
+
+_MESSAGE: TypeAdapter[Any] = TypeAdapter(JSONRPCMessage)
+_LOCAL_IDS = itertools.count(1)
+
+
+def _local_id() -> str:
+    return f"local-{next(_LOCAL_IDS)}"
+
+
+def _dump(message: JSONRPCMessage | None) -> bytes:
+    if message is None:
+        return b""  # a priming event: an id to resume from, nothing to send
+    return _MESSAGE.dump_json(message, by_alias=True, exclude_none=True)
+
+
+class RedisSessionEvents(EventStore):
+    """A session's GET stream events in a Redis stream (capped, expiring with the session)."""
+
+    def __init__(self, client: Redis, key: str, *, ttl: float, max_events: int) -> None:
+        self._client = client
+        self._key = key
+        self._ttl = max(1, int(ttl))
+        self._max_events = max_events
+
+    async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        if stream_id != GET_STREAM:
+            return _local_id()
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.xadd(self._key, {"m": _dump(message)}, maxlen=self._max_events, approximate=True)
+            pipe.expire(self._key, self._ttl)
+            added, _ = await pipe.execute()
+        return added.decode() if isinstance(added, bytes) else str(added)
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        if last_event_id.startswith("local-"):
+            return None
+        entries: Any = await self._client.xrange(self._key, min=f"({last_event_id}", max="+",
+                                                 count=self._max_events)
+        for event_id, fields in entries or ():
+            raw = fields.get(b"m", b"") if fields else b""
+            if raw:
+                message = _MESSAGE.validate_json(raw)
+                await send_callback(EventMessage(message, bytes(event_id).decode()))
+        # Events past the cap or the TTL are gone; the stream still goes live from here.
+        return GET_STREAM
+
+
+class MemorySessionEvents(EventStore):
+    """The same, in this process (tests; one process serving as several replicas)."""
+
+    def __init__(self, max_events: int = 1000) -> None:
+        self._events: list[tuple[str, bytes]] = []
+        self._max_events = max_events
+        self._next = itertools.count(1)
+
+    async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        if stream_id != GET_STREAM:
+            return _local_id()
+        event_id = f"{next(self._next)}-0"
+        self._events = [*self._events, (event_id, _dump(message))][-self._max_events:]
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        if last_event_id.startswith("local-"):
+            return None
+        after = int(last_event_id.split("-")[0]) if last_event_id.split("-")[0].isdigit() else 0
+        for event_id, raw in list(self._events):
+            if int(event_id.split("-")[0]) > after and raw:
+                await send_callback(EventMessage(_MESSAGE.validate_json(raw), event_id))
+        return GET_STREAM
+
+
+def message_of(method: str, params: dict[str, Any] | None) -> JSONRPCMessage:
+    """A notification as the event store keeps it."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        body["params"] = params
+    message: JSONRPCMessage = _MESSAGE.validate_python(body)
+    return message
+

@@ -1,0 +1,50 @@
+"""A session's record: every piece of per-session state that outlives a request, as plain JSON-ready data.
+
+The server keeps a live `SessionState` per session it serves; with a shared store it loads this record at the start
+of each request and writes back what the request changed, so any replica can serve the next one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["SessionRecord"]
+
+
+@dataclass(slots=True)
+class SessionRecord:
+    key: str
+    """The session id (`Mcp-Session-Id`)."""
+    surface: str
+    """"dynamic" or "proxy", chosen once at initialize."""
+    protocol_version: str
+    """The handshake era version negotiated at initialize."""
+    client_params: dict[str, Any] | None = None
+    """The client's `initialize` params (client info and capabilities), as sent."""
+    enabled: list[str] = field(default_factory=list)
+    """Tools enabled by search, in the order they were enabled."""
+    used_at: dict[str, int] = field(default_factory=dict)
+    """When each enabled tool was last found or called (a counter): least recent leave first at the cap."""
+    clock: int = 0
+    log_level: str | None = None
+    """The client's `logging/setLevel`, if it sent one."""
+    uris: dict[str, list[str]] = field(default_factory=dict)
+    """Resource URIs the session's calls and prompts named, by upstream name (where to read them), newest last."""
+    owner: dict[str, str | None] | None = None
+    """The credential that opened the session (the SDK's `AuthorizationContext`: client id, issuer, subject), when
+    the request carried a verified token: every request of the session must carry the same."""
+    rev: int = 0
+    """Bumped by every write: a write made from an older revision is refused and redone on the newer one."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SessionRecord:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("a session record is a JSON object")
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        return cls(**known)

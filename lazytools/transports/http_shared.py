@@ -1,0 +1,297 @@
+"""Handshake-era HTTP sessions kept in a shared store, so that any replica serves any request of a session.
+
+Used instead of the SDK's `StreamableHTTPSessionManager` (which answers 404 to a session id it does not hold) when
+`LAZYTOOLS_STATE_URL` is set. A request whose session this replica does not hold yet is served on a connection
+rebuilt from the session's record (its protocol version and client info, already initialized); the replica keeps
+that connection for `replica_idle_timeout`. Every request loads the record first (refreshing its TTL), so a
+session deleted or expired anywhere answers 404 everywhere.
+
+Messages outside a request (`list_changed`, resource updates, logs) go over the store's bus to the replica that
+holds the session's GET stream; with none holding it they are kept in the session's event store, for the client's
+reconnection with `Last-Event-ID`. Requests for the client outside a call (roots, pings) go out only where the GET
+stream is held here. Built only from the SDK's public parts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+from uuid import uuid4
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+from mcp.server.connection import Connection
+from mcp.server.lowlevel import Server
+from mcp.server.runner import serve_connection
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.dispatcher import CallOptions, Outbound
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.shared.transport_context import TransportContext
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from ..server.shared import OWNER_SCOPE_KEY, RECORD_SCOPE_KEY
+from ..state import GET_STREAM, SessionRecord, SharedState, StateUnavailableError
+from ..state.events import message_of
+from ..state.outbox import defer
+from .http_guard import jsonrpc_error
+
+__all__ = ["SharedSessionManager"]
+
+logger = logging.getLogger(__name__)
+
+
+class _SharedOutbound:
+    """A session's standalone channel on this replica: notifications go to whichever replica holds its GET stream."""
+
+    def __init__(self, local: Outbound, key: str, state: SharedState) -> None:
+        self.local = local
+        self._key = key
+        self._state = state
+
+    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
+                               opts: CallOptions | None = None) -> dict[str, Any]:
+        # An answer comes back as a POST to any replica; only one whose GET stream is here can match it.
+        return await self.local.send_raw_request(method, params, opts)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None) -> None:
+        payload = dict(params) if params is not None else None
+        body = {"method": method, "params": payload}
+
+        async def send() -> None:
+            try:
+                if await self._state.publish(self._key, body) == 0:
+                    # Nobody holds the GET stream now (a reconnection under way): keep it for Last-Event-ID.
+                    await self._state.events(self._key).store_event(GET_STREAM, message_of(method, payload))
+            except (StateUnavailableError, OSError, TimeoutError) as exc:
+                logger.info("session %s: %s not delivered: %s", self._key[:8], method, exc)
+            except Exception as exc:  # best effort, like the SDK's own notify: never fail the caller
+                logger.info("session %s: %s not delivered: %s", self._key[:8], method, type(exc).__name__)
+
+        if not defer(send):
+            await send()
+
+
+@dataclass(eq=False)
+class _Held:
+    """One session's connection on this replica."""
+
+    transport: StreamableHTTPServerTransport
+    local: Outbound | None = None
+
+    async def push(self, message: dict[str, Any]) -> None:
+        if self.local is not None:
+            await self.local.notify(message["method"], message.get("params"))
+
+
+class SharedSessionManager:
+    """The `/mcp` handler for handshake-era sessions kept in `state`; 2026-07-28 requests go to `modern`."""
+
+    def __init__(self, server: Server[Any], state: SharedState, modern: StreamableHTTPSessionManager, *,
+                 json_response: bool, security_settings: TransportSecuritySettings | None,
+                 idle_timeout: float, max_sessions: int, refresh_every: float) -> None:
+        self.server = server
+        self.state = state
+        self.modern = modern
+        self.json_response = json_response
+        self.security_settings = security_settings
+        self.idle_timeout = idle_timeout
+        self.max_sessions = max_sessions
+        self.refresh_every = refresh_every
+        self._held: dict[str, _Held] = {}
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._lifespan_state: Any = None
+        state.on_end(self._ended_elsewhere)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with self.server.lifespan(self.server) as lifespan_state, anyio.create_task_group() as tg:
+            self._lifespan_state = lifespan_state
+            self._task_group = tg
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+                self._task_group = None
+                self._held.clear()
+
+    async def close_streams(self) -> None:
+        """End every connection held here (a draining replica): clients reconnect to another one, and the sessions
+        go on from the store."""
+        for key, held in list(self._held.items()):
+            self._held.pop(key, None)
+            with anyio.CancelScope(shield=True):
+                await held.transport.terminate()
+
+    async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await self.modern.handle_request(scope, receive, send)  # 2026-07-28: no session state at all
+            return
+        key = headers.get(MCP_SESSION_ID_HEADER)
+        if key is None:
+            if scope["method"] != "POST":
+                await jsonrpc_error(400, "Bad Request: Missing session ID")(scope, receive, send)
+                return
+            await self._open(scope, receive, send)
+            return
+        try:
+            record = await self.state.load(key)
+            if record is not None and scope["method"] == "DELETE":
+                await self.state.delete(key)
+                await self.state.end(key)
+        except StateUnavailableError as exc:
+            logger.warning("session %s: %s", key[:8], exc)
+            await jsonrpc_error(503, f"{exc}; try again shortly", code=types.INTERNAL_ERROR)(scope, receive, send)
+            return
+        if record is None or record.owner != _requestor(scope):
+            if record is None:
+                await self._forget(key)
+            else:  # as the SDK does: a session answers only the credential that opened it, as if it did not exist
+                logger.warning("session %s: refused a request with another credential than the one that opened it",
+                               key[:8])
+            await jsonrpc_error(404, "Session not found")(scope, receive, send)
+            return
+        if scope["method"] == "DELETE" and key not in self._held:
+            await _ended(scope, receive, send)  # deleted from the store above; nothing of it is here
+            return
+        held = self._held.get(key) or await self._adopt(record)
+        if held is None:
+            await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
+            return
+        scope[RECORD_SCOPE_KEY] = record
+        if scope["method"] == "GET":
+            await self._serve_stream(key, held, scope, receive, send)
+        else:
+            await held.transport.handle_request(scope, receive, send)
+        if held.transport.is_terminated:
+            await self._forget(key)
+
+    async def _serve_stream(self, key: str, held: _Held, scope: Scope, receive: Receive, send: Send) -> None:
+        """A GET stream: this replica receives the session's messages while it is open, and keeps the session alive
+        in the store (a client that only listens makes no requests)."""
+        async with anyio.create_task_group() as tg, self.state.hold(key, held.push):
+            tg.start_soon(self._keep_alive, key)
+            try:
+                await held.transport.handle_request(scope, receive, send)
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def _keep_alive(self, key: str) -> None:
+        while True:
+            await anyio.sleep(self.refresh_every)
+            try:
+                await self.state.touch(key)
+            except StateUnavailableError as exc:
+                logger.info("session %s: TTL not refreshed: %s", key[:8], exc)
+
+    async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request without a session (initialize): a new session, recorded in the store by the server."""
+        if len(self._held) >= self.max_sessions:
+            await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
+            return
+        key = uuid4().hex
+        logger.info("session %s: opened here", key[:8])
+        scope[OWNER_SCOPE_KEY] = _requestor(scope)
+        held = await self._start(key, None)
+        status: int | None = None
+
+        async def watch(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await held.transport.handle_request(scope, receive, watch)
+        finally:
+            if status is None or status >= 400:
+                await self._forget(key)
+
+    async def _adopt(self, record: SessionRecord) -> _Held | None:
+        """This replica's connection for a session it did not hold: rebuilt from the record, already initialized."""
+        if len(self._held) >= self.max_sessions:
+            return None
+        logger.info("session %s: served here from the store", record.key[:8])
+        return await self._start(record.key, record)
+
+    async def _start(self, key: str, record: SessionRecord | None) -> _Held:
+        transport = StreamableHTTPServerTransport(
+            mcp_session_id=key, is_json_response_enabled=self.json_response, event_store=self.state.events(key),
+            security_settings=self.security_settings, idle_timeout=self.idle_timeout)
+        held = _Held(transport)
+        self._held[key] = held
+        assert self._task_group is not None, "run() is not running"
+        await self._task_group.start(self._serve, key, held, record)
+        return held
+
+    async def _serve(self, key: str, held: _Held, record: SessionRecord | None, *,
+                     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        transport = held.transport
+        try:
+            async with transport.connect() as (read_stream, write_stream):
+                dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
+                    read_stream, write_stream, inline_methods=frozenset({"initialize"}))
+                held.local = dispatcher
+                connection = Connection.for_loop(_SharedOutbound(dispatcher, key, self.state), session_id=key)
+                if record is not None:
+                    _restore(connection, record)
+                task_status.started()
+                idle = transport.idle_scope if transport.idle_scope is not None else anyio.CancelScope()
+                with idle:
+                    await serve_connection(self.server, dispatcher, connection=connection,
+                                           lifespan_state=self._lifespan_state)
+        except Exception:
+            logger.exception("session %s: connection crashed", key[:8])
+        finally:
+            if self._held.get(key) is held:
+                del self._held[key]
+            if not transport.is_terminated:
+                with anyio.CancelScope(shield=True):
+                    await transport.terminate()
+
+    async def _forget(self, key: str) -> None:
+        held = self._held.pop(key, None)
+        if held is not None and not held.transport.is_terminated:
+            with anyio.CancelScope(shield=True):
+                await held.transport.terminate()
+
+    async def _ended_elsewhere(self, key: str) -> None:
+        await self._forget(key)
+
+
+def _requestor(scope: Scope) -> dict[str, str | None] | None:
+    """The verified credential of a request (the SDK's edge auth leaves it on `scope["user"]`), as a record keeps it."""
+    user = scope.get("user")
+    if not isinstance(user, AuthenticatedUser):
+        return None
+    context = authorization_context(user)
+    return {"client_id": context["client_id"], "issuer": context["issuer"], "subject": context["subject"]}
+
+
+async def _ended(scope: Scope, receive: Receive, send: Send) -> None:
+    await Response(status_code=200)(scope, receive, send)
+
+
+def _restore(connection: Connection, record: SessionRecord) -> None:
+    """The connection as it stood after the session's handshake on whichever replica it happened."""
+    if record.client_params is not None:
+        connection.client_params = types.InitializeRequestParams.model_validate(record.client_params, by_name=False)
+    connection.protocol_version = record.protocol_version
+    connection.initialized.set()
+
+

@@ -1,0 +1,93 @@
+"""Two apps in one process sharing an in-memory store, as two replicas share Redis: any of them serves any request
+of a session, a DELETE anywhere ends it everywhere, /readyz follows the store. (The same over real redis-server,
+haproxy and processes: tests/test_replicas.py.)"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+
+from lazytools.server.core import build_server
+from lazytools.server.shared import SharedSessions
+from lazytools.state import MemoryShared
+from lazytools.transports.http import build_app
+
+from .conftest import make_settings, small_catalog
+from .helpers import running_http
+from .test_http import decode
+
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+@asynccontextmanager
+async def replicas(shared: MemoryShared) -> AsyncIterator[list[str]]:
+    urls: list[str] = []
+    servers = [build_server(small_catalog(), make_settings()) for _ in range(2)]
+    for server in servers:
+        SharedSessions(server, shared).install()
+    async with running_http(build_app(servers[0], servers[0].settings, state=shared)) as first, \
+            running_http(build_app(servers[1], servers[1].settings, state=shared)) as second:
+        urls = [first, second]
+        yield urls
+
+
+async def post(http: httpx2.AsyncClient, url: str, body: dict[str, Any], key: str | None = None) -> httpx2.Response:
+    headers = {**HEADERS, **({"mcp-session-id": key} if key else {})}
+    return await http.post(url + "/mcp", content=json.dumps(body), headers=headers)
+
+
+async def listed(http: httpx2.AsyncClient, url: str, key: str) -> list[str]:
+    response = await post(http, url, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, key)
+    assert response.status_code == 200, response.text
+    return [tool["name"] for tool in decode(response)["result"]["tools"]]
+
+
+async def test_any_replica_serves_any_request_and_delete_ends_the_session_everywhere() -> None:
+    shared = MemoryShared(ttl=60)
+    async with replicas(shared) as (a, b), httpx2.AsyncClient(timeout=30) as http:
+        opened = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+        key = opened.headers["mcp-session-id"]
+        record = await shared.load(key)
+        assert record is not None and record.surface == "dynamic" and record.client_params is not None
+        assert (await post(http, b, {"jsonrpc": "2.0", "method": "notifications/initialized"}, key)).status_code == 202
+        assert await listed(http, b, key) == ["search_tools", "invoke_tool"]
+        found = await post(http, b, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_tools", "arguments": {"tool_names": ["reverse_text", "word_count"]}}}, key)
+        assert found.status_code == 200
+        assert await listed(http, a, key) == ["search_tools", "invoke_tool", "reverse_text", "word_count"]
+        called = await post(http, a, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "reverse_text", "arguments": {"text": "abc"}}}, key)
+        assert "cba" in called.text
+        # The call made reverse_text the most recently used: the record says so wherever it is read.
+        record = await shared.load(key)
+        assert record is not None and max(record.used_at, key=record.used_at.__getitem__) == "reverse_text"
+
+        deleted = await http.delete(b + "/mcp", headers={**HEADERS, "mcp-session-id": key})
+        assert deleted.status_code == 200
+        for url in (a, b):
+            gone = await post(http, url, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, key)
+            assert gone.status_code == 404
+
+
+async def test_readiness_follows_the_store_and_a_dead_store_is_a_clear_503() -> None:
+    shared = MemoryShared(ttl=60)
+    async with replicas(shared) as (a, _), httpx2.AsyncClient(timeout=30) as http:
+        assert (await http.get(a + "/readyz")).json() == {"status": "ready"}
+        shared.up = False
+        not_ready = await http.get(a + "/readyz")
+        assert not_ready.status_code == 503 and not_ready.json()["status"] == "session store unreachable"
+        assert (await http.get(a + "/healthz")).status_code == 200
+        shared.up = True
+        assert (await http.get(a + "/readyz")).status_code == 200
+
+
+async def test_an_unknown_session_is_404_on_every_replica() -> None:
+    async with replicas(MemoryShared(ttl=60)) as urls, httpx2.AsyncClient(timeout=30) as http:
+        for url in urls:
+            response = await post(http, url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, "f" * 32)
+            assert response.status_code == 404 and response.json()["error"]["message"] == "Session not found"

@@ -1,0 +1,306 @@
+"""Replicas behind a real load balancer: three `lazytools --transport http` processes sharing sessions through a real
+redis-server, haproxy round robin in front (examples/haproxy.cfg), real MCP clients (Python and TypeScript SDKs).
+
+The binaries come from Debian's `redis-server` and `haproxy` packages; tests/cluster.py fails naming the package
+when one is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from .cluster import Cluster, cluster, free_port, haproxy_config, require
+from .conftest import text_of
+from .helpers import eventually, tool_names
+from .test_interop import node_client  # noqa: F401  (the fixture: node and the pinned TypeScript SDK)
+
+pytestmark = pytest.mark.process  # every test here starts redis-server, haproxy and lazytools replicas
+
+META = ["search_tools", "invoke_tool"]
+TEXT_TOOLS = ["reverse_text", "slugify_text", "hash_text", "base64_encode", "url_encode", "hex_encode", "html_escape",
+              "count_text_stats", "word_frequency", "wrap_text", "extract_emails", "extract_urls",
+              "unicode_char_info", "regex_escape"]
+"""Bundled tools that take one argument, `text`: every session can call what it enabled with the same arguments."""
+
+
+class Notifications:
+    """`tools/list_changed` notifications a client received."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.count += 1
+
+
+class Routed(httpx2.AsyncHTTPTransport):
+    """Sends each request to the port `pick(method)` names: a GET stream on one replica, requests on others."""
+
+    def __init__(self, pick: Callable[[str], int]) -> None:
+        super().__init__()
+        self.pick = pick
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        request.url = request.url.copy_with(port=self.pick(request.method))
+        return await super().handle_async_request(request)
+
+
+@asynccontextmanager
+async def session(url: str, *, notifications: Notifications | None = None,
+                  pick: Callable[[str], int] | None = None) -> AsyncIterator[Client]:
+    """A Python SDK client in legacy (handshake) mode, named `mcp` (dynamic surface), every request on a new
+    connection, once its GET stream is open."""
+    stream_open = anyio.Event()
+
+    async def on_response(response: httpx2.Response) -> None:
+        if response.request.method == "GET" and response.status_code == 200:
+            stream_open.set()
+
+    transport = Routed(pick) if pick is not None else None
+    async with httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0), transport=transport,
+                                  event_hooks={"response": [on_response]},
+                                  timeout=httpx2.Timeout(60, read=300)) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode="legacy",
+                          client_info=types.Implementation(name="mcp", version="1.0"),
+                          message_handler=notifications) as client:
+            with anyio.fail_after(30):
+                await stream_open.wait()
+            yield client
+
+
+async def search_and_use(client: Client, tools: list[str]) -> None:
+    """Enable `tools` by name, re-list, and call each natively: the session sees exactly its own tools."""
+    found = await client.call_tool("search_tools", {"tool_names": tools})
+    assert not found.is_error, text_of(found)
+    assert await tool_names(client) == [*META, *tools]
+    for name in tools:
+        result = await client.call_tool(name, {"text": "Hello, replicas"})
+        assert not result.is_error, (name, text_of(result))
+
+
+def own_tools(i: int) -> list[str]:
+    return [TEXT_TOOLS[i % len(TEXT_TOOLS)], TEXT_TOOLS[(i * 3 + 1) % len(TEXT_TOOLS)]][: 1 + (i % 3 != 0)]
+
+
+def served_from_store(c: Cluster) -> list[int]:
+    """How many sessions each replica served without having opened them (from their record in Redis)."""
+    return [replica.output().count("served here from the store") for replica in c.replicas]
+
+
+INFO = {"LAZYTOOLS_LOG_LEVEL": "INFO"}
+
+
+# -- any replica serves any request ---------------------------------------------------------------------------------
+
+
+async def test_fifty_sessions_round_robin_each_see_only_their_own_tools() -> None:
+    async with cluster(3, env=INFO) as c:
+        done: list[int] = []
+
+        async def one(i: int) -> None:
+            async with session(c.url) as client:
+                assert await tool_names(client) == META
+                await search_and_use(client, own_tools(i))
+                # Again, after every replica has had a request of it: still exactly its own tools.
+                assert await tool_names(client) == [*META, *own_tools(i)]
+            done.append(i)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(one, i)
+        assert sorted(done) == list(range(50))
+        # No stickiness: every replica served sessions it did not open.
+        assert all(count > 0 for count in served_from_store(c)), served_from_store(c)
+
+
+async def test_list_changed_reaches_the_get_stream_held_by_another_replica() -> None:
+    async with cluster(3) as c:
+        stream, *others = [replica.port for replica in c.replicas]
+        turn = iter(range(10**6))
+        notifications = Notifications()
+
+        def pick(method: str) -> int:
+            return stream if method == "GET" else others[next(turn) % 2]
+
+        async with session(c.url, notifications=notifications, pick=pick) as client:
+            await client.call_tool("search_tools", {"tool_names": ["reverse_text"]})
+            await eventually(lambda: notifications.count == 1)
+            await client.call_tool("search_tools", {"tool_names": ["hash_text"]})
+            await eventually(lambda: notifications.count == 2)
+            assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
+
+
+async def test_delete_is_seen_by_every_replica() -> None:
+    async with cluster(3) as c:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            first, second, third = [f"{replica.base}/mcp" for replica in c.replicas]
+            headers = {"accept": "application/json, text/event-stream"}
+            opened = await http.post(first, headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+            key = opened.headers["mcp-session-id"]
+            headers["mcp-session-id"] = key
+            listed = await http.post(third, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            assert listed.status_code == 200 and "search_tools" in listed.text
+            assert (await http.delete(second, headers=headers)).status_code == 200
+            for url in (first, second, third):
+                gone = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+                assert gone.status_code == 404, (url, gone.text)
+
+
+# -- failures ---------------------------------------------------------------------------------------------------------
+
+
+async def test_kill_a_replica_sessions_go_on_and_the_stream_resumes_with_last_event_id() -> None:
+    async with cluster(3) as c, AsyncExitStack() as stack:
+        victim, first, second = c.replicas
+        alive = {"get": victim.port}
+        turn = iter(range(10**6))
+        notifications = Notifications()
+
+        def pick(method: str) -> int:
+            return alive["get"] if method == "GET" else (first.port, second.port)[next(turn) % 2]
+
+        routed = await stack.enter_async_context(session(c.url, notifications=notifications, pick=pick))
+        # Ten more sessions through haproxy, with tools enabled before the kill.
+        clients = [await stack.enter_async_context(session(c.url)) for _ in range(10)]
+        for i, client in enumerate(clients):
+            await client.call_tool("search_tools", {"tool_names": own_tools(i)})
+        await routed.call_tool("search_tools", {"tool_names": ["reverse_text"]})
+        await eventually(lambda: notifications.count == 1)  # the GET stream has seen an event id
+
+        victim.kill()  # -9: no drain, no goodbye
+        alive["get"] = first.port  # where the client's reconnection lands
+        await routed.call_tool("search_tools", {"tool_names": ["hash_text"]})  # nobody holds the stream now
+        await eventually(lambda: notifications.count == 2)  # replayed from Redis on Last-Event-ID
+        assert await tool_names(routed) == [*META, "reverse_text", "hash_text"]
+
+        for i, client in enumerate(clients):
+            assert await tool_names(client) == [*META, *own_tools(i)]
+            for name in own_tools(i):
+                result = await client.call_tool(name, {"text": "after the kill"})
+                assert not result.is_error, text_of(result)
+
+
+async def test_rolling_restart_under_load_fails_no_call() -> None:
+    async with cluster(3) as c:
+        failures: list[str] = []
+        calls = [0]
+        stop = anyio.Event()
+
+        async def load(i: int) -> None:
+            async with session(c.url) as client:
+                await client.call_tool("search_tools", {"tool_names": own_tools(i)})
+                while not stop.is_set():
+                    for name in own_tools(i):
+                        try:
+                            with anyio.fail_after(60):  # a call that never ends is a failed call too
+                                result = await client.call_tool(name, {"text": f"load {i}"})
+                                if result.is_error:
+                                    failures.append(text_of(result))
+                                if await tool_names(client) != [*META, *own_tools(i)]:
+                                    failures.append(f"session {i} lost its tools")
+                        except Exception as exc:  # any failed call is what this test counts
+                            failures.append(f"{type(exc).__name__}: {exc}")
+                        calls[0] += 1
+
+        async with anyio.create_task_group() as tg:
+            for i in range(8):
+                tg.start_soon(load, i)
+            for replica in c.replicas:
+                before = calls[0]
+                await eventually(lambda: calls[0] > before + 20, timeout=120)  # load is running
+                assert await replica.stop() == 0, replica.output()[-3000:]  # SIGTERM: drain, then exit
+                await replica.start()
+                await c.all_ready_through_proxy()
+            before = calls[0]
+            await eventually(lambda: calls[0] > before + 20, timeout=120)
+            stop.set()
+        assert failures == []
+        assert calls[0] > 0
+
+
+async def test_redis_killed_and_restarted_gives_clear_errors_then_recovers() -> None:
+    async with cluster(3) as c:
+        async with session(c.url) as client:
+            await search_and_use(client, ["reverse_text", "hash_text"])
+            c.redis.kill()
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("reverse_text", {"text": "while Redis is down"})
+            assert "session store" in str(raised.value).lower() or "503" in str(raised.value), str(raised.value)
+            async with httpx2.AsyncClient(timeout=30) as http:
+                for replica in c.replicas:
+                    ready = await http.get(f"{replica.base}/readyz")
+                    assert ready.status_code == 503 and "store" in ready.json()["status"]
+                    assert (await http.get(f"{replica.base}/healthz")).status_code == 200  # alive all the same
+            await c.redis.start()
+            await c.all_ready_through_proxy()
+            # What was written before the failure is all there: the same session, its tools, on any replica.
+            assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
+            result = await client.call_tool("hash_text", {"text": "after Redis came back"})
+            assert not result.is_error, text_of(result)
+
+
+# -- stickiness, the TypeScript SDK ------------------------------------------------------------------------------------
+
+
+async def test_sticky_config_keeps_a_session_on_one_replica_and_fails_over() -> None:
+    async with cluster(3, env=INFO, sticky=True) as c:
+        async with session(c.url) as client:
+            await search_and_use(client, ["reverse_text"])
+            # initialize has no session id yet (round robin); from then on the id's hash picks one replica, which
+            # served the session from its record if it was not the one that opened it: once at most.
+            adopted = served_from_store(c)
+            assert sum(adopted) <= 1, adopted
+            (holder,) = ([r for r, n in zip(c.replicas, adopted, strict=True) if n]
+                         or [r for r in c.replicas if "opened here" in r.output()])
+            await search_and_use(client, ["reverse_text", "hash_text"])
+            assert served_from_store(c) == adopted  # still there, and only there
+            holder.kill()
+            for _ in range(3):  # the session goes on elsewhere, from its record
+                assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
+            result = await client.call_tool("reverse_text", {"text": "failed over"})
+            assert not result.is_error and "revo deliaf" in text_of(result)
+            assert holder.process is not None and holder.process.poll() is not None  # served without it
+
+
+async def test_typescript_sdk_client_through_haproxy(node_client: list[str]) -> None:
+    env = {**os.environ, "INTEROP_CLIENT_NAME": "Visual Studio Code",
+           "INTEROP_QUERY": "convert a temperature from celsius to fahrenheit",
+           "INTEROP_TOOL": "convert_temperature",
+           "INTEROP_ARGS": json.dumps({"value": 100, "from_unit": "C", "to_unit": "F"})}
+    async with cluster(3) as c:
+        with anyio.fail_after(120):
+            proc = await anyio.run_process([*node_client, "http", c.url], env=env, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+    assert out["first"] == META
+    assert sorted(out["events"]) == ["list_changed", "result"]
+    assert "convert_temperature" in out["relisted"]
+    assert out["direct"] == out["invoked"] and "212" in out["invoked"]["text"]
+
+
+@pytest.mark.parametrize("sticky", [False, True])
+def test_the_example_haproxy_config_is_valid_as_the_tests_run_it(sticky: bool, tmp_path: Any) -> None:
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(haproxy_config(free_port(), [free_port(), free_port()], sticky=sticky))
+    checked = subprocess.run([require("haproxy", "haproxy"), "-c", "-f", str(config)], capture_output=True, text=True,
+                             check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    text = config.read_text()
+    assert "uri /readyz" in text and "hdr Host localhost" in text  # probes pass lazytools' Host check
+    assert ("\n    balance hdr(Mcp-Session-Id)\n" in text) is sticky  # the line itself, not its comment

@@ -1,0 +1,178 @@
+"""The shared session store: records, TTLs, concurrent writes, GET-stream events and the bus, in memory and on a
+real redis-server (tests/cluster.py starts one; Debian's redis-server package)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from mcp.server.streamable_http import EventMessage
+
+from lazytools.server.sessions import SessionState
+from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
+from lazytools.state.events import MemorySessionEvents, message_of
+from lazytools.state.redis import RedisState
+
+from .cluster import running_redis
+from .helpers import eventually
+
+
+def record(key: str = "s1") -> SessionRecord:
+    return SessionRecord(key=key, surface="dynamic", protocol_version="2025-11-25",
+                         client_params={"clientInfo": {"name": "mcp", "version": "1"}, "capabilities": {},
+                                        "protocolVersion": "2025-11-25"})
+
+
+def enabling(*names: str, limit: int = 20) -> Any:
+    """A change that enables `names` as a search would (the server's own change is built the same way)."""
+
+    def change(rec: SessionRecord) -> None:
+        state = SessionState(key=rec.key, surface="dynamic", enabled=dict.fromkeys(rec.enabled),
+                             used_at=dict(rec.used_at), clock=rec.clock)
+        state.enable(list(names), limit=limit)
+        rec.enabled, rec.used_at, rec.clock = list(state.enabled), dict(state.used_at), state.clock
+
+    return change
+
+
+def test_a_record_round_trips_through_json() -> None:
+    original = record()
+    original.enabled = ["a", "b"]
+    original.used_at = {"a": 1, "b": 2}
+    original.log_level = "warning"
+    assert SessionRecord.from_json(original.to_json()) == original
+    with pytest.raises(ValueError):
+        SessionRecord.from_json("[1]")
+
+
+async def test_memory_store_expires_idle_sessions_and_use_refreshes_the_ttl() -> None:
+    now = [0.0]
+    store = MemoryStateStore(ttl=10, clock=lambda: now[0])
+    await store.create(record())
+    now[0] = 9
+    assert await store.load("s1") is not None  # used at 9: lives until 19
+    now[0] = 18
+    assert await store.touch("s1")
+    now[0] = 28.5
+    assert await store.load("s1") is None
+
+
+@pytest.mark.parametrize("backend", ["memory", pytest.param("redis", marks=pytest.mark.process)])
+async def test_concurrent_writes_of_one_session_are_both_kept(backend: str) -> None:
+    async def check(store: Any) -> None:
+        await store.create(record())
+        first, second = await store.load("s1"), await store.load("s1")  # two requests, loaded together
+        assert await store.update(first, enabling("reverse_text")) is not None
+        written = await store.update(second, enabling("hash_text"))  # made from the older revision: redone
+        assert written is not None and written.enabled == ["reverse_text", "hash_text"]
+        loaded = await store.load("s1")
+        assert loaded is not None and loaded.enabled == ["reverse_text", "hash_text"] and loaded.rev == 2
+        assert await store.delete("s1")
+        assert await store.load("s1") is None
+        assert await store.update(loaded, enabling("x")) is None  # the session is gone
+
+    if backend == "memory":
+        await check(MemoryStateStore(ttl=60))
+        return
+    async with running_redis() as redis, RedisState(redis.url, ttl=60).running() as state:
+        await check(state)
+
+
+async def test_memory_events_replay_only_what_came_after() -> None:
+    events = MemorySessionEvents()
+    first = await events.store_event(GET_STREAM, message_of("notifications/tools/list_changed", None))
+    await events.store_event(GET_STREAM, message_of("notifications/message", {"level": "info", "data": "x"}))
+    local = await events.store_event("7", message_of("notifications/progress", {"progressToken": 1, "progress": 1}))
+    seen: list[str] = []
+
+    async def send(event: EventMessage) -> None:
+        seen.append(event.message.method)  # type: ignore[union-attr]
+
+    assert await events.replay_events_after(first, send) == GET_STREAM
+    assert seen == ["notifications/message"]
+    assert await events.replay_events_after(local, send) is None  # a POST's events are not kept
+
+
+@pytest.mark.process
+async def test_redis_ttl_events_and_the_bus() -> None:
+    async with running_redis() as redis, RedisState(redis.url, ttl=30, prefix="t:").running() as state:
+        await state.create(record("abc"))
+        ttl = await state.client.ttl("t:session:abc")
+        assert 0 < ttl <= 30
+
+        events = state.events("abc")
+        first = await events.store_event(GET_STREAM, message_of("notifications/tools/list_changed", None))
+        await events.store_event(GET_STREAM, message_of("notifications/resources/list_changed", None))
+        replayed: list[str] = []
+
+        async def send(event: EventMessage) -> None:
+            replayed.append(event.message.method)  # type: ignore[union-attr]
+
+        assert await events.replay_events_after(first, send) == GET_STREAM
+        assert replayed == ["notifications/resources/list_changed"]
+
+        assert await state.publish("abc", {"method": "m", "params": None}) == 0  # nobody holds the stream
+        got: list[dict[str, Any]] = []
+
+        async def deliver(message: dict[str, Any]) -> None:
+            got.append(message)
+
+        async with state.hold("abc", deliver):
+            assert await state.publish("abc", {"method": "notifications/tools/list_changed", "params": None}) == 1
+            await eventually(lambda: got == [{"method": "notifications/tools/list_changed", "params": None}])
+        assert await state.publish("abc", {"method": "m", "params": None}) == 0
+
+        ended: list[str] = []
+
+        async def on_end(key: str) -> None:
+            ended.append(key)
+
+        state.on_end(on_end)
+        await state.end("abc")
+        await eventually(lambda: ended == ["abc"])
+
+
+@pytest.mark.process
+async def test_redis_down_is_a_clear_error_and_a_failed_ping_then_recovery() -> None:
+    async with running_redis() as redis:
+        async with RedisState(redis.url, ttl=30).running() as state:
+            await state.create(record())
+            redis.kill()
+            assert not await state.ping()
+            with pytest.raises(StateUnavailableError, match="session store .Redis. unavailable during session load"):
+                await state.load("s1")
+            await redis.start()  # append-only file: what was written is back
+            await eventually(state.ping)
+            loaded = await state.load("s1")  # a pool connection broken by the restart is replaced on first use
+            assert loaded is not None and loaded.client_params is not None
+            # The bus reconnected too: a held stream receives again.
+            got: list[Any] = []
+
+            async def deliver(message: dict[str, Any]) -> None:
+                got.append(message)
+
+            async with state.hold("s1", deliver):
+                await eventually(lambda: _published(state, got))
+
+
+async def _published(state: RedisState, got: list[Any]) -> bool:
+    if not got:
+        await state.publish("s1", {"method": "ping", "params": None})
+        await anyio.sleep(0.05)
+    return bool(got)
+
+
+
+
+def test_the_uri_memory_a_record_keeps_restores_on_another_replica() -> None:
+    from lazytools.sources.gateway.offerings import NamedUris
+
+    here, there = NamedUris(), NamedUris()
+    here.add("s1", ["docs://a", "docs://b"])
+    here.add("s2", ["docs://other"])
+    there.restore("s1", here.of("s1"))
+    assert there.of("s1") == ["docs://a", "docs://b"] and there.named("s1", "docs://b")
+    assert not there.named("s2", "docs://other")  # another session's memory does not follow
+    there.restore("s1", ["docs://c"])
+    assert there.of("s1") == ["docs://c"] and not there.named("s1", "docs://a")
