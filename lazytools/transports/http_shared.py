@@ -151,17 +151,20 @@ class SharedSessionManager:
             return
         try:
             record = await self.state.load(key)
-            if record is not None and scope["method"] == "DELETE":
+            # As the SDK does: a session answers only the credential that opened it, as if it did not exist.
+            # Checked before anything changes, so a foreign DELETE deletes nothing.
+            foreign = record is not None and record.owner != _requestor(scope)
+            if record is not None and not foreign and scope["method"] == "DELETE":
                 await self.state.delete(key)
                 await self.state.end(key)
         except StateUnavailableError as exc:
             logger.warning("session %s: %s", key[:8], exc)
             await jsonrpc_error(503, f"{exc}; try again shortly", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
-        if record is None or record.owner != _requestor(scope):
+        if record is None or foreign:
             if record is None:
                 await self._forget(key)
-            else:  # as the SDK does: a session answers only the credential that opened it, as if it did not exist
+            else:
                 logger.warning("session %s: refused a request with another credential than the one that opened it",
                                key[:8])
             await jsonrpc_error(404, "Session not found")(scope, receive, send)
