@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -21,6 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from redis.asyncio import Redis as AsyncRedis
 
 from .cluster import Cluster, cluster, free_port, haproxy_config, require
 from .conftest import text_of
@@ -253,6 +255,41 @@ async def test_redis_killed_and_restarted_gives_clear_errors_then_recovers() -> 
             assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
             result = await client.call_tool("hash_text", {"text": "after Redis came back"})
             assert not result.is_error, text_of(result)
+
+
+async def test_redis_restarted_under_a_held_get_stream_the_next_list_changed_arrives_and_posts_answer() -> None:
+    """Every pooled connection of every replica is stale after the restart: the replica holding the GET stream stores
+    the next notification on one of them (the SDK's message router would die on the error and the stream go
+    silent); the command is sent again on a new connection. haproxy is paused meanwhile: its /readyz probes would
+    use (and so replace) the stale connections first. The client talks to the replicas directly."""
+    async with cluster(3) as c, AsyncRedis.from_url(c.redis.url) as probe:
+        stream, *others = [replica.port for replica in c.replicas]
+        turn = iter(range(10**6))
+        notifications = Notifications()
+        to_stream = False
+
+        def pick(method: str) -> int:
+            return stream if method == "GET" or to_stream else others[next(turn) % 2]
+
+        async with session(c.url, notifications=notifications, pick=pick) as client:
+            await client.call_tool("search_tools", {"tool_names": ["reverse_text"]})
+            await eventually(lambda: notifications.count == 1)
+            c.haproxy.send_signal(signal.SIGSTOP)
+            try:
+                c.redis.kill()
+                await c.redis.start()
+
+                async def resubscribed() -> bool:  # the holder's pub/sub connection is back on the session's channel
+                    return bool(await probe.pubsub_channels("lazytools:push:*"))
+
+                await eventually(resubscribed)
+                await client.call_tool("search_tools", {"tool_names": ["hash_text"]})
+                await eventually(lambda: notifications.count == 2)
+            finally:
+                c.haproxy.send_signal(signal.SIGCONT)
+            to_stream = True  # a POST on the replica holding the stream answers
+            with anyio.fail_after(30):
+                assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
 
 
 # -- stickiness, the TypeScript SDK ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp.server.streamable_http import EventMessage
+from redis.exceptions import RedisError
 
 from lazytools.server.sessions import SessionState
 from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
@@ -154,6 +155,28 @@ async def test_redis_down_is_a_clear_error_and_a_failed_ping_then_recovery() -> 
 
             async with state.hold("s1", deliver):
                 await eventually(lambda: _published(state, got))
+
+
+@pytest.mark.process
+async def test_a_dead_store_still_delivers_get_stream_events_without_an_id() -> None:
+    async with running_redis() as redis, RedisState(redis.url, ttl=30, prefix="t:").running() as state:
+        events = state.events("abc")
+        first = await events.store_event(GET_STREAM, message_of("notifications/tools/list_changed", None))
+        await events.store_event(GET_STREAM, message_of("notifications/resources/list_changed", None))
+        replayed: list[str] = []
+
+        async def send(event: EventMessage) -> None:
+            replayed.append(event.message.method)  # type: ignore[union-attr]
+
+        assert await events.replay_events_after(first, send) == GET_STREAM
+        assert replayed == ["notifications/resources/list_changed"]
+
+        redis.kill()
+        # The SDK's router sends what this returns with the message: no id, and no exception that would kill it.
+        assert await events.store_event(GET_STREAM, message_of("notifications/tools/list_changed", None)) == ""
+        assert await events.replay_events_after(first, send) == GET_STREAM
+        with pytest.raises(RedisError):  # a priming event has nothing to deliver: it fails
+            await events.store_event(GET_STREAM, None)
 
 
 async def _published(state: RedisState, got: list[Any]) -> bool:

@@ -21,8 +21,9 @@ import anyio
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
-from redis.retry import Retry
+from redis.asyncio.retry import Retry
 
 from .bus import Deliver
 from .events import RedisSessionEvents
@@ -78,9 +79,12 @@ class RedisState:
         self.ttl = max(1, int(ttl))
         self.timeout = timeout
         self.prefix = prefix
+        # A pooled connection Redis closed (a restart, an idle timeout) fails its next command: that command is
+        # sent again once, on a new connection. Timeouts are not retried (a slow Redis stays bounded by `timeout`).
+        # The asyncio client needs the asyncio `Retry`: given the synchronous one, it never retries anything.
         self.client: Redis = Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 1),
-            health_check_interval=0)
+            retry_on_error=[RedisConnectionError], health_check_interval=0)
         """The connection pool, for other shared state to reuse (keys under their own prefix)."""
         self._write = self.client.register_script(_WRITE_IF_REV)
         self._refreshed: dict[str, float] = {}
