@@ -158,7 +158,7 @@ async def test_redis_down_is_a_clear_error_and_a_failed_ping_then_recovery() -> 
 
 
 @pytest.mark.process
-async def test_a_dead_store_still_delivers_get_stream_events_without_an_id() -> None:
+async def test_a_malformed_last_event_id_is_no_position_and_a_dead_store_still_delivers() -> None:
     async with running_redis() as redis, RedisState(redis.url, ttl=30, prefix="t:").running() as state:
         events = state.events("abc")
         first = await events.store_event(GET_STREAM, message_of("notifications/tools/list_changed", None))
@@ -168,6 +168,9 @@ async def test_a_dead_store_still_delivers_get_stream_events_without_an_id() -> 
         async def send(event: EventMessage) -> None:
             replayed.append(event.message.method)  # type: ignore[union-attr]
 
+        for malformed in ("-", "+", "$", "*", "x" * 100_000, "1-2-3", "(0-0", "1-" + "9" * 40):
+            assert await events.replay_events_after(malformed, send) == GET_STREAM  # live, nothing replayed
+        assert replayed == []
         assert await events.replay_events_after(first, send) == GET_STREAM
         assert replayed == ["notifications/resources/list_changed"]
 

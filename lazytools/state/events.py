@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
@@ -28,6 +29,8 @@ GET_STREAM = "_GET_stream"
 logger = logging.getLogger(__name__)
 
 _MESSAGE: TypeAdapter[Any] = TypeAdapter(JSONRPCMessage)
+_STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
+"""A Redis stream entry id; a `Last-Event-ID` of any other form is no position (and never reaches XRANGE)."""
 _LOCAL_IDS = itertools.count(1)
 
 
@@ -73,6 +76,8 @@ class RedisSessionEvents(EventStore):
     async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
         if last_event_id.startswith("local-"):
             return None
+        if not _STREAM_ID.fullmatch(last_event_id):
+            return GET_STREAM  # not an id this server gave: as if the client sent none
         try:
             entries: Any = await self._client.xrange(self._key, min=f"({last_event_id}", max="+",
                                                      count=self._max_events)
