@@ -194,7 +194,8 @@ async def open_state(settings: Settings) -> AsyncIterator[RedisState]:
                        timeout=settings.state_timeout, prefix=settings.state_prefix)
     async with state.running():
         if not await state.ping():  # served anyway: /readyz says 503 until Redis answers
-            logger.warning("the session store (LAZYTOOLS_STATE_URL) does not answer yet; /readyz is 503 until it does")
+            logger.warning("the session store (LAZYTOOLS_STATE_URL) does not answer yet (%s); /readyz is 503 until "
+                           "it does", state.last_error)
         yield state
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import logging
+
 import anyio
 import pytest
 from mcp.server.streamable_http import EventMessage
@@ -13,9 +15,11 @@ from redis.exceptions import RedisError
 from lazytools.server.sessions import SessionState
 from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
 from lazytools.state.events import MemorySessionEvents, message_of
+from lazytools.app import open_state
 from lazytools.state.redis import RedisState
 
-from .cluster import running_redis
+from .cluster import free_port, running_redis
+from .conftest import make_settings
 from .helpers import eventually
 
 
@@ -202,3 +206,25 @@ def test_the_uri_memory_a_record_keeps_restores_on_another_replica() -> None:
     assert not there.named("s2", "docs://other")  # another session's memory does not follow
     there.restore("s1", ["docs://c"])
     assert there.of("s1") == ["docs://c"] and not there.named("s1", "docs://a")
+
+
+@pytest.mark.process
+async def test_a_wrong_password_or_no_redis_is_one_clear_line_without_the_password(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async with running_redis() as redis:
+        async with RedisState(redis.url, ttl=30).running() as admin:
+            await admin.client.config_set("requirepass", "right-one")
+        port = redis.url.rsplit(":", 1)[1].split("/")[0]
+        for url in (f"redis://:S3cretPW@127.0.0.1:{port}/0", f"redis://:S3cretPW@127.0.0.1:{free_port()}/0"):
+            caplog.clear()
+            settings = make_settings(transport="http", state_url=url, state_timeout=1.0)
+            with caplog.at_level(logging.DEBUG, logger="lazytools.state.redis"):
+                async with open_state(settings) as state:
+                    assert not await state.ping()
+                    # The pub/sub listener retries meanwhile: three failures, warned about once.
+                    await eventually(lambda: sum("pub/sub" in r.getMessage() for r in caplog.records) >= 3)
+            lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+            startup = [line for line in lines if "does not answer yet" in line]
+            assert len(startup) == 1, lines
+            assert ("invalid username-password pair" in startup[0]) is (port in url), startup
+            assert len(lines) <= 2 and not any("S3cretPW" in line for line in lines), lines

@@ -22,7 +22,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import AuthenticationError, RedisError
 from redis.asyncio.retry import Retry
 
 from .bus import Deliver
@@ -63,6 +63,13 @@ def _record(value: bytes) -> SessionRecord:
     return SessionRecord.from_json(value.split(b"|", 1)[1])
 
 
+def _reason(exc: BaseException) -> str:
+    """An error's class, and Redis's own message for an authentication error (it never holds the password)."""
+    if isinstance(exc, AuthenticationError):
+        return f"{type(exc).__name__}: {exc}"
+    return type(exc).__name__
+
+
 @contextmanager
 def _bounded(what: str) -> Iterator[None]:
     """Redis trouble as the library's error, naming the operation (never the URL: it may hold a password)."""
@@ -92,6 +99,8 @@ class RedisState:
         self._ended: list[Callable[[str], Awaitable[None]]] = []
         self._pubsub: PubSub | None = None
         self._listening = anyio.Event()
+        self.last_error = ""
+        """Why the last ping failed (an error class and Redis's own words; never the URL)."""
 
     # -- keys -----------------------------------------------------------------------------------------------------
 
@@ -130,7 +139,8 @@ class RedisState:
         try:
             with anyio.fail_after(self.timeout):
                 return bool(await self.client.ping())
-        except (RedisError, OSError, TimeoutError):
+        except (RedisError, OSError, TimeoutError) as exc:
+            self.last_error = _reason(exc)
             return False
 
     # -- records --------------------------------------------------------------------------------------------------
@@ -259,7 +269,9 @@ class RedisState:
                     if message is not None:
                         await self._dispatch(message)
             except (RedisError, OSError) as exc:
-                logger.warning("Redis pub/sub connection lost (%s); reconnecting", type(exc).__name__)
+                # Once per outage (a wrong password or a host that never answers would log every 2 s otherwise).
+                log = logger.warning if delay == 0.05 else logger.debug
+                log("Redis pub/sub connection lost (%s); reconnecting", _reason(exc))
             await self._close_pubsub()
             self._listening.set()  # nobody waits for a subscription while Redis is away
             await anyio.sleep(delay)
