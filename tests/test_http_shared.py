@@ -119,3 +119,23 @@ async def test_another_credentials_delete_is_404_and_deletes_nothing() -> None:
             assert listed_by_alice.status_code == 200 and "search_tools" in listed_by_alice.text
             own = await http.delete(base + "/mcp", headers={**HEADERS, **alice, "mcp-session-id": key})
             assert own.status_code == 200 and await shared.load(key) is None
+
+
+async def test_a_record_keeps_a_bounded_part_of_the_initialize_params() -> None:
+    shared = MemoryShared(ttl=60)
+    async with replicas(shared) as (a, b), httpx2.AsyncClient(timeout=30) as http:
+        opened = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}},
+                             "experimental": {"blob": {"x": "y" * 500_000}}, "sampling": {"junk": ["z" * 100_000]}},
+            "clientInfo": {"name": "mcp", "version": "1" * 100_000, "description": "d" * 100_000}}})
+        assert opened.status_code == 200, opened.text
+        key = opened.headers["mcp-session-id"]
+        record = await shared.load(key)
+        assert record is not None and record.client_params is not None
+        assert len(record.to_json()) < 8192
+        assert record.client_params["clientInfo"] == {"name": "mcp", "version": "1" * 256}
+        assert record.client_params["capabilities"] == {
+            "roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}, "sampling": {}}
+        assert record.surface == "dynamic"
+        assert await listed(http, b, key) == ["search_tools", "invoke_tool"]  # restored from it on another replica
