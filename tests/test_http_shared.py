@@ -83,6 +83,10 @@ async def test_readiness_follows_the_store_and_a_dead_store_is_a_clear_503() -> 
         not_ready = await http.get(a + "/readyz")
         assert not_ready.status_code == 503 and not_ready.json()["status"] == "session store unreachable"
         assert (await http.get(a + "/healthz")).status_code == 200
+        refused = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+        assert refused.status_code == 503 and "mcp-session-id" not in refused.headers
+        assert "session store (Redis) unavailable" in refused.json()["error"]["message"]
         shared.up = True
         assert (await http.get(a + "/readyz")).status_code == 200
 

@@ -292,6 +292,28 @@ async def test_redis_restarted_under_a_held_get_stream_the_next_list_changed_arr
                 assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
 
 
+async def test_redis_paused_through_haproxy_clients_get_json_rpc_503s_and_modern_requests_are_served() -> None:
+    """Every replica fails /readyz at once: haproxy falls back on its backup lines (the same replicas, unchecked)
+    instead of answering its own HTML 503."""
+    async with cluster(2) as c, httpx2.AsyncClient(timeout=30) as http:
+        headers = {"accept": "application/json, text/event-stream"}
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}}
+        assert c.redis.process is not None
+        c.redis.process.send_signal(signal.SIGSTOP)
+        try:
+            # haproxy's checks take two failures to mark a replica down; then it says what it runs on.
+            await eventually(lambda: "0 active and 2 backup servers left" in c.haproxy_log.read_text(), timeout=60)
+            refused = await http.post(c.url, headers=headers, json=initialize)
+            assert refused.status_code == 503, refused.text
+            assert refused.headers["content-type"].startswith("application/json"), refused.text
+            assert "session store (Redis) unavailable" in refused.json()["error"]["message"]
+            async with Client(c.url, mode="2026-07-28") as modern:  # no session, no Redis needed
+                assert [tool.name for tool in (await modern.list_tools()).tools] == META
+        finally:
+            c.redis.process.send_signal(signal.SIGCONT)
+
+
 # -- stickiness, the TypeScript SDK ------------------------------------------------------------------------------------
 
 

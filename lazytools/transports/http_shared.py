@@ -207,6 +207,13 @@ class SharedSessionManager:
         if len(self._held) >= self.max_sessions:
             await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
+        if not await self.state.ping():
+            # A session that could not be recorded would answer 404 on the next replica: refuse it as every request
+            # of a session is refused while Redis is away (haproxy retries a 503 on another replica).
+            logger.warning("a new session refused: the session store does not answer")
+            await jsonrpc_error(503, "session store (Redis) unavailable; try again shortly",
+                                code=types.INTERNAL_ERROR)(scope, receive, send)
+            return
         key = uuid4().hex
         logger.info("session %s: opened here", key[:8])
         scope[OWNER_SCOPE_KEY] = _requestor(scope)
