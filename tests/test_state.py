@@ -15,11 +15,12 @@ from redis.exceptions import RedisError
 from lazytools.server.sessions import SessionState
 from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
 from lazytools.state.events import MemorySessionEvents, message_of
-from lazytools.app import open_state
+from lazytools.app import check_replicas_agree, open_state, replica_fingerprint
+from lazytools.server.core import build_server
 from lazytools.state.redis import RedisState
 
 from .cluster import free_port, running_redis
-from .conftest import make_settings
+from .conftest import make_settings, small_catalog
 from .helpers import eventually
 
 
@@ -228,3 +229,20 @@ async def test_a_wrong_password_or_no_redis_is_one_clear_line_without_the_passwo
             assert len(startup) == 1, lines
             assert ("invalid username-password pair" in startup[0]) is (port in url), startup
             assert len(lines) <= 2 and not any("S3cretPW" in line for line in lines), lines
+
+
+@pytest.mark.process
+async def test_a_replica_with_other_settings_is_warned_about_loudly(caplog: pytest.LogCaptureFixture) -> None:
+    async with running_redis() as redis:
+        settings = make_settings(transport="http", state_url=redis.url)
+        first, same = build_server(small_catalog(), settings), build_server(small_catalog(), settings)
+        other = build_server(small_catalog(), make_settings(transport="http", state_url=redis.url, max_enabled=2))
+        assert replica_fingerprint(first) == replica_fingerprint(same) != replica_fingerprint(other)
+        async with open_state(settings) as state:
+            with caplog.at_level(logging.WARNING, logger="lazytools"):
+                await check_replicas_agree(state, first)
+                await check_replicas_agree(state, same)
+                assert not [r for r in caplog.records if "REPLICAS DISAGREE" in r.getMessage()]
+                await check_replicas_agree(state, other)
+                warned = [r.getMessage() for r in caplog.records if "REPLICAS DISAGREE" in r.getMessage()]
+                assert len(warned) == 1 and replica_fingerprint(first) in warned[0], warned

@@ -143,6 +143,17 @@ class RedisState:
             self.last_error = _reason(exc)
             return False
 
+    async def agree(self, fingerprint: str) -> str | None:
+        """Record this replica's settings fingerprint; the one the last replica to start recorded, if another."""
+        try:
+            with anyio.fail_after(self.timeout):
+                previous = await self.client.set(f"{self.prefix}replicas:fingerprint", fingerprint, get=True)
+        except (RedisError, OSError, TimeoutError):
+            return None  # Redis is away at start-up: /readyz says so
+        if isinstance(previous, bytes) and previous.decode() != fingerprint:
+            return previous.decode()
+        return None
+
     # -- records --------------------------------------------------------------------------------------------------
 
     async def create(self, record: SessionRecord) -> None:
