@@ -17,14 +17,16 @@ from mcp import Client, StdioServerParameters
 
 from lazytools.app import bundled_catalog
 from lazytools.catalog import Catalog, Group
+from lazytools.modes import Surface
 from lazytools.report import surface_cost
 from lazytools.server.core import LazyServer, build_server
 from lazytools.server.metatools import invoke_tool_definition, search_tools_definition
 from lazytools.server.sessions import SessionState
-from lazytools.settings import Settings, Surface
+from lazytools.settings import Settings
 from lazytools.tokens import count_tokens, tokenizer_name
 
 from .auth import auth_benchmarks
+from .policy import policy_benchmarks
 from .gateway import gateway_benchmarks
 from .http_sessions import http_benchmarks
 from .http_throughput import throughput_benchmarks
@@ -132,6 +134,7 @@ SECTIONS: list[tuple[str, float, float]] = [
     ("HTTP sessions", 140, 60),
     ("HTTP throughput", 35, 15),
     ("identity", 10, 5),
+    ("policy", 15, 8),
 ]
 
 
@@ -153,6 +156,7 @@ async def run_benchmarks(quick: bool = False, progress: Callable[[str], None] | 
             lambda: http_benchmarks(quick),
             lambda: anyio.to_thread.run_sync(_throughput, quick),
             lambda: auth_benchmarks(quick),
+            lambda: anyio.to_thread.run_sync(policy_benchmarks, quick),
         ]
         for number, (section, run) in enumerate(zip(SECTIONS, runs, strict=True), start=1):
             if progress:

@@ -24,15 +24,17 @@ import mcp_types as types
 from .audit import open_audit
 from .catalog import Catalog, Group
 from .errors import ConfigError
+from .policy.limits import RateLimiter, RedisRateLimiter
 from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
+from .server.passthrough import Front
 from .server.shared import SharedSessions
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool
+from .telemetry import configure_tracing
 
 if TYPE_CHECKING:
-    from .sources.gateway.front import Front
     from .state.redis import RedisState
 
 __all__ = ["bundled_catalog", "check_replicas_agree", "configure_logging", "open_catalog", "open_server", "open_state",
@@ -109,9 +111,7 @@ async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
 
 @asynccontextmanager
 async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Front | None]]:
-    """The catalog, and the gateway's front when a source is a gateway (its prompts, resources, client side)."""
-    from .sources.gateway.gateway import Gateway
-
+    """The catalog, and the front a source exposes, if one does (a gateway's prompts, resources, client side)."""
     if settings.semantic:
         from .search.embedders import check_embedder
 
@@ -121,8 +121,9 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
     async with AsyncExitStack() as stack:
         for source in sources_for(settings):
             opened = await stack.enter_async_context(source.open(catalog))
-            if isinstance(opened, Gateway):
-                front = opened.front
+            exposed = getattr(opened, "front", None)
+            if isinstance(exposed, Front):
+                front = exposed
         yield catalog, front
 
 
@@ -130,11 +131,26 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
 async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
     audit = open_audit(settings.audit, values=settings.audit_arguments)
     try:
-        async with _open_sources(settings) as (catalog, front):
-            yield build_server(catalog, settings, front=front, audit=audit)
+        async with _open_sources(settings) as (catalog, front), _limiter(settings) as limiter:
+            yield build_server(catalog, settings, front=front, audit=audit, limiter=limiter)
     finally:
         if audit is not None:
             audit.close()  # every line written before the process ends
+
+
+@asynccontextmanager
+async def _limiter(settings: Settings) -> AsyncIterator[RateLimiter | None]:
+    """Rate limits counted in Redis when a state URL is set (every replica shares them), else in memory."""
+    if settings.state_url is None:
+        yield None
+        return
+    from redis.asyncio import Redis
+
+    redis = Redis.from_url(settings.state_url.get_secret_value(), socket_timeout=2.0, socket_connect_timeout=2.0)
+    try:
+        yield RedisRateLimiter(redis)
+    finally:
+        await redis.aclose()
 
 
 INTERRUPTED = 130
@@ -143,6 +159,15 @@ INTERRUPTED = 130
 
 async def serve(settings: Settings) -> int:
     """Serve until the client leaves or a signal stops it; the exit status (INTERRUPTED after Ctrl-C, else 0)."""
+    flush = configure_tracing()  # spans exported over OTLP when asked (telemetry.py), flushed at the end
+    try:
+        return await _serve(settings)
+    finally:
+        if flush is not None:
+            flush()
+
+
+async def _serve(settings: Settings) -> int:
     failed: Exception | None = None
     stopped_by: int | None = None
     with anyio.CancelScope() as whole:

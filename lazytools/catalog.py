@@ -9,7 +9,7 @@ from typing import Protocol
 
 from .entry import ToolEntry
 from .errors import ConfigError, UnknownToolError
-from .names import check_tool_name
+from .toolnames import check_tool_name
 
 __all__ = ["Catalog", "Group", "ToolSource", "suggest"]
 
@@ -80,6 +80,19 @@ class Catalog:
             return self._entries[name]
         except KeyError:
             raise UnknownToolError(name, suggest(name, self._entries)) from None
+
+    def only(self, keep: Callable[[ToolEntry], bool]) -> Catalog:
+        """A snapshot holding the entries `keep` accepts and the groups that still have one (same `version`, no
+        listeners): what one principal may see of this catalog, not even a hidden server's name."""
+        view = Catalog()
+        view._entries = {name: entry for name, entry in self._entries.items() if keep(entry)}
+        for name, entries in self._by_group.items():
+            kept = [entry for entry in entries if entry.name in view._entries]
+            if kept:
+                view._groups[name] = self._groups[name]
+                view._by_group[name] = kept
+        view.version = self.version
+        return view
 
     def on_change(self, listener: Callable[[Catalog], None]) -> None:
         self._listeners.append(listener)

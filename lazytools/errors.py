@@ -6,7 +6,11 @@
     ├── ToolNotEnabledError               a catalog tool called directly before search_tools enabled it
     ├── ToolArgumentsError (ValueError)   arguments that do not match the tool's input schema
     ├── ToolExecutionError                a tool (in-process or upstream) failed while running
+    ├── PolicyRefusedError                the policy refuses a call's arguments (its tool is one the user may see)
+    ├── RateLimitedError                  the principal made more calls this minute than its limit
     ├── StateUnavailableError             the shared session store (Redis) did not answer in time
+    ├── UnknownPromptError (KeyError)     prompts/get of a prompt no upstream serves
+    ├── UnknownResourceError (KeyError)   resources/read of a URI no upstream serves
     └── UpstreamError                     an upstream MCP server could not serve a call
         ├── UpstreamUnavailableError      not connected: failed to start, crashed, or is reconnecting
         └── UpstreamTimeoutError          did not answer within the per-call timeout
@@ -25,10 +29,14 @@ from .safetext import clip
 __all__ = [
     "ConfigError",
     "LazyToolsError",
+    "PolicyRefusedError",
+    "RateLimitedError",
     "StateUnavailableError",
     "ToolArgumentsError",
     "ToolExecutionError",
     "ToolNotEnabledError",
+    "UnknownPromptError",
+    "UnknownResourceError",
     "UnknownToolError",
     "UpstreamError",
     "UpstreamTimeoutError",
@@ -61,6 +69,20 @@ class UnknownToolError(LazyToolsError, KeyError):
         return message
 
 
+class UnknownPromptError(LazyToolsError, KeyError):
+    """A prompt name that no upstream serves."""
+
+    def __str__(self) -> str:
+        return f"Unknown prompt {self.args[0]!r}"
+
+
+class UnknownResourceError(LazyToolsError, KeyError):
+    """A resource URI that no upstream serves."""
+
+    def __str__(self) -> str:
+        return f"No upstream server serves resource {self.args[0]!r}"
+
+
 class ToolNotEnabledError(LazyToolsError):
     """A catalog tool was called directly in a dynamic session before search_tools enabled it."""
 
@@ -81,6 +103,19 @@ class ToolArgumentsError(LazyToolsError, ValueError):
 
 class ToolExecutionError(LazyToolsError):
     """A tool raised while running; the message is the tool's own."""
+
+
+class PolicyRefusedError(LazyToolsError):
+    """The policy refuses these arguments for a tool the principal may otherwise call."""
+
+
+class RateLimitedError(LazyToolsError):
+    """A principal's calls this minute passed its limit."""
+
+    def __init__(self, principal: str, limit: int, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"Rate limit: {clip(principal)} may make {limit} calls per minute; try again in "
+                         f"{max(1, round(retry_after))} s.")
 
 
 class StateUnavailableError(LazyToolsError):

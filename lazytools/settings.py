@@ -20,16 +20,19 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
-from .server.surface import Mode, Surface
+from .modes import Mode, Surface
 from .threads import TOOL_THREADS
 
-__all__ = ["NOT_SETTINGS", "Settings", "load_settings"]
+__all__ = ["CHAIN_VARIABLE", "NOT_SETTINGS", "Settings", "load_settings"]
 
 logger = logging.getLogger(__name__)
 
-NOT_SETTINGS = frozenset({"LAZYTOOLS_FRONTED_CONFIGS"})
-"""`LAZYTOOLS_*` variables that are not settings: lazytools sets them for the processes it starts (the gateway's
-chain of fronted configs, `sources/gateway/upstream.py`), so they are not typos."""
+CHAIN_VARIABLE = "LAZYTOOLS_FRONTED_CONFIGS"
+"""Set by the gateway for its stdio upstreams: the config files of the lazytools processes above them, so a config
+that fronts itself is refused instead of recursing."""
+NOT_SETTINGS = frozenset({CHAIN_VARIABLE})
+"""`LAZYTOOLS_*` variables that are not settings: lazytools sets them for the processes it starts, so they are not
+typos."""
 
 
 class Settings(BaseSettings):
@@ -192,9 +195,9 @@ class Settings(BaseSettings):
     # Replicas (docs/scaling.md)
     state_url: SecretStr | None = Field(
         default=None,
-        description="redis://host:port/db (or rediss://): keep HTTP sessions in Redis so several replicas serve them "
-                    "(docs/scaling.md). Unset: sessions live in this process's memory. No flag: the URL may hold a "
-                    "password.")
+        description="redis://host:port/db (or rediss://): keep HTTP sessions and rate-limit counts in Redis so "
+                    "several replicas serve them (docs/scaling.md). Unset: both live in this process's memory. No "
+                    "flag: the URL may hold a password.")
     state_timeout: float = Field(
         default=2.0, gt=0,
         description="Seconds one operation on the session store (Redis) may take; past it the request that needed "
@@ -266,6 +269,22 @@ class Settings(BaseSettings):
     audit_arguments: bool = Field(
         default=False,
         description="Write the arguments' values into audit lines too (by default only their size and SHA-256).")
+
+    # Policy, rate limits and metrics (docs/team.md)
+    policy: Path | None = Field(
+        default=None,
+        description="Policy file (TOML, or JSON when it ends in .json): which principals may see and call which "
+                    "servers, tools, prompts and resources, argument constraints, calls per minute. Re-read when it "
+                    "changes; a broken edit keeps the last good policy. Unset: everyone may use everything.")
+    policy_max_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Largest policy file read, in bytes.")
+    rate_limit: int = Field(
+        default=0, ge=0,
+        description="Calls (tools/call, prompts/get, resources/read) per minute per principal, unless the policy "
+                    "sets a limit for them; 0: no limit.")
+    metrics: bool = Field(
+        default=True,
+        description="Over HTTP, serve Prometheus metrics at GET /metrics (behind the same authentication as /mcp).")
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")

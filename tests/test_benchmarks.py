@@ -17,8 +17,8 @@ from benchmarks.search import synthetic_catalog, synthetic_queries
 from benchmarks.soak import ROUNDS, SoakPlan, SoakReport, _Load, main, run_soak
 from benchmarks.stats import percentile, percentiles
 from lazytools import cli
-from lazytools.names import check_tool_name
 from lazytools.search import SearchIndex
+from lazytools.toolnames import check_tool_name
 
 
 @pytest.mark.process
@@ -163,3 +163,10 @@ def test_the_scaling_benchmark_reads_wrk_latencies_in_any_unit() -> None:
 
     out = "Latency Distribution\n     50%  812.00us\n     75%    2.31ms\n     90%    1.20s\n     99%   14.50ms\n"
     assert (_ms(out, "50%"), _ms(out, "75%"), _ms(out, "90%"), _ms(out, "99%")) == (0.812, 2.31, 1200.0, 14.5)
+
+
+def test_the_policy_benchmark_runs() -> None:
+    from benchmarks.policy import policy_benchmarks
+
+    report = policy_benchmarks(quick=True, rounds=20)
+    assert report.count("per call p50") == 2 and report.count("search_tools p50") == 2 and "(20 runs)" in report

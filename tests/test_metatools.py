@@ -155,3 +155,33 @@ async def test_the_result_names_exactly_the_tools_enabled(tmp_path: Path, settin
     suggested = text.split("not enabled (", 1)[1]
     assert text.count("\n- ") > len(claimed)  # the matches past the cap are still shown, as suggestions
     assert not any(f"- {name} " in suggested for name in claimed)
+
+
+def test_array_items_show_their_shape_and_strings_their_format() -> None:
+    item = {"type": "object", "required": ["entityName"],
+            "properties": {"entityName": {"type": "string"}, "contents": {"type": "array", "items": {"type": "string"}}}}
+    tool = entry("add_observations", {"observations": {"type": "array", "items": item},
+                                      "time": {"type": "string", "description": "Time in 24-hour format (HH:MM)"},
+                                      "day": {"type": "string", "format": "date"},
+                                      "note": {"type": "string", "description": "Free text."}}, ["observations"])
+    assert signature(tool) == ("add_observations(observations: {entityName: string, contents?: string[]}[], "
+                               "time?: string<HH:MM>, day?: string<date>, note?: string)")
+
+
+def test_a_pattern_is_a_glob_only_when_the_tool_says_so() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"pattern": {"type": "string"}}}
+    globbing = ToolEntry(name="search_files", group="fs", description="Find files matching a glob pattern.",
+                         input_schema=schema, call=_never)
+    plain = ToolEntry(name="grep", group="fs", description="Find lines matching a pattern.", input_schema=schema,
+                      call=_never)
+    assert signature(globbing) == "search_files(pattern?: string<glob>)"
+    assert signature(plain) == "grep(pattern?: string)"
+
+
+def test_item_shapes_are_bounded() -> None:
+    item: dict[str, Any] = {"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(1_000)}}
+    for _ in range(100):
+        item = {"type": "object", "properties": {"inner": {"type": "array", "items": item}}}
+    line = signature(entry("t", {"items": {"type": "array", "items": item}}))
+    assert len(line) <= SIGNATURE_CHARS + 30, len(line)
+    assert line.startswith("t(items?: {inner?: {inner?:")

@@ -157,6 +157,25 @@ def test_a_question_word_asks_for_what_it_names_where_the_request_opens_with_it(
     assert index.query_terms("someone asked how many users came") == index.query_terms("someone asked users came many")
 
 
+def test_everyday_wordings_mean_their_action() -> None:
+    # "remember that ..." stores, "forget ..." deletes, "summarise a file" reads it, "what changed" is a diff.
+    index = SearchIndex([
+        tool("summarize_article", "Summarize a wiki article."),
+        tool("commit", "Record changes to the repository."),
+        tool("resize_window", "Resize the browser window."),
+        tool("add_observations", "Add observations to entities in the memory graph."),
+        tool("delete_entities", "Delete entities from the memory graph."),
+        tool("read_file", "Read the contents of a file."),
+        tool("diff", "Show the diff of the working tree."),
+        tool("status", "Show the working tree status."),
+    ])
+    assert names(index, "remember that Alice owns the billing service")[0] == "add_observations"
+    assert names(index, "forget what you know about Carol")[0] == "delete_entities"
+    assert names(index, "summarise a file")[0] == "read_file"
+    assert set(names(index, "what changed in the repository")[:2]) == {"diff", "status"}
+    assert "chang" not in index.query_terms("what changed in the repository")
+
+
 def test_full_width_and_ligature_letters_read_as_plain_ones() -> None:
     assert split_words("ｃｏｎｖｅｒｔ＿ｔｅｍｐｅｒａｔｕｒｅ") == ["convert", "temperature"]
     assert split_words("read a ﬁle") == ["read", "a", "file"]

@@ -84,7 +84,7 @@ def developer_scores(**options: object) -> Scores:
 def test_related_words_find_developer_tools_asked_for_in_other_words() -> None:
     without = developer_scores(related=RelatedWords({}))
     with_related = developer_scores()
-    assert without.recall(5) < 0.75  # the words alone miss a third of these
+    assert without.recall(5) < 0.80  # the words alone miss a quarter of these (a third before round 3)
     assert with_related.recall(5) >= 0.92 and with_related.mrr >= 0.66
 
 
@@ -107,9 +107,9 @@ def test_multiserver_labels_name_tools_of_the_set() -> None:
     for query in queries:
         assert frozenset().union(*query.relevant) <= ids, query.id
     # The confirmation set, the cross-language check and the everyday phrasing label tools of the same catalog.
-    checks = [query for name in ("confirm", "crosslang", "phrasing", "questions", "usage")
-              for query in read_queries(MULTISERVER / f"{name}.jsonl")]
-    assert len(checks) == 30 + 32 + 37 + 24 + 40
+    names = ("confirm", "crosslang", "phrasing", "questions", "usage", "deliverables", "prereqs", "everyday")
+    checks = [query for name in names for query in read_queries(MULTISERVER / f"{name}.jsonl")]
+    assert len(checks) == 30 + 32 + 37 + 24 + 40 + 28 + 28 + 16
     for query in checks:
         assert query.relevant and frozenset().union(*query.relevant) <= ids, query.id
 
@@ -120,10 +120,25 @@ def test_multiserver_requests_as_served_stay_above_their_floor() -> None:
     queries = read_queries(MULTISERVER / "queries.jsonl")
     ranker = served_ranker(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
     scores = evaluate(queries, ranker, cutoffs=cutoffs_for(LIMIT))
-    assert scores["all"].recall(LIMIT) >= 0.70 and scores["single"].recall(LIMIT) >= 0.80
-    assert scores["multi"].recall(LIMIT) >= 0.64 and scores["long"].recall(LIMIT) >= 0.62
+    assert scores["all"].recall(LIMIT) >= 0.74 and scores["single"].recall(LIMIT) >= 0.80
+    assert scores["multi"].recall(LIMIT) >= 0.66 and scores["long"].recall(LIMIT) >= 0.64
     chinese = [query for query in queries if query.id.startswith("c") or query.id in ("m17", "m18")]
     assert len(chinese) == 12 and evaluate(chinese, ranker, cutoffs=cutoffs_for(LIMIT))["all"].recall(LIMIT) >= 0.6
+
+
+@pytest.mark.parametrize(
+    ("name", "split", "floor"),
+    [("deliverables", "deliverable", 0.60), ("prereqs", "prereq", 0.60), ("everyday", "everyday", 0.34)],
+)
+def test_deliverables_prerequisites_and_everyday_wordings_stay_above_their_floor(name: str, split: str,
+                                                                                  floor: float) -> None:
+    # benchmarks/data/multiserver, round 3 (SOURCE.md). As served with BM25, all of each file: deliverables .643
+    # (.476 before a deliverable took a place), prerequisite steps .643 (.560 before the best results' producer
+    # took one), everyday wordings .375 (.188 before "remember", "summarise", "what changed" were read).
+    loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
+    ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), limit=LIMIT, ids=loaded.ids)
+    scores = evaluate(read_queries(MULTISERVER / f"{name}.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
+    assert scores[split].recall(LIMIT) >= floor
 
 
 def test_everyday_phrasing_finds_its_tools() -> None:

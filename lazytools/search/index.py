@@ -5,6 +5,10 @@ Ranking, in order of precedence:
 2. relevance: BM25 over weighted fields, with synonyms, related words, typo fixes and completions drawn from
    the catalog's own vocabulary, a request's separate needs scored one by one too, tools of a group the query
    names or whose name's words it holds boosted, and (with the semantic extra) fused with embedding similarity.
+3. a deliverable: a request that names where its result goes ("save it as notes.md", "export it to a CSV") gives
+   the best tool for that its last place, unless a result already writes there (see `steps`);
+4. a prerequisite: when one of the two best results needs an id or coordinates that another tool of its server
+   produces (see `inputs`) and no result is such a tool, the first producer takes the last place.
 
 No place is reserved for the best tool of each separate need: as served (limit 5) that rule cost recall on both
 MetaTool halves and did not help the multi-server dev set, so the scores alone order the results (figures in
@@ -13,7 +17,8 @@ docs/search.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import copy
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +56,7 @@ from .needs import Need, answered_needs
 from .query import catalog_expansions, clauses, weighted_terms
 from .related import RelatedWords, default_related_words
 from .semantic import query_vectors
+from .steps import deliverable, writes
 from .vocabulary import Vocabulary
 
 if TYPE_CHECKING:
@@ -68,6 +74,19 @@ GROUP_BOOST = 0.5
 
 NAME_WORDS_BOOST = 0.5
 """Tools all of whose name's words the query holds ("create an issue" for create_issue) score this much more."""
+
+
+DELIVERABLE_DONE = 0.5
+"""A pick already does the deliverable when it writes (by its name) and scores this share of the deliverable's best
+tool: "save them into a new Notion page" is done by Notion's create-page, not by a file writer."""
+
+MIN_DELIVERABLE_LIMIT = 3
+"""Below this many results neither a deliverable nor a producer takes a place: one or two results are the request's
+main tools."""
+
+PRODUCER_TOP = 2
+"""A producer takes the last place when one of this many best results needs it (`inputs`) and none is picked;
+the top 1 or 3 lifted less on the dev set's halves (docs/search-log.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +138,9 @@ class SearchIndex:
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
         self._producers = input_producers(self.entries)
         self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
+        self._writes = [writes(entry) for entry in self.entries]
         self.semantic_weight = semantic_weight
+        self._allowed: npt.NDArray[np.bool_] | None = None
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None
         if embedder is not None:
@@ -127,6 +148,13 @@ class SearchIndex:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def restricted(self, allowed: Callable[[ToolEntry], bool]) -> SearchIndex:
+        """This index, finding and suggesting only the tools `allowed` accepts (what one principal may call).
+        The scores are those of the whole index, so an allowed tool ranks as it would for everyone."""
+        view = copy.copy(self)
+        view._allowed = np.fromiter((allowed(entry) for entry in self.entries), dtype=bool, count=len(self.entries))
+        return view
 
     @property
     def semantic(self) -> bool:
@@ -215,10 +243,14 @@ class SearchIndex:
                 candidates[position] = True
         if groups is not None:
             candidates &= self._in_groups(groups)
+        if self._allowed is not None:
+            candidates &= self._allowed
         if len(clause_texts) >= LONG_TASK_CLAUSES:
             picked = self._covering(scores, candidates, limit, parts, need_similarities)
         else:
             picked = self._ranked(scores, candidates, limit)
+        picked = self._with_deliverable(query, picked, candidates, limit)
+        picked = self._with_producer(picked, candidates, limit)
         hits = [Hit(self.entries[i], float(scores[i])) for i in picked]
         measured = bool(need_similarities) if needs is None else needs
         if not measured:
@@ -244,6 +276,37 @@ class SearchIndex:
         picks = cover(scores[pool], shares**sharpness, weight=weight, limit=limit)
         return [int(pool[pick]) for pick in picks]
 
+    def _with_deliverable(self, query: str, picked: list[int], candidates: npt.NDArray[np.bool_],
+                          limit: int) -> list[int]:
+        """`picked` with the best tool of the deliverable the query names (see `steps`) in the last place, unless a
+        pick is that tool (or a copy of it) or already writes there: a writing tool (by its name) that scores at
+        least DELIVERABLE_DONE of the best for the deliverable."""
+        text = deliverable(query) if limit >= MIN_DELIVERABLE_LIMIT else None
+        if text is None:
+            return picked
+        step_scores = np.where(candidates, self._bm25_scores(text), 0.0)
+        best = int(np.argmax(step_scores))
+        if step_scores[best] <= 0 or int(self._copy_of[best]) in {int(self._copy_of[i]) for i in picked}:
+            return picked
+        if any(self._writes[i] and step_scores[i] >= DELIVERABLE_DONE * step_scores[best] for i in picked):
+            return picked
+        return [*picked, best] if len(picked) < limit else [*picked[:-1], best]
+
+    def _with_producer(self, picked: list[int], candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
+        """`picked` with the first producer of the first of its PRODUCER_TOP best tools that needs one and has none
+        picked (`list_channels` for `post_message`, a geocoder for a forecast) in the last place: those tools cannot
+        be called without it."""
+        if limit < MIN_DELIVERABLE_LIMIT:
+            return picked
+        for i in picked[:PRODUCER_TOP]:
+            producers = self._producers[i]
+            if producers and not set(producers) & set(picked):
+                wanted = producers[0]
+                if not candidates[wanted]:
+                    return picked
+                return [*picked, wanted] if len(picked) < limit else [*picked[:-1], wanted]
+        return picked
+
     def producers(self, found: Iterable[ToolEntry], limit: int = MAX_PRODUCERS) -> list[ToolEntry]:
         """Tools that produce an id some of `found` require (`list_channels` for `post_message`), not already
         found, best-ranked consumer first, at most `limit` (see `inputs`)."""
@@ -254,6 +317,8 @@ class SearchIndex:
             position = self._positions.get(entry.name)
             for other in self._producers[position] if position is not None else ():
                 producer = self.entries[other]
+                if self._allowed is not None and not self._allowed[other]:
+                    continue
                 if producer.name not in names and len(suggested) < limit:
                     names.add(producer.name)
                     suggested.append(producer)

@@ -11,8 +11,9 @@ Coordinates are produced the same way: a tool that requires latitude and longitu
 every Open-Meteo forecast, needs a geocoder of its server first (`geocoding`, `ForwardGeocodeTool`): a tool of
 the group whose name holds "geo"/"geocode" and that does not itself require coordinates (a reverse geocoder does).
 
-Producers are appended after the results (at most two per search) rather than taking the last places: on the
-multi-server dev set appending gained on both halves and replacing did not (docs/search.md).
+Producers are appended after the results (at most two per search); and when one of the two best results needs a
+producer and no result is one, its first producer takes the last of the results (`SearchIndex.find`): replacing
+the last place for any result's producer did not gain, for the best results' it did (docs/search-log.md).
 """
 
 from __future__ import annotations

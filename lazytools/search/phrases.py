@@ -78,6 +78,9 @@ QUESTIONS: Mapping[str, str] = {
     "how tall": "height elevation",
     "how old": "age date",
     "where": "location place address",
+    "what changed": "diff status log",
+    "what has changed": "diff status log",
+    "what s changed": "diff status log",
 }
 """A question's words -> what it asks for ("how far" a distance, "where" a place); the adjective leaves the query
 ("many" would match `insert-many`, "far" and "long" nothing useful). Read only where the request or one of its
@@ -100,6 +103,12 @@ VERB_SENSES: Mapping[str, str] = {
     "snap": "screenshot capture",
     "bump": "increase update",
     "ping": "message notify",
+    "remember": "memory store save add",
+    "memorize": "memory store save add",
+    "memorise": "memory store save add",
+    "forget": "delete remove",
+    "summarize": "read",
+    "summarise": "read",
 }
 """Informal verbs that mean one action wherever they stand; they keep their own word too ("ping" a person is a
 message, "ping" a host is the tool named ping)."""
@@ -119,6 +128,17 @@ _LOOKAHEAD = 3
 """An object is looked for among the next few words ("drop a quick message")."""
 
 
+def _question(words: Sequence[str], position: int) -> tuple[str, ...]:
+    """The question that opens at `position`: "where", "how" and the next word, "what" and up to two more."""
+    if words[position] == "where":
+        return ("where",)
+    for size in (3, 2):
+        asked = tuple(words[position : position + size])
+        if asked in _QUESTIONS:
+            return asked
+    return tuple(words[position : position + 2])
+
+
 def read_phrases(words: Sequence[str]) -> tuple[list[str], frozenset[str]]:
     """The stems the phrases of `words` (a request as `split_words` gives it) mean, and the verbs' stems they replace
     (to leave out of its terms)."""
@@ -126,13 +146,13 @@ def read_phrases(words: Sequence[str]) -> tuple[list[str], frozenset[str]]:
     replaced: set[str] = set()
     opening = True  # no word that says anything yet: a question word here asks the question
     for position, word in enumerate(words):
-        if opening and word in ("how", "where"):
-            asked = (word,) if word == "where" else (word, words[position + 1] if position + 1 < len(words) else "")
+        if opening and word in ("how", "where", "what"):
+            asked = _question(words, position)
             if asked in _QUESTIONS:
                 meant.extend(_QUESTIONS[asked])
-                if len(asked) == 2:
-                    replaced.add(stem(asked[1]))
-            continue
+                replaced.update(stem(other) for other in asked[1:])
+            if word != "what":
+                continue
         opening = opening and word in STOP_WORDS
         verb = stem(word)
         following = words[position + 1] if position + 1 < len(words) else ""

@@ -18,24 +18,28 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
+from opentelemetry import trace
 
 from ..audit import AuditLog
 from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..identity import named_principal
+from ..modes import Surface
+from ..policy.limits import MemoryRateLimiter, RateLimiter
+from ..policy.source import PolicyFile
 from ..safetext import clip
-from ..sdk import connection_of
+from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
 from ..search.usage import UsageLog, open_sqlite
 from ..settings import Settings
-from ..sources.gateway.front import Front
-from ..sources.gateway.relay import calling
 from ..threads import loop_limiter, threads_for
-from ..validation import validate_call
+from ..validation import Limits, validate_call
+from .access import Access, AccessMiddleware, Gate
 from .audited import AuditMiddleware
 from .clients import client_table
 from .learning import record_call, record_search
+from .limited import RateLimitMiddleware
 from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
@@ -47,16 +51,18 @@ from .metatools import (
     search_tools,
     search_tools_definition,
 )
-from .passthrough import PassThrough, SessionClient, SessionClients, origin_of
+from .metrics import Metrics, MetricsMiddleware
+from .passthrough import Front, OriginMiddleware, PassThrough, SessionClient, SessionClients
 from .principals import PrincipalMiddleware
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
-from .surface import SessionView, Surface, choose_surface, is_stateless_era
+from .surface import SessionView, choose_surface, is_stateless_era
 
 __all__ = ["INSTRUCTIONS", "LazyServer", "build_server"]
 
 logger = logging.getLogger(__name__)
+_tracer = trace.get_tracer("lazytools")
 
 _STATELESS_THREADS: RunVar[anyio.CapacityLimiter] = RunVar("lazytools_stateless_threads")
 """The share of worker threads that stateless requests (no session to charge) hold together, per event loop."""
@@ -73,12 +79,17 @@ class LazyServer(Server[Any]):
     """A low-level MCP server that shows a small tool surface and grows it per session."""
 
     def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None, audit: AuditLog | None = None) -> None:
+                 front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
+                 limiter: RateLimiter | None = None, metrics: Metrics | None = None) -> None:
         # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
         self.events = LocalSubscriptionBus()
         self.store: SessionStore = store if store is not None else MemorySessionStore()
         self.front = front
-        passing = PassThrough(front, self.session_for) if front is not None else None
+        local = named_principal(settings.stdio_user, "stdio")
+        # What each principal may see and call: every route below reads its Access (access.py).
+        self.gate = Gate(catalog, policy, local)
+        passing = PassThrough(front, self.session_for, self.gate.access, self.gate.refused) if front is not None \
+            else None
         super().__init__(
             "lazytools",
             version=_version(),
@@ -107,10 +118,23 @@ class LazyServer(Server[Any]):
             self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
         self.catalog = catalog
         self.settings = settings
-        # Who each request acts for (principals.py), then the audit line that names them (audited.py).
-        self.middleware.append(PrincipalMiddleware(named_principal(settings.stdio_user, "stdio")))
+        self.limits = Limits.of(settings)
+        # Around every request, outermost first: the SDK's span, who the request acts for (principals.py), what
+        # they may see (access.py), metrics, the audit line that names them (audited.py), their rate limit
+        # (limited.py: a refused call is audited too), and innermost, for requests an upstream may serve, their
+        # origin, so upstream progress, logs and requests reach the client that asked (passthrough.py).
+        self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local), AccessMiddleware(self.gate)]
+        self.metrics = metrics
+        if metrics is not None:  # before the audit and the limit: it counts what they refuse
+            self.middleware.append(MetricsMiddleware(metrics, server_of=self._group_of, session_of=self.session_key))
+            metrics.watch(self)
+        self._limited: RateLimitMiddleware | None = None
         if audit is not None:
             self.middleware.append(AuditMiddleware(audit, upstream_of=self._upstream_of, session_of=self.session_key))
+        if limiter is not None:
+            self._limited = RateLimitMiddleware(limiter, self.gate, default=settings.rate_limit)
+            self.middleware.append(self._limited)
+        self.middleware.append(OriginMiddleware(self.session_for))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
         self.usage: UsageLog | None = None
@@ -120,7 +144,7 @@ class LazyServer(Server[Any]):
                                   keep_requests=settings.learn_request_text)
             self.usage.start()
         self._table = client_table(settings.client_surfaces)
-        self._definitions: dict[tuple[int, Surface], list[types.Tool]] = {}
+        self._definitions: dict[tuple[int, Surface, Access], list[types.Tool]] = {}
         self._always_available = self._check_pinned(settings.always_available_tools)
         self.pinned = self._pinned_now()
         catalog.on_change(self._catalog_changed)
@@ -152,6 +176,8 @@ class LazyServer(Server[Any]):
         state = self.store.get(key) if key is not None else None
         if state is not None:
             return state
+        if not connection.initialize_accepted:
+            return None  # a request the SDK will refuse before the handshake (OriginMiddleware sees it first)
         key = connection.session_id or uuid.uuid4().hex
         info = connection.client_params.client_info if connection.client_params is not None else None
         client_name = info.name if info is not None else None
@@ -165,6 +191,8 @@ class LazyServer(Server[Any]):
         connection.state[_SESSION_KEY] = key
         self.store.put(state)
         connection.exit_stack.callback(self.store.drop, key)
+        if self.metrics is not None:
+            connection.exit_stack.callback(self.metrics.closed, key)
         if self.front is not None:
             connection.exit_stack.push_async_callback(self.front.session_closed, key)
         logger.info("session %s: client %r, %s surface", key[:8], client_name, surface)
@@ -181,6 +209,12 @@ class LazyServer(Server[Any]):
         key = connection.session_id or connection.state.get(_SESSION_KEY)
         return key if isinstance(key, str) else None
 
+    def rate_refusals(self) -> int:
+        return self._limited.refusals if self._limited is not None else 0
+
+    def _group_of(self, tool: str) -> str | None:
+        return self.catalog.get(tool).group if tool in self.catalog else None
+
     def _upstream_of(self, method: str, target: str) -> str | None:
         """The server (or in-process group) that serves a tool, prompt or resource; None when unknown."""
         if method == "prompts/get":
@@ -195,30 +229,47 @@ class LazyServer(Server[Any]):
             return search_schema(self.settings.search_max_limit, self.settings.search_limit)
         if name == INVOKE_TOOL:
             return invoke_tool_definition().input_schema
-        return self.catalog.get(name).input_schema if name in self.catalog else None
+        if name not in self.catalog:
+            return None
+        if self.gate.policy is not None:
+            # Called before the middleware, with the principal the HTTP edge set (if any): a tool hidden from it is
+            # unknown here too, or a header check would tell it apart from a name that does not exist.
+            principal = self.gate.principal()
+            if not self.gate.warm(principal) or name not in self.gate.access(principal).catalog:
+                return None
+        return self.catalog.get(name).input_schema
 
     # -- tools/list -----------------------------------------------------------------------------------------
 
     def view_of(self, state: SessionState | None) -> SessionView:
-        """The surface policy for this session (or for a request without one)."""
-        return SessionView.of(state, bridge=self.settings.dynamic_bridge)
+        """The surface policy for this session (or for a request without one), and what its principal may see."""
+        return SessionView.of(state, bridge=self.settings.dynamic_bridge, access=self.gate.access())
+
+    def _access(self, view: SessionView) -> Access:
+        return view.access if view.access is not None else self.gate.access()
 
     def surface_tools(self, state: SessionState | None) -> list[types.Tool]:
         view = self.view_of(state)
+        visible = self._access(view).catalog
         tools = list(self._static_tools(view))
         for name in view.lists_enabled():
-            if name in self.catalog and name not in self.pinned:
-                tools.append(self.catalog.get(name).to_mcp())
+            if name in visible and name not in self.pinned:
+                tools.append(visible.get(name).to_mcp())
         return tools
 
     def _static_tools(self, view: SessionView) -> list[types.Tool]:
         surface = view.surface
-        cache_key = (self.catalog.version, surface)  # the rest of the view is the same for every session
+        access = self._access(view)
+        # The rest of the view is the same for every session of the principals that share an Access.
+        cache_key = (self.catalog.version, surface, access)
         if cache_key not in self._definitions:
+            if len(self._definitions) > 64:
+                self._definitions = {}
             self._definitions = {k: v for k, v in self._definitions.items() if k[0] == self.catalog.version}
             settings = self.settings
-            tools = [self.catalog.get(name).to_mcp() for name in self.pinned if name in self.catalog]
-            tools.append(search_tools_definition(self.catalog, settings.search_max_limit, settings.search_limit,
+            visible = access.catalog
+            tools = [visible.get(name).to_mcp() for name in self.pinned if name in visible]
+            tools.append(search_tools_definition(visible, settings.search_max_limit, settings.search_limit,
                                                  surface))
             if view.offers_invoke:
                 tools.append(invoke_tool_definition())
@@ -267,10 +318,16 @@ class LazyServer(Server[Any]):
     ) -> types.CallToolResult:
         """Serve one tools/call; raises the library's errors (see `handle_call` for the boundary)."""
         view = self.view_of(state)
+        access = self._access(view)
         if name == SEARCH_TOOLS:
             return await self._search(state, view, arguments or {}, ctx)
         if name == INVOKE_TOOL and view.offers_invoke:
-            entry, args = resolve_invocation(self.catalog, arguments or {}, validate=False)
+            try:
+                entry, args = resolve_invocation(access.catalog, arguments or {}, self.limits)
+            except UnknownToolError as exc:
+                if exc.name in self.catalog:  # hidden from this principal: it reads as unknown
+                    self.gate.refused("tool")
+                raise
             if state is not None:
                 state.used(entry.name)
         else:
@@ -281,11 +338,11 @@ class LazyServer(Server[Any]):
         # Bounded in size and time, and off the event loop unless the schema is our own and the arguments small:
         # a hostile schema or argument stalls no other session.
         settings = self.settings
-        valid = await validate_call(entry.name, entry.input_schema, args, trusted=entry.trusted_schema,
-                                    timeout=settings.validation_timeout, max_bytes=settings.max_argument_bytes)
-        # Upstreams send progress, logs and requests for the client during the call: they go to this request.
-        with (calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None),
-              threads_for(self._threads_of(state), time_limit=settings.call_timeout)):
+        valid = await validate_call(entry.name, entry.input_schema, args, self.limits, trusted=entry.trusted_schema)
+        access.check_arguments(entry, valid)
+        # Upstreams send progress, logs and requests for the client during the call to this request's origin,
+        # which OriginMiddleware set around it.
+        with threads_for(self._threads_of(state), time_limit=settings.call_timeout):
             if self.usage is None or state is None:
                 return await entry.call(valid)
             try:
@@ -304,21 +361,19 @@ class LazyServer(Server[Any]):
             state.threads = anyio.CapacityLimiter(self.settings.max_session_tool_threads)
         return state.threads
 
-    def _visible(self, name: str) -> bool:
-        """Whether search may name `name` to a session: the one check learned suggestions pass (the catalog today;
-        a per-user policy plugs in here)."""
-        return name in self.catalog
-
     def _callable_entry(self, view: SessionView, name: str) -> ToolEntry:
-        if view.may_call(name, self.pinned):
-            return self.catalog.get(name)
-        if name in self.catalog:
+        visible = self._access(view).catalog
+        if name in visible:
+            if view.may_call(name, self.pinned):
+                return visible.get(name)
             if view.search_enables:
                 raise ToolNotEnabledError(name)
             raise LazyToolsError(f"Tool {name!r} is not in this session's list: call invoke_tool(tool_name="
                                  f"{name!r}, arguments={{...}}).")
-        visible = [*self.pinned, *META_TOOL_NAMES, *view.enabled]
-        raise UnknownToolError(name, suggest(name, [*visible, *self.catalog.names()]))
+        if name in self.catalog:
+            self.gate.refused("tool")
+        listed = [n for n in [*self.pinned, *view.enabled] if n in visible]
+        raise UnknownToolError(name, suggest(name, [*listed, *META_TOOL_NAMES, *visible.names()]))
 
     async def _search(
         self,
@@ -330,17 +385,24 @@ class LazyServer(Server[Any]):
         settings = self.settings
         index = await self.index.ready()
 
+        access = self._access(view)
+        visible, index = access.catalog, access.index(index)
+
         def search() -> SearchOutcome:
-            return search_tools(self.catalog, index, arguments, surface=view.surface,
+            return search_tools(visible, index, arguments, surface=view.surface,
                                 default_limit=settings.search_limit, max_limit=settings.search_max_limit,
                                 bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
                                 enable_at_most=settings.max_enabled, pinned=self.pinned,
                                 prior=self.usage.prior if self.usage is not None else None,
-                                visible=self._visible)
+                                visible=visible.__contains__, limits=self.limits)  # learned suggestions: only what this principal may see
 
         # Off the event loop: a sentence encoder takes milliseconds of CPU per query, and checking a hostile
         # client's arguments can take longer; other sessions keep going meanwhile.
-        outcome = await anyio.to_thread.run_sync(search)
+        with _tracer.start_as_current_span("lazytools search", attributes={"lazytools.surface": view.surface}) as span:
+            outcome = await anyio.to_thread.run_sync(search)
+            span.set_attribute("lazytools.search.returned", len(outcome.returned))
+        if self.metrics is not None:
+            self.metrics.found(state.key if state is not None else None, [entry.name for entry in outcome.returned])
         if self.usage is not None and state is not None:
             query = arguments.get("query")
             record_search(self.usage, state, query.strip() if isinstance(query, str) else "", outcome.returned,
@@ -398,11 +460,19 @@ class LazyServer(Server[Any]):
 
 
 def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None, audit: AuditLog | None = None) -> LazyServer:
+                 front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
+                 limiter: RateLimiter | None = None) -> LazyServer:
+    """The server; `policy` and `limiter` default to what `settings` name (a policy file, a rate limit in
+    memory), a caller may pass its own (a Redis limiter, app.py)."""
     reserved = META_TOOL_NAMES & set(catalog.names())
     if reserved:
         raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
-    return LazyServer(catalog, settings, store=store, front=front, audit=audit)
+    if policy is None and settings.policy is not None:
+        policy = PolicyFile(settings.policy, max_bytes=settings.policy_max_bytes)
+    if limiter is None and (settings.rate_limit or policy is not None):
+        limiter = MemoryRateLimiter()
+    return LazyServer(catalog, settings, store=store, front=front, audit=audit, policy=policy, limiter=limiter,
+                      metrics=Metrics() if settings.metrics else None)
 
 
 def _error(message: str) -> types.CallToolResult:

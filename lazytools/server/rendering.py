@@ -4,15 +4,16 @@ so each is escaped and cut here."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..entry import ToolEntry
+from ..modes import Surface
 from ..safetext import clip
 from ..search import Hit
 from ..search.selection import Selection
 from ..validation import compact_json, schema_text
-from .surface import Surface
 
 __all__ = [
     "CLAUSE_ECHO",
@@ -144,19 +145,36 @@ def _signature_of(entry: ToolEntry) -> str:
 
 
 def signature(entry: ToolEntry) -> str:
-    """`name(a: string, b?: integer)`: a parameter summary a model can call from. Names and values come from the
-    tool's source, so they are escaped and cut, and so is the whole line."""
+    """`name(a: string, b?: integer)`: a parameter summary a model can call from on the first try: the item shape
+    of an array of objects (`observations: {entityName: string, contents: string[]}[]`), a string's format when the
+    schema or its description gives one (`time: string<HH:MM>`, `pattern: string<glob>`). Names and values come
+    from the tool's source, so they are escaped and cut, and so is the whole line."""
     properties = entry.input_schema.get("properties") or {}
-    listed = entry.input_schema.get("required")
-    required = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
     params = []
     if isinstance(properties, Mapping):
-        for pname, spec in list(properties.items())[:_PARAMS_SHOWN]:
-            mark = "" if pname in required else "?"
-            params.append(f"{clip(pname, _NAME_CHARS)}{mark}: {_type_of(spec)}")
-        if len(properties) > _PARAMS_SHOWN:
-            params.append(f"… {len(properties) - _PARAMS_SHOWN} more")
+        glob = "glob" in entry.description.lower()
+        params = _fields(properties, _required(entry.input_schema), 0, glob=glob, most=_PARAMS_SHOWN)
     return clip(f"{entry.name}({', '.join(params)})", SIGNATURE_CHARS)
+
+
+def _required(schema: Mapping[str, Any]) -> set[str]:
+    listed = schema.get("required")
+    return {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
+
+
+def _fields(properties: Mapping[str, Any], required: set[str], depth: int, *, glob: bool = False,
+            most: int) -> list[str]:
+    """`name?: type` for the first `most` properties, and how many more there are."""
+    shown = []
+    for pname, spec in list(properties.items())[:most]:
+        mark = "" if pname in required else "?"
+        kind = _type_of(spec, depth)
+        if kind == "string" and glob and str(pname).lower() in _PATTERN_NAMES:
+            kind = "string<glob>"  # the tool's description says its pattern is a glob
+        shown.append(f"{clip(pname, _NAME_CHARS)}{mark}: {kind}")
+    if len(properties) > most:
+        shown.append(f"… {len(properties) - most} more")
+    return shown
 
 
 def _type_of(spec: Any, depth: int = 0) -> str:
@@ -177,7 +195,38 @@ def _type_of(spec: Any, depth: int = 0) -> str:
         return _options([clip(k, _VALUE_CHARS) for k in kind[:_OPTIONS_SHOWN]], len(kind))
     if kind == "array":
         return f"{_type_of(spec.get('items', {}), depth + 1)}[]"
+    if kind == "object" and depth > 0 and isinstance(spec.get("properties"), Mapping) and spec["properties"]:
+        # An array's items (or a nested object): their shape is what a first call gets wrong.
+        inner = _fields(spec["properties"], _required(spec), depth + 1, most=_ITEM_FIELDS_SHOWN)
+        return "{" + ", ".join(inner) + "}"
+    if kind == "string":
+        return f"string<{hint}>" if (hint := _string_format(spec)) else "string"
     return clip(kind, _VALUE_CHARS)
+
+
+def _string_format(spec: Mapping[str, Any]) -> str | None:
+    """A string's format: the schema's `format`, else one its description names (HH:MM, YYYY-MM-DD, ISO 8601, a
+    glob, a regex, a cron expression)."""
+    given = spec.get("format")
+    if isinstance(given, str) and given:
+        return clip(given, _VALUE_CHARS)
+    description = spec.get("description")
+    if isinstance(description, str):
+        found = _FORMAT_WORDS.search(description[:_DESCRIPTION_READ])
+        if found is not None:
+            return clip(found.group(0), _VALUE_CHARS)
+    return None
+
+
+_PATTERN_NAMES = frozenset({"pattern", "patterns", "glob", "include", "exclude"})
+_ITEM_FIELDS_SHOWN = 8
+"""Properties of an array's item object shown before "… N more"."""
+_DESCRIPTION_READ = 300
+"""Characters of a parameter's description searched for a format: its opening says it, a long one is not read."""
+_FORMAT_WORDS = re.compile(
+    r"\b(?:YYYY-MM-DD(?:[T ]HH:MM(?::SS)?)?|HH:MM(?::SS)?|ISO[ -]?8601|RFC ?3339|glob|regex|cron)\b",
+    re.IGNORECASE,
+)
 
 
 def _options(shown: list[str], total: int) -> str:

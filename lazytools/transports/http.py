@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,17 +21,19 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import PARSE_ERROR
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from ..safetext import redact_session_ids
+from ..server.metrics import Metrics
 from ..settings import Settings
 from ..state import SharedState
 from .http_auth import edge_auth
@@ -195,6 +197,20 @@ class _SaidOnce(logging.Filter):
         return first
 
 
+METRICS_PATH = "/metrics"
+PROTECTED = (MCP_PATH, METRICS_PATH)
+"""Paths that need the token (or OAuth) when authentication is on: metrics name the catalog's tools and servers."""
+
+
+def metrics_endpoint(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
+    """`GET /metrics`: the registry in Prometheus' text format (a scrape reads counters; it is cheap)."""
+
+    async def endpoint(request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return endpoint
+
+
 async def _healthz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
@@ -245,11 +261,11 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
             allowed_hosts=settings.allowed_hosts,
             allowed_origins=settings.allowed_origins,
             token=token,
-            protected_prefix=MCP_PATH,
+            protected_prefix=PROTECTED,
         )
     ]
     # Who each request acts for (http_auth.py): OAuth, the shared token's user, or anonymous.
-    identity = edge_auth(settings, MCP_PATH)
+    identity = edge_auth(settings, PROTECTED)
     middleware += identity.middleware
     if settings.allowed_origins:
         # Browser clients on the listed origins must read Mcp-Session-Id and send it (and a token) back.
@@ -266,6 +282,9 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
     inflight = InFlight(endpoint)
     routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]),
               Route("/readyz", readiness.endpoint, methods=["GET"]), *identity.routes]
+    metrics = getattr(server, "metrics", None)
+    if isinstance(metrics, Metrics):
+        routes.append(Route(METRICS_PATH, metrics_endpoint(metrics), methods=["GET"]))
     direct: ASGIApp = inflight
     for layer in reversed(middleware):
         direct = layer.cls(direct, *layer.args, **layer.kwargs)

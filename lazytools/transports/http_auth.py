@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..auth.fetch import Fetcher
 from ..auth.issuer import Issuer
 from ..auth.verifier import TokenChecks, VerifiedToken, Verifier
-from ..identity import ANONYMOUS, SCOPE_KEY, ClaimNames, Principal, named_principal
+from ..identity import ANONYMOUS, SCOPE_KEY, ClaimNames, Principal, acting_as, named_principal
 from ..settings import Settings
 from .http_guard import jsonrpc_error
 
@@ -56,7 +56,8 @@ def verifier_for(settings: Settings) -> Verifier:
     return Verifier(issuer, checks)
 
 
-def edge_auth(settings: Settings, protected_prefix: str, verifier: Verifier | None = None) -> EdgeAuth:
+def edge_auth(settings: Settings, protected_prefix: str | tuple[str, ...],
+              verifier: Verifier | None = None) -> EdgeAuth:
     """Identity at the HTTP edge for these settings: OAuth when `auth_issuer` is set, else a named principal (the
     shared token's user when `auth_token` is set; HTTPGuard checks that token), else `ANONYMOUS`."""
     if settings.auth_issuer is None:
@@ -93,7 +94,8 @@ class PrincipalOnScope:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SCOPE_KEY] = self.principal
-        await self.app(scope, receive, send)
+        with acting_as(self.principal):  # for what runs before the server's middleware (its Mcp-Param check)
+            await self.app(scope, receive, send)
 
 
 class OAuthGate(RequireAuthMiddleware):
@@ -101,7 +103,7 @@ class OAuthGate(RequireAuthMiddleware):
     `insufficient_scope` without the scopes, both pointing at the protected resource metadata."""
 
     def __init__(self, app: ASGIApp, required_scopes: list[str], resource_metadata_url: AnyHttpUrl,
-                 protected_prefix: str) -> None:
+                 protected_prefix: str | tuple[str, ...]) -> None:
         super().__init__(app, required_scopes, resource_metadata_url)
         self.protected_prefix = protected_prefix
         self._scope_text = " ".join(required_scopes)
@@ -126,7 +128,8 @@ class OAuthGate(RequireAuthMiddleware):
                 scope, receive, send)
             return
         scope[SCOPE_KEY] = access.principal
-        await self.app(scope, receive, send)
+        with acting_as(access.principal):  # for what runs before the server's middleware (its Mcp-Param check)
+            await self.app(scope, receive, send)
 
     def _challenge(self, status: int, error: str | None, description: str) -> ASGIApp:
         parts = [f'resource_metadata="{self.resource_metadata_url}"']

@@ -60,7 +60,7 @@ class HTTPGuard:
         allowed_hosts: Iterable[str] = (),
         allowed_origins: Iterable[str] = (),
         token: str | None = None,
-        protected_prefix: str = "/mcp",
+        protected_prefix: str | tuple[str, ...] = "/mcp",
     ) -> None:
         self.app = app
         hosts = {h.strip().lower() for h in allowed_hosts if h.strip()}

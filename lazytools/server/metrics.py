@@ -1,0 +1,175 @@
+"""Prometheus metrics of a server: counters and histograms the middleware here records per request, and gauges read
+from the server's state when scraped (open sessions, enabled tools per session, upstreams up or down, reconnects,
+policy and rate-limit refusals). Labels are bounded: methods from the protocol's list, tools and servers only as
+the catalog names them (anything else is `(other)`), outcomes from a fixed set; never a query or an argument."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from pydantic import BaseModel, ValidationError
+
+from .metatools import INVOKE_TOOL, SEARCH_TOOLS
+
+if TYPE_CHECKING:
+    from .core import LazyServer
+
+__all__ = ["Metrics", "MetricsMiddleware"]
+
+OTHER = "(other)"
+METHODS = frozenset({
+    "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
+    "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
+    "completion/complete", "logging/setLevel", "server/discover", "subscriptions/listen",
+})
+LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+ENABLED_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100)
+_SESSIONS_REMEMBERED = 10_000
+_FOUND_REMEMBERED = 200
+"""Per session: the tools its searches returned that a later call can convert (the newest ones)."""
+
+
+class Metrics:
+    """One registry per server (tests make several servers in one process)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("lazytools_requests", "Requests by MCP method and outcome.", ["method", "outcome"],
+                                registry=r)
+        self.tool_calls = Counter("lazytools_tool_calls", "Tool calls (tools/call and invoke_tool) by server, tool "
+                                  "and outcome.", ["server", "tool", "outcome"], registry=r)
+        self.tool_seconds = Histogram("lazytools_tool_call_seconds", "Tool call latency by server.", ["server"],
+                                      buckets=LATENCY_BUCKETS, registry=r)
+        self.searches = Counter("lazytools_searches", "search_tools calls by outcome.", ["outcome"], registry=r)
+        self.search_seconds = Histogram("lazytools_search_seconds", "search_tools latency.", buckets=LATENCY_BUCKETS,
+                                        registry=r)
+        self.conversions = Counter("lazytools_search_conversions", "Tool calls of a tool that a search returned "
+                                   "earlier in the same session.", registry=r)
+        self._found: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
+
+    def found(self, session: str | None, names: Iterable[str]) -> None:
+        """A search of `session` returned these tools."""
+        if session is None:
+            return
+        seen = self._found.pop(session, None) or OrderedDict()
+        for name in names:
+            seen.pop(name, None)
+            seen[name] = None
+        while len(seen) > _FOUND_REMEMBERED:
+            seen.popitem(last=False)
+        self._found[session] = seen
+        while len(self._found) > _SESSIONS_REMEMBERED:
+            self._found.popitem(last=False)
+
+    def called(self, session: str | None, tool: str) -> None:
+        seen = self._found.get(session) if session is not None else None
+        if seen is not None and tool in seen:
+            del seen[tool]  # counted once per search that returned it
+            self.conversions.inc()
+
+    def closed(self, session: str) -> None:
+        self._found.pop(session, None)
+
+    def watch(self, server: LazyServer) -> None:
+        """Read the server's state at each scrape."""
+        self.registry.register(_ServerState(server))
+
+
+class _ServerState(Collector):
+    def __init__(self, server: LazyServer) -> None:
+        self.server = server
+
+    def collect(self) -> Iterator[Metric]:
+        server = self.server
+        states = list(server.store)
+        yield GaugeMetricFamily("lazytools_sessions_open", "Sessions open now.", value=len(states))
+        counts = [len(state.enabled) for state in states if state.surface == "dynamic"]
+        buckets = [(str(b), sum(1 for c in counts if c <= b)) for b in ENABLED_BUCKETS] + [("+Inf", len(counts))]
+        yield HistogramMetricFamily("lazytools_session_enabled_tools", "Tools search enabled, per open dynamic "
+                                    "session.", buckets=buckets, sum_value=sum(counts))
+        up = GaugeMetricFamily("lazytools_upstream_up", "1 when an upstream server is connected and serving.",
+                               labels=["server"])
+        reconnects = CounterMetricFamily("lazytools_upstream_reconnects", "Connections of an upstream after its "
+                                         "first.", labels=["server"])
+        for upstream in server.front.upstreams if server.front is not None else ():
+            up.add_metric([upstream.name], 1.0 if upstream.serving else 0.0)
+            reconnects.add_metric([upstream.name], float(max(0, upstream.connections - 1)))
+        yield up
+        yield reconnects
+        refusals = CounterMetricFamily("lazytools_policy_refusals", "Requests the policy refused, by what they "
+                                       "named (tool, prompt, resource, arguments).", labels=["kind"])
+        for kind, count in sorted(server.gate.refusals.items()):
+            refusals.add_metric([kind], float(count))
+        yield refusals
+        yield CounterMetricFamily("lazytools_rate_limited", "Requests refused by a rate limit.",
+                                  value=float(server.rate_refusals()))
+
+
+class MetricsMiddleware:
+    """`ServerMiddleware`: counts every request by method and outcome, and times tool calls and searches."""
+
+    def __init__(self, metrics: Metrics, *, server_of: Callable[[str], str | None],
+                 session_of: Callable[[ServerRequestContext[Any, Any]], str | None]) -> None:
+        self.metrics = metrics
+        self.server_of = server_of
+        self.session_of = session_of
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.request_id is None:
+            return await call_next(ctx)
+        method = ctx.method if ctx.method in METHODS else OTHER
+        tool = _tool_of(ctx.params) if method == "tools/call" else None
+        clock = time.perf_counter()
+        outcome = "cancelled"
+        try:
+            result = await call_next(ctx)
+            outcome = "error" if _is_error(result) else "ok"
+            return result
+        except MCPError:
+            outcome = "error"
+            raise
+        except ValidationError:
+            outcome = "invalid"
+            raise
+        except Exception:
+            outcome = "error"
+            raise
+        finally:
+            elapsed = time.perf_counter() - clock
+            m = self.metrics
+            m.requests.labels(method, outcome).inc()
+            if tool == SEARCH_TOOLS:
+                m.searches.labels(outcome).inc()
+                m.search_seconds.observe(elapsed)
+            elif tool is not None:
+                server = self.server_of(tool)
+                label, server_label = (tool, server) if server is not None else (OTHER, OTHER)
+                m.tool_calls.labels(server_label, label, outcome).inc()
+                m.tool_seconds.labels(server_label).observe(elapsed)
+                if server is not None and outcome == "ok":
+                    m.called(self.session_of(ctx), tool)
+
+
+def _tool_of(params: Mapping[str, Any] | None) -> str | None:
+    """The tool a tools/call runs: its name, or for invoke_tool the tool it names."""
+    name = (params or {}).get("name")
+    if name == INVOKE_TOOL:
+        arguments = (params or {}).get("arguments")
+        target = arguments.get("tool_name") if isinstance(arguments, Mapping) else None
+        return target if isinstance(target, str) else OTHER
+    return name if isinstance(name, str) else OTHER
+
+
+def _is_error(result: HandlerResult) -> bool:
+    if isinstance(result, BaseModel):
+        return getattr(result, "is_error", None) is True
+    return isinstance(result, dict) and result.get("isError") is True

@@ -1,0 +1,62 @@
+"""Steps a request implies take a place among its results: a tool that writes where the result goes, and the tool
+that produces what one of the best results requires."""
+
+from __future__ import annotations
+
+from lazytools import ToolEntry
+from lazytools.search import SearchIndex
+from lazytools.search.steps import deliverable
+
+from .fixtures.catalogs import _never
+
+
+def _tool(name: str, description: str) -> ToolEntry:
+    return ToolEntry(name=name, group="g", description=description, call=_never,
+                     input_schema={"type": "object", "properties": {}})
+
+
+def _catalog() -> list[ToolEntry]:
+    searches = [_tool(f"web_search_{i}", f"Search the web for news and pages, engine {i}.") for i in range(6)]
+    return [*searches, _tool("write_file", "Create a new file or overwrite a file with new content."),
+            _tool("create_page", "Create a page in the wiki."), _tool("read_file", "Read a file's contents.")]
+
+
+def test_a_named_output_file_brings_the_file_writer_into_the_results() -> None:
+    index = SearchIndex(_catalog())
+    plain = [hit.entry.name for hit in index.search("search the web for news about the AI Act", limit=5)]
+    exported = [hit.entry.name for hit in index.search("search the web for news about the AI Act and export the "
+                                                       "headlines to a CSV", limit=5)]
+    assert "write_file" not in plain
+    assert exported[4] == "write_file" and exported[:4] == plain[:4]
+
+
+def test_what_is_not_an_output_takes_no_place() -> None:
+    assert deliverable("add a comment to the notion page") is None
+    assert deliverable("search the web for news about the AI Act") is None
+    assert deliverable("export the orders to a CSV") is not None
+    assert deliverable("write the findings to report.md") is not None
+    index = SearchIndex(_catalog())
+    query = "search the web for news about the AI Act and export the headlines to a CSV"
+    few = [hit.entry.name for hit in index.search(query, limit=2)]
+    assert "write_file" not in few  # one or two results are the request's main tools
+
+
+
+def test_the_producer_of_a_top_result_takes_the_last_place() -> None:
+    def chat(name: str, description: str, *required: str) -> ToolEntry:
+        return ToolEntry(name=name, group="chat", description=description, call=_never,
+                         input_schema={"type": "object", "properties": {p: {"type": "string"} for p in required},
+                                       "required": list(required)})
+
+    index = SearchIndex([
+        chat("post_message", "Post a message to a channel.", "channel_id", "text"),
+        *[chat(f"post_note_{i}", f"Post a message as a note, variant {i}.") for i in range(6)],
+        chat("list_channels", "List the rooms a message can go to."),
+        *[chat(f"other_{i}", f"Resize an image to a width, variant {i}.") for i in range(20)],
+    ])
+    ranked = [hit.entry.name for hit in index.search("post a message", limit=9)]
+    five = [hit.entry.name for hit in index.search("post a message", limit=5)]
+    assert ranked.index("list_channels") > 4  # on its own words it ranks last
+    assert five[0] == "post_message" and five[4] == "list_channels"
+    two = [hit.entry.name for hit in index.search("post a message", limit=2)]
+    assert "list_channels" not in two
