@@ -150,11 +150,36 @@ def signature(entry: ToolEntry) -> str:
     schema or its description gives one (`time: string<HH:MM>`, `pattern: string<glob>`). Names and values come
     from the tool's source, so they are escaped and cut, and so is the whole line."""
     properties = entry.input_schema.get("properties") or {}
-    params = []
-    if isinstance(properties, Mapping):
-        glob = "glob" in entry.description.lower()
-        params = _fields(properties, _required(entry.input_schema), 0, glob=glob, most=_PARAMS_SHOWN)
-    return clip(f"{entry.name}({', '.join(params)})", SIGNATURE_CHARS)
+    if not isinstance(properties, Mapping) or not properties:
+        return clip(f"{entry.name}()", SIGNATURE_CHARS)
+    glob = "glob" in entry.description.lower()
+    required = _required(entry.input_schema)
+    # Required parameters first, in schema order: a cut line still shows everything a first call must pass.
+    names = list(properties)
+    ordered = [n for n in names if n in required] + [n for n in names if n not in required]
+    ordered = ordered[:_PARAMS_SHOWN]
+    head = f"{clip(entry.name, SIGNATURE_CHARS // 2)}("
+    used = len(head) + 1
+    params: list[str] = []
+    for position, pname in enumerate(ordered):
+        field = _fields({pname: properties[pname]}, required, 0, glob=glob, most=1)[0]
+        left = len(ordered) - position
+        if pname in required:
+            if used + len(field) + 2 > SIGNATURE_CHARS:
+                field = f"{clip(pname, _NAME_CHARS)}: …"  # the name of a required parameter is never cut
+        elif used + len(field) + 2 + _MORE_CHARS > SIGNATURE_CHARS:
+            params.append(f"+{left + len(names) - len(ordered)} optional")
+            break
+        params.append(field)
+        used += len(field) + 2
+    else:
+        if len(names) > len(ordered):
+            params.append(f"… {len(names) - len(ordered)} more")
+    return f"{head}{', '.join(params)})"
+
+
+_MORE_CHARS = 16
+"""Room kept for ", +N optional)" when optional parameters are cut."""
 
 
 def _required(schema: Mapping[str, Any]) -> set[str]:
