@@ -55,9 +55,11 @@ async def _use(server: LazyServer, *, sessions: int) -> None:
     for number in range(sessions):
         async with client(server) as session:
             found = text_of(await session.call_tool("search_tools", {"query": QUERY}))
-            # send_email shares no word with the request; after two sessions that sent an email right after searching
-            # their notes, it is suggested with search_notes (learnt live, before anything is written).
-            assert "search_notes" in found and ("send_email" in found) == (number >= 2)
+            # send_email shares no word with the request; after three sessions that sent an email right after
+            # searching their notes, it is suggested with search_notes (learnt live, before anything is written),
+            # labelled as learnt rather than relevant.
+            assert "search_notes" in found and ("send_email" in found) == (number >= 3)
+            assert ("often called after search_notes" in found) == (number >= 3)
             assert not (await session.call_tool("search_notes", {"words": "budget"})).is_error
             await session.call_tool("search_tools", {"tool_names": ["send_email"]})
             assert not (await session.call_tool("send_email", {"to": f"friend-{number}@example.com"})).is_error
@@ -69,13 +71,13 @@ async def _use(server: LazyServer, *, sessions: int) -> None:
 async def test_what_sessions_called_is_recorded_and_a_new_server_learns_from_it(tmp_path: Path) -> None:
     first = learning_server(tmp_path)
     assert first.usage is not None
-    await _use(first, sessions=3)
+    await _use(first, sessions=4)
     assert first.usage.flushed()
     with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
         calls = db.execute("SELECT tool, ok, after FROM calls ORDER BY n").fetchall()
         searched = db.execute("SELECT request, returned, enabled FROM searches WHERE request IS NOT NULL").fetchall()
     assert calls[:3] == [("search_notes", 1, None), ("send_email", 1, "search_notes"), ("send_email", 0, "send_email")]
-    assert len(calls) == 7 and len(searched) == 3 and searched[0][0] == QUERY
+    assert len(calls) == 9 and len(searched) == 4 and searched[0][0] == QUERY
     assert "search_notes" in searched[0][1].split("\n") and "search_notes" in searched[0][2].split("\n")
     first.usage.close()
 
@@ -87,6 +89,8 @@ async def test_what_sessions_called_is_recorded_and_a_new_server_learns_from_it(
         found = text_of(await session.call_tool("search_tools", {"query": "look through my notes for budget ideas"}))
     head, _, suggested = found.partition("Also possibly relevant")
     assert "search_notes" in head and "send_email" in suggested  # suggested as the tool called next, not enabled
+    assert "often called after search_notes, from past sessions" in suggested
+    assert "often used for such requests" in head  # search_notes' place owes something to past sessions
     second.usage.close()
 
     # A server whose catalog lacks send_email never names it, whatever the history says.

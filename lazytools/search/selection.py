@@ -47,6 +47,9 @@ class Selection:
     """The group's tool count, when a group was listed without a query and had more tools than the limit."""
     companions: list[ToolEntry] = field(default_factory=list)
     """Tools usually called right after a match in past sessions (learning from use)."""
+    learned: dict[str, str] = field(default_factory=dict)
+    """Per tool placed by learning from use, why: "often called after X" or "often used for such requests", so a
+    result never presents past use as relevance."""
 
     @property
     def suggested(self) -> list[ToolEntry]:
@@ -85,6 +88,7 @@ def select(
     weaker: list[ToolEntry] = []
     needs: tuple[Need, ...] = ()
     unmatched: list[str] = []
+    learned: dict[str, str] = {}
     group_size: int | None = None
     if query:
         # Not for a long task: its many words dilute any past request's, and reordering its covering picks cost
@@ -97,6 +101,8 @@ def select(
         hits, needs = results.hits, results.needs
         if boosts:
             hits = _learned_order(hits, boosts, floor, limit)
+            learned.update((hit.entry.name, "often used for such requests") for hit in hits
+                           if boosts.get(hit.entry.name, 0.0) > 0)
         unmatched = unanswered(needs) if hits else []
         best = hits[0].score if hits else 0.0
         for hit in hits:
@@ -117,16 +123,17 @@ def select(
     companions: list[ToolEntry] = []
     if prior and found:
         listed = {entry.name for entry in [*found, *over, *weaker, *producers]}
-        for name in prior.companions([entry.name for entry in found]):
+        for name, after in prior.companions([entry.name for entry in found]):
             # After visibility: a tool this session may not see is never suggested, whatever history says.
             if name in listed or name not in catalog or (visible is not None and not visible(name)):
                 continue
             entry = catalog.get(name)
             if group is None or entry.group == group:
                 companions.append(entry)
+                learned[name] = f"often called after {after}"
             if len(companions) == MAX_COMPANIONS:
                 break
-    return Selection(found, over, weaker, producers, needs, unmatched, group_size, companions)
+    return Selection(found, over, weaker, producers, needs, unmatched, group_size, companions, learned)
 
 
 def _learned_order(hits: list[Hit], boosts: dict[str, float], floor: float, limit: int) -> list[Hit]:

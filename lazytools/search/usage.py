@@ -64,6 +64,12 @@ COMPANION_MIN = 1.5
 COMPANION_SHARE = 0.25
 """...and in at least this share of the calls that followed the other one."""
 MAX_COMPANIONS = 2
+MIN_SESSIONS = 3
+"""Distinct sessions that must show a pattern (a tool called after such requests, or right after another tool)
+before it moves a tool up or suggests one: one session repeating itself teaches nothing to the others."""
+MAX_COUNTED = 1_000_000
+"""(session, term, tool) and (session, tool, next tool) keys remembered so that a session counts once per pair (the
+oldest are forgotten first)."""
 
 MAX_TERMS = 50_000
 """Query terms the prior keeps (the least used leave first): bounds its memory whatever the store holds."""
@@ -240,6 +246,9 @@ class UsagePrior:
     failed: dict[str, float] = field(default_factory=dict)
     """Per tool: failed calls."""
     search_count: float = 0.0
+    sessions: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """Per ("t", term, tool) and ("f", tool, next tool): distinct sessions that showed it."""
+    _counted: dict[tuple[str, ...], None] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _w(self, at: float) -> float:
@@ -252,7 +261,8 @@ class UsagePrior:
             if isinstance(record, SearchRecord):
                 self.search_count += w
                 for term in record.terms:
-                    self.searches_with[term] = self.searches_with.get(term, 0.0) + w
+                    if self._first(("s", record.session, term)):
+                        self.searches_with[term] = self.searches_with.get(term, 0.0) + w
                 if len(self.searches_with) > MAX_TERMS:
                     self._prune()
                 return
@@ -260,22 +270,46 @@ class UsagePrior:
                 self.failed[record.tool] = self.failed.get(record.tool, 0.0) + w
                 return
             self.called[record.tool] = self.called.get(record.tool, 0.0) + w
+            # A session counts once per (terms, tool) and per (tool, next tool): a pattern one session repeats
+            # is not evidence for the others.
             for term in record.terms:
+                if not self._first(("t", record.session, term, record.tool)):
+                    continue
                 tools = self.called_after.setdefault(term, {})
                 tools[record.tool] = tools.get(record.tool, 0.0) + w
+                self._seen_in(("t", term, record.tool))
                 if len(tools) > MAX_TOOLS_PER_TERM:
-                    del tools[min(tools, key=tools.__getitem__)]
-            if record.after is not None and record.after != record.tool:
-                nexts = self.followed_by.setdefault(record.after, {})
+                    gone = min(tools, key=tools.__getitem__)
+                    del tools[gone]
+                    self.sessions.pop(("t", term, gone), None)
+            after = record.after
+            if after is not None and after != record.tool and self._first(("f", record.session, after, record.tool)):
+                nexts = self.followed_by.setdefault(after, {})
                 nexts[record.tool] = nexts.get(record.tool, 0.0) + w
+                self._seen_in(("f", after, record.tool))
                 if len(nexts) > MAX_TOOLS_PER_TERM:
-                    del nexts[min(nexts, key=nexts.__getitem__)]
+                    gone = min(nexts, key=nexts.__getitem__)
+                    del nexts[gone]
+                    self.sessions.pop(("f", after, gone), None)
+
+    def _first(self, key: tuple[str, ...]) -> bool:
+        """Whether `key` (a session and what it showed) is new; remembered, the oldest forgotten past MAX_COUNTED."""
+        if key in self._counted:
+            return False
+        self._counted[key] = None
+        if len(self._counted) > MAX_COUNTED:
+            del self._counted[next(iter(self._counted))]
+        return True
+
+    def _seen_in(self, key: tuple[str, str, str]) -> None:
+        self.sessions[key] = self.sessions.get(key, 0) + 1
 
     def _prune(self) -> None:
         keep = sorted(self.searches_with, key=self.searches_with.__getitem__, reverse=True)[: MAX_TERMS * 3 // 4]
         kept = set(keep)
         self.searches_with = {term: self.searches_with[term] for term in keep}
         self.called_after = {term: tools for term, tools in self.called_after.items() if term in kept}
+        self.sessions = {key: n for key, n in self.sessions.items() if key[0] != "t" or key[1] in kept}
 
     def merge(self, other: UsagePrior) -> None:
         """Add `other`'s counts (of the same origin and half-life) to these."""
@@ -290,6 +324,10 @@ class UsagePrior:
                     row = nested.setdefault(key, {})
                     for tool, value in inner.items():
                         row[tool] = row.get(tool, 0.0) + value
+            for key, value in other.sessions.items():
+                self.sessions[key] = self.sessions.get(key, 0) + value
+            for counted in other._counted:
+                self._counted[counted] = None
             self.search_count += other.search_count
             if len(self.searches_with) > MAX_TERMS:
                 self._prune()
@@ -316,18 +354,20 @@ class UsagePrior:
                 if seen < MIN_EVIDENCE:
                     continue
                 for tool, count in self.called_after.get(term, {}).items():
+                    if self.sessions.get(("t", term, tool), 0) < MIN_SESSIONS:
+                        continue
                     # +1: one search is weak evidence; the share nears the plain share as searches add up
                     sums[tool] = sums.get(tool, 0.0) + weight * min(1.0, count * scale / (seen + 1.0))
         if weight_sum <= 0:
             return {}
         return {tool: value / weight_sum for tool, value in sums.items() if value > 0}
 
-    def companions(self, found: Sequence[str], *, at: float | None = None) -> list[str]:
-        """Tools usually called right after one of `found`, strongest first (not those of `found`)."""
+    def companions(self, found: Sequence[str], *, at: float | None = None) -> list[tuple[str, str]]:
+        """(tool, the tool of `found` it is usually called right after), strongest first (not those of `found`)."""
         now = time.time() if at is None else at
         scale = _Decay(self.origin, self.half_life).now(now)
         shown = set(found)
-        picked: dict[str, float] = {}
+        picked: dict[str, tuple[float, str]] = {}
         with self._lock:
             for name in found:
                 nexts = self.followed_by.get(name)
@@ -336,9 +376,11 @@ class UsagePrior:
                 total = sum(nexts.values()) * scale
                 for tool, count in nexts.items():
                     value = count * scale
-                    if tool not in shown and value >= COMPANION_MIN and value >= COMPANION_SHARE * total:
-                        picked[tool] = max(picked.get(tool, 0.0), value)
-        return sorted(picked, key=lambda tool: -picked[tool])
+                    if (tool not in shown and value >= COMPANION_MIN and value >= COMPANION_SHARE * total
+                            and self.sessions.get(("f", name, tool), 0) >= MIN_SESSIONS):
+                        if value > picked.get(tool, (0.0, ""))[0]:
+                            picked[tool] = (value, name)
+        return [(tool, picked[tool][1]) for tool in sorted(picked, key=lambda tool: -picked[tool][0])]
 
     def ranked_calls(self, *, at: float | None = None) -> list[tuple[str, float, float]]:
         """(tool, decayed successful calls, decayed failed calls), most called first."""

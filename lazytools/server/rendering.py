@@ -63,7 +63,7 @@ def search_text(
         more = "match is" if len(selection.over_cap) == 1 else "matches are"
         notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(selection.over_cap)} more {more} "
                      "listed below, not enabled.")
-    text = _matches_text(selection.enabled, selection.suggested, notes, query, surface, bridge)
+    text = _matches_text(selection.enabled, selection.suggested, notes, query, surface, bridge, selection.learned)
     if selection.unmatched:
         text += "\n" + not_matched_line(selection.unmatched)
     return text
@@ -76,7 +76,9 @@ def _matches_text(
     query: str,
     surface: Surface,
     bridge: bool,
+    learned: Mapping[str, str] | None = None,
 ) -> str:
+    why = {name: f" ({note}, from past sessions)" for name, note in (learned or {}).items()}
     if not found and not suggested:
         # the query is the client's own text, up to MAX_QUERY_CHARS: echo enough to recognise it, not all of it
         lines = [f"No tools match '{clip(query)}'." if query else "No tools found."]
@@ -95,7 +97,8 @@ def _matches_text(
     lines = [head, *notes]
     shown = 0
     for entry in found:
-        lines.append(f"- {_signature_of(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}")
+        lines.append(f"- {_signature_of(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}"
+                     f"{why.get(entry.name, '')}")
         if surface == "proxy":
             schema = schema_text(entry.input_schema)
             if shown + len(schema) > RESULT_SCHEMA_CHARS:
@@ -107,7 +110,8 @@ def _matches_text(
         how = ("search_tools(tool_names=[...]) enables them" if surface == "dynamic"
                else "search_tools(tool_names=[...]) shows their input schemas")
         lines.append(f"Also possibly relevant, not enabled ({how}):")
-        lines += [f"- {entry.name} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}" for entry in suggested]
+        lines += [f"- {entry.name} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}{why.get(entry.name, '')}"
+                  for entry in suggested]
     return "\n".join(lines)
 
 
