@@ -84,7 +84,7 @@ async def test_what_sessions_called_is_recorded_and_a_new_server_learns_from_it(
     # A restarted server reads the history: search_notes follows such requests, send_email follows search_notes.
     second = learning_server(tmp_path)
     assert second.usage is not None and second.usage.loaded.wait(10)
-    assert set(second.usage.prior.boosts(hashed_terms("look through my notes for budget ideas"))) >= {"search_notes"}
+    assert set(second.usage.prior.boosts(second.usage.prior.terms("look through my notes for budget ideas"))) >= {"search_notes"}
     async with client(second) as session:
         found = text_of(await session.call_tool("search_tools", {"query": "look through my notes for budget ideas"}))
     head, _, suggested = found.partition("Also possibly relevant")
@@ -115,7 +115,14 @@ async def test_request_text_can_be_kept_out_and_learning_turned_off(tmp_path: Pa
     with sqlite3.connect(tmp_path / "hashed" / "usage.sqlite3") as db:
         rows = db.execute("SELECT request, terms FROM searches").fetchall()
     assert rows and all(request is None for request, _ in rows)
-    assert rows[0][1].split("\n") == list(hashed_terms(QUERY))
+    assert rows[0][1].split("\n") == list(hashed.usage.prior.terms(QUERY))
+    # Hashed with this install's random key (0600 beside the database), not a key anyone can read in the source.
+    key_file = tmp_path / "hashed" / "usage.key"
+    assert (key_file.stat().st_mode & 0o777) == 0o600 and len(key_file.read_bytes()) == 32
+    assert rows[0][1].split("\n") != list(hashed_terms(QUERY))
+    other = learning_server(tmp_path / "other", learn_request_text=False)
+    assert other.usage is not None and other.usage.prior.terms(QUERY) != hashed.usage.prior.terms(QUERY)
+    other.usage.close()
     hashed.usage.close()
 
     off = learning_server(tmp_path / "off", learn=False)

@@ -16,7 +16,7 @@ from .index import Hit, SearchIndex
 from .fusion import LONG_TASK_CLAUSES
 from .needs import Need, unanswered
 from .query import clauses
-from .usage import MAX_COMPANIONS, UsagePrior, hashed_terms, reorder
+from .usage import MAX_COMPANIONS, UsagePrior, reorder
 
 __all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
 
@@ -94,7 +94,7 @@ def select(
         # Not for a long task: its many words dilute any past request's, and reordering its covering picks cost
         # long tasks a need in both replay directions (docs/search-log.md); the tools called next still apply.
         learnt = prior is not None and bool(prior) and len(clauses(query)) < LONG_TASK_CLAUSES
-        boosts = prior.boosts(hashed_terms(query)) if learnt and prior is not None else {}
+        boosts = prior.boosts(prior.terms(query)) if learnt and prior is not None else {}
         # With evidence, twice the limit is ranked so that a tool called after such requests can move into it.
         wanted = 2 * limit if boosts else limit
         results = index.find(query, limit=wanted, groups=[group] if group is not None else None)

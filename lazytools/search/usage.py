@@ -18,7 +18,9 @@ import atexit
 import hashlib
 import logging
 import math
+import os
 import queue
+import secrets
 import sqlite3
 import threading
 import time
@@ -32,6 +34,7 @@ from .analysis import tokenize
 __all__ = [
     "HALF_LIFE_DAYS",
     "KEEP_ROWS",
+    "KEY_FILE",
     "LEARN_WEIGHT",
     "CallRecord",
     "SearchRecord",
@@ -42,6 +45,7 @@ __all__ = [
     "UsageStore",
     "UsageSummary",
     "hashed_terms",
+    "install_key",
     "open_sqlite",
     "reorder",
     "summarize",
@@ -79,13 +83,36 @@ LOAD_LIMIT = 200_000
 QUEUE_LIMIT = 10_000
 """Records waiting for the writer thread; past it new ones are dropped (and said so once)."""
 
-_KEY = b"lazytools-usage-1"
+_TEST_KEY = b"lazytools-usage-1"
+"""The key of a prior built without an install's key (tests, `UsagePrior()` alone): never the one a store uses."""
+KEY_FILE = "usage.key"
+_KEY_BYTES = 32
 
 
-def hashed_terms(query: str) -> tuple[str, ...]:
-    """The query's index terms (stems, stop words dropped), each as a keyed 64-bit hash: what the store keeps."""
+def hashed_terms(query: str, key: bytes = _TEST_KEY) -> tuple[str, ...]:
+    """The query's index terms (stems, stop words dropped), each as a 64-bit hash keyed with `key`: what the store
+    keeps. Pseudonymous, not anonymous: whoever holds the key can hash a word list and match the terms."""
     terms = dict.fromkeys(tokenize(query))
-    return tuple(hashlib.blake2b(term.encode(), digest_size=8, key=_KEY).hexdigest() for term in terms)
+    return tuple(hashlib.blake2b(term.encode(), digest_size=8, key=key).hexdigest() for term in terms)
+
+
+def install_key(path: Path) -> bytes:
+    """This install's random hashing key in `path` (created 0600 on first use; a symlink is refused), so the hashes
+    in one store cannot be matched with a key read from the source."""
+    if path.is_symlink():
+        raise OSError(f"{path} is a symbolic link: not followed")
+    try:
+        made = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        with open(path, "rb") as existing:
+            key = existing.read(_KEY_BYTES + 1)
+        if len(key) != _KEY_BYTES:
+            raise OSError(f"{path} does not hold a {_KEY_BYTES}-byte key") from None
+        return key
+    key = secrets.token_bytes(_KEY_BYTES)
+    with os.fdopen(made, "wb") as out:
+        out.write(key)
+    return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,10 +273,16 @@ class UsagePrior:
     failed: dict[str, float] = field(default_factory=dict)
     """Per tool: failed calls."""
     search_count: float = 0.0
+    key: bytes = _TEST_KEY
+    """The key `terms` hashes with (this install's, see `install_key`)."""
     sessions: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """Per ("t", term, tool) and ("f", tool, next tool): distinct sessions that showed it."""
     _counted: dict[tuple[str, ...], None] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def terms(self, query: str) -> tuple[str, ...]:
+        """`query`'s hashed terms under this prior's key: what its records hold and `boosts` takes."""
+        return hashed_terms(query, self.key)
 
     def _w(self, at: float) -> float:
         return _Decay(self.origin, self.half_life).weight(at)
@@ -472,8 +505,17 @@ class UsageLog:
     Nothing here blocks the caller: records go to a bounded queue (and straight into the prior, a few dict
     updates); the thread writes them in batches and, first of all, reads the store's history into the prior."""
 
-    def __init__(self, open_store: Callable[[], UsageStore], *, keep_requests: bool = True) -> None:
+    def __init__(self, open_store: Callable[[], UsageStore], *, keep_requests: bool = True,
+                 key_file: Path | None = None) -> None:
         self.prior = UsagePrior()
+        self.failed = False
+        if key_file is not None:
+            try:
+                key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self.prior.key = install_key(key_file)
+            except OSError as exc:
+                logger.warning("usage is not recorded: its hashing key could not be read or made (%s)", exc)
+                self.failed = True
         self.keep_requests = keep_requests
         self._open_store = open_store
         self._queue: queue.Queue[object] = queue.Queue(maxsize=QUEUE_LIMIT)
@@ -482,11 +524,13 @@ class UsageLog:
         self._dropped = False
         self.loaded = threading.Event()
         """Set once the store's history is in the prior (or could not be read)."""
-        self.failed = False
 
     def start(self) -> None:
         """Open the store and read its history on the writer thread (idempotent)."""
         with self._started:
+            if self.failed:
+                self.loaded.set()
+                return
             if self._thread is not None:
                 return
             self._thread = threading.Thread(target=self._run, name="lazytools-usage", daemon=True)

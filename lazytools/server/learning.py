@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Sequence
 
 from ..entry import ToolEntry
-from ..search.usage import CallRecord, SearchRecord, UsageLog, hashed_terms
+from ..search.usage import CallRecord, SearchRecord, UsageLog
 from .sessions import SessionState
 
 __all__ = ["MAX_REMEMBERED", "record_call", "record_search"]
@@ -23,7 +23,7 @@ def record_search(log: UsageLog, state: SessionState, query: str, returned: Sequ
     so a later call of that tool is counted for these terms."""
     if not query:
         return  # tool_names or a group alone says nothing about what words lead to which tools
-    terms = hashed_terms(query)
+    terms = log.prior.terms(query)
     search_id = uuid.uuid4().hex
     log.record(SearchRecord(id=search_id, at=time.time(), session=state.key, terms=terms,
                             returned=tuple(entry.name for entry in returned),
