@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
 
@@ -129,3 +130,19 @@ async def test_request_text_can_be_kept_out_and_learning_turned_off(tmp_path: Pa
     assert off.usage is None
     await _use(off, sessions=1)
     assert not (tmp_path / "off").exists()
+
+
+@pytest.mark.anyio
+async def test_stored_searches_are_bounded_in_size_and_misses_are_not_kept(tmp_path: Path) -> None:
+    server = learning_server(tmp_path)
+    words = " ".join("zq" + "".join(letters) for letters in itertools.product("bcdfgh", repeat=3))  # 216 words
+    async with client(server) as session:
+        await session.call_tool("search_tools", {"query": f"{QUERY} {words}"})
+        await session.call_tool("search_tools", {"query": "xylophone quasar tarantula"})  # matches nothing
+    assert server.usage is not None and server.usage.flushed()
+    with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
+        rows = db.execute("SELECT request, terms FROM searches").fetchall()
+    server.usage.close()
+    assert len(rows) == 1, rows
+    (request, terms), = rows
+    assert request == f"{QUERY} {words}"[:500] and len(terms.split("\n")) == 64

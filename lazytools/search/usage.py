@@ -36,6 +36,8 @@ __all__ = [
     "KEEP_ROWS",
     "KEY_FILE",
     "LEARN_WEIGHT",
+    "MAX_REQUEST_CHARS",
+    "MAX_SEARCH_TERMS",
     "CallRecord",
     "SearchRecord",
     "SqliteUsageStore",
@@ -80,6 +82,10 @@ MAX_TERMS = 50_000
 MAX_TOOLS_PER_TERM = 32
 LOAD_LIMIT = 200_000
 """Records of each kind read from the store at start, newest first."""
+MAX_REQUEST_CHARS = 500
+"""Characters of a request's text stored."""
+MAX_SEARCH_TERMS = 64
+"""Hashed terms stored per search (the first ones)."""
 QUEUE_LIMIT = 10_000
 """Records waiting for the writer thread; past it new ones are dropped (and said so once)."""
 
@@ -540,9 +546,11 @@ class UsageLog:
     def record(self, record: Record) -> None:
         if self.failed:
             return
-        if isinstance(record, SearchRecord) and not self.keep_requests and record.request is not None:
-            record = SearchRecord(record.id, record.at, record.session, record.terms, record.returned,
-                                  record.enabled, None)
+        if isinstance(record, SearchRecord):
+            # Bounded in bytes, not only in rows: a query of thousands of words stores its start.
+            request = record.request[:MAX_REQUEST_CHARS] if self.keep_requests and record.request else None
+            record = SearchRecord(record.id, record.at, record.session, record.terms[:MAX_SEARCH_TERMS],
+                                  record.returned, record.enabled, request)
         self.start()
         self.prior.add(record)
         try:
