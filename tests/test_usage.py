@@ -6,6 +6,9 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
+from lazytools.cli import main
 from lazytools.search.usage import (
     LEARN_WEIGHT,
     CallRecord,
@@ -171,3 +174,38 @@ def test_the_sqlite_file_keeps_only_the_newest_rows(tmp_path: Path) -> None:
     assert [call.tool for call in store.calls()] == ["tool2", "tool3", "tool4"]
     assert [search.id for search in store.searches()] == ["s2", "s3", "s4"]
     store.close()
+
+
+def test_the_store_is_private_and_never_follows_a_link(tmp_path: Path) -> None:
+    store = SqliteUsageStore(tmp_path / "made" / "usage.sqlite3")
+    store.close()
+    assert ((tmp_path / "made").stat().st_mode & 0o777) == 0o700
+    assert ((tmp_path / "made" / "usage.sqlite3").stat().st_mode & 0o777) == 0o600
+    elsewhere = tmp_path / "elsewhere.db"
+    elsewhere.write_bytes(b"someone else's file")
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "usage.sqlite3").symlink_to(elsewhere)
+    log = UsageLog(open_sqlite(tmp_path / "linked"))
+    log.start()
+    assert log.loaded.wait(10) and log.failed
+    assert elsewhere.read_bytes() == b"someone else's file"
+
+
+def test_a_damaged_store_is_moved_aside_and_started_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "usage.sqlite3"
+    path.write_bytes(b"\x00garbage, not a database" * 400)
+    store = SqliteUsageStore(path)
+    store.write([_search("a", "convert a pdf", ("pdf/convert",), time.time())])
+    assert len(store.searches()) == 1
+    store.close()
+    assert (tmp_path / "usage.sqlite3.damaged").read_bytes().startswith(b"\x00garbage")
+
+
+def test_usage_command_on_a_damaged_store_says_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAZYTOOLS_CACHE_DIR", str(tmp_path))
+    (tmp_path / "usage.sqlite3").write_bytes(b"\x00garbage, not a database" * 400)
+    assert main(["usage"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("lazytools: Cannot read ") and err.count("\n") == 1, err
+    assert (tmp_path / "usage.sqlite3").exists()  # the report leaves the server's file where it is

@@ -197,16 +197,44 @@ PRUNE_EVERY = 200
 class SqliteUsageStore:
     """Usage records in one SQLite file (stdlib sqlite3, WAL: several lazytools processes may share it)."""
 
-    def __init__(self, path: Path, *, keep: int = KEEP_ROWS) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, *, keep: int = KEEP_ROWS, repair: bool = True) -> None:
+        """Open (or create, 0600 in a 0700 directory it makes) the store at `path`. A symbolic link is refused
+        (OSError); a damaged file is renamed `.damaged` and started afresh when `repair`, else sqlite3.Error."""
+        if not path.parent.exists():
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = path
         self.keep = keep
         self._writes = 0
+        try:
+            self._db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if not repair or not _damaged(exc):
+                raise
+            aside = path.with_name(path.name + ".damaged")
+            logger.warning("%s is damaged (%s): moved to %s, usage is recorded afresh", path, exc, aside)
+            os.replace(path, aside)
+            for suffix in ("-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            self._db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path.is_symlink():  # checked before sqlite3 opens it, which would follow the link
+            raise OSError(f"{self.path} is a symbolic link: not followed")
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        except FileExistsError:
+            pass
         # One connection, used by whichever single thread holds the store at a time (the writer thread).
-        self._db = sqlite3.connect(path, timeout=5.0, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            db.execute("SELECT count(*) FROM searches").fetchone()
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
 
     def write(self, records: Sequence[Record]) -> None:
         searches = [(r.id, r.at, r.session, _joined(r.terms), _joined(r.returned), _joined(r.enabled), r.request)
@@ -245,6 +273,11 @@ class SqliteUsageStore:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
 
 
 @dataclass(slots=True)
