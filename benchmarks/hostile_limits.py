@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from lazytools import Catalog, FunctionGroup, Group, Settings, ToolArgumentsError, build_server
 from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.sources.gateway.stdio import LineReader
-from lazytools.validation import validate_arguments
+from lazytools.validation import Limits, validate_arguments
 
 HOSTILE = Path(__file__).resolve().parent.parent / "tests" / "upstreams" / "hostile.py"
 
@@ -62,7 +62,7 @@ def catastrophic_pattern() -> list[str]:
     schema = {"type": "object", "properties": {"text": {"type": "string", "pattern": "^(a|aa)+$"}}}
     start = time.perf_counter()
     try:
-        validate_arguments("t", schema, {"text": "a" * 40 + "!"}, timeout=5)
+        validate_arguments("t", schema, {"text": "a" * 40 + "!"}, Limits(timeout=5, max_bytes=4096))
         outcome = "accepted"
     except ToolArgumentsError as exc:
         outcome = "refused (" + str(exc).split(": ", 1)[1][:60] + "…)"

@@ -17,11 +17,12 @@ from mcp import Client, StdioServerParameters
 
 from lazytools.app import bundled_catalog
 from lazytools.catalog import Catalog, Group
+from lazytools.modes import Surface
 from lazytools.report import surface_cost
 from lazytools.server.core import LazyServer, build_server
 from lazytools.server.metatools import invoke_tool_definition, search_tools_definition
 from lazytools.server.sessions import SessionState
-from lazytools.settings import Settings, Surface
+from lazytools.settings import Settings
 from lazytools.tokens import count_tokens, tokenizer_name
 
 from .auth import auth_benchmarks

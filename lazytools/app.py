@@ -20,19 +20,19 @@ import anyio.abc
 import mcp_types as types
 
 from .audit import open_audit
-from .telemetry import configure_tracing
-from .policy.limits import RateLimiter, RedisRateLimiter
 from .catalog import Catalog, Group
 from .errors import ConfigError
+from .policy.limits import RateLimiter, RedisRateLimiter
 from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
+from .server.passthrough import Front
 from .server.shared import SharedSessions
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool
+from .telemetry import configure_tracing
 
 if TYPE_CHECKING:
-    from .sources.gateway.front import Front
     from .state.redis import RedisState
 
 __all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "open_state", "serve",
@@ -109,9 +109,7 @@ async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
 
 @asynccontextmanager
 async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Front | None]]:
-    """The catalog, and the gateway's front when a source is a gateway (its prompts, resources, client side)."""
-    from .sources.gateway.gateway import Gateway
-
+    """The catalog, and the front a source exposes, if one does (a gateway's prompts, resources, client side)."""
     if settings.semantic:
         from .search.embedders import check_embedder
 
@@ -121,8 +119,9 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
     async with AsyncExitStack() as stack:
         for source in sources_for(settings):
             opened = await stack.enter_async_context(source.open(catalog))
-            if isinstance(opened, Gateway):
-                front = opened.front
+            exposed = getattr(opened, "front", None)
+            if isinstance(exposed, Front):
+                front = exposed
         yield catalog, front
 
 

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from .entry import ToolEntry
 from .errors import ConfigError, UnknownToolError
-from .names import check_tool_name
+from .toolnames import check_tool_name
 
 __all__ = ["Catalog", "Group", "ToolSource", "suggest"]
 

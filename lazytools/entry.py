@@ -11,11 +11,12 @@ from typing import Any
 
 import mcp_types as types
 
-from .names import MAX_NAME_LENGTH
 from .safetext import escape
+from .toolnames import MAX_NAME_LENGTH
 
 __all__ = [
-    "DESCRIPTION_CHARS", "MAX_NAME_LENGTH", "SCHEMA_CHARS", "CallFn", "ToolEntry", "first_sentence", "plain_summary",
+    "DESCRIPTION_CHARS", "MAX_NAME_LENGTH", "SCHEMA_CHARS", "CallFn", "ToolEntry", "compact_json", "first_sentence",
+    "plain_summary",
 ]
 
 DESCRIPTION_CHARS = 10_000
@@ -77,13 +78,13 @@ class ToolEntry:
         Calls are still checked against the whole input schema."""
         description = _cut(self.description, DESCRIPTION_CHARS)
         input_schema: dict[str, Any] = dict(self.input_schema)
-        size = _json_chars(input_schema)
+        size = len(compact_json(input_schema))
         if size > SCHEMA_CHARS:
             input_schema = {"type": "object"}
             description += (f"\n(Its input schema, {size:,} characters, is not sent; search_tools shows its "
                             "parameters, and a call that does not fit says why.)")
         output_schema = dict(self.output_schema) if self.output_schema is not None else None
-        if output_schema is not None and _json_chars(output_schema) > SCHEMA_CHARS:
+        if output_schema is not None and len(compact_json(output_schema)) > SCHEMA_CHARS:
             output_schema = None
         return types.Tool(
             name=self.name,
@@ -104,9 +105,9 @@ def _summary(description: str) -> str:
     return escape(first_sentence(description[:_SUMMARY_SCAN]))
 
 
-def _json_chars(value: Any) -> int:
-    """Characters of `value` as compact JSON (as `validation.compact_json` writes it)."""
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+def compact_json(value: Any) -> str:
+    """`value` as JSON without spaces, non-ASCII kept: how schemas and values are measured, shown and cut."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _cut(text: str, limit: int) -> str:

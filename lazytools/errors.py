@@ -9,6 +9,8 @@
     ├── PolicyRefusedError                the policy refuses a call's arguments (its tool is one the user may see)
     ├── RateLimitedError                  the principal made more calls this minute than its limit
     ├── StateUnavailableError             the shared session store (Redis) did not answer in time
+    ├── UnknownPromptError (KeyError)     prompts/get of a prompt no upstream serves
+    ├── UnknownResourceError (KeyError)   resources/read of a URI no upstream serves
     └── UpstreamError                     an upstream MCP server could not serve a call
         ├── UpstreamUnavailableError      not connected: failed to start, crashed, or is reconnecting
         └── UpstreamTimeoutError          did not answer within the per-call timeout
@@ -33,6 +35,8 @@ __all__ = [
     "ToolArgumentsError",
     "ToolExecutionError",
     "ToolNotEnabledError",
+    "UnknownPromptError",
+    "UnknownResourceError",
     "UnknownToolError",
     "UpstreamError",
     "UpstreamTimeoutError",
@@ -63,6 +67,20 @@ class UnknownToolError(LazyToolsError, KeyError):
         else:
             message += " Call search_tools to find tools by what they do."
         return message
+
+
+class UnknownPromptError(LazyToolsError, KeyError):
+    """A prompt name that no upstream serves."""
+
+    def __str__(self) -> str:
+        return f"Unknown prompt {self.args[0]!r}"
+
+
+class UnknownResourceError(LazyToolsError, KeyError):
+    """A resource URI that no upstream serves."""
+
+    def __str__(self) -> str:
+        return f"No upstream server serves resource {self.args[0]!r}"
 
 
 class ToolNotEnabledError(LazyToolsError):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalog import Catalog
+from .modes import Surface
 from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
@@ -15,7 +16,6 @@ from .server.core import LazyServer
 from .server.metatools import check_group
 from .server.rendering import ranking_text
 from .server.sessions import SessionState
-from .server.surface import Surface
 from .tokens import tokenizer_name, tools_tokens
 
 __all__ = ["SurfaceCost", "UsageUnreadable", "search_report", "surface_cost", "surface_report", "usage_report"]

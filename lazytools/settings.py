@@ -20,16 +20,19 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
-from .server.surface import Mode, Surface
+from .modes import Mode, Surface
 from .threads import TOOL_THREADS
 
-__all__ = ["NOT_SETTINGS", "Settings", "load_settings"]
+__all__ = ["CHAIN_VARIABLE", "NOT_SETTINGS", "Settings", "load_settings"]
 
 logger = logging.getLogger(__name__)
 
-NOT_SETTINGS = frozenset({"LAZYTOOLS_FRONTED_CONFIGS"})
-"""`LAZYTOOLS_*` variables that are not settings: lazytools sets them for the processes it starts (the gateway's
-chain of fronted configs, `sources/gateway/upstream.py`), so they are not typos."""
+CHAIN_VARIABLE = "LAZYTOOLS_FRONTED_CONFIGS"
+"""Set by the gateway for its stdio upstreams: the config files of the lazytools processes above them, so a config
+that fronts itself is refused instead of recursing."""
+NOT_SETTINGS = frozenset({CHAIN_VARIABLE})
+"""`LAZYTOOLS_*` variables that are not settings: lazytools sets them for the processes it starts, so they are not
+typos."""
 
 
 class Settings(BaseSettings):

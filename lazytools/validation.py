@@ -17,13 +17,13 @@ never holds the event loop (other sessions keep being served).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import lru_cache, partial
 from itertools import islice
 from typing import Any
@@ -37,13 +37,14 @@ from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
-from .entry import SCHEMA_CHARS
+from .entry import SCHEMA_CHARS, compact_json
 from .errors import ToolArgumentsError
 from .safetext import clip
+from .settings import Settings
 from .threads import loop_limiter
 
 __all__ = [
-    "INLINE_BYTES", "SCHEMA_CHARS", "checks_running", "compact_json", "schema_text", "validate_arguments", "validate_call",
+    "INLINE_BYTES", "SCHEMA_CHARS", "Limits", "compact_json", "schema_text", "validate_arguments", "validate_call",
     "validate_off_loop", "within",
 ]
 
@@ -69,16 +70,33 @@ _REGEX = _regex_package()
 _MAX_REPORTED = 5
 _MAX_COLLECTED = 50
 """Errors gathered before sorting: an array of a million wrong items does not make a million error objects."""
-DEFAULT_MAX_BYTES = 4 * 1024 * 1024
-DEFAULT_TIMEOUT = 5.0
 _LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("lazytools_validation_limiter")
 """Validations in worker threads at once, per event loop: hostile ones cannot take every thread the in-process
 tools need."""
 _WORKERS = 4
 
 
-def compact_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How far checking one call's arguments may go: seconds of checking, and bytes of arguments (about)."""
+
+    timeout: float
+    """LAZYTOOLS_VALIDATION_TIMEOUT"""
+    max_bytes: int
+    """LAZYTOOLS_MAX_ARGUMENT_BYTES"""
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(timeout=settings.validation_timeout, max_bytes=settings.max_argument_bytes)
+
+    @classmethod
+    def defaults(cls) -> Limits:
+        """The settings' defaults (for callers without settings: a library user checking arguments, tests)."""
+        fields = Settings.model_fields
+        return cls(timeout=fields["validation_timeout"].default, max_bytes=fields["max_argument_bytes"].default)
+
+
+_DEFAULTS = Limits.defaults()
 
 
 def schema_text(schema: Mapping[str, Any]) -> str:
@@ -332,14 +350,17 @@ def within(value: Any, budget: int) -> bool:
 # -- entry points ---------------------------------------------------------------------------------------------------
 
 
-def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, *,
-                       timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES,
+def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, limits: Limits | None = None, *,
                        trusted: bool = False) -> dict[str, Any]:
     """Return `arguments` as a dict if they satisfy `schema`; otherwise raise with every problem named.
+
+    `limits`: the configured ones (`Limits.of(settings)`); None means the settings' defaults.
 
     `trusted`: the schema is the server author's own (from type hints), so its keywords run without the per-keyword
     guard against broken schemas and slow checks (which cost as much as the check itself on a small call); patterns
     still run with a timeout."""
+    limits = limits or _DEFAULTS
+    timeout, max_bytes = limits.timeout, limits.max_bytes
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -418,44 +439,73 @@ def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check,
         return []
     except (_OutOfTime, _PatternTooSlow):
         raise
+    except BaseException as exc:
+        # The recursion limit can be reached inside jsonschema's Rust-backed maps (rpds), which then panic: the
+        # panic is a BaseException that carries the RecursionError in its message. Anything else goes on.
+        if type(exc).__name__ != "PanicException" or "RecursionError" not in str(exc):
+            raise
+        check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
+        return []
     except Exception as exc:  # noqa: BLE001 - raised outside any keyword (e.g. an unknown $schema dialect)
         check.problems.add(f"cannot be applied ({type(exc).__name__}: {clip(str(exc), 120)})")
         return []
     return sorted(found, key=lambda e: list(map(str, e.absolute_path)))
 
 
-async def validate_off_loop(tool: str, schema: Mapping[str, Any], arguments: Any, *,
-                            timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+async def validate_off_loop(tool: str, schema: Mapping[str, Any], arguments: Any, limits: Limits) -> dict[str, Any]:
     """`validate_arguments` in a worker thread: the event loop keeps serving every other session meanwhile."""
-    run = partial(validate_arguments, tool, schema, arguments, timeout=timeout, max_bytes=max_bytes)
+    run = partial(validate_arguments, tool, schema, arguments, limits)
     # The deadline inside the check stops it; this outer one only covers a check stuck in one C call.
-    with anyio.move_on_after(timeout + 1.0) as scope:
+    with anyio.move_on_after(limits.timeout + 1.0) as scope:
         return await anyio.to_thread.run_sync(run, limiter=_limiter(), abandon_on_cancel=True)
     assert scope.cancelled_caught
-    raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: not checked within {timeout:g} s "
+    raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: not checked within {limits.timeout:g} s "
                              "(LAZYTOOLS_VALIDATION_TIMEOUT).")
 
 
 INLINE_BYTES = 4096
-"""Arguments up to about this size, checked against a trusted schema, are checked on the event loop."""
+"""Arguments up to about this size may be checked on the event loop (a trusted schema's always, an upstream's
+within INLINE_SECONDS)."""
+INLINE_SECONDS = 0.002
+"""How long a check of small arguments against an upstream's schema may hold the event loop. A tool's usual call
+takes microseconds; one that takes longer is checked again in a worker thread with the full timeout."""
 
 
-async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, *, trusted: bool,
-                        timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
-    """Check a call's arguments: inline when the schema is trusted and the arguments small (a worker-thread round
-    trip cost a third of a trivial call's throughput), else in a worker thread (`validate_off_loop`)."""
-    if trusted and within(arguments, INLINE_BYTES):
-        return validate_arguments(tool, schema, arguments, timeout=timeout, max_bytes=max_bytes, trusted=True)
-    return await validate_off_loop(tool, schema, arguments, timeout=timeout, max_bytes=max_bytes)
+def _checked_inline(tool: str, schema: Mapping[str, Any], arguments: Any) -> dict[str, Any] | None:
+    """`arguments` if they pass `schema` within INLINE_SECONDS on the event loop; None when that cannot be told
+    so quickly: the validator is not built yet, the time ran out, or there is anything to report (the worker-thread
+    check then reports it exactly as always)."""
+    key = (id(schema), False)
+    cached = _VALIDATORS.get(key)
+    if _REGEX is None or type(arguments) is not dict or cached is None or cached[0] is not schema:
+        return None  # without the regex package a pattern has no timeout: never on the loop
+    check = _Check(tool, time.monotonic() + INLINE_SECONDS)
+    previous = getattr(_current, "check", None)
+    _current.check = check
+    try:
+        errors = _errors(schema, arguments, check)
+    except (_OutOfTime, _PatternTooSlow):
+        return None
+    finally:
+        _current.check = previous
+    return arguments if not errors and not check.problems else None
+
+
+async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, limits: Limits, *,
+                        trusted: bool) -> dict[str, Any]:
+    """Check a call's arguments: inline when the arguments are small and the schema trusted, or an upstream's that
+    passes them within INLINE_SECONDS (a worker-thread round trip cost a third of a trivial call's throughput, and
+    most of the gateway's own time per call); else in a worker thread (`validate_off_loop`)."""
+    if within(arguments, INLINE_BYTES):
+        if trusted:
+            return validate_arguments(tool, schema, arguments, limits, trusted=True)
+        if limits.max_bytes >= INLINE_BYTES and (valid := _checked_inline(tool, schema, arguments)) is not None:
+            return valid
+    return await validate_off_loop(tool, schema, arguments, limits)
 
 
 def _limiter() -> anyio.CapacityLimiter:
     return loop_limiter(_LIMITER, _WORKERS)
-
-
-def checks_running() -> int:
-    """How many argument checks are running in worker threads now (in this event loop)."""
-    return int(_limiter().borrowed_tokens)
 
 
 def _shorten(message: str, limit: int = 300) -> str:

@@ -17,8 +17,8 @@ from benchmarks.search import synthetic_catalog, synthetic_queries
 from benchmarks.soak import ROUNDS, SoakPlan, SoakReport, _Load, main, run_soak
 from benchmarks.stats import percentile, percentiles
 from lazytools import cli
-from lazytools.names import check_tool_name
 from lazytools.search import SearchIndex
+from lazytools.toolnames import check_tool_name
 
 
 @pytest.mark.process

@@ -61,7 +61,7 @@ def test_unknown_names_get_close_matches() -> None:
 
 
 def test_unique_name_cuts_to_fit_its_suffix() -> None:
-    from lazytools.names import MAX_NAME_LENGTH, unique_name
+    from lazytools.toolnames import MAX_NAME_LENGTH, unique_name
 
     assert unique_name("a", set(), "-") == "a"
     assert unique_name("a", {"a", "a-2"}, "-") == "a-3"

@@ -21,11 +21,12 @@ from lazytools.audit import AuditLog, open_audit
 from lazytools.auth.exchange import ExchangeRequest, TokenExchanger
 from lazytools.auth.fetch import Fetcher
 from lazytools.auth.issuer import Issuer
-from lazytools.identity import principal_from_claims
 from lazytools.catalog import Catalog
+from lazytools.identity import principal_from_claims
+from lazytools.origin import CallOrigin, calling
 from lazytools.server.core import build_server
-from lazytools.sources.gateway.relay import USER_OWNER, CallOrigin, Inflight, Relay, calling
 from lazytools.sources.gateway.gateway import open_gateway
+from lazytools.sources.gateway.relay import USER_OWNER, Inflight, Relay
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings

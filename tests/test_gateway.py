@@ -15,7 +15,7 @@ import pytest
 from lazytools import ConfigError, ToolEntry
 from lazytools.app import open_catalog, open_server
 from lazytools.manifest import manifest
-from lazytools.names import MAX_NAME_LENGTH
+from lazytools.toolnames import MAX_NAME_LENGTH
 
 from .conftest import Recorder, client, make_settings, text_of
 from .helpers import eventually, running_http, tool_names

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from lazytools.sources.gateway.uris import UnsafeUriError, normalised
+from lazytools.uris import UnsafeUriError, normalised
 
 from .conftest import text_of
 from .helpers import eventually

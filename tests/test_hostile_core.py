@@ -24,14 +24,13 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import SessionMessage
 
-from lazytools import Catalog, ConfigError, FunctionGroup, Group, ToolArgumentsError, build_server
 import lazytools
-from lazytools import validation
+from lazytools import Catalog, ConfigError, FunctionGroup, Group, ToolArgumentsError, build_server, validation
 from lazytools.sources.gateway.config import load_config, parse_config
 from lazytools.sources.gateway.configtext import expand_variables
 from lazytools.sources.gateway.stdio import LineReader, parse_line
 from lazytools.transports.http import build_app
-from lazytools.validation import validate_arguments
+from lazytools.validation import Limits, validate_arguments
 
 from .conftest import client, make_settings, text_of
 from .helpers import eventually, running_http
@@ -247,7 +246,16 @@ async def test_upstream_results_are_bounded_and_a_huge_one_is_not_read(tmp_path:
 
 
 @pytest.mark.process
-async def test_a_slow_validation_does_not_hold_other_sessions(tmp_path: Path) -> None:
+async def test_a_slow_validation_does_not_hold_other_sessions(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    started = threading.Event()  # set in the worker thread when the attacker's check starts
+    check = validation.validate_arguments
+
+    def watched(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        started.set()
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(validation, "validate_arguments", watched)
     async with opened(tmp_path, {"h": hostile()}, validation_timeout=2) as o:
         order: list[str] = []
         async with client(o.server, "claude-ai") as attacker, client(o.server, "claude-ai") as other:
@@ -260,7 +268,7 @@ async def test_a_slow_validation_does_not_hold_other_sessions(tmp_path: Path) ->
             with anyio.fail_after(120):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(attack)
-                    await eventually(validation.checks_running)
+                    await eventually(started.is_set)
                     await ping(other)
                     order.append("ping answered")
                     fine = await call(other, "h__echo", {"text": "meanwhile"})
@@ -283,8 +291,8 @@ def test_unique_items_compares_as_json_schema_does() -> None:
 def test_arguments_over_the_size_limit_are_refused_before_checking() -> None:
     schema = {"type": "object", "properties": {"items": {"type": "array"}}}
     with pytest.raises(ToolArgumentsError, match="larger than 10,000 bytes .LAZYTOOLS_MAX_ARGUMENT_BYTES"):
-        validate_arguments("t", schema, {"items": [1] * 6000}, max_bytes=10_000)
-    assert validate_arguments("t", schema, {"items": [1] * 600}, max_bytes=10_000)
+        validate_arguments("t", schema, {"items": [1] * 6000}, Limits(timeout=5, max_bytes=10_000))
+    assert validate_arguments("t", schema, {"items": [1] * 600}, Limits(timeout=5, max_bytes=10_000))
 
 
 # -- item 10: what is logged and echoed is escaped and short ----------------------------------------------------------

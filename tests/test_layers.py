@@ -21,10 +21,10 @@ PACKAGE = Path(lazytools.__file__).resolve().parent
 # Lower numbers are lower layers. A module may import only modules of its own layer or lower ones. A module's layer
 # is that of the longest key that is its name or a package above it ("sources.gateway.upstream" → "sources").
 LAYERS: dict[str, int] = {
-    # what everything shares: errors, settings, the tool-name policy, the private-SDK adapter; the surface types
-    # and policy (server.surface imports nothing of lazytools, so settings can take `Surface` from it)
-    "errors": 0, "settings": 0, "names": 0, "entry": 0, "sdk": 0, "server.surface": 0,
-    "safetext": 0, "threads": 0, "identity": 0,  # identity: who a request acts for (a Principal)
+    # what everything shares: errors, settings, the tool-name policy, the private-SDK adapter, the surfaces' names
+    "errors": 0, "settings": 0, "toolnames": 0, "entry": 0, "sdk": 0, "modes": 0,
+    "safetext": 0, "threads": 0, "origin": 0, "streams": 0, "uris": 0,  # origin: whose request is served, read by server and gateway
+    "identity": 0,  # identity: who a request acts for (a Principal)
     "telemetry": 0,  # trace export (OTLP), configured once at start-up
     "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)
     "policy": 1,  # the policy file and its decisions, rate limits
@@ -33,8 +33,8 @@ LAYERS: dict[str, int] = {
     "catalog": 2,
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
-    "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5, "server.learning": 5, "server.rendering": 5,
-    "server.access": 5,
+    "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5, "server.surface": 5,
+    "server.learning": 5, "server.rendering": 5, "server.access": 5,
     "server.metatools": 6, "server.principals": 6, "server.audited": 6, "server.limited": 6, "server.metrics": 6,
     "server": 7, "server.core": 7, "server.shared": 7,
     "transports": 8,
@@ -60,14 +60,15 @@ def _modules() -> list[tuple[str, Path]]:
     return found
 
 
-def _imports(module: str, source: str) -> list[str]:
-    """Absolute names (below lazytools) that `module`'s source imports at run time, ignoring `if TYPE_CHECKING:`."""
+def _imports(module: str, source: str, *, typing: bool = False) -> list[str]:
+    """Absolute names (below lazytools) that `module`'s source imports at run time, ignoring `if TYPE_CHECKING:`
+    blocks unless `typing`."""
     tree = ast.parse(source)
     # `module` names a file ("server.core", "server.__init__"): its package is everything before the last part.
     package = module.split(".")[:-1]
     names: list[str] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             node.body = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -111,6 +112,66 @@ def test_an_import_for_type_checking_only_is_not_a_dependency() -> None:
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .core import LazyServer\n"
     assert _climbing("server.sessions", source) == []
     assert _climbing("server.sessions", source.replace("if TYPE_CHECKING:\n    ", "")) != []
+
+
+def test_the_server_imports_no_source() -> None:
+    """The server serves what sources expose through its own contracts (origin.py, passthrough.Front), so it
+    imports nothing of `sources/`, even for type checking."""
+    for path in sorted((PACKAGE / "server").glob("*.py")):
+        imported = _imports(f"server.{path.stem}", path.read_text(), typing=True)
+        assert not [name for name in imported if name.split(".")[0] == "sources"], path.name
+
+
+def test_no_import_circle() -> None:
+    """No module reaches itself through the imports it makes at run time. (Type-checking-only imports still
+    close two circles: server.metrics and server.shared name LazyServer from server.core in annotations.)"""
+    assert _circle(_graph(typing=False)) == []
+
+
+def test_a_circle_is_caught() -> None:
+    """The check above can fail: a real module importing, for type checking only, one that imports it is found."""
+    graph = _graph()
+    assert "server.sessions" in graph["server.core"]
+    graph["server.sessions"] = {*graph["server.sessions"], "server.core"}
+    found = _circle(graph)
+    assert found[0] == found[-1] and {"server.core", "server.sessions"} <= set(found), found
+
+
+def _graph(*, typing: bool = True) -> dict[str, set[str]]:
+    return {module: {_module_of(name) for name in _imports(module, path.read_text(), typing=typing)}
+            for module, path in _modules()}
+
+
+def _circle(graph: dict[str, set[str]]) -> list[str]:
+    """The first import circle found (a module, what it imports, ..., the module again), or []."""
+    done: set[str] = set()
+
+    def visit(module: str, trail: list[str]) -> list[str]:
+        if module in trail:
+            return [*trail[trail.index(module):], module]
+        if module in done or module not in graph:
+            return []
+        for imported in sorted(graph[module]):
+            if found := visit(imported, [*trail, module]):
+                return found
+        done.add(module)
+        return []
+
+    for module in sorted(graph):
+        if found := visit(module, []):
+            return found
+    return []
+
+
+def _module_of(name: str) -> str:
+    """The module an imported name lives in: `server.surface.SessionView` → `server.surface`."""
+    def exists(dotted: str) -> bool:
+        base = PACKAGE.joinpath(*dotted.split("."))
+        return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+    while name and not exists(name):
+        name = name.rpartition(".")[0]
+    return name if PACKAGE.joinpath(*name.split(".")).with_suffix(".py").is_file() else f"{name}.__init__"
 
 
 def test_the_server_knows_no_transport() -> None:

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lazytools import ConfigError
-from lazytools.names import public_tool_name, server_prefix
 from lazytools.sources.gateway.config import HttpServer, StdioServer, load_config, parse_config
 from lazytools.sources.gateway.configtext import expand_variables
+from lazytools.toolnames import public_tool_name, server_prefix
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")

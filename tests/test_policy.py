@@ -25,8 +25,8 @@ from lazytools.policy.rules import Policy, PolicySpec, check_path
 from lazytools.policy.source import PolicyFile, read_policy
 from lazytools.server.core import LazyServer, build_server
 from lazytools.sources.gateway.gateway import open_gateway
-from lazytools.sources.gateway.uris import uri_forms
 from lazytools.transports.http import build_app
+from lazytools.uris import uri_forms
 
 from .conftest import make_settings, small_catalog
 from .helpers import _free_port, eventually, running_http

@@ -8,7 +8,8 @@ from typing import Any
 
 import mcp_types as types
 
-from lazytools.sources.gateway.relay import ClientSide, Inflight, Relay
+from lazytools.origin import ClientSide
+from lazytools.sources.gateway.relay import Inflight, Relay
 
 
 @dataclass

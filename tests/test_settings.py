@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from lazytools import Settings, cli, settingsdoc
-from lazytools.sources.gateway.upstream import CHAIN_VARIABLE
 from lazytools.server.clients import client_table
+from lazytools.settings import CHAIN_VARIABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 

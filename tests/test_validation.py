@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from lazytools import ToolArgumentsError
-from lazytools.validation import validate_arguments
+from lazytools.validation import Limits, validate_arguments
 
 SCHEMA = {
     "type": "object",
@@ -57,8 +57,37 @@ async def test_only_small_arguments_against_a_trusted_schema_are_checked_inline(
     schema = {"type": "object", "properties": {"text": {"type": "string"}}}
     for trusted, text, inline in ((True, "x", True), (False, "x", False), (True, "x" * (INLINE_BYTES * 2), False)):
         seen.clear()
-        assert await validate_call("t", schema, Spy(text=text), trusted=trusted) == {"text": text}
+        assert await validate_call("t", schema, Spy(text=text), Limits.defaults(), trusted=trusted) == {"text": text}
         assert seen and all(flag == inline for flag in seen), (trusted, len(text))
+
+
+async def test_small_arguments_against_an_upstream_schema_are_checked_inline_once_it_is_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upstream's schema is not trusted: its first check (which builds the validator) runs in a worker thread;
+    then small arguments that pass quickly are checked on the event loop; a failure, or a check that outlasts
+    INLINE_SECONDS, is checked again in a worker thread and reported as always."""
+    from lazytools import validation
+
+    off_loop: list[object] = []
+    real = validation.validate_off_loop
+
+    async def counted(tool: str, schema: Any, arguments: Any, limits: Limits) -> dict[str, Any]:
+        off_loop.append(arguments)
+        return await real(tool, schema, arguments, limits)
+
+    monkeypatch.setattr(validation, "validate_off_loop", counted)
+    schema = {"type": "object", "properties": {"text": {"type": "string", "pattern": "^(a|aa)+$"}}}
+    # The pattern's own limit (1 s of CPU) must end the slow check, not the whole check's wall-clock one.
+    limits = Limits(timeout=120.0, max_bytes=Limits.defaults().max_bytes)
+    first, second, wrong, slow = {"text": "aaa"}, {"text": "aaaa"}, {"text": "b"}, {"text": "a" * 40 + "!"}
+    assert await validation.validate_call("t", schema, first, limits, trusted=False) == first
+    assert await validation.validate_call("t", schema, second, limits, trusted=False) == second
+    assert off_loop == [first]
+    with pytest.raises(ToolArgumentsError, match="does not match"):
+        await validation.validate_call("t", schema, wrong, limits, trusted=False)
+    with pytest.raises(ToolArgumentsError, match="it backtracks"):
+        await validation.validate_call("t", schema, slow, limits, trusted=False)
+    assert off_loop == [first, wrong, slow]
 
 
 def test_each_schema_object_is_checked_by_its_own_validator() -> None:

@@ -58,10 +58,6 @@ class BM25Postings:
     def vocabulary(self) -> list[str]:
         return list(self._postings)
 
-    def document_frequency(self, term: str) -> int:
-        posting = self._postings.get(term)
-        return 0 if posting is None else len(posting[0])
-
     def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
         """Add `term`'s BM25 contribution (times `weight`) to `scores`; False if no document has it."""
         posting = self._postings.get(term)

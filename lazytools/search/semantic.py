@@ -58,8 +58,8 @@ each costs milliseconds of an encoder; BM25 still scores them all."""
 
 def query_vectors(embedder: Embedder, query: str, needs: Sequence[str]) -> Vectors:
     """The vector of `query`, then one per need of it (`needs`, from `query.clauses`, at most
-    MAX_EMBEDDED_NEEDS), in one call so that an encoder batches them. Measured and not kept: the whole request's vector as the mean of its needs' (half the
-    tokens to encode) lost 1-2 points of R@5 on MetaTool's two-need queries."""
+    MAX_EMBEDDED_NEEDS), in one call so that an encoder batches them. The whole request is encoded on its own, not
+    made from its needs' vectors: a mean of parts loses what the sentence says as a whole (docs/search-log.md)."""
     return embed_finite(embedder, [_readable(text) for text in (query, *needs[:MAX_EMBEDDED_NEEDS])])
 
 

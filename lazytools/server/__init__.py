@@ -1,5 +1,4 @@
 """The MCP server without a transport: sessions, the surface policy, the meta-tools and the low-level wiring.
 
-`core` holds `LazyServer` (import it from `lazytools` or `lazytools.server.core`). This file stays empty of
-imports so that `settings` can read `Surface` and `Mode` from `server.surface` without loading the server.
+`core` holds `LazyServer` (import it from `lazytools` or `lazytools.server.core`).
 """

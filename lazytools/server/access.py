@@ -24,7 +24,7 @@ from ..identity import Principal, current_principal
 from ..policy.rules import Grant
 from ..policy.source import PolicyFile
 from ..search import SearchIndex
-from ..sources.gateway.uris import UnsafeUriError, uri_forms
+from ..uris import UnsafeUriError, uri_forms
 
 __all__ = ["Access", "AccessMiddleware", "Gate"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .surface import Surface
+from ..modes import Surface
 
 __all__ = ["KNOWN_CLIENTS", "client_table"]
 

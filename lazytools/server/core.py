@@ -13,33 +13,33 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as types
-from opentelemetry import trace
 from anyio.lowlevel import RunVar
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
+from opentelemetry import trace
 
 from ..audit import AuditLog
 from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..identity import named_principal
-from ..safetext import clip
+from ..modes import Surface
 from ..policy.limits import MemoryRateLimiter, RateLimiter
 from ..policy.source import PolicyFile
+from ..safetext import clip
 from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
 from ..search.usage import KEY_FILE, UsageLog, open_sqlite
 from ..settings import Settings
-from ..sources.gateway.front import Front
-from ..sources.gateway.relay import calling
 from ..threads import loop_limiter, threads_for
-from ..validation import validate_call
+from ..validation import Limits, validate_call
 from .access import Access, AccessMiddleware, Gate
 from .audited import AuditMiddleware
 from .clients import client_table
 from .learning import record_call, record_search
+from .limited import RateLimitMiddleware
 from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
@@ -51,14 +51,13 @@ from .metatools import (
     search_tools,
     search_tools_definition,
 )
-from .passthrough import PassThrough, SessionClient, SessionClients, origin_of
-from .limited import RateLimitMiddleware
 from .metrics import Metrics, MetricsMiddleware
+from .passthrough import Front, OriginMiddleware, PassThrough, SessionClient, SessionClients
 from .principals import PrincipalMiddleware
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
-from .surface import SessionView, Surface, choose_surface, is_stateless_era
+from .surface import SessionView, choose_surface, is_stateless_era
 
 __all__ = ["INSTRUCTIONS", "LazyServer", "build_server"]
 
@@ -119,9 +118,11 @@ class LazyServer(Server[Any]):
             self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
         self.catalog = catalog
         self.settings = settings
-        # Who each request acts for (principals.py), then the audit line that names them (audited.py).
-        # The SDK's span per request first, then who each request acts for (principals.py), the audit line that names
-        # them (audited.py), then their rate limit (limited.py): a refused call is audited too.
+        self.limits = Limits.of(settings)
+        # Around every request, outermost first: the SDK's span, who the request acts for (principals.py), what
+        # they may see (access.py), metrics, the audit line that names them (audited.py), their rate limit
+        # (limited.py: a refused call is audited too), and innermost, for requests an upstream may serve, their
+        # origin, so upstream progress, logs and requests reach the client that asked (passthrough.py).
         self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local), AccessMiddleware(self.gate)]
         self.metrics = metrics
         if metrics is not None:  # before the audit and the limit: it counts what they refuse
@@ -133,6 +134,7 @@ class LazyServer(Server[Any]):
         if limiter is not None:
             self._limited = RateLimitMiddleware(limiter, self.gate, default=settings.rate_limit)
             self.middleware.append(self._limited)
+        self.middleware.append(OriginMiddleware(self.session_for))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
         self.usage: UsageLog | None = None
@@ -175,6 +177,8 @@ class LazyServer(Server[Any]):
         state = self.store.get(key) if key is not None else None
         if state is not None:
             return state
+        if not connection.initialize_accepted:
+            return None  # a request the SDK will refuse before the handshake (OriginMiddleware sees it first)
         key = connection.session_id or uuid.uuid4().hex
         info = connection.client_params.client_info if connection.client_params is not None else None
         client_name = info.name if info is not None else None
@@ -320,7 +324,7 @@ class LazyServer(Server[Any]):
             return await self._search(state, view, arguments or {}, ctx)
         if name == INVOKE_TOOL and view.offers_invoke:
             try:
-                entry, args = resolve_invocation(access.catalog, arguments or {}, validate=False)
+                entry, args = resolve_invocation(access.catalog, arguments or {}, self.limits)
             except UnknownToolError as exc:
                 if exc.name in self.catalog:  # hidden from this principal: it reads as unknown
                     self.gate.refused("tool")
@@ -335,12 +339,11 @@ class LazyServer(Server[Any]):
         # Bounded in size and time, and off the event loop unless the schema is our own and the arguments small:
         # a hostile schema or argument stalls no other session.
         settings = self.settings
-        valid = await validate_call(entry.name, entry.input_schema, args, trusted=entry.trusted_schema,
-                                    timeout=settings.validation_timeout, max_bytes=settings.max_argument_bytes)
+        valid = await validate_call(entry.name, entry.input_schema, args, self.limits, trusted=entry.trusted_schema)
         access.check_arguments(entry, valid)
-        # Upstreams send progress, logs and requests for the client during the call: they go to this request.
-        with (calling(origin_of(ctx, state.client if state is not None else None) if ctx is not None else None),
-              threads_for(self._threads_of(state), time_limit=settings.call_timeout)):
+        # Upstreams send progress, logs and requests for the client during the call to this request's origin,
+        # which OriginMiddleware set around it.
+        with threads_for(self._threads_of(state), time_limit=settings.call_timeout):
             if self.usage is None or state is None:
                 return await entry.call(valid)
             try:
@@ -392,7 +395,7 @@ class LazyServer(Server[Any]):
                                 bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
                                 enable_at_most=settings.max_enabled, pinned=self.pinned,
                                 prior=self.usage.prior if self.usage is not None else None,
-                                visible=visible.__contains__)  # learned suggestions: only what this principal may see
+                                visible=visible.__contains__, limits=self.limits)  # learned suggestions: only what this principal may see
 
         # Off the event loop: a sentence encoder takes milliseconds of CPU per query, and checking a hostile
         # client's arguments can take longer; other sessions keep going meanwhile.

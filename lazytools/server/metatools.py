@@ -13,14 +13,14 @@ from ..catalog import Catalog
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, UnknownToolError
 from ..manifest import manifest
+from ..modes import Surface
 from ..safetext import clip
 from ..search import SearchIndex
 from ..search.needs import Need
 from ..search.selection import RELEVANCE_FLOOR, Selection, select
 from ..search.usage import UsagePrior
-from ..validation import validate_arguments
+from ..validation import Limits, validate_arguments
 from .rendering import GROUPS_CHARS, search_text
-from .surface import Surface
 
 __all__ = [
     "INVOKE_TOOL",
@@ -150,15 +150,17 @@ def search_tools(
     pinned: Collection[str] = (),
     prior: UsagePrior | None = None,
     visible: Callable[[str], bool] | None = None,
+    limits: Limits | None = None,
 ) -> SearchOutcome:
     """Check search_tools' arguments, let search select (`search.selection`), and render the selection; the caller
     enables `found` in the session (dynamic surface) and sends the notification. The cap `enable_at_most` applies
-    on the dynamic surface only."""
+    on the dynamic surface only. `limits` bound the check of its arguments (the server passes the configured
+    ones)."""
     names_given = arguments.get("tool_names") if isinstance(arguments, Mapping) else None  # else: the schema says
     if isinstance(names_given, list) and len(names_given) > MAX_TOOL_NAMES:
         # Refused before the schema walks every item (300k names held a worker for seconds).
         raise ToolArgumentsError(f"tool_names takes at most {MAX_TOOL_NAMES} names ({len(names_given)} given).")
-    args = _search_arguments(arguments, max_limit, default_limit)
+    args = _search_arguments(arguments, max_limit, default_limit, limits)
     query = str(args.get("query") or "").strip()
     group = args.get("group")
     names: list[str] = list(args.get("tool_names") or [])
@@ -186,7 +188,8 @@ def search_tools(
 _SEARCH_KEYS = frozenset({"query", "group", "tool_names", "limit"})
 
 
-def _search_arguments(arguments: Any, max_limit: int, default_limit: int) -> Mapping[str, Any]:
+def _search_arguments(arguments: Any, max_limit: int, default_limit: int,
+                      limits: Limits | None) -> Mapping[str, Any]:
     """search_tools' arguments, checked by hand when they are well formed (the JSON Schema check was a fifth of a
     served search at 10,000 tools); anything else gets the schema check and its full error."""
     if type(arguments) is dict and arguments.keys() <= _SEARCH_KEYS:
@@ -197,7 +200,7 @@ def _search_arguments(arguments: Any, max_limit: int, default_limit: int) -> Map
                 and type(names) is list and len(names) <= MAX_TOOL_NAMES
                 and all(type(name) is str and len(name) <= 256 for name in names)):
             return arguments
-    return validate_arguments(SEARCH_TOOLS, search_schema(max_limit, default_limit), arguments)
+    return validate_arguments(SEARCH_TOOLS, search_schema(max_limit, default_limit), arguments, limits)
 
 
 def check_group(catalog: Catalog, group: str) -> None:
@@ -213,24 +216,22 @@ def check_group(catalog: Catalog, group: str) -> None:
 _INVOKE_KEYS = frozenset({"tool_name", "arguments"})
 
 
-def _invoke_arguments(arguments: Any) -> Mapping[str, Any]:
+def _invoke_arguments(arguments: Any, limits: Limits | None) -> Mapping[str, Any]:
     """invoke_tool's own arguments, checked by hand when they are well formed (a JSON Schema check of them cost as
     much as the rest of a trivial call); anything else gets the schema check and its full error."""
     if (type(arguments) is dict and type(arguments.get("tool_name")) is str and arguments.keys() <= _INVOKE_KEYS
             and type(arguments.get("arguments", {})) is dict):
         return arguments
-    return validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments)
+    return validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments, limits)
 
 
-def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any], *,
-                       validate: bool = True) -> tuple[ToolEntry, Any]:
-    """Resolve invoke_tool's target and validate its arguments (unless the caller does it, e.g. off the event
-    loop); the caller runs `entry.call(args)`."""
-    args = _invoke_arguments(arguments)
+def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any],
+                       limits: Limits | None = None) -> tuple[ToolEntry, Any]:
+    """invoke_tool's target and the arguments for it, not yet checked against its schema (the caller checks them,
+    off the event loop when they are large, then runs `entry.call`). `limits` bound the check of invoke_tool's own
+    arguments."""
+    args = _invoke_arguments(arguments, limits)
     name = args["tool_name"]
     if name in META_TOOL_NAMES:
         raise ToolArgumentsError(f"{name} is a meta-tool: call it directly, not through invoke_tool.")
-    entry = catalog.get(name)
-    if not validate:
-        return entry, args.get("arguments")
-    return entry, validate_arguments(entry.name, entry.input_schema, args.get("arguments"))
+    return catalog.get(name), args.get("arguments")

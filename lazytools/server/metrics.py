@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -19,8 +19,30 @@ from pydantic import BaseModel, ValidationError
 
 from .metatools import INVOKE_TOOL, SEARCH_TOOLS
 
-if TYPE_CHECKING:
-    from .core import LazyServer
+
+
+class Upstreams(Protocol):
+    """What a scrape reads of the gateway's upstreams: each one's name, whether it serves, how often it connected."""
+
+    @property
+    def upstreams(self) -> Iterable[Any]: ...
+
+
+class Refusals(Protocol):
+    @property
+    def refusals(self) -> Mapping[str, int]: ...
+
+
+class Observed(Protocol):
+    """What a scrape reads of the server (`LazyServer` is one), named here so the metrics import no server wiring."""
+
+    @property
+    def store(self) -> Iterable[Any]: ...
+    @property
+    def front(self) -> Upstreams | None: ...
+    @property
+    def gate(self) -> Refusals: ...
+    def rate_refusals(self) -> int: ...
 
 __all__ = ["Metrics", "MetricsMiddleware"]
 
@@ -79,13 +101,13 @@ class Metrics:
     def closed(self, session: str) -> None:
         self._found.pop(session, None)
 
-    def watch(self, server: LazyServer) -> None:
+    def watch(self, server: Observed) -> None:
         """Read the server's state at each scrape."""
         self.registry.register(_ServerState(server))
 
 
 class _ServerState(Collector):
-    def __init__(self, server: LazyServer) -> None:
+    def __init__(self, server: Observed) -> None:
         self.server = server
 
     def collect(self) -> Iterator[Metric]:

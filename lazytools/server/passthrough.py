@@ -1,11 +1,12 @@
-"""The server's side of passing upstream features through: each session as upstreams see it, and each request's
-origin (its progress, its own channel for logs and requests to the client)."""
+"""The server's side of passing upstream features through: what it needs from a front of upstream servers, each
+session as upstreams see it, and each request's origin (its progress, its own channel for logs and requests to the
+client), set once per request by `OriginMiddleware`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import mcp_types as types
 from mcp.server.connection import Connection, allowed_log_levels
@@ -13,20 +14,96 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
-from ..errors import LazyToolsError
-from ..sources.gateway.front import Front, UnknownPromptError, UnknownResourceError
-from ..sources.gateway.relay import CallOrigin, ClientSide, calling
+from ..errors import LazyToolsError, UnknownPromptError, UnknownResourceError
+from ..origin import LOG_LEVELS, CallOrigin, Clients, ClientSide, calling
+from ..sdk import CallNext, HandlerResult
 from .access import Access
 from .sessions import SessionState, SessionStore
 from .surface import is_stateless_era
 
-__all__ = ["LOG_LEVELS", "RESOURCE_NOT_FOUND", "PassThrough", "SessionClient", "SessionClients", "origin_of"]
+__all__ = ["FORWARDED", "RESOURCE_NOT_FOUND", "Front", "OriginMiddleware", "PassThrough", "SessionClient",
+           "SessionClients", "origin_of"]
 
 RESOURCE_NOT_FOUND = -32002
 """The spec's error code for resources/read of an unknown URI."""
 
-LOG_LEVELS: tuple[types.LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert",
-                                              "emergency")
+FORWARDED = frozenset({"tools/call", "prompts/get", "completion/complete", "resources/read", "resources/subscribe",
+                       "resources/unsubscribe", "resources/list"})
+"""The requests that run as their origin: those an upstream may serve, and resources/list, which what this
+session's results named shapes."""
+
+SessionOf = Callable[[ServerRequestContext[Any, Any]], SessionState | None]
+
+
+class UpstreamStatus(Protocol):
+    """What the server's metrics read of one upstream server."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def serving(self) -> bool: ...
+
+    @property
+    def connections(self) -> int: ...
+
+
+@runtime_checkable
+class Front(Protocol):
+    """What the server serves of upstream servers besides their tools (a source may expose one as `front`;
+    `sources/gateway/front.py` is the one): prompts, completions, resources and their subscriptions, and what
+    upstreams hear of client sessions (their opening and closing, log levels, roots changes)."""
+
+    def attach(self, clients: Clients) -> None:
+        """The server's sessions: where upstream messages outside a request go."""
+        ...
+
+    def list_prompts(self) -> list[types.Prompt]: ...
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult: ...
+
+    async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult: ...
+
+    def list_resources(self) -> list[types.Resource]: ...
+
+    def list_templates(self) -> list[types.ResourceTemplate]: ...
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult: ...
+
+    async def subscribe(self, uri: str, client: ClientSide) -> None: ...
+
+    async def unsubscribe(self, uri: str, client: ClientSide) -> None: ...
+
+    async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None: ...
+
+    async def roots_changed(self, client: ClientSide) -> None: ...
+
+    async def session_opened(self, client: ClientSide) -> None: ...
+
+    async def session_closed(self, key: str) -> None: ...
+
+    def prompt_server(self, name: str) -> str | None:
+        """The upstream server that serves the prompt `name` (for the audit trail), if any."""
+        ...
+
+    def uri_server(self, uri: str) -> str | None:
+        """The upstream server `uri` would be read from (for the audit trail), if any."""
+        ...
+
+    def template_server(self, template: str) -> str | None:
+        """The upstream server that lists resource template `template` (for the policy), if any."""
+        ...
+
+    def uri_memory(self, key: str) -> dict[str, list[str]]:
+        """The URIs session `key`'s results named, by upstream (kept in a shared session record)."""
+        ...
+
+    def restore_uri_memory(self, key: str, memory: dict[str, list[str]]) -> None:
+        """Routing for session `key` as its shared record has it."""
+        ...
+
+    @property
+    def upstreams(self) -> Sequence[UpstreamStatus]: ...
 
 
 class SessionClient:
@@ -75,11 +152,26 @@ def origin_of(ctx: ServerRequestContext[Any, Any], client: ClientSide | None) ->
     )
 
 
+class OriginMiddleware:
+    """`ServerMiddleware`: each request that an upstream may serve runs as its origin (`lazytools.origin`), so
+    what the upstream sends meanwhile (progress, logs, requests for the client) goes back to that request."""
+
+    def __init__(self, session_of: SessionOf) -> None:
+        self._session_of = session_of
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.request_id is None or ctx.method not in FORWARDED:
+            return await call_next(ctx)
+        state = self._session_of(ctx)
+        with calling(origin_of(ctx, state.client if state is not None else None)):
+            return await call_next(ctx)
+
+
 class PassThrough:
     """The server's handlers for what upstreams offer besides tools (gateway only): prompts, resources, logging
-    levels, roots changes. Each forwarded request runs as its origin, like a tool call."""
+    levels, roots changes. Each forwarded request runs as its origin (`OriginMiddleware`), like a tool call."""
 
-    def __init__(self, front: Front, session_of: Callable[[ServerRequestContext[Any, Any]], SessionState | None],
+    def __init__(self, front: Front, session_of: SessionOf,
                  access: Callable[[], Access], refused: Callable[[str], None] = lambda kind: None) -> None:
         self.front = front
         self._session_of = session_of
@@ -113,14 +205,14 @@ class PassThrough:
 
     async def get_prompt(self, ctx: ServerRequestContext[Any, Any],
                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        with _boundary(), calling(origin_of(ctx, self._client(ctx))):
+        with _boundary():
             self._check_prompt(params.name)
             return await self.front.get_prompt(params.name, params.arguments)
         raise AssertionError("unreachable")  # mypy: _boundary re-raises
 
     async def complete(self, ctx: ServerRequestContext[Any, Any],
                        params: types.CompleteRequestParams) -> types.CompleteResult:
-        with _boundary(), calling(origin_of(ctx, self._client(ctx))):
+        with _boundary():
             ref = params.ref
             if isinstance(ref, types.PromptReference):
                 self._check_prompt(ref.name)
@@ -131,11 +223,10 @@ class PassThrough:
 
     async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
         access, front = self._access(), self.front
-        with calling(origin_of(ctx, self._client(ctx))):  # what this session's results named shapes its list
-            return types.ListResourcesResult(resources=[
-                resource for resource in front.list_resources()
-                if access.resource(resource.uri, front.uri_server(resource.uri))])
-        raise AssertionError("unreachable")
+        # Runs as its origin (OriginMiddleware): what this session's results named shapes its list.
+        return types.ListResourcesResult(resources=[
+            resource for resource in front.list_resources()
+            if access.resource(resource.uri, front.uri_server(resource.uri))])
 
     async def list_templates(self, ctx: ServerRequestContext[Any, Any],
                              params: Any) -> types.ListResourceTemplatesResult:
@@ -146,7 +237,7 @@ class PassThrough:
 
     async def read_resource(self, ctx: ServerRequestContext[Any, Any],
                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        with _boundary(), calling(origin_of(ctx, self._client(ctx))):
+        with _boundary():
             self._check_uri(str(params.uri))
             return await self.front.read_resource(str(params.uri))
         raise AssertionError("unreachable")
@@ -156,7 +247,7 @@ class PassThrough:
         client = self._client(ctx)
         if client is None:
             raise MCPError(code=types.INVALID_REQUEST, message="Subscriptions need a session")
-        with _boundary(), calling(origin_of(ctx, client)):
+        with _boundary():
             self._check_uri(str(params.uri))
             await self.front.subscribe(str(params.uri), client)
         return types.EmptyResult()
@@ -165,7 +256,7 @@ class PassThrough:
                           params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         client = self._client(ctx)
         if client is not None:
-            with _boundary(), calling(origin_of(ctx, client)):
+            with _boundary():
                 await self.front.unsubscribe(str(params.uri), client)
         return types.EmptyResult()
 

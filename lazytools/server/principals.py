@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 
 from ..identity import ANONYMOUS, SCOPE_KEY, Principal, acting_as
+from ..sdk import CallNext, HandlerResult
 
 __all__ = ["PrincipalMiddleware", "principal_of"]
 

@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..entry import ToolEntry
+from ..modes import Surface
 from ..safetext import clip
 from ..search import Hit
 from ..search.selection import Selection
 from ..validation import compact_json, schema_text
-from .surface import Surface
 
 __all__ = [
     "CLAUSE_ECHO",

@@ -22,11 +22,10 @@ from pydantic import ValidationError
 
 from ..safetext import clip
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "deliverable", "replace_surrogates"]
+__all__ = ["deliverable", "replace_surrogates"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _NOTE_ROOM = 400
 """Bytes kept free for the note that says a result was cut."""

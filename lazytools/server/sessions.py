@@ -10,12 +10,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from .surface import Surface
+from ..modes import Surface
 
 if TYPE_CHECKING:
     from anyio import CapacityLimiter
 
-    from ..sources.gateway.relay import ClientSide
+    from ..origin import ClientSide
 
 __all__ = ["MemorySessionStore", "SessionState", "SessionStore"]
 

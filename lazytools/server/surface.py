@@ -3,27 +3,23 @@
 Dynamic: the session's tools/list grows as search enables tools, and the client hears `list_changed`.
 Proxy: tools/list is static (pinned tools and the meta-tools); found tools are called through invoke_tool.
 A request without a session (stateless HTTP, the 2026-07-28 protocol) always gets the proxy surface.
-
-This module imports nothing of lazytools, so `settings` can take `Mode` and `Surface` from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ..modes import Mode, Surface
 
 if TYPE_CHECKING:
     from .access import Access
     from .sessions import SessionState
 
-__all__ = ["Mode", "SessionView", "Surface", "choose_surface", "is_stateless_era"]
-
-Mode = Literal["auto", "dynamic", "proxy"]
-"""The user's choice: `auto` follows the client table, the others force a surface where the protocol allows."""
-Surface = Literal["dynamic", "proxy"]
+__all__ = ["SessionView", "choose_surface", "is_stateless_era"]
 
 
 def is_stateless_era(protocol_version: str) -> bool:

@@ -4,7 +4,7 @@
 - `jsonl`: a tools file, described but not runnable (benchmark catalogs, exported tool lists).
 - `gateway`: the upstream MCP servers of a config file, kept connected.
 
-Tool names follow one policy (`lazytools.names`), whatever the source.
+Tool names follow one policy (`lazytools.toolnames`), whatever the source.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ __all__ = ["Source", "StaticSource"]
 
 
 class Source(Protocol):
-    """A source of tools: `open(catalog)` fills its groups and keeps them current until the context ends."""
+    """A source of tools: `open(catalog)` fills its groups and keeps them current until the context ends.
+
+    What `open` yields may have a `front` (`server.passthrough.Front`): the server then serves what the source
+    offers besides tools (the gateway's prompts and resources) and tells it of client sessions."""
 
     def open(self, catalog: Catalog) -> AbstractAsyncContextManager[object]: ...
 

@@ -19,7 +19,7 @@ import mcp_types as types
 from ..catalog import Catalog, Group
 from ..entry import CallFn, ToolEntry
 from ..errors import ConfigError, ToolExecutionError
-from ..names import MAX_NAME_LENGTH, clean_name, unique_name
+from ..toolnames import MAX_NAME_LENGTH, clean_name, unique_name
 
 __all__ = ["JsonlCatalog", "JsonlSource", "JsonlTool", "load_jsonl_catalog", "read_jsonl", "read_tools"]
 

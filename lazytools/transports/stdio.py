@@ -18,8 +18,10 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from ..streams import WatchedReadStream
+
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
-    from ..sdk import ReadStream, WriteStream
+    from ..sdk import WriteStream
 
 __all__ = ["DRAIN_TIMEOUT", "PipeLines", "Unanswered", "serve_stdio"]
 
@@ -46,16 +48,17 @@ class Unanswered:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def received(self, item: SessionMessage | Exception) -> None:
-        """A message as the SDK parsed it; what it could not parse ("jsonrpc": "1.0", arrays) comes as an
-        exception and is owed no answer."""
+    def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
+        """Count a message as the SDK parsed it, and pass it on; what it could not parse ("jsonrpc": "1.0",
+        arrays) comes as an exception and is owed no answer."""
         if not isinstance(item, SessionMessage):
-            return
+            return item
         message = item.message
         if isinstance(message, types.JSONRPCRequest) and message.method not in _OPEN_ENDED:
             self._ids.add(_key(message.id))
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             self._done((message.params or {}).get("requestId"))  # a cancelled request gets no answer
+        return item
 
     def sent(self, item: SessionMessage) -> None:
         if isinstance(item.message, (types.JSONRPCResponse, types.JSONRPCError)):
@@ -76,48 +79,6 @@ class Unanswered:
 
 def _key(request_id: Any) -> str:
     return json.dumps(request_id)
-
-
-class _WatchedReads:
-    """The server's read stream: each message is counted in `Unanswered`, and its end waits for the answers."""
-
-    def __init__(self, inner: ReadStream[SessionMessage | Exception], unanswered: Unanswered) -> None:
-        self._inner = inner
-        self._unanswered = unanswered
-
-    @property
-    def last_context(self) -> Any:  # the sender's context, which the SDK looks up by this name
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> SessionMessage | Exception:
-        try:
-            item = await self._inner.receive()
-        except anyio.EndOfStream:
-            await self._unanswered.drain()
-            raise
-        self._unanswered.received(item)
-        return item
-
-    def __aiter__(self) -> _WatchedReads:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReads:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 class _WatchedWrites:
@@ -204,5 +165,7 @@ async def serve_stdio(server: Server) -> None:
             lines = PipeLines(stdin_fd)
         read_stream, write_stream = await stack.enter_async_context(stdio_server(stdin=lines))  # type: ignore[arg-type]
         unanswered = Unanswered()
-        await server.run(_WatchedReads(read_stream, unanswered), _WatchedWrites(write_stream, unanswered),
+        reads: WatchedReadStream[SessionMessage | Exception] = WatchedReadStream(
+            read_stream, on_item=unanswered.received, on_end=unanswered.drain)
+        await server.run(reads, _WatchedWrites(write_stream, unanswered),
                          server.create_initialization_options())

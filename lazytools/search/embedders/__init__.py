@@ -44,8 +44,8 @@ __all__ = [
 ]
 
 DEFAULT_EMBEDDER = "minilm+wordllama"
-"""The semantic mode unless a setting names another: as served on MetaTool R@5 .805 / .813 (even / odd) against
-MiniLM's .795 / .807, and on the multi-server dev set .847 against .833, for 0.2 ms more a query (docs/search.md)."""
+"""The semantic mode unless a setting names another: the pair found more of the wanted tools than either encoder
+alone on every set, for a fraction of a millisecond more a query (the figures: docs/search.md, docs/search-log.md)."""
 _BUILTIN: dict[str, Callable[[], Embedder]] = {"minilm": load_minilm, "wordllama": load_wordllama}
 
 

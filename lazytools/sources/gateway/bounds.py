@@ -14,12 +14,13 @@ kept every one of them in memory (break-gateway r14: 105 -> 413 MB, not given ba
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+from ...entry import compact_json
 
 __all__ = ["MAX_NOTE_CHARS", "MAX_PENDING_PROGRESS", "ProgressGate", "bound_notification", "clip_text"]
 
@@ -42,7 +43,7 @@ def _clipped_data(data: Any) -> Any:
     if isinstance(data, int | float | bool) or data is None:
         return data
     try:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        text = compact_json(data)
     except (TypeError, ValueError):
         return clip_text(str(data))
     return data if len(text) <= MAX_NOTE_CHARS else clip_text(text)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.alias_generators import to_camel
 
 from ...errors import ConfigError
-from ...names import MAX_PREFIX_LENGTH, public_tool_name, server_prefix
+from ...toolnames import MAX_PREFIX_LENGTH, public_tool_name, server_prefix
 from .configtext import expand_tree, strip_jsonc, workspace_of
 
 __all__ = [

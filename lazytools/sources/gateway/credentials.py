@@ -20,9 +20,10 @@ import httpx2
 from ...auth.exchange import ExchangeError, ExchangeRequest, TokenExchanger
 from ...errors import UpstreamError
 from ...identity import Principal, current_principal
+from ...origin import current_origin, session_key
 from ...settings import Settings
 from .config import HttpServer, Identity
-from .relay import USER_OWNER, current_origin, session_key
+from .relay import USER_OWNER
 from .scoped import SessionUpstreams
 from .upstream import Upstream
 

@@ -19,31 +19,20 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from ...errors import LazyToolsError
-from ...names import public_tool_name, unique_name
+from ...errors import LazyToolsError, UnknownPromptError, UnknownResourceError
+from ...origin import LOG_LEVELS, Clients, ClientSide, current_origin, session_key
 from ...safetext import clip
+from ...toolnames import public_tool_name, unique_name
+from ...uris import UnsafeUriError, normalised, uri_forms
 from .offerings import uris_in
-from .relay import ClientSide, Clients, Relay, current_origin, session_key
+from .relay import Relay
 from .scoped import SessionUpstreams
 from .upstream import Upstream
-from .uris import UnsafeUriError, normalised, uri_forms
 
 __all__ = ["Front", "UnknownPromptError", "UnknownResourceError"]
 
 logger = logging.getLogger(__name__)
 
-_LEVELS: tuple[types.LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert",
-                                           "emergency")
-
-
-class UnknownPromptError(LazyToolsError, KeyError):
-    def __str__(self) -> str:
-        return f"Unknown prompt {self.args[0]!r}"
-
-
-class UnknownResourceError(LazyToolsError, KeyError):
-    def __str__(self) -> str:
-        return f"No upstream server serves resource {self.args[0]!r}"
 
 
 class Front:
@@ -120,7 +109,7 @@ class Front:
             params = params.model_copy(update={"ref": ref.model_copy(update={"name": prompt.name})})
         else:
             upstream = next((u for u in self.upstreams for t in u.offerings.templates if t.uri_template == ref.uri),
-                            None) or self.owner_of(ref.uri)
+                            None) or self.upstream_for(ref.uri)
         if not upstream.completes:
             return types.CompleteResult(completion=types.Completion(values=[]))
         result: types.CompleteResult = await upstream.request(types.CompleteRequest(params=params),
@@ -232,7 +221,7 @@ class Front:
         return (self._matches(tuple(t.uri_template for t in upstream.offerings.templates), uri)
                 and not self._blocked(upstream, uri))
 
-    def owner_of(self, uri: str) -> Upstream:
+    def upstream_for(self, uri: str) -> Upstream:
         """The upstream that serves `uri` for the session being served (see the module's docstring for the
         order); servers whose config keeps `uri` out are never chosen."""
         candidates = [u for u in self.upstreams if not self._blocked(u, uri)]
@@ -251,19 +240,19 @@ class Front:
     def uri_server(self, uri: str) -> str | None:
         """The server `uri` would be read from now, if any."""
         try:
-            return self.owner_of(uri).name
+            return self.upstream_for(uri).name
         except UnknownResourceError:
             return None
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        upstream = self.owner_of(uri)
+        upstream = self.upstream_for(uri)
         request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
         result: types.ReadResourceResult = await upstream.request(request, types.ReadResourceResult,
                                                                   f"resource {clip(uri)!r}")
         return result
 
     async def subscribe(self, uri: str, client: ClientSide) -> None:
-        upstream = self.owner_of(uri)
+        upstream = self.upstream_for(uri)
         if not upstream.offerings.subscribe:
             raise LazyToolsError(f"Upstream server {upstream.name!r} does not offer resource subscriptions")
         # The connection that serves this session: its own for `"scope": "session"`, else the shared one.
@@ -364,7 +353,7 @@ class Front:
         if not self._levels:
             return  # no session ever asked: upstreams keep their own default
         keys = {c.key for c in self.relay.clients if c.key != gone} | set(self._levels)
-        lowest = min((self._levels.get(key, "debug") for key in keys), key=_LEVELS.index, default=None)
+        lowest = min((self._levels.get(key, "debug") for key in keys), key=LOG_LEVELS.index, default=None)
         if lowest is None or lowest == self._upstream_level:
             return
         self._upstream_level = lowest

@@ -16,13 +16,13 @@ from ...auth.issuer import Issuer
 from ...catalog import Catalog
 from ...errors import ConfigError
 from ...safetext import redact_secrets_in_logs
-from ...settings import Settings
+from ...settings import CHAIN_VARIABLE, Settings
 from .config import GatewayConfig, HttpServer, Identity, load_config
 from .credentials import UserUpstreams
 from .front import Front
 from .relay import Relay
 from .scoped import SessionUpstreams
-from .upstream import CHAIN_VARIABLE, Backoff, Upstream
+from .upstream import Backoff, Upstream
 
 __all__ = ["Backoff", "Gateway", "GatewaySource", "open_gateway"]
 

@@ -5,101 +5,25 @@ for sampling, elicitation or roots). The server sets `calling(origin)` around ea
 reads it when the call starts and keeps the origin among its calls in flight. Over HTTP the SDK runs an upstream's
 messages in the context of the request they ride on, so `current_origin()` names the call exactly there; over
 stdio nothing on the wire says which call a log message or a request belongs to, so the upstream falls back to its
-calls in flight (`Inflight.owner`).
+calls in flight (`Inflight.sole_origin`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["USER_OWNER", "CallOrigin", "ClientSide", "Clients", "Inflight", "Relay", "calling", "current_origin",
-           "session_key"]
+from ...origin import CallOrigin, Clients, ClientSide, current_origin
+
+__all__ = ["USER_OWNER", "Inflight", "Relay"]
 
 logger = logging.getLogger(__name__)
-
-
-class ClientSide(Protocol):
-    """One client session as upstreams see it (the server implements it)."""
-
-    @property
-    def key(self) -> str: ...
-
-    @property
-    def capabilities(self) -> types.ClientCapabilities | None: ...
-
-    def wants_log(self, level: types.LoggingLevel) -> bool:
-        """Whether this session's `logging/setLevel` lets a message of `level` through."""
-        ...
-
-    async def notify(self, notification: types.ServerNotification) -> None:
-        """Send on the session's standalone channel (best effort)."""
-        ...
-
-    async def request(self, request: types.ServerRequest, result_type: type[Any]) -> Any:
-        """Send a request to the client on the session's standalone channel and return its typed result."""
-        ...
-
-
-class Clients(Protocol):
-    """Every client session the server holds now."""
-
-    def __iter__(self) -> Iterator[ClientSide]: ...
-
-    def get(self, key: str) -> ClientSide | None: ...
-
-
-Progress = Callable[[float, float | None, str | None], Awaitable[None]]
-
-
-@dataclass(eq=False, slots=True)
-class CallOrigin:
-    """One client request being served by an upstream: where its progress, logs and requests go."""
-
-    client: ClientSide | None
-    """The session; None for a request outside any session (stateless HTTP, 2026-07-28)."""
-    progress: Progress | None = None
-    """Reports progress against the client's own progressToken; None when the client gave none."""
-    notify: Callable[[types.ServerNotification], Awaitable[None]] | None = None
-    """Sends on the request's own channel (on HTTP, its response stream)."""
-    request: Callable[[types.ServerRequest, type[Any]], Awaitable[Any]] | None = None
-    """Sends a request to the client on the request's own channel; None where the protocol has none (2026-07-28)."""
-    log_levels: frozenset[str] | None = None
-    """Levels this request may carry (2026-07-28 opt-in per request); None: the session's setLevel decides."""
-
-    def wants_log(self, level: types.LoggingLevel) -> bool:
-        if self.log_levels is not None:
-            return level in self.log_levels
-        return self.client is None or self.client.wants_log(level)
-
-
-_current: ContextVar[CallOrigin | None] = ContextVar("lazytools_call_origin", default=None)
-
-
-def current_origin() -> CallOrigin | None:
-    return _current.get()
-
-
-def session_key(origin: CallOrigin | None) -> str | None:
-    """The key of the session `origin` belongs to; None outside any session (stateless HTTP, no request)."""
-    return origin.client.key if origin is not None and origin.client is not None else None
-
-
-@contextmanager
-def calling(origin: CallOrigin | None) -> Iterator[None]:
-    """Mark the code inside as serving `origin` (the server wraps each forwarded request in it)."""
-    token = _current.set(origin)
-    try:
-        yield
-    finally:
-        _current.reset(token)
 
 
 @dataclass(slots=True)
@@ -133,7 +57,7 @@ class Inflight:
         keys = {origin.client.key for origin in self.origins if origin.client is not None}
         return len(keys) + sum(1 for origin in self.origins if origin.client is None)
 
-    def owner(self) -> CallOrigin | None:
+    def sole_origin(self) -> CallOrigin | None:
         """The request a message without any marking belongs to, when only one session has requests in flight
         (its latest); None when none has, or when several have and nothing tells them apart."""
         if not self.origins:
@@ -200,7 +124,7 @@ class Relay:
         """Pass an upstream's `notifications/message` on, with the server's name in front of its `logger`."""
         params = params.model_copy(update={"logger": f"{server}/{params.logger}" if params.logger else server})
         note = types.LoggingMessageNotification(params=params)
-        origin = current_origin() or inflight.owner()
+        origin = current_origin() or inflight.sole_origin()
         if origin is not None and _serves(origin, owner):
             if origin.wants_log(params.level) and origin.notify is not None:
                 await origin.notify(note)
@@ -228,7 +152,7 @@ class Relay:
             # without a session counts, or a session would answer a stateless caller's question with its data).
             return _unknown_caller(server, request, "calls of several clients are in flight on it (a request "
                                                     "without a session counts as a client of its own)")
-        origin = origin or inflight.owner()
+        origin = origin or inflight.sole_origin()
         client: ClientSide | None
         if origin is not None and _serves(origin, owner):
             client = origin.client

@@ -15,7 +15,6 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Literal, TextIO
 
 import anyio
@@ -33,30 +32,27 @@ from opentelemetry.trace import SpanKind
 from pydantic import ValidationError
 
 from ...catalog import Catalog, Group
-from ...entry import ToolEntry, first_sentence
 from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
-from ...names import public_tool_name, unique_name
-from ...safetext import clip, redact_secrets
+from ...origin import current_origin, session_key
+from ...safetext import redact_secrets
 from ...sdk import create_mcp_http_client
-from ...settings import Settings
-from .config import HttpServer, ServerConfig
+from ...settings import CHAIN_VARIABLE, Settings
+from ...streams import WatchedReadStream
 from .bounds import ProgressGate, bound_notification
+from .config import HttpServer, ServerConfig
 from .listing import screen_listing
 from .offerings import NamedUris, Offerings, list_offerings, uris_in
-from .relay import Inflight, Relay, current_origin, session_key
-from .stdio import stdio_client
+from .relay import Inflight, Relay
 from .stderr import StderrTail, labelled_stderr
+from .stdio import stdio_client
+from .tools import list_tools, summary_of, tool_entries
 
-__all__ = ["CHAIN_VARIABLE", "Backoff", "State", "Upstream", "describe_failure"]
+__all__ = ["Backoff", "State", "Upstream", "describe_failure"]
 
 logger = logging.getLogger(__name__)
 _tracer = trace.get_tracer("lazytools")
 
 _CLIENT_INFO = types.Implementation(name="lazytools-gateway", version="0.1")
-CHAIN_VARIABLE = "LAZYTOOLS_FRONTED_CONFIGS"
-"""Set for stdio upstreams: the config files of the lazytools processes above them, to refuse endless recursion."""
-_MAX_PAGES = 100
-"""Bound on tools/list pagination: a server whose cursor never ends cannot hang a refresh."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,16 +317,9 @@ class Upstream:
 
     async def _refresh(self, client: Client) -> None:
         """List the upstream's tools and replace this server's catalog group if anything changed."""
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await client.session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
-            tools += page.tools
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        group = Group(self.name, self._summary(client))
-        entries = self._entries(tools)
+        tools = await list_tools(client)
+        group = Group(self.name, summary_of(self.config, client))
+        entries = tool_entries(self.name, self.config, tools, call=self.call, pinned=self.pinned)
         if group in self.catalog.groups and entries == self.catalog.in_group(self.name):
             return  # a reconnection or a list_changed that changed nothing: no index rebuild, no notifications
         await self.catalog.update_group(group, entries)
@@ -359,47 +348,6 @@ class Upstream:
                                               types.EmptyResult)
         except Exception as exc:  # its tools still serve, at its own default level
             logger.info("upstream %r: setting its log level failed: %s", self.name, describe_failure(exc))
-
-    def _summary(self, client: Client) -> str:
-        info = client.server_info
-        for text in (self.config.description, info.description if info else None, client.instructions,
-                     info.title if info else None):
-            if text and text.strip():
-                return first_sentence(text, limit=200)
-        return ""
-
-    def _entries(self, tools: list[types.Tool]) -> list[ToolEntry]:
-        config = self.config
-        allowed = [tool for tool in tools if config.allows(tool.name)]
-        for pattern in config.unmatched_includes([tool.name for tool in tools]):
-            logger.warning("upstream %r: include %s matches none of its tools", self.name, clip(repr(pattern)))
-        entries: list[ToolEntry] = []
-        taken: set[str] = set()
-        seen: set[str] = set()
-        for tool in allowed:
-            if tool.name in seen:
-                logger.warning("upstream %r lists tool %s twice; keeping the first", self.name, clip(repr(tool.name)))
-                continue
-            seen.add(tool.name)
-            # unique_name only matters when two upstream names sanitise and hash alike: collisions stay impossible.
-            name = unique_name(public_tool_name(config.tool_prefix, tool.name), taken, "-")
-            taken.add(name)
-            entries.append(ToolEntry(
-                name=name,
-                group=self.name,
-                description=tool.description or tool.title or "",
-                input_schema=tool.input_schema,
-                call=partial(self.call, tool.name),
-                title=tool.title,
-                output_schema=tool.output_schema,
-                annotations=tool.annotations,
-                source_name=tool.name,
-                pinned=self.pinned,
-                icons=tuple(tool.icons) if tool.icons is not None else None,
-                execution=tool.execution,
-                meta=tool.meta,
-            ))
-        return entries
 
     # -- calls ------------------------------------------------------------------------------------------------
 
@@ -550,44 +498,13 @@ class _Screen:
 
 @asynccontextmanager
 async def _watched(transport: AbstractAsyncContextManager[Any], on_end: Callable[[], None],
-                   screen: Callable[[Any], Any] = lambda item: item) -> AsyncIterator[Any]:
+                   screen: Callable[[Any], Any]) -> AsyncIterator[Any]:
     """The transport's streams, with a read stream that reports its end (how a crashed stdio server is noticed
     without a request in flight) and screens each message on its way in."""
+
+    async def ended() -> None:
+        on_end()
+
     async with transport as (read_stream, write_stream):
-        yield _WatchedReadStream(read_stream, on_end, screen), write_stream
-
-
-class _WatchedReadStream:
-    def __init__(self, inner: Any, on_end: Callable[[], None], screen: Callable[[Any], Any]) -> None:
-        self._inner = inner
-        self._on_end = on_end
-        self._screen = screen
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)  # e.g. `last_context`, which the dispatcher reads when present
-
-    async def receive(self) -> Any:
-        try:
-            return self._screen(await self._inner.receive())
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_end()
-            raise
-
-    def __aiter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return self._screen(await self._inner.__anext__())
-        except (StopAsyncIteration, anyio.ClosedResourceError):
-            self._on_end()
-            raise
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        yield WatchedReadStream(read_stream, on_item=screen, on_end=ended,
+                                ends=(anyio.EndOfStream, anyio.ClosedResourceError)), write_stream

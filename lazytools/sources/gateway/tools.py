@@ -1,0 +1,84 @@
+"""An upstream's tools as catalog entries: every page of its `tools/list`, its one-line summary, and the config's
+include/exclude and prefix applied (names made public and unique)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+import mcp_types as types
+from mcp import Client
+
+from ...entry import ToolEntry, first_sentence
+from ...safetext import clip
+from ...toolnames import public_tool_name, unique_name
+from .config import ServerConfig
+
+__all__ = ["MAX_PAGES", "list_tools", "summary_of", "tool_entries"]
+
+logger = logging.getLogger(__name__)
+
+MAX_PAGES = 100
+"""Bound on tools/list pagination: a server whose cursor never ends cannot hang a refresh."""
+
+Call = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
+
+
+async def list_tools(client: Client) -> list[types.Tool]:
+    """Every tool the upstream lists, page after page (at most MAX_PAGES)."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await client.session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+        tools += page.tools
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def summary_of(config: ServerConfig, client: Client) -> str:
+    """The upstream's group summary: the config's description, else the first sentence it says of itself."""
+    info = client.server_info
+    for text in (config.description, info.description if info else None, client.instructions,
+                 info.title if info else None):
+        if text and text.strip():
+            return first_sentence(text, limit=200)
+    return ""
+
+
+def tool_entries(server: str, config: ServerConfig, tools: list[types.Tool], *, call: Call,
+                 pinned: bool) -> list[ToolEntry]:
+    """The catalog entries of `server`'s `tools` that its config allows; each calls `call(upstream name, args)`."""
+    allowed = [tool for tool in tools if config.allows(tool.name)]
+    for pattern in config.unmatched_includes([tool.name for tool in tools]):
+        logger.warning("upstream %r: include %s matches none of its tools", server, clip(repr(pattern)))
+    entries: list[ToolEntry] = []
+    taken: set[str] = set()
+    seen: set[str] = set()
+    for tool in allowed:
+        if tool.name in seen:
+            logger.warning("upstream %r lists tool %s twice; keeping the first", server, clip(repr(tool.name)))
+            continue
+        seen.add(tool.name)
+        # unique_name only matters when two upstream names sanitise and hash alike: collisions stay impossible.
+        name = unique_name(public_tool_name(config.tool_prefix, tool.name), taken, "-")
+        taken.add(name)
+        entries.append(ToolEntry(
+            name=name,
+            group=server,
+            description=tool.description or tool.title or "",
+            input_schema=tool.input_schema,
+            call=partial(call, tool.name),
+            title=tool.title,
+            output_schema=tool.output_schema,
+            annotations=tool.annotations,
+            source_name=tool.name,
+            pinned=pinned,
+            icons=tuple(tool.icons) if tool.icons is not None else None,
+            execution=tool.execution,
+            meta=tool.meta,
+        ))
+    return entries
