@@ -396,8 +396,8 @@ class UsagePrior:
                     row = nested.setdefault(key, {})
                     for tool, value in inner.items():
                         row[tool] = row.get(tool, 0.0) + value
-            for key, value in other.sessions.items():
-                self.sessions[key] = self.sessions.get(key, 0) + value
+            for pair, seen in other.sessions.items():
+                self.sessions[pair] = self.sessions.get(pair, 0) + seen
             for counted in other._counted:
                 self._counted[counted] = None
             self.search_count += other.search_count

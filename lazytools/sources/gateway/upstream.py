@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from ...catalog import Catalog, Group
 from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from ...origin import current_origin, session_key
-from ...safetext import redact_secrets
+from ...safetext import clip, redact_secrets
 from ...sdk import create_mcp_http_client
 from ...settings import CHAIN_VARIABLE, Settings
 from ...streams import WatchedReadStream
