@@ -1,11 +1,13 @@
 """Search that learns from use, evaluated offline: usage replayed from one half of the dev set's tasks, then R@5 as
 served with and without the prior learnt from it.
 
-    python -m benchmarks.learning [--history even|odd] [--semantic]
+    python -m benchmarks.learning [--history even|odd] [--semantic] [--sessions N]
 
 History: every task of the history half is searched as served (no prior); its search is recorded with what it
 returned and enabled, and each tool the task needs is recorded as called after it, in the task's order (of
-equivalent tools, the one the search returned, else the first labelled: the one a user would have gone on to find).
+equivalent tools, the one the search returned, else the first labelled: the one a user would have gone on to find),
+in `--sessions` distinct sessions (3 by default: learning counts a pattern only once at least three sessions show it,
+so one replay of each task, as if one user did it once, teaches nothing by design).
 Then, with the prior built from those records, R@5 as served on:
 - `usage.jsonl`: paraphrases (`paraphrase`) and related requests (`related`) of even-half tasks, written before any
   search ran on them (must lift);
@@ -41,13 +43,14 @@ def _searcher(catalog: Catalog, index: SearchIndex, ids: dict[str, str],
 
 
 def replay(history: Sequence[LabelledQuery], search: Callable[[str], tuple[list[str], list[str]]],
-           names: dict[str, str], *, now: float) -> UsagePrior:
-    """The prior learnt from each task of `history` searched once and its needed tools then called."""
+           names: dict[str, str], *, now: float, sessions: int = 3) -> UsagePrior:
+    """The prior learnt from each task of `history` searched and its needed tools then called, in `sessions`
+    distinct sessions."""
     prior = UsagePrior(origin=now)
-    for number, task in enumerate(history):
+    runs = [(f"replay-{number}-{copy}", task) for number, task in enumerate(history) for copy in range(sessions)]
+    for session, task in runs:
         returned, enabled = search(task.query)
         terms = hashed_terms(task.query)
-        session = f"replay-{number}"
         prior.add(SearchRecord(id=session, at=now, session=session, terms=terms,
                                returned=tuple(names[i] for i in returned), enabled=tuple(names[i] for i in enabled)))
         before: str | None = None
@@ -64,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--history", choices=["even", "odd"], default="even")
     parser.add_argument("--semantic", action="store_true")
+    parser.add_argument("--sessions", type=int, default=3, help="distinct sessions each history task is replayed in")
     args = parser.parse_args(argv)
     loaded = load_jsonl_catalog(DATA / "tools.jsonl")
     catalog, ids = loaded.catalog, loaded.ids
@@ -72,13 +76,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     other = "odd" if args.history == "even" else "even"
     history = read_queries(DATA / "queries.jsonl", half=args.history)
     now = time.time()
-    prior = replay(history, _searcher(catalog, index, ids, None), names, now=now)
+    prior = replay(history, _searcher(catalog, index, ids, None), names, now=now, sessions=args.sessions)
     sets = {
         "usage.jsonl": read_queries(DATA / "usage.jsonl"),
         f"queries.jsonl, {other} half": read_queries(DATA / "queries.jsonl", half=other),
         f"queries.jsonl, {args.history} half (the history itself)": history,
     }
-    print(f"History: {len(history)} tasks of the {args.history} half; {'semantic' if args.semantic else 'BM25'}; "
+    print(f"History: {len(history)} tasks of the {args.history} half, each in {args.sessions} sessions; {'semantic' if args.semantic else 'BM25'}; "
           f"R@{LIMIT} as served")
     print(f"{'set':<52} {'split':<11} {'no prior':>8} {'empty':>8} {'learnt':>8}")
     for label, queries in sets.items():

@@ -5,6 +5,8 @@ The CLI calls these, one each; nothing below the CLI imports this module."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import signal
 import sys
@@ -35,8 +37,8 @@ from .telemetry import configure_tracing
 if TYPE_CHECKING:
     from .state.redis import RedisState
 
-__all__ = ["bundled_catalog", "configure_logging", "open_catalog", "open_server", "open_state", "serve",
-           "sources_for"]
+__all__ = ["bundled_catalog", "check_replicas_agree", "configure_logging", "open_catalog", "open_server", "open_state",
+           "replica_fingerprint", "serve", "sources_for"]
 
 logger = logging.getLogger("lazytools")
 
@@ -200,6 +202,7 @@ async def _serve_on(server: LazyServer, settings: Settings) -> int | None:
         if settings.state_url is None:
             return await _until_stopped(serve_http(server, settings))
         async with open_state(settings) as state:  # replicas: sessions in Redis (docs/scaling.md)
+            await check_replicas_agree(state, server)
             SharedSessions(server, state).install()
             return await _until_stopped(serve_http(server, settings, state=state))
     from .transports.stdio import serve_stdio
@@ -207,6 +210,27 @@ async def _serve_on(server: LazyServer, settings: Settings) -> int | None:
     if settings.state_url is not None:
         logger.warning("LAZYTOOLS_STATE_URL is for HTTP replicas; a stdio session lives in this process")
     return await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
+
+
+def replica_fingerprint(server: LazyServer) -> str:
+    """What every replica sharing sessions must agree on: the settings that shape a session's record, and the
+    tools it may name."""
+    settings = server.settings
+    shaping = {"max_enabled": settings.max_enabled, "always_available_tools": sorted(settings.always_available_tools),
+               "session_idle_timeout": settings.session_idle_timeout, "tools": sorted(server.catalog.names())}
+    return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
+
+
+async def check_replicas_agree(state: RedisState, server: LazyServer) -> None:
+    """Warn when the replica started before this one had other settings or tools: sessions they share would change
+    as they move between them (one trims another's enabled tools, a tool missing here is dropped). A warning, not a
+    refusal: a rolling upgrade that changes settings passes through this state on purpose."""
+    mine = replica_fingerprint(server)
+    theirs = await state.agree(mine)
+    if theirs is not None:
+        logger.warning("REPLICAS DISAGREE: the replica started before this one sharing LAZYTOOLS_STATE_URL had other "
+                       "settings or tools (fingerprint %s, here %s); sessions moving between them change. Give every "
+                       "replica the same settings and configuration (docs/scaling.md)", theirs, mine)
 
 
 @asynccontextmanager
@@ -219,7 +243,8 @@ async def open_state(settings: Settings) -> AsyncIterator[RedisState]:
                        timeout=settings.state_timeout, prefix=settings.state_prefix)
     async with state.running():
         if not await state.ping():  # served anyway: /readyz says 503 until Redis answers
-            logger.warning("the session store (LAZYTOOLS_STATE_URL) does not answer yet; /readyz is 503 until it does")
+            logger.warning("the session store (LAZYTOOLS_STATE_URL) does not answer yet (%s); /readyz is 503 until "
+                           "it does", state.last_error)
         yield state
 
 

@@ -233,7 +233,11 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         async with app.open_server(settings) as server:
             print(report.surface_report(server))
     elif args.command == "usage":
-        print(report.usage_report(settings.embedding_cache_dir(), limit=args.limit))
+        try:
+            print(report.usage_report(settings.embedding_cache_dir(), limit=args.limit))
+        except report.UsageUnreadable as exc:
+            print(f"lazytools: {exc}", file=sys.stderr)
+            return 1
     elif args.command == "eval":
         from .evaluate import run_eval
 

@@ -18,7 +18,11 @@ from .server.rendering import ranking_text
 from .server.sessions import SessionState
 from .tokens import tokenizer_name, tools_tokens
 
-__all__ = ["SurfaceCost", "search_report", "surface_cost", "surface_report", "usage_report"]
+__all__ = ["SurfaceCost", "UsageUnreadable", "search_report", "surface_cost", "surface_report", "usage_report"]
+
+
+class UsageUnreadable(Exception):
+    """`lazytools usage` could not read the store (damaged, a symbolic link, not readable)."""
 
 
 def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None = None,
@@ -67,13 +71,13 @@ def usage_report(directory: Path, *, limit: int) -> str:
     if not path.is_file():
         return f"No usage recorded yet ({path} does not exist; LAZYTOOLS_LEARN=true records it while serving)."
     try:
-        store = SqliteUsageStore(path)
-    except sqlite3.Error as exc:
-        return f"Cannot read {path}: {exc}"
-    try:
-        summary = summarize(store)
-    finally:
-        store.close()
+        store = SqliteUsageStore(path, repair=False)  # a report never moves the server's file aside
+        try:
+            summary = summarize(store)
+        finally:
+            store.close()
+    except (OSError, sqlite3.Error) as exc:
+        raise UsageUnreadable(f"Cannot read {path}: {exc}") from None
     lines = [f"{summary.searches} searches, {summary.calls} tool calls in {summary.sessions} sessions ({path}).",
              "Calls decay by half every 30 days.", "",
              f"{'calls':>8} {'failed':>7} {'sessions':>8}  tool"]

@@ -335,8 +335,19 @@ class Settings(BaseSettings):
     @classmethod
     def _redis_url(cls, value: SecretStr | None) -> SecretStr | None:
         # The URL itself is never echoed: it may hold a password.
-        if value is not None and not value.get_secret_value().startswith(("redis://", "rediss://", "unix://")):
+        if value is None:
+            return None
+        url = value.get_secret_value()
+        if not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must start with redis://, rediss:// or unix://")
+        from redis.asyncio.connection import parse_url  # parses only (host, port, options); connects nowhere
+
+        try:
+            parse_url(url)
+        except (ValueError, TypeError) as exc:
+            password = _password_of(url)
+            reason = str(exc) if not password or password not in str(exc) else type(exc).__name__
+            raise ValueError(f"is not a valid Redis URL: {reason}") from None
         return value
 
     @field_validator("auth_issuer", "auth_audience", "auth_jwks_url", "auth_introspection_url")
@@ -394,3 +405,9 @@ def _warn_unknown_names(source: EnvSettingsSource) -> None:
         close = difflib.get_close_matches(setting, known, n=1)
         hint = f"did you mean {prefix}{close[0]}?" if close else "the settings are in docs/settings.md"
         logger.warning("%s %s is not a lazytools setting and is ignored; %s", variable, where, hint)
+
+
+def _password_of(url: str) -> str | None:
+    """The password part of a URL, found without a URL parser (which may be what failed on it)."""
+    credentials = url.split("://", 1)[-1].split("/", 1)[0].rpartition("@")[0]
+    return credentials.partition(":")[2] or credentials or None

@@ -177,9 +177,10 @@ def haproxy_config(listen: int, servers: list[int], *, sticky: bool = False) -> 
     """examples/haproxy.cfg with its ports replaced (and, with `sticky`, its optional stickiness switched on)."""
     text = EXAMPLE_CONFIG.read_text()
     text = re.sub(r"bind 127\.0\.0\.1:\d+", f"bind 127.0.0.1:{listen}", text)
-    text = re.sub(r"\n    server r\d .*", "", text)
+    text = re.sub(r"\n    server [rb]\d .*", "", text)
     text = text.rstrip("\n") + "\n" + "".join(f"    server r{i + 1} 127.0.0.1:{port}\n"
                                               for i, port in enumerate(servers))
+    text += "".join(f"    server b{i + 1} 127.0.0.1:{port} backup no-check\n" for i, port in enumerate(servers))
     if sticky:
         text = text.replace("    balance roundrobin\n", "    balance hdr(Mcp-Session-Id)\n    hash-type consistent\n")
     return text
@@ -192,6 +193,8 @@ class Cluster:
     url: str
     """The `/mcp` URL of haproxy in front of the replicas."""
     haproxy: subprocess.Popen[bytes]
+    haproxy_log: Path
+    """haproxy's own messages (servers going up and down)."""
 
     async def all_ready_through_proxy(self) -> None:
         """Wait until haproxy's checks see every live replica ready (new sessions spread over all of them)."""
@@ -233,7 +236,7 @@ async def cluster(size: int = 3, *, env: dict[str, str] | None = None, sticky: b
                 return False
 
         await _wait("haproxy", through, 30, haproxy, log)
-        yield Cluster(redis, replicas, f"{base}/mcp", haproxy)
+        yield Cluster(redis, replicas, f"{base}/mcp", haproxy, log)
 
 
 async def _stop_replica(replica: Replica) -> None:

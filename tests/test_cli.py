@@ -213,3 +213,14 @@ def test_search_over_a_config_says_how_each_server_starts(tmp_path: Path) -> Non
     assert len(failed) == 1 and "WARNING" in failed[0], done.stderr
     assert ("it exited or closed the connection before answering (its stderr ended with: Cannot connect to the "
             "Docker daemon. Is it running?); retrying in 1 s") in failed[0], failed
+
+
+@pytest.mark.parametrize("url", ["redis://user:S3cretPW@[::1/0", "redis://:S3cretPW@localhost:6379/0?socket_timeout=abc",
+                                 "redis://:S3cretPW@localhost:port/0"])
+def test_an_unparsable_state_url_is_a_clear_error_without_its_password(url: str, monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("LAZYTOOLS_STATE_URL", url)
+    assert main(["search", "x"]) == 2
+    error = capsys.readouterr().err
+    assert "LAZYTOOLS_STATE_URL: is not a valid Redis URL: " in error, error
+    assert "S3cretPW" not in error and "Traceback" not in error

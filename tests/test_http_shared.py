@@ -17,7 +17,8 @@ from lazytools.state import MemoryShared
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings, small_catalog
-from .helpers import running_http
+from .helpers import _free_port, running_http
+from .idp import running_idp
 from .test_http import decode
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -82,6 +83,10 @@ async def test_readiness_follows_the_store_and_a_dead_store_is_a_clear_503() -> 
         not_ready = await http.get(a + "/readyz")
         assert not_ready.status_code == 503 and not_ready.json()["status"] == "session store unreachable"
         assert (await http.get(a + "/healthz")).status_code == 200
+        refused = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+        assert refused.status_code == 503 and "mcp-session-id" not in refused.headers
+        assert "session store (Redis) unavailable" in refused.json()["error"]["message"]
         shared.up = True
         assert (await http.get(a + "/readyz")).status_code == 200
 
@@ -91,3 +96,50 @@ async def test_an_unknown_session_is_404_on_every_replica() -> None:
         for url in urls:
             response = await post(http, url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, "f" * 32)
             assert response.status_code == 404 and response.json()["error"]["message"] == "Session not found"
+
+
+async def test_another_credentials_delete_is_404_and_deletes_nothing() -> None:
+    async with running_idp() as idp:
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
+        settings = make_settings(transport="http", port=port, auth_issuer=idp.issuer, auth_audience=base + "/mcp",
+                                 auth_scopes=["tools"], auth_fetch_timeout=2.0)
+        shared = MemoryShared(ttl=60)
+        server = build_server(small_catalog(), settings)
+        SharedSessions(server, shared).install()
+        alice = {"authorization": "Bearer " + idp.sign({"sub": "alice"}, audience=base + "/mcp")}
+        mallory = {"authorization": "Bearer " + idp.sign({"sub": "mallory"}, audience=base + "/mcp")}
+        async with running_http(build_app(server, settings, state=shared), port=port), \
+                httpx2.AsyncClient(timeout=30) as http:
+            opened = await http.post(base + "/mcp", headers={**HEADERS, **alice}, content=json.dumps({
+                "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "a", "version": "1"}}}))
+            key = opened.headers["mcp-session-id"]
+            foreign = await http.delete(base + "/mcp", headers={**HEADERS, **mallory, "mcp-session-id": key})
+            assert foreign.status_code == 404
+            assert await shared.load(key) is not None
+            listed_by_alice = await http.post(base + "/mcp", headers={**HEADERS, **alice, "mcp-session-id": key},
+                                              content=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+            assert listed_by_alice.status_code == 200 and "search_tools" in listed_by_alice.text
+            own = await http.delete(base + "/mcp", headers={**HEADERS, **alice, "mcp-session-id": key})
+            assert own.status_code == 200 and await shared.load(key) is None
+
+
+async def test_a_record_keeps_a_bounded_part_of_the_initialize_params() -> None:
+    shared = MemoryShared(ttl=60)
+    async with replicas(shared) as (a, b), httpx2.AsyncClient(timeout=30) as http:
+        opened = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}},
+                             "experimental": {"blob": {"x": "y" * 500_000}}, "sampling": {"junk": ["z" * 100_000]}},
+            "clientInfo": {"name": "mcp", "version": "1" * 100_000, "description": "d" * 100_000}}})
+        assert opened.status_code == 200, opened.text
+        key = opened.headers["mcp-session-id"]
+        record = await shared.load(key)
+        assert record is not None and record.client_params is not None
+        assert len(record.to_json()) < 8192
+        assert record.client_params["clientInfo"] == {"name": "mcp", "version": "1" * 256}
+        assert record.client_params["capabilities"] == {
+            "roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}, "sampling": {}}
+        assert record.surface == "dynamic"
+        assert await listed(http, b, key) == ["search_tools", "invoke_tool"]  # restored from it on another replica

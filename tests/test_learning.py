@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
 
@@ -55,9 +56,11 @@ async def _use(server: LazyServer, *, sessions: int) -> None:
     for number in range(sessions):
         async with client(server) as session:
             found = text_of(await session.call_tool("search_tools", {"query": QUERY}))
-            # send_email shares no word with the request; after two sessions that sent an email right after searching
-            # their notes, it is suggested with search_notes (learnt live, before anything is written).
-            assert "search_notes" in found and ("send_email" in found) == (number >= 2)
+            # send_email shares no word with the request; after three sessions that sent an email right after
+            # searching their notes, it is suggested with search_notes (learnt live, before anything is written),
+            # labelled as learnt rather than relevant.
+            assert "search_notes" in found and ("send_email" in found) == (number >= 3)
+            assert ("often called after search_notes" in found) == (number >= 3)
             assert not (await session.call_tool("search_notes", {"words": "budget"})).is_error
             await session.call_tool("search_tools", {"tool_names": ["send_email"]})
             assert not (await session.call_tool("send_email", {"to": f"friend-{number}@example.com"})).is_error
@@ -69,24 +72,26 @@ async def _use(server: LazyServer, *, sessions: int) -> None:
 async def test_what_sessions_called_is_recorded_and_a_new_server_learns_from_it(tmp_path: Path) -> None:
     first = learning_server(tmp_path)
     assert first.usage is not None
-    await _use(first, sessions=3)
+    await _use(first, sessions=4)
     assert first.usage.flushed()
     with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
         calls = db.execute("SELECT tool, ok, after FROM calls ORDER BY n").fetchall()
         searched = db.execute("SELECT request, returned, enabled FROM searches WHERE request IS NOT NULL").fetchall()
     assert calls[:3] == [("search_notes", 1, None), ("send_email", 1, "search_notes"), ("send_email", 0, "send_email")]
-    assert len(calls) == 7 and len(searched) == 3 and searched[0][0] == QUERY
+    assert len(calls) == 9 and len(searched) == 4 and searched[0][0] == QUERY
     assert "search_notes" in searched[0][1].split("\n") and "search_notes" in searched[0][2].split("\n")
     first.usage.close()
 
     # A restarted server reads the history: search_notes follows such requests, send_email follows search_notes.
     second = learning_server(tmp_path)
     assert second.usage is not None and second.usage.loaded.wait(10)
-    assert set(second.usage.prior.boosts(hashed_terms("look through my notes for budget ideas"))) >= {"search_notes"}
+    assert set(second.usage.prior.boosts(second.usage.prior.terms("look through my notes for budget ideas"))) >= {"search_notes"}
     async with client(second) as session:
         found = text_of(await session.call_tool("search_tools", {"query": "look through my notes for budget ideas"}))
     head, _, suggested = found.partition("Also possibly relevant")
     assert "search_notes" in head and "send_email" in suggested  # suggested as the tool called next, not enabled
+    assert "often called after search_notes, from past sessions" in suggested
+    assert "often used for such requests" in head  # search_notes' place owes something to past sessions
     second.usage.close()
 
     # A server whose catalog lacks send_email never names it, whatever the history says.
@@ -111,10 +116,33 @@ async def test_request_text_can_be_kept_out_and_learning_turned_off(tmp_path: Pa
     with sqlite3.connect(tmp_path / "hashed" / "usage.sqlite3") as db:
         rows = db.execute("SELECT request, terms FROM searches").fetchall()
     assert rows and all(request is None for request, _ in rows)
-    assert rows[0][1].split("\n") == list(hashed_terms(QUERY))
+    assert rows[0][1].split("\n") == list(hashed.usage.prior.terms(QUERY))
+    # Hashed with this install's random key (0600 beside the database), not a key anyone can read in the source.
+    key_file = tmp_path / "hashed" / "usage.key"
+    assert (key_file.stat().st_mode & 0o777) == 0o600 and len(key_file.read_bytes()) == 32
+    assert rows[0][1].split("\n") != list(hashed_terms(QUERY))
+    other = learning_server(tmp_path / "other", learn_request_text=False)
+    assert other.usage is not None and other.usage.prior.terms(QUERY) != hashed.usage.prior.terms(QUERY)
+    other.usage.close()
     hashed.usage.close()
 
     off = learning_server(tmp_path / "off", learn=False)
     assert off.usage is None
     await _use(off, sessions=1)
     assert not (tmp_path / "off").exists()
+
+
+@pytest.mark.anyio
+async def test_stored_searches_are_bounded_in_size_and_misses_are_not_kept(tmp_path: Path) -> None:
+    server = learning_server(tmp_path)
+    words = " ".join("zq" + "".join(letters) for letters in itertools.product("bcdfgh", repeat=3))  # 216 words
+    async with client(server) as session:
+        await session.call_tool("search_tools", {"query": f"{QUERY} {words}"})
+        await session.call_tool("search_tools", {"query": "xylophone quasar tarantula"})  # matches nothing
+    assert server.usage is not None and server.usage.flushed()
+    with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
+        rows = db.execute("SELECT request, terms FROM searches").fetchall()
+    server.usage.close()
+    assert len(rows) == 1, rows
+    (request, terms), = rows
+    assert request == f"{QUERY} {words}"[:500] and len(terms.split("\n")) == 64

@@ -185,3 +185,26 @@ def test_item_shapes_are_bounded() -> None:
     line = signature(entry("t", {"items": {"type": "array", "items": item}}))
     assert len(line) <= SIGNATURE_CHARS + 30, len(line)
     assert line.startswith("t(items?: {inner?: {inner?:")
+
+
+def test_required_parameters_come_first_and_are_never_cut() -> None:
+    # firecrawl_scrape's shape: a dozen long optional parameters listed alphabetically before the one required `url`.
+    options = {"type": "array", "items": {"type": "object", "properties": {
+        "type": {"enum": ["wait", "click", "screenshot", "write", "press", "scroll", "scrape", "executeJavascript"]},
+        "selector": {"type": "string"}, "milliseconds": {"type": "integer"}, "text": {"type": "string"}}}}
+    properties = {name: options for name in ("actions", "excludeTags", "extract", "formats", "includeTags",
+                                             "jsonOptions", "location", "maxAge", "mobile", "onlyMainContent")}
+    properties["url"] = {"type": "string"}
+    properties["waitFor"] = {"type": "integer"}
+    line = signature(entry("firecrawl_scrape", properties, ["url"]))
+    assert line.startswith("firecrawl_scrape(url: string, "), line
+    assert len(line) <= SIGNATURE_CHARS, len(line)
+    assert line.endswith(" optional)"), line
+
+
+def test_every_required_name_survives_a_long_signature() -> None:
+    wide = {"enum": [f"choice-{i}-" + "x" * 30 for i in range(12)]}
+    properties = {"opt": wide} | {f"r{i}": wide for i in range(12)}
+    line = signature(entry("t", properties, [f"r{i}" for i in range(12)]))
+    assert all(f"r{i}:" in line for i in range(12)), line
+    assert "opt?" not in line and line.endswith(", +1 optional)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -21,6 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from redis.asyncio import Redis as AsyncRedis
 
 from .cluster import Cluster, cluster, free_port, haproxy_config, require
 from .conftest import text_of
@@ -253,6 +255,63 @@ async def test_redis_killed_and_restarted_gives_clear_errors_then_recovers() -> 
             assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
             result = await client.call_tool("hash_text", {"text": "after Redis came back"})
             assert not result.is_error, text_of(result)
+
+
+async def test_redis_restarted_under_a_held_get_stream_the_next_list_changed_arrives_and_posts_answer() -> None:
+    """Every pooled connection of every replica is stale after the restart: the replica holding the GET stream stores
+    the next notification on one of them (the SDK's message router would die on the error and the stream go
+    silent); the command is sent again on a new connection. haproxy is paused meanwhile: its /readyz probes would
+    use (and so replace) the stale connections first. The client talks to the replicas directly."""
+    async with cluster(3) as c, AsyncRedis.from_url(c.redis.url) as probe:
+        stream, *others = [replica.port for replica in c.replicas]
+        turn = iter(range(10**6))
+        notifications = Notifications()
+        to_stream = False
+
+        def pick(method: str) -> int:
+            return stream if method == "GET" or to_stream else others[next(turn) % 2]
+
+        async with session(c.url, notifications=notifications, pick=pick) as client:
+            await client.call_tool("search_tools", {"tool_names": ["reverse_text"]})
+            await eventually(lambda: notifications.count == 1)
+            c.haproxy.send_signal(signal.SIGSTOP)
+            try:
+                c.redis.kill()
+                await c.redis.start()
+
+                async def resubscribed() -> bool:  # the holder's pub/sub connection is back on the session's channel
+                    return bool(await probe.pubsub_channels("lazytools:push:*"))
+
+                await eventually(resubscribed)
+                await client.call_tool("search_tools", {"tool_names": ["hash_text"]})
+                await eventually(lambda: notifications.count == 2)
+            finally:
+                c.haproxy.send_signal(signal.SIGCONT)
+            to_stream = True  # a POST on the replica holding the stream answers
+            with anyio.fail_after(30):
+                assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
+
+
+async def test_redis_paused_through_haproxy_clients_get_json_rpc_503s_and_modern_requests_are_served() -> None:
+    """Every replica fails /readyz at once: haproxy falls back on its backup lines (the same replicas, unchecked)
+    instead of answering its own HTML 503."""
+    async with cluster(2) as c, httpx2.AsyncClient(timeout=30) as http:
+        headers = {"accept": "application/json, text/event-stream"}
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}}
+        assert c.redis.process is not None
+        c.redis.process.send_signal(signal.SIGSTOP)
+        try:
+            # haproxy's checks take two failures to mark a replica down; then it says what it runs on.
+            await eventually(lambda: "0 active and 2 backup servers left" in c.haproxy_log.read_text(), timeout=60)
+            refused = await http.post(c.url, headers=headers, json=initialize)
+            assert refused.status_code == 503, refused.text
+            assert refused.headers["content-type"].startswith("application/json"), refused.text
+            assert "session store (Redis) unavailable" in refused.json()["error"]["message"]
+            async with Client(c.url, mode="2026-07-28") as modern:  # no session, no Redis needed
+                assert [tool.name for tool in (await modern.list_tools()).tools] == META
+        finally:
+            c.redis.process.send_signal(signal.SIGCONT)
 
 
 # -- stickiness, the TypeScript SDK ------------------------------------------------------------------------------------

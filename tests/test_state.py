@@ -5,16 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import logging
+
 import anyio
 import pytest
 from mcp.server.streamable_http import EventMessage
+from redis.exceptions import RedisError
 
 from lazytools.server.sessions import SessionState
 from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
 from lazytools.state.events import MemorySessionEvents, message_of
+from lazytools.app import check_replicas_agree, open_state, replica_fingerprint
+from lazytools.server.core import build_server
 from lazytools.state.redis import RedisState
 
-from .cluster import running_redis
+from .cluster import free_port, running_redis
+from .conftest import make_settings, small_catalog
 from .helpers import eventually
 
 
@@ -156,6 +162,31 @@ async def test_redis_down_is_a_clear_error_and_a_failed_ping_then_recovery() -> 
                 await eventually(lambda: _published(state, got))
 
 
+@pytest.mark.process
+async def test_a_malformed_last_event_id_is_no_position_and_a_dead_store_still_delivers() -> None:
+    async with running_redis() as redis, RedisState(redis.url, ttl=30, prefix="t:").running() as state:
+        events = state.events("abc")
+        first = await events.store_event(GET_STREAM, message_of("notifications/tools/list_changed", None))
+        await events.store_event(GET_STREAM, message_of("notifications/resources/list_changed", None))
+        replayed: list[str] = []
+
+        async def send(event: EventMessage) -> None:
+            replayed.append(event.message.method)  # type: ignore[union-attr]
+
+        for malformed in ("-", "+", "$", "*", "x" * 100_000, "1-2-3", "(0-0", "1-" + "9" * 40):
+            assert await events.replay_events_after(malformed, send) == GET_STREAM  # live, nothing replayed
+        assert replayed == []
+        assert await events.replay_events_after(first, send) == GET_STREAM
+        assert replayed == ["notifications/resources/list_changed"]
+
+        redis.kill()
+        # The SDK's router sends what this returns with the message: no id, and no exception that would kill it.
+        assert await events.store_event(GET_STREAM, message_of("notifications/tools/list_changed", None)) == ""
+        assert await events.replay_events_after(first, send) == GET_STREAM
+        with pytest.raises(RedisError):  # a priming event has nothing to deliver: it fails
+            await events.store_event(GET_STREAM, None)
+
+
 async def _published(state: RedisState, got: list[Any]) -> bool:
     if not got:
         await state.publish("s1", {"method": "ping", "params": None})
@@ -176,3 +207,42 @@ def test_the_uri_memory_a_record_keeps_restores_on_another_replica() -> None:
     assert not there.named("s2", "docs://other")  # another session's memory does not follow
     there.restore("s1", ["docs://c"])
     assert there.of("s1") == ["docs://c"] and not there.named("s1", "docs://a")
+
+
+@pytest.mark.process
+async def test_a_wrong_password_or_no_redis_is_one_clear_line_without_the_password(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async with running_redis() as redis:
+        async with RedisState(redis.url, ttl=30).running() as admin:
+            await admin.client.config_set("requirepass", "right-one")
+        port = redis.url.rsplit(":", 1)[1].split("/")[0]
+        for url in (f"redis://:S3cretPW@127.0.0.1:{port}/0", f"redis://:S3cretPW@127.0.0.1:{free_port()}/0"):
+            caplog.clear()
+            settings = make_settings(transport="http", state_url=url, state_timeout=1.0)
+            with caplog.at_level(logging.DEBUG, logger="lazytools.state.redis"):
+                async with open_state(settings) as state:
+                    assert not await state.ping()
+                    # The pub/sub listener retries meanwhile: three failures, warned about once.
+                    await eventually(lambda: sum("pub/sub" in r.getMessage() for r in caplog.records) >= 3)
+            lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+            startup = [line for line in lines if "does not answer yet" in line]
+            assert len(startup) == 1, lines
+            assert ("invalid username-password pair" in startup[0]) is (port in url), startup
+            assert len(lines) <= 2 and not any("S3cretPW" in line for line in lines), lines
+
+
+@pytest.mark.process
+async def test_a_replica_with_other_settings_is_warned_about_loudly(caplog: pytest.LogCaptureFixture) -> None:
+    async with running_redis() as redis:
+        settings = make_settings(transport="http", state_url=redis.url)
+        first, same = build_server(small_catalog(), settings), build_server(small_catalog(), settings)
+        other = build_server(small_catalog(), make_settings(transport="http", state_url=redis.url, max_enabled=2))
+        assert replica_fingerprint(first) == replica_fingerprint(same) != replica_fingerprint(other)
+        async with open_state(settings) as state:
+            with caplog.at_level(logging.WARNING, logger="lazytools"):
+                await check_replicas_agree(state, first)
+                await check_replicas_agree(state, same)
+                assert not [r for r in caplog.records if "REPLICAS DISAGREE" in r.getMessage()]
+                await check_replicas_agree(state, other)
+                warned = [r.getMessage() for r in caplog.records if "REPLICAS DISAGREE" in r.getMessage()]
+                assert len(warned) == 1 and replica_fingerprint(first) in warned[0], warned

@@ -16,7 +16,7 @@ from .index import Hit, SearchIndex
 from .fusion import LONG_TASK_CLAUSES
 from .needs import Need, unanswered
 from .query import clauses
-from .usage import MAX_COMPANIONS, UsagePrior, hashed_terms, reorder
+from .usage import MAX_COMPANIONS, UsagePrior, reorder
 
 __all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
 
@@ -47,6 +47,9 @@ class Selection:
     """The group's tool count, when a group was listed without a query and had more tools than the limit."""
     companions: list[ToolEntry] = field(default_factory=list)
     """Tools usually called right after a match in past sessions (learning from use)."""
+    learned: dict[str, str] = field(default_factory=dict)
+    """Per tool placed by learning from use, why: "often called after X" or "often used for such requests", so a
+    result never presents past use as relevance."""
 
     @property
     def suggested(self) -> list[ToolEntry]:
@@ -85,18 +88,21 @@ def select(
     weaker: list[ToolEntry] = []
     needs: tuple[Need, ...] = ()
     unmatched: list[str] = []
+    learned: dict[str, str] = {}
     group_size: int | None = None
     if query:
         # Not for a long task: its many words dilute any past request's, and reordering its covering picks cost
         # long tasks a need in both replay directions (docs/search-log.md); the tools called next still apply.
         learnt = prior is not None and bool(prior) and len(clauses(query)) < LONG_TASK_CLAUSES
-        boosts = prior.boosts(hashed_terms(query)) if learnt and prior is not None else {}
+        boosts = prior.boosts(prior.terms(query)) if learnt and prior is not None else {}
         # With evidence, twice the limit is ranked so that a tool called after such requests can move into it.
         wanted = 2 * limit if boosts else limit
         results = index.find(query, limit=wanted, groups=[group] if group is not None else None)
         hits, needs = results.hits, results.needs
         if boosts:
             hits = _learned_order(hits, boosts, floor, limit)
+            learned.update((hit.entry.name, "often used for such requests") for hit in hits
+                           if boosts.get(hit.entry.name, 0.0) > 0)
         unmatched = unanswered(needs) if hits else []
         best = hits[0].score if hits else 0.0
         for hit in hits:
@@ -117,16 +123,17 @@ def select(
     companions: list[ToolEntry] = []
     if prior and found:
         listed = {entry.name for entry in [*found, *over, *weaker, *producers]}
-        for name in prior.companions([entry.name for entry in found]):
+        for name, after in prior.companions([entry.name for entry in found]):
             # After visibility: a tool this session may not see is never suggested, whatever history says.
             if name in listed or name not in catalog or (visible is not None and not visible(name)):
                 continue
             entry = catalog.get(name)
             if group is None or entry.group == group:
                 companions.append(entry)
+                learned[name] = f"often called after {after}"
             if len(companions) == MAX_COMPANIONS:
                 break
-    return Selection(found, over, weaker, producers, needs, unmatched, group_size, companions)
+    return Selection(found, over, weaker, producers, needs, unmatched, group_size, companions, learned)
 
 
 def _learned_order(hits: list[Hit], boosts: dict[str, float], floor: float, limit: int) -> list[Hit]:

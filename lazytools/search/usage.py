@@ -18,7 +18,9 @@ import atexit
 import hashlib
 import logging
 import math
+import os
 import queue
+import secrets
 import sqlite3
 import threading
 import time
@@ -32,7 +34,10 @@ from .analysis import tokenize
 __all__ = [
     "HALF_LIFE_DAYS",
     "KEEP_ROWS",
+    "KEY_FILE",
     "LEARN_WEIGHT",
+    "MAX_REQUEST_CHARS",
+    "MAX_SEARCH_TERMS",
     "CallRecord",
     "SearchRecord",
     "SqliteUsageStore",
@@ -42,6 +47,7 @@ __all__ = [
     "UsageStore",
     "UsageSummary",
     "hashed_terms",
+    "install_key",
     "open_sqlite",
     "reorder",
     "summarize",
@@ -64,22 +70,55 @@ COMPANION_MIN = 1.5
 COMPANION_SHARE = 0.25
 """...and in at least this share of the calls that followed the other one."""
 MAX_COMPANIONS = 2
+MIN_SESSIONS = 3
+"""Distinct sessions that must show a pattern (a tool called after such requests, or right after another tool)
+before it moves a tool up or suggests one: one session repeating itself teaches nothing to the others."""
+MAX_COUNTED = 1_000_000
+"""(session, term, tool) and (session, tool, next tool) keys remembered so that a session counts once per pair (the
+oldest are forgotten first)."""
 
 MAX_TERMS = 50_000
 """Query terms the prior keeps (the least used leave first): bounds its memory whatever the store holds."""
 MAX_TOOLS_PER_TERM = 32
 LOAD_LIMIT = 200_000
 """Records of each kind read from the store at start, newest first."""
+MAX_REQUEST_CHARS = 500
+"""Characters of a request's text stored."""
+MAX_SEARCH_TERMS = 64
+"""Hashed terms stored per search (the first ones)."""
 QUEUE_LIMIT = 10_000
 """Records waiting for the writer thread; past it new ones are dropped (and said so once)."""
 
-_KEY = b"lazytools-usage-1"
+_TEST_KEY = b"lazytools-usage-1"
+"""The key of a prior built without an install's key (tests, `UsagePrior()` alone): never the one a store uses."""
+KEY_FILE = "usage.key"
+_KEY_BYTES = 32
 
 
-def hashed_terms(query: str) -> tuple[str, ...]:
-    """The query's index terms (stems, stop words dropped), each as a keyed 64-bit hash: what the store keeps."""
+def hashed_terms(query: str, key: bytes = _TEST_KEY) -> tuple[str, ...]:
+    """The query's index terms (stems, stop words dropped), each as a 64-bit hash keyed with `key`: what the store
+    keeps. Pseudonymous, not anonymous: whoever holds the key can hash a word list and match the terms."""
     terms = dict.fromkeys(tokenize(query))
-    return tuple(hashlib.blake2b(term.encode(), digest_size=8, key=_KEY).hexdigest() for term in terms)
+    return tuple(hashlib.blake2b(term.encode(), digest_size=8, key=key).hexdigest() for term in terms)
+
+
+def install_key(path: Path) -> bytes:
+    """This install's random hashing key in `path` (created 0600 on first use; a symlink is refused), so the hashes
+    in one store cannot be matched with a key read from the source."""
+    if path.is_symlink():
+        raise OSError(f"{path} is a symbolic link: not followed")
+    try:
+        made = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        with open(path, "rb") as existing:
+            key = existing.read(_KEY_BYTES + 1)
+        if len(key) != _KEY_BYTES:
+            raise OSError(f"{path} does not hold a {_KEY_BYTES}-byte key") from None
+        return key
+    key = secrets.token_bytes(_KEY_BYTES)
+    with os.fdopen(made, "wb") as out:
+        out.write(key)
+    return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,16 +197,44 @@ PRUNE_EVERY = 200
 class SqliteUsageStore:
     """Usage records in one SQLite file (stdlib sqlite3, WAL: several lazytools processes may share it)."""
 
-    def __init__(self, path: Path, *, keep: int = KEEP_ROWS) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, *, keep: int = KEEP_ROWS, repair: bool = True) -> None:
+        """Open (or create, 0600 in a 0700 directory it makes) the store at `path`. A symbolic link is refused
+        (OSError); a damaged file is renamed `.damaged` and started afresh when `repair`, else sqlite3.Error."""
+        if not path.parent.exists():
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = path
         self.keep = keep
         self._writes = 0
+        try:
+            self._db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if not repair or not _damaged(exc):
+                raise
+            aside = path.with_name(path.name + ".damaged")
+            logger.warning("%s is damaged (%s): moved to %s, usage is recorded afresh", path, exc, aside)
+            os.replace(path, aside)
+            for suffix in ("-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            self._db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path.is_symlink():  # checked before sqlite3 opens it, which would follow the link
+            raise OSError(f"{self.path} is a symbolic link: not followed")
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        except FileExistsError:
+            pass
         # One connection, used by whichever single thread holds the store at a time (the writer thread).
-        self._db = sqlite3.connect(path, timeout=5.0, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            db.execute("SELECT count(*) FROM searches").fetchone()
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
 
     def write(self, records: Sequence[Record]) -> None:
         searches = [(r.id, r.at, r.session, _joined(r.terms), _joined(r.returned), _joined(r.enabled), r.request)
@@ -208,6 +275,11 @@ class SqliteUsageStore:
         self._db.close()
 
 
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
+
+
 @dataclass(slots=True)
 class _Decay:
     """Decayed counts kept as amounts at a fixed origin: adding is one multiply, no pass over old counts."""
@@ -240,7 +312,16 @@ class UsagePrior:
     failed: dict[str, float] = field(default_factory=dict)
     """Per tool: failed calls."""
     search_count: float = 0.0
+    key: bytes = _TEST_KEY
+    """The key `terms` hashes with (this install's, see `install_key`)."""
+    sessions: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """Per ("t", term, tool) and ("f", tool, next tool): distinct sessions that showed it."""
+    _counted: dict[tuple[str, ...], None] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def terms(self, query: str) -> tuple[str, ...]:
+        """`query`'s hashed terms under this prior's key: what its records hold and `boosts` takes."""
+        return hashed_terms(query, self.key)
 
     def _w(self, at: float) -> float:
         return _Decay(self.origin, self.half_life).weight(at)
@@ -252,7 +333,8 @@ class UsagePrior:
             if isinstance(record, SearchRecord):
                 self.search_count += w
                 for term in record.terms:
-                    self.searches_with[term] = self.searches_with.get(term, 0.0) + w
+                    if self._first(("s", record.session, term)):
+                        self.searches_with[term] = self.searches_with.get(term, 0.0) + w
                 if len(self.searches_with) > MAX_TERMS:
                     self._prune()
                 return
@@ -260,22 +342,46 @@ class UsagePrior:
                 self.failed[record.tool] = self.failed.get(record.tool, 0.0) + w
                 return
             self.called[record.tool] = self.called.get(record.tool, 0.0) + w
+            # A session counts once per (terms, tool) and per (tool, next tool): a pattern one session repeats
+            # is not evidence for the others.
             for term in record.terms:
+                if not self._first(("t", record.session, term, record.tool)):
+                    continue
                 tools = self.called_after.setdefault(term, {})
                 tools[record.tool] = tools.get(record.tool, 0.0) + w
+                self._seen_in(("t", term, record.tool))
                 if len(tools) > MAX_TOOLS_PER_TERM:
-                    del tools[min(tools, key=tools.__getitem__)]
-            if record.after is not None and record.after != record.tool:
-                nexts = self.followed_by.setdefault(record.after, {})
+                    gone = min(tools, key=tools.__getitem__)
+                    del tools[gone]
+                    self.sessions.pop(("t", term, gone), None)
+            after = record.after
+            if after is not None and after != record.tool and self._first(("f", record.session, after, record.tool)):
+                nexts = self.followed_by.setdefault(after, {})
                 nexts[record.tool] = nexts.get(record.tool, 0.0) + w
+                self._seen_in(("f", after, record.tool))
                 if len(nexts) > MAX_TOOLS_PER_TERM:
-                    del nexts[min(nexts, key=nexts.__getitem__)]
+                    gone = min(nexts, key=nexts.__getitem__)
+                    del nexts[gone]
+                    self.sessions.pop(("f", after, gone), None)
+
+    def _first(self, key: tuple[str, ...]) -> bool:
+        """Whether `key` (a session and what it showed) is new; remembered, the oldest forgotten past MAX_COUNTED."""
+        if key in self._counted:
+            return False
+        self._counted[key] = None
+        if len(self._counted) > MAX_COUNTED:
+            del self._counted[next(iter(self._counted))]
+        return True
+
+    def _seen_in(self, key: tuple[str, str, str]) -> None:
+        self.sessions[key] = self.sessions.get(key, 0) + 1
 
     def _prune(self) -> None:
         keep = sorted(self.searches_with, key=self.searches_with.__getitem__, reverse=True)[: MAX_TERMS * 3 // 4]
         kept = set(keep)
         self.searches_with = {term: self.searches_with[term] for term in keep}
         self.called_after = {term: tools for term, tools in self.called_after.items() if term in kept}
+        self.sessions = {key: n for key, n in self.sessions.items() if key[0] != "t" or key[1] in kept}
 
     def merge(self, other: UsagePrior) -> None:
         """Add `other`'s counts (of the same origin and half-life) to these."""
@@ -290,6 +396,10 @@ class UsagePrior:
                     row = nested.setdefault(key, {})
                     for tool, value in inner.items():
                         row[tool] = row.get(tool, 0.0) + value
+            for pair, seen in other.sessions.items():
+                self.sessions[pair] = self.sessions.get(pair, 0) + seen
+            for counted in other._counted:
+                self._counted[counted] = None
             self.search_count += other.search_count
             if len(self.searches_with) > MAX_TERMS:
                 self._prune()
@@ -316,18 +426,20 @@ class UsagePrior:
                 if seen < MIN_EVIDENCE:
                     continue
                 for tool, count in self.called_after.get(term, {}).items():
+                    if self.sessions.get(("t", term, tool), 0) < MIN_SESSIONS:
+                        continue
                     # +1: one search is weak evidence; the share nears the plain share as searches add up
                     sums[tool] = sums.get(tool, 0.0) + weight * min(1.0, count * scale / (seen + 1.0))
         if weight_sum <= 0:
             return {}
         return {tool: value / weight_sum for tool, value in sums.items() if value > 0}
 
-    def companions(self, found: Sequence[str], *, at: float | None = None) -> list[str]:
-        """Tools usually called right after one of `found`, strongest first (not those of `found`)."""
+    def companions(self, found: Sequence[str], *, at: float | None = None) -> list[tuple[str, str]]:
+        """(tool, the tool of `found` it is usually called right after), strongest first (not those of `found`)."""
         now = time.time() if at is None else at
         scale = _Decay(self.origin, self.half_life).now(now)
         shown = set(found)
-        picked: dict[str, float] = {}
+        picked: dict[str, tuple[float, str]] = {}
         with self._lock:
             for name in found:
                 nexts = self.followed_by.get(name)
@@ -336,9 +448,11 @@ class UsagePrior:
                 total = sum(nexts.values()) * scale
                 for tool, count in nexts.items():
                     value = count * scale
-                    if tool not in shown and value >= COMPANION_MIN and value >= COMPANION_SHARE * total:
-                        picked[tool] = max(picked.get(tool, 0.0), value)
-        return sorted(picked, key=lambda tool: -picked[tool])
+                    if (tool not in shown and value >= COMPANION_MIN and value >= COMPANION_SHARE * total
+                            and self.sessions.get(("f", name, tool), 0) >= MIN_SESSIONS):
+                        if value > picked.get(tool, (0.0, ""))[0]:
+                            picked[tool] = (value, name)
+        return [(tool, picked[tool][1]) for tool in sorted(picked, key=lambda tool: -picked[tool][0])]
 
     def ranked_calls(self, *, at: float | None = None) -> list[tuple[str, float, float]]:
         """(tool, decayed successful calls, decayed failed calls), most called first."""
@@ -430,8 +544,17 @@ class UsageLog:
     Nothing here blocks the caller: records go to a bounded queue (and straight into the prior, a few dict
     updates); the thread writes them in batches and, first of all, reads the store's history into the prior."""
 
-    def __init__(self, open_store: Callable[[], UsageStore], *, keep_requests: bool = True) -> None:
+    def __init__(self, open_store: Callable[[], UsageStore], *, keep_requests: bool = True,
+                 key_file: Path | None = None) -> None:
         self.prior = UsagePrior()
+        self.failed = False
+        if key_file is not None:
+            try:
+                key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self.prior.key = install_key(key_file)
+            except OSError as exc:
+                logger.warning("usage is not recorded: its hashing key could not be read or made (%s)", exc)
+                self.failed = True
         self.keep_requests = keep_requests
         self._open_store = open_store
         self._queue: queue.Queue[object] = queue.Queue(maxsize=QUEUE_LIMIT)
@@ -440,11 +563,13 @@ class UsageLog:
         self._dropped = False
         self.loaded = threading.Event()
         """Set once the store's history is in the prior (or could not be read)."""
-        self.failed = False
 
     def start(self) -> None:
         """Open the store and read its history on the writer thread (idempotent)."""
         with self._started:
+            if self.failed:
+                self.loaded.set()
+                return
             if self._thread is not None:
                 return
             self._thread = threading.Thread(target=self._run, name="lazytools-usage", daemon=True)
@@ -454,9 +579,11 @@ class UsageLog:
     def record(self, record: Record) -> None:
         if self.failed:
             return
-        if isinstance(record, SearchRecord) and not self.keep_requests and record.request is not None:
-            record = SearchRecord(record.id, record.at, record.session, record.terms, record.returned,
-                                  record.enabled, None)
+        if isinstance(record, SearchRecord):
+            # Bounded in bytes, not only in rows: a query of thousands of words stores its start.
+            request = record.request[:MAX_REQUEST_CHARS] if self.keep_requests and record.request else None
+            record = SearchRecord(record.id, record.at, record.session, record.terms[:MAX_SEARCH_TERMS],
+                                  record.returned, record.enabled, request)
         self.start()
         self.prior.add(record)
         try:

@@ -31,7 +31,7 @@ from ..policy.source import PolicyFile
 from ..safetext import clip
 from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
-from ..search.usage import UsageLog, open_sqlite
+from ..search.usage import KEY_FILE, UsageLog, open_sqlite
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call
@@ -141,7 +141,8 @@ class LazyServer(Server[Any]):
         if settings.learn:
             # History is read and records are written on the log's own thread; search reads its prior.
             self.usage = UsageLog(open_sqlite(settings.embedding_cache_dir()),
-                                  keep_requests=settings.learn_request_text)
+                                  keep_requests=settings.learn_request_text,
+                                  key_file=settings.embedding_cache_dir() / KEY_FILE)
             self.usage.start()
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface, Access], list[types.Tool]] = {}

@@ -63,7 +63,7 @@ def search_text(
         more = "match is" if len(selection.over_cap) == 1 else "matches are"
         notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(selection.over_cap)} more {more} "
                      "listed below, not enabled.")
-    text = _matches_text(selection.enabled, selection.suggested, notes, query, surface, bridge)
+    text = _matches_text(selection.enabled, selection.suggested, notes, query, surface, bridge, selection.learned)
     if selection.unmatched:
         text += "\n" + not_matched_line(selection.unmatched)
     return text
@@ -76,7 +76,9 @@ def _matches_text(
     query: str,
     surface: Surface,
     bridge: bool,
+    learned: Mapping[str, str] | None = None,
 ) -> str:
+    why = {name: f" ({note}, from past sessions)" for name, note in (learned or {}).items()}
     if not found and not suggested:
         # the query is the client's own text, up to MAX_QUERY_CHARS: echo enough to recognise it, not all of it
         lines = [f"No tools match '{clip(query)}'." if query else "No tools found."]
@@ -95,7 +97,8 @@ def _matches_text(
     lines = [head, *notes]
     shown = 0
     for entry in found:
-        lines.append(f"- {_signature_of(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}")
+        lines.append(f"- {_signature_of(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}"
+                     f"{why.get(entry.name, '')}")
         if surface == "proxy":
             schema = schema_text(entry.input_schema)
             if shown + len(schema) > RESULT_SCHEMA_CHARS:
@@ -107,7 +110,8 @@ def _matches_text(
         how = ("search_tools(tool_names=[...]) enables them" if surface == "dynamic"
                else "search_tools(tool_names=[...]) shows their input schemas")
         lines.append(f"Also possibly relevant, not enabled ({how}):")
-        lines += [f"- {entry.name} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}" for entry in suggested]
+        lines += [f"- {entry.name} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}{why.get(entry.name, '')}"
+                  for entry in suggested]
     return "\n".join(lines)
 
 
@@ -150,11 +154,36 @@ def signature(entry: ToolEntry) -> str:
     schema or its description gives one (`time: string<HH:MM>`, `pattern: string<glob>`). Names and values come
     from the tool's source, so they are escaped and cut, and so is the whole line."""
     properties = entry.input_schema.get("properties") or {}
-    params = []
-    if isinstance(properties, Mapping):
-        glob = "glob" in entry.description.lower()
-        params = _fields(properties, _required(entry.input_schema), 0, glob=glob, most=_PARAMS_SHOWN)
-    return clip(f"{entry.name}({', '.join(params)})", SIGNATURE_CHARS)
+    if not isinstance(properties, Mapping) or not properties:
+        return clip(f"{entry.name}()", SIGNATURE_CHARS)
+    glob = "glob" in entry.description.lower()
+    required = _required(entry.input_schema)
+    # Required parameters first, in schema order: a cut line still shows everything a first call must pass.
+    names = list(properties)
+    ordered = [n for n in names if n in required] + [n for n in names if n not in required]
+    ordered = ordered[:_PARAMS_SHOWN]
+    head = f"{clip(entry.name, SIGNATURE_CHARS // 2)}("
+    used = len(head) + 1
+    params: list[str] = []
+    for position, pname in enumerate(ordered):
+        field = _fields({pname: properties[pname]}, required, 0, glob=glob, most=1)[0]
+        left = len(ordered) - position
+        if pname in required:
+            if used + len(field) + 2 > SIGNATURE_CHARS:
+                field = f"{clip(pname, _NAME_CHARS)}: …"  # the name of a required parameter is never cut
+        elif used + len(field) + 2 + _MORE_CHARS > SIGNATURE_CHARS:
+            params.append(f"+{left + len(names) - len(ordered)} optional")
+            break
+        params.append(field)
+        used += len(field) + 2
+    else:
+        if len(names) > len(ordered):
+            params.append(f"… {len(names) - len(ordered)} more")
+    return f"{head}{', '.join(params)})"
+
+
+_MORE_CHARS = 16
+"""Room kept for ", +N optional)" when optional parameters are cut."""
 
 
 def _required(schema: Mapping[str, Any]) -> set[str]:

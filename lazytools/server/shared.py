@@ -8,6 +8,7 @@ session exists) and leaves it in the request's scope under `RECORD_SCOPE_KEY`.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -111,8 +112,40 @@ class SharedSessions:
         requested = init.protocol_version
         version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
         surface = self.server.surface_for(init.client_info.name, version)
-        return SessionRecord(key=key, surface=surface, protocol_version=version,
-                             client_params=init.model_dump(by_alias=True, mode="json", exclude_none=True))
+        return SessionRecord(key=key, surface=surface, protocol_version=version, client_params=_stored_params(init))
+
+
+_MAX_TEXT = 256
+"""Characters kept of the client's name, title and version."""
+_MAX_CAPABILITIES_BYTES = 4096
+"""The client's capabilities as the record keeps them, at most (JSON); past it, only which ones it declared."""
+
+
+def _stored_params(init: types.InitializeRequestParams) -> dict[str, Any]:
+    """What the record keeps of `initialize` params: what the server reads of them again (the client's name and
+    version, its capability flags), bounded. Each session's record lives in Redis until it expires: a client's
+    `experimental` capabilities or long strings would otherwise cost every replica's Redis their whole size."""
+    info = init.client_info
+    client_info = {"name": info.name[:_MAX_TEXT], "version": info.version[:_MAX_TEXT]}
+    if info.title:
+        client_info["title"] = info.title[:_MAX_TEXT]
+    declared = init.capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+    declared.pop("experimental", None)
+    capabilities = {name: _flags(value, 3) for name, value in list(declared.items())[:16]}
+    if len(json.dumps(capabilities)) > _MAX_CAPABILITIES_BYTES:
+        capabilities = {name: {} for name in capabilities}
+    return {"protocolVersion": init.protocol_version[:_MAX_TEXT], "capabilities": capabilities,
+            "clientInfo": client_info}
+
+
+def _flags(value: Any, depth: int) -> Any:
+    """Capability flags: nested objects and booleans (what the specification defines), nothing else."""
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, dict) or depth == 0:
+        return {}
+    return {str(k)[:64]: _flags(v, depth - 1) for k, v in list(value.items())[:16]
+            if isinstance(v, bool | dict)}
 
 
 def _level(state: SessionState) -> str | None:

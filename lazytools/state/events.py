@@ -9,11 +9,14 @@ local and a resumption with one finds nothing.
 from __future__ import annotations
 
 import itertools
+import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types import JSONRPCMessage
 from pydantic import TypeAdapter
+from redis.exceptions import RedisError
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -23,7 +26,11 @@ __all__ = ["GET_STREAM", "MemorySessionEvents", "RedisSessionEvents", "message_o
 GET_STREAM = "_GET_stream"
 """The SDK's stream id for a session's GET stream (`mcp.server.streamable_http.GET_STREAM_KEY`)."""
 
+logger = logging.getLogger(__name__)
+
 _MESSAGE: TypeAdapter[Any] = TypeAdapter(JSONRPCMessage)
+_STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
+"""A Redis stream entry id; a `Last-Event-ID` of any other form is no position (and never reaches XRANGE)."""
 _LOCAL_IDS = itertools.count(1)
 
 
@@ -49,17 +56,34 @@ class RedisSessionEvents(EventStore):
     async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
         if stream_id != GET_STREAM:
             return _local_id()
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.xadd(self._key, {"m": _dump(message)}, maxlen=self._max_events, approximate=True)
-            pipe.expire(self._key, self._ttl)
-            added, _ = await pipe.execute()
+        try:
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.xadd(self._key, {"m": _dump(message)}, maxlen=self._max_events, approximate=True)
+                pipe.expire(self._key, self._ttl)
+                added, _ = await pipe.execute()
+        except (RedisError, OSError, TimeoutError) as exc:
+            # The SDK's message router calls this and dies on an exception, leaving the session's GET stream open
+            # but silent. Without Redis the message still goes out live, with no id: the client's resumption point
+            # stays the last stored event. A priming event (no message) has nothing to deliver: the stream it would
+            # open fails and the client reconnects.
+            if message is None:
+                raise
+            logger.warning("GET-stream event not stored, sent without an id (no resumption past it): %s",
+                           type(exc).__name__)
+            return ""
         return added.decode() if isinstance(added, bytes) else str(added)
 
     async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
         if last_event_id.startswith("local-"):
             return None
-        entries: Any = await self._client.xrange(self._key, min=f"({last_event_id}", max="+",
-                                                 count=self._max_events)
+        if not _STREAM_ID.fullmatch(last_event_id):
+            return GET_STREAM  # not an id this server gave: as if the client sent none
+        try:
+            entries: Any = await self._client.xrange(self._key, min=f"({last_event_id}", max="+",
+                                                     count=self._max_events)
+        except (RedisError, OSError, TimeoutError) as exc:
+            logger.warning("GET-stream events not replayed (session store unavailable): %s", type(exc).__name__)
+            return GET_STREAM
         for event_id, fields in entries or ():
             raw = fields.get(b"m", b"") if fields else b""
             if raw:

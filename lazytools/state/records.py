@@ -22,7 +22,8 @@ class SessionRecord:
     protocol_version: str
     """The handshake era version negotiated at initialize."""
     client_params: dict[str, Any] | None = None
-    """The client's `initialize` params (client info and capabilities), as sent."""
+    """What the server reads again of the client's `initialize` params: its name and version, its capability flags
+    (bounded: server/shared.py)."""
     enabled: list[str] = field(default_factory=list)
     """Tools enabled by search, in the order they were enabled."""
     used_at: dict[str, int] = field(default_factory=dict)

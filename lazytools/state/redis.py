@@ -21,8 +21,9 @@ import anyio
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
-from redis.retry import Retry
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import AuthenticationError, RedisError
+from redis.asyncio.retry import Retry
 
 from .bus import Deliver
 from .events import RedisSessionEvents
@@ -62,6 +63,13 @@ def _record(value: bytes) -> SessionRecord:
     return SessionRecord.from_json(value.split(b"|", 1)[1])
 
 
+def _reason(exc: BaseException) -> str:
+    """An error's class, and Redis's own message for an authentication error (it never holds the password)."""
+    if isinstance(exc, AuthenticationError):
+        return f"{type(exc).__name__}: {exc}"
+    return type(exc).__name__
+
+
 @contextmanager
 def _bounded(what: str) -> Iterator[None]:
     """Redis trouble as the library's error, naming the operation (never the URL: it may hold a password)."""
@@ -78,9 +86,12 @@ class RedisState:
         self.ttl = max(1, int(ttl))
         self.timeout = timeout
         self.prefix = prefix
+        # A pooled connection Redis closed (a restart, an idle timeout) fails its next command: that command is
+        # sent again once, on a new connection. Timeouts are not retried (a slow Redis stays bounded by `timeout`).
+        # The asyncio client needs the asyncio `Retry`: given the synchronous one, it never retries anything.
         self.client: Redis = Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 1),
-            health_check_interval=0)
+            retry_on_error=[RedisConnectionError], health_check_interval=0)
         """The connection pool, for other shared state to reuse (keys under their own prefix)."""
         self._write = self.client.register_script(_WRITE_IF_REV)
         self._refreshed: dict[str, float] = {}
@@ -88,6 +99,8 @@ class RedisState:
         self._ended: list[Callable[[str], Awaitable[None]]] = []
         self._pubsub: PubSub | None = None
         self._listening = anyio.Event()
+        self.last_error = ""
+        """Why the last ping failed (an error class and Redis's own words; never the URL)."""
 
     # -- keys -----------------------------------------------------------------------------------------------------
 
@@ -126,8 +139,20 @@ class RedisState:
         try:
             with anyio.fail_after(self.timeout):
                 return bool(await self.client.ping())
-        except (RedisError, OSError, TimeoutError):
+        except (RedisError, OSError, TimeoutError) as exc:
+            self.last_error = _reason(exc)
             return False
+
+    async def agree(self, fingerprint: str) -> str | None:
+        """Record this replica's settings fingerprint; the one the last replica to start recorded, if another."""
+        try:
+            with anyio.fail_after(self.timeout):
+                previous = await self.client.set(f"{self.prefix}replicas:fingerprint", fingerprint, get=True)
+        except (RedisError, OSError, TimeoutError):
+            return None  # Redis is away at start-up: /readyz says so
+        if isinstance(previous, bytes) and previous.decode() != fingerprint:
+            return previous.decode()
+        return None
 
     # -- records --------------------------------------------------------------------------------------------------
 
@@ -255,7 +280,9 @@ class RedisState:
                     if message is not None:
                         await self._dispatch(message)
             except (RedisError, OSError) as exc:
-                logger.warning("Redis pub/sub connection lost (%s); reconnecting", type(exc).__name__)
+                # Once per outage (a wrong password or a host that never answers would log every 2 s otherwise).
+                log = logger.warning if delay == 0.05 else logger.debug
+                log("Redis pub/sub connection lost (%s); reconnecting", _reason(exc))
             await self._close_pubsub()
             self._listening.set()  # nobody waits for a subscription while Redis is away
             await anyio.sleep(delay)

@@ -151,17 +151,20 @@ class SharedSessionManager:
             return
         try:
             record = await self.state.load(key)
-            if record is not None and scope["method"] == "DELETE":
+            # As the SDK does: a session answers only the credential that opened it, as if it did not exist.
+            # Checked before anything changes, so a foreign DELETE deletes nothing.
+            foreign = record is not None and record.owner != _requestor(scope)
+            if record is not None and not foreign and scope["method"] == "DELETE":
                 await self.state.delete(key)
                 await self.state.end(key)
         except StateUnavailableError as exc:
             logger.warning("session %s: %s", key[:8], exc)
             await jsonrpc_error(503, f"{exc}; try again shortly", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
-        if record is None or record.owner != _requestor(scope):
+        if record is None or foreign:
             if record is None:
                 await self._forget(key)
-            else:  # as the SDK does: a session answers only the credential that opened it, as if it did not exist
+            else:
                 logger.warning("session %s: refused a request with another credential than the one that opened it",
                                key[:8])
             await jsonrpc_error(404, "Session not found")(scope, receive, send)
@@ -203,6 +206,13 @@ class SharedSessionManager:
         """A request without a session (initialize): a new session, recorded in the store by the server."""
         if len(self._held) >= self.max_sessions:
             await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
+            return
+        if not await self.state.ping():
+            # A session that could not be recorded would answer 404 on the next replica: refuse it as every request
+            # of a session is refused while Redis is away (haproxy retries a 503 on another replica).
+            logger.warning("a new session refused: the session store does not answer")
+            await jsonrpc_error(503, "session store (Redis) unavailable; try again shortly",
+                                code=types.INTERNAL_ERROR)(scope, receive, send)
             return
         key = uuid4().hex
         logger.info("session %s: opened here", key[:8])

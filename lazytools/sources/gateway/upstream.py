@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -33,7 +34,7 @@ from pydantic import ValidationError
 from ...catalog import Catalog, Group
 from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from ...origin import current_origin, session_key
-from ...safetext import redact_secrets
+from ...safetext import clip, redact_secrets
 from ...sdk import create_mcp_http_client
 from ...settings import CHAIN_VARIABLE, Settings
 from ...streams import WatchedReadStream
@@ -168,7 +169,8 @@ class Upstream:
                     self._mode = "auto"
                     self._attempts_started -= 1  # the same attempt, in the other era
                     continue
-                reason = describe_failure(exc, cwd=getattr(self.config, "cwd", None))
+                reason = describe_failure(exc, cwd=getattr(self.config, "cwd", None),
+                                          command=getattr(self.config, "command", None))
             stayed_up = self._up_since is not None and anyio.current_time() - self._up_since >= self.backoff.stable
             failures = 0 if stayed_up else failures + 1
             if failures <= 1 and (said := await self._stderr_tail.settled()):  # the warnings, not the retries
@@ -478,15 +480,20 @@ def _refused_handshake(exc: BaseException) -> bool:
     return isinstance(exc, MCPError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION
 
 
-def describe_failure(exc: BaseException, *, cwd: Any = None) -> str:
-    """One line saying why a connection failed, from the innermost useful exception."""
+def describe_failure(exc: BaseException, *, cwd: Any = None, command: Any = None) -> str:
+    """One line saying why a connection failed, from the innermost useful exception (`command`: the upstream's
+    command, named when it cannot be started)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, FileNotFoundError) and cwd is not None and exc.filename is not None and \
             str(exc.filename) == str(cwd):
         return f"working directory not found: {cwd}"
     if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
+        name = exc.filename if exc.filename is not None else command
+        if name is None:
+            return f"command not found: {exc}"
+        where = "" if os.sep in str(name) else " on PATH"
+        return f"command not found: `{clip(str(name), 200)}` not found{where}"
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
         return "it exited or closed the connection before answering"  # the caller adds what its stderr said
     if isinstance(exc, MCPError):
