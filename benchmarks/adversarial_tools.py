@@ -146,6 +146,7 @@ def main() -> int:
             return 0
         sys.path.insert(0, str(ROOT))
         from lazytools_examples import build_catalog
+
         from tests.examples.adversarial_inputs import make_adversarial_root
 
         make_adversarial_root(Path(root))

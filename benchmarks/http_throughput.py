@@ -67,8 +67,9 @@ TOOL_CALLED = ("convert_temperature (bundled, on the event loop) through invoke_
 
 def bundled_temperature_tool() -> tuple[str, dict[str, Any], Callable[..., dict[str, Any]]]:
     """The bundled convert_temperature as lazytools lists it: description, input schema, and the function."""
-    from lazytools.sources.functions import function_tool
     from lazytools_examples import units
+
+    from lazytools.sources.functions import function_tool
 
     entry = function_tool(units.convert_temperature, group="units")
     return entry.description, dict(entry.input_schema), units.convert_temperature

@@ -26,10 +26,10 @@ from lazytools.settings import Settings
 from lazytools.tokens import count_tokens, tokenizer_name
 
 from .auth import auth_benchmarks
-from .policy import policy_benchmarks
 from .gateway import gateway_benchmarks
 from .http_sessions import http_benchmarks
 from .http_throughput import throughput_benchmarks
+from .policy import policy_benchmarks
 from .search import search_benchmarks, synthetic_catalog
 from .stats import percentiles
 

@@ -1,8 +1,9 @@
 """Bundled example catalog of real, local tools, grouped by category, for the lazytools MCP server."""
 
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from . import (
     colors,

@@ -3,7 +3,8 @@
 import functools
 import json
 import math
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 __all__ = [
     "MAX_ERROR_CHARS",

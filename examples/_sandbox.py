@@ -18,9 +18,9 @@ import os
 import posixpath
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 __all__ = [
     "MAX_GLOB_BACKTRACKING",

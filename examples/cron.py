@@ -1,7 +1,8 @@
 """Cron expressions: compute the next run times and describe a schedule in words."""
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Callable, NamedTuple
+from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field

@@ -1,7 +1,7 @@
 """Dates, times and time zones using `datetime` and `zoneinfo`."""
 
 import calendar
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -160,7 +160,7 @@ def parse_datetime(
     """Parse and validate an ISO 8601 date/time string and break it into year, month, day, time and UTC offset."""
     moment = _parse(text)
     parts = {k: getattr(moment, k) for k in ("year", "month", "day", "hour", "minute", "second", "microsecond")}
-    utc = moment.astimezone(timezone.utc).isoformat() if moment.tzinfo else None
+    utc = moment.astimezone(UTC).isoformat() if moment.tzinfo else None
     return {**_describe(moment), "components": parts, "has_timezone": moment.tzinfo is not None, "utc": utc}
 
 

@@ -5,9 +5,10 @@ import os
 import re
 import stat
 from collections import Counter
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Callable, Iterator, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -48,7 +49,7 @@ def _literal_grep(matcher: re.Pattern[str], texts: list[str], limit: int) -> tup
 
 
 def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat()
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
 
 
 def _kind(st: os.stat_result | None) -> str:

@@ -9,7 +9,7 @@ import math
 import secrets
 import string
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -223,11 +223,11 @@ def decode_jwt_unverified(
     for claim in ("iat", "nbf", "exp"):
         if isinstance(payload.get(claim), (int, float)):
             try:
-                times[claim] = datetime.fromtimestamp(payload[claim], timezone.utc).isoformat()
+                times[claim] = datetime.fromtimestamp(payload[claim], UTC).isoformat()
             except (OverflowError, OSError, ValueError):
                 times[claim] = None
     exp = payload.get("exp")
-    expired = exp < datetime.now(timezone.utc).timestamp() if isinstance(exp, (int, float)) else None
+    expired = exp < datetime.now(UTC).timestamp() if isinstance(exp, (int, float)) else None
     return {
         "verified": False,
         "warning": "Signature NOT verified: do not trust these claims for authentication.",

@@ -4,7 +4,8 @@ import ast
 import math
 import operator
 import statistics
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import Field
 

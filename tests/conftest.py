@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Annotated, Any
 
 import mcp_types as types

@@ -15,11 +15,11 @@ import httpx2
 import jwt
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from pydantic import ValidationError
 from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import ValidationError
 
 from lazytools.auth.fetch import Fetcher
 from lazytools.auth.issuer import Issuer

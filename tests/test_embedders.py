@@ -30,8 +30,8 @@ from lazytools.search.embedders import (
     embedder_named,
     load_embedder,
     load_folder,
+    packaged,
 )
-from lazytools.search.embedders import packaged
 from lazytools.search.embedders.cache import text_key
 from lazytools.search.semantic import MAX_EMBEDDED_NEEDS, query_vectors
 

@@ -18,8 +18,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from .conftest import text_of
-from .test_gateway_passthrough import Asked, Seen
 from .helpers import eventually
+from .test_gateway_passthrough import Asked, Seen
 from .upstreams.helpers import Opened, opened
 
 pytestmark = pytest.mark.process

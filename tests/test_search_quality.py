@@ -16,11 +16,11 @@ import pytest
 
 from lazytools import Catalog, Group
 from lazytools.app import bundled_catalog
-from lazytools.sources.jsonl import load_jsonl_catalog
 from lazytools.evaluate import Scores, cutoffs_for, evaluate, read_queries, served_ranker
 from lazytools.search import SearchIndex, build_index
 from lazytools.search.related import RelatedWords
 from lazytools.search.semantic import default_embedder
+from lazytools.sources.jsonl import load_jsonl_catalog
 
 from .fixtures.catalogs import realistic
 

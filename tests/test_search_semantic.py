@@ -10,12 +10,12 @@ import pytest
 
 from lazytools import ConfigError
 from lazytools.search import SearchIndex, build_index
-from lazytools.search.fusion import CLAUSE_WEIGHT, fuse_semantic, with_clauses, zscores
 from lazytools.search.documents import embedding_text
-from lazytools.search.query import clauses
-from lazytools.search.related import RelatedWords
 from lazytools.search.embedders import StaticEmbedder, embedder_named
 from lazytools.search.embedders.static import load_wordllama
+from lazytools.search.fusion import CLAUSE_WEIGHT, fuse_semantic, with_clauses, zscores
+from lazytools.search.query import clauses
+from lazytools.search.related import RelatedWords
 
 from .conftest import client, make_settings, text_of
 from .fixtures.catalogs import realistic, tool

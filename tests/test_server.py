@@ -308,8 +308,8 @@ async def test_a_match_brings_the_tool_that_produces_its_required_id_as_a_sugges
 
 
 def test_search_refuses_a_huge_tool_names_list_before_checking_each_name() -> None:
-    from lazytools.server.metatools import MAX_TOOL_NAMES, search_tools
     from lazytools.search import SearchIndex
+    from lazytools.server.metatools import MAX_TOOL_NAMES, search_tools
 
     catalog = small_catalog()
     with pytest.raises(ToolArgumentsError, match=f"at most {MAX_TOOL_NAMES} names \\(300000 given\\)"):

@@ -3,20 +3,19 @@ real redis-server (tests/cluster.py starts one; Debian's redis-server package)."
 
 from __future__ import annotations
 
-from typing import Any
-
 import logging
+from typing import Any
 
 import anyio
 import pytest
 from mcp.server.streamable_http import EventMessage
 from redis.exceptions import RedisError
 
+from lazytools.app import check_replicas_agree, open_state, replica_fingerprint
+from lazytools.server.core import build_server
 from lazytools.server.sessions import SessionState
 from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
 from lazytools.state.events import MemorySessionEvents, message_of
-from lazytools.app import check_replicas_agree, open_state, replica_fingerprint
-from lazytools.server.core import build_server
 from lazytools.state.redis import RedisState
 
 from .cluster import free_port, running_redis

@@ -22,8 +22,7 @@ from mcp.server.auth.provider import AccessToken
 from pydantic import PrivateAttr
 
 from ..identity import ClaimNames, Principal, principal_from_claims
-
-from .fetch import AuthFetchError, Fetcher
+from .fetch import AuthFetchError
 from .issuer import Issuer
 
 __all__ = ["MAX_TOKEN_BYTES", "TokenChecks", "VerifiedToken", "Verifier"]

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from ..catalog import Catalog
 from ..entry import ToolEntry
-from .index import Hit, SearchIndex
 from .fusion import LONG_TASK_CLAUSES
+from .index import Hit, SearchIndex
 from .needs import Need, unanswered
 from .query import clauses
 from .usage import MAX_COMPANIONS, UsagePrior, reorder

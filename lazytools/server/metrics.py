@@ -21,7 +21,6 @@ from pydantic import BaseModel, ValidationError
 from .metatools import INVOKE_TOOL, SEARCH_TOOLS
 
 
-
 class Upstreams(Protocol):
     """What a scrape reads of the gateway's upstreams: each one's name, whether it serves, how often it connected."""
 

@@ -20,10 +20,10 @@ from typing import Any
 import anyio
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
-from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import AuthenticationError, RedisError
 from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import AuthenticationError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .bus import Deliver
 from .events import RedisSessionEvents

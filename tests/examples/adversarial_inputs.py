@@ -13,9 +13,9 @@ import inspect
 import os
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from lazytools_examples._common import MAX_ITEMS, MAX_TEXT_CHARS
 

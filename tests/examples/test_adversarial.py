@@ -16,10 +16,10 @@ from typing import Any, get_type_hints
 import anyio
 import mcp_types as types
 import pytest
+from lazytools_examples._common import MAX_RESULT_BYTES
 
 from lazytools.errors import ToolArgumentsError, ToolExecutionError
 from lazytools.sources.functions import function_tool
-from lazytools_examples._common import MAX_RESULT_BYTES
 
 from .adversarial_inputs import adversarial_calls, make_adversarial_root, tool_functions
 

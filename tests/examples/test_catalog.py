@@ -2,14 +2,14 @@
 
 import inspect
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
-import pydantic
-from pydantic import TypeAdapter, create_model
+from typing import Any
 
 import lazytools_examples
+import pydantic
 from lazytools_examples import CATEGORY_SUMMARIES, build_catalog
+from pydantic import TypeAdapter, create_model
 
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 

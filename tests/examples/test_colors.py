@@ -1,7 +1,6 @@
 """Tests for lazytools_examples.colors."""
 
 import pytest
-
 from lazytools_examples import colors
 
 

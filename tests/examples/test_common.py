@@ -3,7 +3,6 @@
 import time
 
 import pytest
-
 from lazytools_examples import _regex_runner
 from lazytools_examples._common import ensure_max_items, ensure_max_length
 from lazytools_examples._sandbox import glob_to_regex

@@ -1,9 +1,8 @@
 """Tests for lazytools_examples.cron."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-
 from lazytools_examples import cron
 
 
@@ -23,7 +22,7 @@ def test_cron_next_runs_special_cases() -> None:
 
 
 def test_cron_next_runs_defaults_to_now() -> None:
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     runs = cron.cron_next_runs("* * * * *", count=2)["next_runs"]
     assert len(runs) == 2 and all(datetime.fromisoformat(r) > before.replace(second=0, microsecond=0) for r in runs)
 

@@ -1,7 +1,6 @@
 """Tests for lazytools_examples.csvtools."""
 
 import pytest
-
 from lazytools_examples import csvtools as c
 
 

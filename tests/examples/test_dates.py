@@ -3,7 +3,6 @@
 import time
 
 import pytest
-
 from lazytools_examples import dates
 
 

@@ -1,7 +1,6 @@
 """Tests for lazytools_examples.encoding."""
 
 import pytest
-
 from lazytools_examples import encoding as e
 
 

@@ -2,11 +2,11 @@
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from lazytools_examples import _regex_runner
 from lazytools_examples.files import make_file_tools
 

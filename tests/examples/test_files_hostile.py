@@ -6,11 +6,11 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from lazytools_examples import files
 from lazytools_examples._sandbox import glob_to_regex
 from lazytools_examples.files import make_file_tools

@@ -1,7 +1,6 @@
 """Tests for lazytools_examples.finance."""
 
 import pytest
-
 from lazytools_examples import finance
 
 

@@ -6,7 +6,6 @@ import string
 import uuid
 
 import pytest
-
 from lazytools_examples import hashing as h
 
 FOX = "The quick brown fox jumps over the lazy dog"

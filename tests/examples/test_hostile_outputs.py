@@ -3,11 +3,10 @@
 import base64
 import json
 import math
-from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-
 from lazytools_examples import build_catalog
 from lazytools_examples._common import MAX_RESULT_BYTES, json_ready
 

@@ -1,7 +1,6 @@
 """Tests for lazytools_examples.jsontools."""
 
 import pytest
-
 from lazytools_examples import jsontools as j
 
 

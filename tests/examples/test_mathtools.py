@@ -3,7 +3,6 @@
 import math
 
 import pytest
-
 from lazytools_examples import mathtools as m
 
 

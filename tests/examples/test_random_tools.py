@@ -1,7 +1,6 @@
 """Tests for lazytools_examples.random_tools."""
 
 import pytest
-
 from lazytools_examples import random_tools as rt
 
 

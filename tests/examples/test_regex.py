@@ -1,7 +1,6 @@
 """Tests for lazytools_examples.regex_tools."""
 
 import pytest
-
 from lazytools_examples import _regex_runner
 from lazytools_examples import regex_tools as r
 

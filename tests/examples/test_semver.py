@@ -1,7 +1,6 @@
 """Tests for lazytools_examples.semver."""
 
 import pytest
-
 from lazytools_examples import semver
 
 

@@ -1,7 +1,6 @@
 """Tests for lazytools_examples.text."""
 
 import pytest
-
 from lazytools_examples import text
 
 

@@ -3,7 +3,6 @@
 from typing import get_args
 
 import pytest
-
 from lazytools_examples import units
 
 
