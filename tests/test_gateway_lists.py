@@ -130,7 +130,7 @@ async def test_a_read_runs_only_the_template_matches_whose_literal_start_fits(tm
         assert unknown.value.code == -32002 and matched == []
         # A URI of one of them is matched against the one whose literal start (`partial://p/t7/`) it has.
         assert (await client.read_resource("partial://p/t7/x")).contents[0].uri == "partial://p/t7/x"
-        assert len(matched) == 1
+        assert set(matched) == {"partial://p/t7/{x}"}  # of the 50 templates, only that one (routing and policy)
 
 
 CLAIMS = Path(__file__).resolve().parent / "upstreams" / "claims.py"
