@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from pathlib import Path
 
 import anyio
 import httpx2
+
+from .helpers import stop_process
 
 __all__ = ["Cluster", "Redis", "Replica", "cluster", "haproxy_config", "require", "running_redis"]
 
@@ -57,17 +58,6 @@ async def _wait(condition_name: str, check: object, timeout: float, process: sub
             if await check():  # type: ignore[operator]
                 return
             await anyio.sleep(0.05)
-
-
-async def _stop(process: subprocess.Popen[bytes], grace: float = 30.0) -> int:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        with anyio.move_on_after(grace):
-            while process.poll() is None:
-                await anyio.sleep(0.05)
-        if process.poll() is None:
-            process.kill()
-    return await anyio.to_thread.run_sync(process.wait)
 
 
 # -- Redis ------------------------------------------------------------------------------------------------------------
@@ -108,7 +98,7 @@ class Redis:
 
     async def stop(self) -> None:
         if self.process is not None:
-            await _stop(self.process)
+            await stop_process(self.process)
 
 
 @asynccontextmanager
@@ -164,7 +154,7 @@ class Replica:
 
     async def stop(self) -> int:
         assert self.process is not None
-        return await _stop(self.process)
+        return await stop_process(self.process)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -225,7 +215,7 @@ async def cluster(size: int = 3, *, env: dict[str, str] | None = None, sticky: b
         with log.open("wb") as sink:
             haproxy = subprocess.Popen([haproxy_binary, "-f", str(config), "-db"], stdin=subprocess.DEVNULL,
                                        stdout=sink, stderr=sink)
-        stack.push_async_callback(_stop, haproxy)
+        stack.push_async_callback(stop_process, haproxy)
         base = f"http://127.0.0.1:{listen}"
 
         async def through() -> bool:

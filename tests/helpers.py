@@ -97,7 +97,7 @@ async def spawned_http_server(*extra: str, log_level: str = "WARNING", env: dict
             await _wait_healthy(child, startup_timeout)
             yield child
         finally:
-            child.exit_code = await _stop(process)
+            child.exit_code = await stop_process(process)
             child.output = log.read_text(errors="replace")[-20_000:]
 
 
@@ -117,7 +117,8 @@ async def _wait_healthy(child: ServerChild, timeout: float) -> None:
                 await anyio.sleep(0.1)
 
 
-async def _stop(process: subprocess.Popen[bytes], grace: float = 30.0) -> int:
+async def stop_process(process: subprocess.Popen[bytes], grace: float = 30.0) -> int:
+    """SIGTERM, `grace` seconds to exit, then SIGKILL; the exit status."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         with anyio.move_on_after(grace):
