@@ -345,24 +345,21 @@ class UsagePrior:
             # A session counts once per (terms, tool) and per (tool, next tool): a pattern one session repeats
             # is not evidence for the others.
             for term in record.terms:
-                if not self._first(("t", record.session, term, record.tool)):
-                    continue
-                tools = self.called_after.setdefault(term, {})
-                tools[record.tool] = tools.get(record.tool, 0.0) + w
-                self._seen_in(("t", term, record.tool))
-                if len(tools) > MAX_TOOLS_PER_TERM:
-                    gone = min(tools, key=tools.__getitem__)
-                    del tools[gone]
-                    self.sessions.pop(("t", term, gone), None)
+                if self._first(("t", record.session, term, record.tool)):
+                    self._credit("t", self.called_after, term, record.tool, w)
             after = record.after
             if after is not None and after != record.tool and self._first(("f", record.session, after, record.tool)):
-                nexts = self.followed_by.setdefault(after, {})
-                nexts[record.tool] = nexts.get(record.tool, 0.0) + w
-                self._seen_in(("f", after, record.tool))
-                if len(nexts) > MAX_TOOLS_PER_TERM:
-                    gone = min(nexts, key=nexts.__getitem__)
-                    del nexts[gone]
-                    self.sessions.pop(("f", after, gone), None)
+                self._credit("f", self.followed_by, after, record.tool, w)
+
+    def _credit(self, kind: str, table: dict[str, dict[str, float]], key: str, tool: str, weight: float) -> None:
+        """Add `weight` to `tool` under `key` in `table`; past MAX_TOOLS_PER_TERM tools the lightest leaves."""
+        tools = table.setdefault(key, {})
+        tools[tool] = tools.get(tool, 0.0) + weight
+        self._seen_in((kind, key, tool))
+        if len(tools) > MAX_TOOLS_PER_TERM:
+            gone = min(tools, key=tools.__getitem__)
+            del tools[gone]
+            self.sessions.pop((kind, key, gone), None)
 
     def _first(self, key: tuple[str, ...]) -> bool:
         """Whether `key` (a session and what it showed) is new; remembered, the oldest forgotten past MAX_COUNTED."""
