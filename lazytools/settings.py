@@ -94,12 +94,16 @@ class Settings(BaseSettings):
     learn: bool = Field(
         default=True,
         description="Learn from use: record each search, the tools it returned and enabled and the calls that "
-                    "followed (usage.sqlite3 in the cache directory), and let tools called after similar requests "
+                    "followed (usage.sqlite3 in the cache directory, or Redis with a state URL), and let tools called after similar requests "
                     "rank higher among the strong matches (off where the directory is not writable).")
     learn_request_text: bool = Field(
         default=True,
         description="Keep each search's request text in the usage store; false keeps only keyed hashes of its "
                     "terms, which is all learning needs.")
+    learn_sync_interval: float = Field(
+        default=2.0, gt=0, le=3600,
+        description="With a state URL (usage kept in Redis, shared by replicas): seconds between two reads of what "
+                    "the other replicas recorded, which then counts here too.")
 
     # Sources
     config: Path | None = Field(

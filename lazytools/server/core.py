@@ -140,9 +140,17 @@ class LazyServer(Server[Any]):
         self.usage: UsageLog | None = None
         if settings.learn:
             # History is read and records are written on the log's own thread; search reads its prior.
-            self.usage = UsageLog(open_sqlite(settings.embedding_cache_dir()),
-                                  keep_requests=settings.learn_request_text,
-                                  key_file=settings.embedding_cache_dir() / KEY_FILE)
+            if settings.state_url is not None:  # replicas learn from each other's use (docs/scaling.md)
+                from ..search.usage_redis import open_redis  # redis is imported only where a state URL is set
+
+                self.usage = UsageLog(open_redis(settings.state_url.get_secret_value(), prefix=settings.state_prefix,
+                                                 timeout=settings.state_timeout),
+                                      keep_requests=settings.learn_request_text, shared=True,
+                                      poll=settings.learn_sync_interval)
+            else:
+                self.usage = UsageLog(open_sqlite(settings.embedding_cache_dir()),
+                                      keep_requests=settings.learn_request_text,
+                                      key_file=settings.embedding_cache_dir() / KEY_FILE)
             self.usage.start()
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface, Access], list[types.Tool]] = {}
