@@ -104,6 +104,10 @@ class Settings(BaseSettings):
         default=2.0, gt=0, le=3600,
         description="With a state URL (usage kept in Redis, shared by replicas): seconds between two reads of what "
                     "the other replicas recorded, which then counts here too.")
+    learn_shared_keep: int = Field(
+        default=200_000, ge=100, le=10_000_000,
+        description="With a state URL: searches, and calls, that Redis keeps for learning (each; the oldest go "
+                    "first): about 0.7 KB a search and 0.4 KB a call of Redis memory.")
 
     # Sources
     config: Path | None = Field(

@@ -32,7 +32,7 @@ from .usage import LOAD_LIMIT, CallRecord, Record, SearchRecord, UsageStore, Usa
 __all__ = ["MAX_ENTRY_BYTES", "SHARED_KEEP", "RedisUsageStore", "open_redis"]
 
 SHARED_KEEP = LOAD_LIMIT
-"""Entries each stream keeps (the oldest go first): what a replica reads at start, and no more."""
+"""Entries each stream keeps by default (the oldest go first): what a replica reads at start, and no more."""
 MAX_ENTRY_BYTES = 64 * 1024
 """An entry larger than this (not one lazytools wrote: its records are bounded) is skipped when read."""
 _KEY_BYTES = 32
@@ -198,7 +198,7 @@ class RedisUsageStore:
             pass
 
 
-def open_redis(url: str, *, prefix: str, timeout: float) -> Callable[[], UsageStore]:
+def open_redis(url: str, *, prefix: str, timeout: float, keep: int = SHARED_KEEP) -> Callable[[], UsageStore]:
     """The opener of the shared store at `url`, for `UsageLog(..., shared=True)`: opening connects to nothing
     (the first command does), so a Redis that is down at start only pauses learning."""
-    return lambda: RedisUsageStore(url, prefix=prefix, timeout=timeout)
+    return lambda: RedisUsageStore(url, prefix=prefix, timeout=timeout, keep=keep)

@@ -144,7 +144,7 @@ class LazyServer(Server[Any]):
                 from ..search.usage_redis import open_redis  # redis is imported only where a state URL is set
 
                 self.usage = UsageLog(open_redis(settings.state_url.get_secret_value(), prefix=settings.state_prefix,
-                                                 timeout=settings.state_timeout),
+                                                 timeout=settings.state_timeout, keep=settings.learn_shared_keep),
                                       keep_requests=settings.learn_request_text, shared=True,
                                       poll=settings.learn_sync_interval)
             else:
