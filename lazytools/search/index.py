@@ -334,12 +334,8 @@ class SearchIndex:
 
     def _ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
         """Positions of the `limit` best candidates, best first, a tool listed twice by its server only once."""
-
-        def rank(i: int) -> tuple[float, int]:
-            # Equal scores keep catalog order: results are deterministic.
-            return (-scores[i], i)
-
         matched = np.flatnonzero(candidates)
+        negated = -scores[matched]  # gathered once: three passes over thousands of candidates used to gather it
         # Copies sit next to each other in the ranking, so twice the limit almost always holds `limit` originals.
         wanted = 2 * limit
         while True:
@@ -347,15 +343,18 @@ class SearchIndex:
             if matched.size > wanted:
                 # The `wanted` best; among tools tied with the last of them, the first in catalog order (`matched`
                 # is in that order), so that a larger limit only adds results after these.
-                threshold = scores[matched[np.argpartition(-scores[matched], wanted - 1)[wanted - 1]]]
-                above = matched[scores[matched] > threshold]
-                tied = matched[scores[matched] == threshold][: wanted - above.size]
+                threshold = negated[np.argpartition(negated, wanted - 1)[wanted - 1]]
+                above = matched[negated < threshold]
+                tied = matched[negated == threshold][: wanted - above.size]
                 pool = np.concatenate([above, tied])
             order: list[int] = []
             seen: set[int] = set()
-            for i in sorted(pool.tolist(), key=rank):
-                if int(self._copy_of[i]) not in seen:
-                    seen.add(int(self._copy_of[i]))
+            # As Python numbers, read once: indexing numpy per item was a tenth of a search at 10,000 tools.
+            # Sorted by (-score, position): equal scores keep catalog order, so results are deterministic.
+            ranked = sorted(zip((-scores[pool]).tolist(), pool.tolist(), self._copy_of[pool].tolist()))
+            for _, i, copy in ranked:
+                if copy not in seen:
+                    seen.add(copy)
                     order.append(i)
             if len(order) >= limit or pool.size == matched.size:
                 return order[:limit]

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -97,6 +98,7 @@ KEY_FILE = "usage.key"
 _KEY_BYTES = 32
 
 
+@lru_cache(maxsize=256)  # a served search asks twice: for the prior's boosts, then for the record of it
 def hashed_terms(query: str, key: bytes = _TEST_KEY) -> tuple[str, ...]:
     """The query's index terms (stems, stop words dropped), each as a 64-bit hash keyed with `key`: what the store
     keeps. Pseudonymous, not anonymous: whoever holds the key can hash a word list and match the terms."""
@@ -339,6 +341,9 @@ class UsagePrior:
     sessions: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """Per ("t", term, tool) and ("f", tool, next tool): distinct sessions that showed it."""
     _counted: dict[tuple[str, ...], None] = field(default_factory=dict, repr=False)
+    _eligible: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False)
+    """Per term hash: the tools of `called_after` that enough sessions showed, as `boosts` reads them; dropped when
+    the term's counts change (most of the prior's lookup time was re-checking every tool's sessions)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def terms(self, query: str) -> tuple[str, ...]:
@@ -377,6 +382,8 @@ class UsagePrior:
         """Add `weight` to `tool` under `key` in `table`; past MAX_TOOLS_PER_TERM tools the lightest leaves."""
         tools = table.setdefault(key, {})
         tools[tool] = tools.get(tool, 0.0) + weight
+        if kind == "t":
+            self._eligible.pop(key, None)
         self._seen_in((kind, key, tool))
         if len(tools) > MAX_TOOLS_PER_TERM:
             gone = min(tools, key=tools.__getitem__)
@@ -401,6 +408,7 @@ class UsagePrior:
         self.searches_with = {term: self.searches_with[term] for term in keep}
         self.called_after = {term: tools for term, tools in self.called_after.items() if term in kept}
         self.sessions = {key: n for key, n in self.sessions.items() if key[0] != "t" or key[1] in kept}
+        self._eligible.clear()
 
     def merge(self, other: UsagePrior) -> None:
         """Add `other`'s counts (of the same origin and half-life) to these."""
@@ -420,6 +428,7 @@ class UsagePrior:
             for counted in other._counted:
                 self._counted[counted] = None
             self.search_count += other.search_count
+            self._eligible.clear()
             if len(self.searches_with) > MAX_TERMS:
                 self._prune()
 
@@ -444,9 +453,12 @@ class UsagePrior:
                 weight_sum += weight
                 if seen < MIN_EVIDENCE:
                     continue
-                for tool, count in self.called_after.get(term, {}).items():
-                    if self.sessions.get(("t", term, tool), 0) < MIN_SESSIONS:
-                        continue
+                eligible = self._eligible.get(term)
+                if eligible is None:
+                    eligible = self._eligible[term] = [
+                        (tool, count) for tool, count in self.called_after.get(term, {}).items()
+                        if self.sessions.get(("t", term, tool), 0) >= MIN_SESSIONS]
+                for tool, count in eligible:
                     # +1: one search is weak evidence; the share nears the plain share as searches add up
                     sums[tool] = sums.get(tool, 0.0) + weight * min(1.0, count * scale / (seen + 1.0))
         if weight_sum <= 0:
