@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 
 from benchmarks.http_throughput import throughput_benchmarks
-from benchmarks.search import synthetic_catalog, synthetic_queries
+from benchmarks.search import learned_prior, served_cpu, synthetic_catalog, synthetic_queries
 from benchmarks.soak import ROUNDS, SoakPlan, SoakReport, _Load, main, run_soak
 from benchmarks.stats import percentile, percentiles
 from lazytools import cli
@@ -82,6 +82,17 @@ def test_benchmark_catalogs_are_valid_and_searchable() -> None:
     index = SearchIndex(entries)
     assert index.search(queries[1])[0].entry.name == queries[1]  # every 4th query, from 1, is an exact name
     assert all(index.search(query) for query in queries)
+
+
+def test_the_served_search_figures_come_with_and_without_a_learned_prior() -> None:
+    entries = synthetic_catalog(300)
+    index = SearchIndex(entries)
+    queries = synthetic_queries(entries, 12)
+    prior = learned_prior(index, entries, searches=300)
+    assert sum(bool(prior.boosts(prior.terms(query))) for query in queries) >= 6  # the prior moves most searches
+    assert prior.companions([entries[0].name]) or any(prior.followed_by.values())
+    index_only, served, learned = served_cpu(entries, index, queries)
+    assert all(0 < figure < 1_000 for figure in (index_only, served, learned))  # ms: measured, not inf
 
 
 def test_percentiles_are_the_median_and_the_99th() -> None:

@@ -580,3 +580,15 @@ def test_glued_words_cost_linear_work_and_hostile_lengths_are_left_whole() -> No
     assert _CountingSet.looked_up == 0
     assert split_compound("x" * MAX_COMPOUND, known) == []
     assert _CountingSet.looked_up <= MAX_COMPOUND * MAX_PART
+
+
+def test_remembered_splits_are_fresh_lists_each_time() -> None:
+    # split_words and clauses remember recent texts; a caller changing what it got must not change the next answer.
+    words = split_words("listFiles in the docs_folder")
+    words.append("extra")
+    assert split_words("listFiles in the docs_folder") == ["list", "files", "in", "the", "docs", "folder"]
+    request = "book a flight to Paris for Friday, then find a hotel near the station and add both to my calendar"
+    parts = clauses(request)
+    assert len(parts) >= 2
+    parts.clear()
+    assert clauses(request) == clauses(request) and len(clauses(request)) >= 2
