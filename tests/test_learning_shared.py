@@ -19,7 +19,7 @@ from redis.asyncio import Redis as AsyncRedis
 from lazytools import LazyServer, build_server
 from lazytools.cli import main
 from lazytools.search.usage import CallRecord, SearchRecord, hashed_terms
-from lazytools.search.usage_redis import RedisUsageStore
+from lazytools.search.usage_redis import MAX_ENTRY_BYTES, RedisUsageStore
 
 from .cluster import Redis, free_port, running_redis
 from .conftest import client, make_settings, text_of
@@ -108,6 +108,17 @@ async def test_streams_are_capped_and_hold_no_text_or_session_id_when_asked(tmp_
         assert store.client.xlen("lazytools:usage:calls") == store.client.xlen("lazytools:usage:searches") == 5
         assert [call.tool for call in store.calls()] == [f"tool{i}" for i in range(7, 12)]
         assert [search.id for search in store.searches(limit=3)] == ["q9", "q10", "q11"]
+        # Whatever else can write to Redis: entries that are not well-formed records are skipped, never raised.
+        other = RedisUsageStore(redis.url)
+        assert [call.tool for call in other.calls(limit=1)] == ["tool11"] and len(other.searches()) == 5
+        valid = json.dumps({"a": now, "s": "s", "n": "good", "k": True, "t": []})
+        for raw in (b"not json", b"[]", json.dumps({"a": "soon", "s": "s", "n": "x", "k": True, "t": []}).encode(),
+                    json.dumps({"a": now, "s": "s", "n": "x", "k": 1, "t": []}).encode(),
+                    b'{"pad": "' + b"x" * MAX_ENTRY_BYTES + b'"}', valid.encode()):
+            store.client.xadd("lazytools:usage:calls", {"o": "elsewhere", "r": raw})
+        assert [call.tool for call in other.newer(100)] == ["good"]
+        assert [call.tool for call in other.calls()][-1:] == ["good"]
+        other.close()
         store.client.delete("lazytools:usage:calls", "lazytools:usage:searches")
         store.close()
 
