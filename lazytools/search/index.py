@@ -352,9 +352,9 @@ class SearchIndex:
             # As Python numbers, read once: indexing numpy per item was a tenth of a search at 10,000 tools.
             # Sorted by (-score, position): equal scores keep catalog order, so results are deterministic.
             ranked = sorted(zip((-scores[pool]).tolist(), pool.tolist(), self._copy_of[pool].tolist()))
-            for _, i, copy in ranked:
-                if copy not in seen:
-                    seen.add(copy)
+            for _, i, original in ranked:
+                if original not in seen:
+                    seen.add(original)
                     order.append(i)
             if len(order) >= limit or pool.size == matched.size:
                 return order[:limit]
