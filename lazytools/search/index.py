@@ -176,12 +176,6 @@ class SearchIndex:
         related words)."""
         return weighted_terms(query, self.vocabulary, self._expansions, rendered=self._rendered)
 
-    def lexical_scores(self, query: str) -> ScoreArray:
-        """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
-        terms = set(tokenize(query))
-        return self._lexical_scores(query, [self._bm25_scores(part) for part in clauses(query)], terms,
-                                    self._mentioned(terms))
-
     def _mentioned(self, terms: set[str]) -> list[str]:
         """The groups a query with these terms names ("post it on Slack", "github issues"): all of a group
         name's words."""
