@@ -13,7 +13,7 @@ from .crosslang import english_rendering
 from .vocabulary import split_compound
 
 __all__ = [
-    "FIELD_WEIGHTS", "RENDERED_FIELDS", "document_terms", "embedding_text", "field_terms", "field_words", "known_words", "name_terms",
+    "FIELD_WEIGHTS", "RENDERED_FIELDS", "embedding_text", "field_terms", "field_words", "known_words", "name_terms",
 ]
 
 
@@ -83,11 +83,6 @@ def field_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]
     return terms
 
 
-def _terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> list[str]:
-    fields = field_terms(words, known).items()
-    return [term for field, stems in fields for term in stems * round(FIELD_WEIGHTS[field])]
-
-
 def name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> frozenset[str]:
     """The stems a query must hold to name this tool in words (create_issue → create, issue), with glued words
     that the descriptions never use cut into words they do ("seoanalysis" → seo, analysis)."""
@@ -96,11 +91,6 @@ def name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str])
         glued = len(word) >= _MIN_COMPOUND and word not in known
         parts.extend((split_compound(word, known) if glued else []) or [word])
     return frozenset(stem(word) for word in parts if word not in STOP_WORDS and len(word) > 1)
-
-
-def document_terms(entry: ToolEntry, known: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """The terms of one tool, each field's repeated by its (whole) weight: plain BM25's view of a tool."""
-    return _terms(field_words(entry), known)
 
 
 def embedding_text(entry: ToolEntry) -> str:

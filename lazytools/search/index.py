@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from ..entry import ToolEntry
 from .analysis import tokenize
-from .bm25 import BM25FPostings, BM25Postings
+from .bm25 import BM25FPostings
 from .copies import first_copies
 from .coverage import (
     COVERAGE_POOL,
@@ -119,7 +119,7 @@ class SearchIndex:
         self.entries: list[ToolEntry] = list(entries)
         words = [field_words(entry) for entry in self.entries]
         known = known_words(words)
-        self._bm25: BM25Postings = BM25FPostings(
+        self._bm25 = BM25FPostings(
             [field_terms(entry_words, known) for entry_words in words], FIELD_WEIGHTS, k1=BM25F_K1,
             apart=RENDERED_FIELDS,
         )
