@@ -20,12 +20,11 @@ __all__ = [
 FIELD_WEIGHTS: Mapping[str, float] = {
     "name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0, "english": 0.3,
 }
-"""How much each field's terms count in BM25F (each field normalised by its own length). BM25F replaced
-repeating fields by their weight, which let a long description dilute a short name; tuning these weights moved
-the two dev-set halves in opposite directions, so they stay the old defaults (docs/search.md). `english` is the
-English rendering of a tool's Chinese text (crosslang.py), empty for a tool described in English: at 0.3 an English
-request finds a Chinese-described tool without Chinese tools crowding English ones out (1.0 found more of them and
-cost English requests more; docs/search-log.md)."""
+"""How much each field's terms count in BM25F (each field normalised by its own length, so a long description
+does not dilute a short name). Other weights moved the two dev-set halves in opposite directions, so these stay
+the plain defaults (docs/search-log.md). `english` is the English rendering of a tool's Chinese text (crosslang.py),
+empty for a tool described in English: at 0.3 an English request finds a Chinese-described tool without Chinese
+tools crowding English ones out (1.0 found more of them and cost English requests more; docs/search-log.md)."""
 
 RENDERED_FIELDS = frozenset({"english"})
 """Fields that render another field's text (see `BM25FPostings`' `apart`)."""
