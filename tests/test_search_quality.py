@@ -107,9 +107,9 @@ def test_multiserver_labels_name_tools_of_the_set() -> None:
     for query in queries:
         assert frozenset().union(*query.relevant) <= ids, query.id
     # The confirmation set, the cross-language check and the everyday phrasing label tools of the same catalog.
-    names = ("confirm", "crosslang", "phrasing", "questions", "usage", "deliverables", "prereqs", "everyday")
+    names = ("confirm", "crosslang", "phrasing", "questions", "usage", "deliverables", "prereqs", "everyday", "misses")
     checks = [query for name in names for query in read_queries(MULTISERVER / f"{name}.jsonl")]
-    assert len(checks) == 30 + 32 + 37 + 24 + 40 + 28 + 28 + 16
+    assert len(checks) == 30 + 32 + 37 + 24 + 40 + 28 + 28 + 16 + 48
     for query in checks:
         assert query.relevant and frozenset().union(*query.relevant) <= ids, query.id
 
