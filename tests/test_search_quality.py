@@ -10,6 +10,7 @@ the set was written, less a small margin.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,44 @@ def test_multiserver_requests_with_the_semantic_extra_stay_above_their_floor() -
     scores = evaluate(read_queries(MULTISERVER / "queries.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
     assert scores["all"].recall(LIMIT) >= 0.75 and scores["single"].recall(LIMIT) >= 0.86
     assert scores["multi"].recall(LIMIT) >= 0.66 and scores["long"].recall(LIMIT) >= 0.64
+
+
+def _served_dev_set() -> tuple[Callable[[str], list[str]], dict[str, str]]:
+    """The multi-server dev catalog searched as served (the search_tools meta-tool, limit 5, BM25): a request ->
+    the ids it returns."""
+    loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
+    return served_ranker(loaded.catalog, build_index(loaded.catalog), limit=LIMIT, ids=loaded.ids), loaded.ids
+
+
+def test_a_producer_never_takes_the_place_of_the_tool_that_writes_the_named_output() -> None:
+    # dev set s11: MongoDB's `export` ranks first, and its producer `connect` used to take the fifth place from
+    # desktop-commander's write_pdf, the tool that answers "as a PDF" (single-need even half .787 -> .766).
+    search, _ = _served_dev_set()
+    returned = search("export the meeting minutes as a PDF document")[:LIMIT]
+    assert "desktop-commander/write_pdf" in returned
+    assert "mongodb/connect" in returned  # the producer still has its place, one step earlier
+
+
+def test_a_tool_described_in_another_language_gives_way_to_its_english_namesake() -> None:
+    # Baidu's map_geocode / map_distance_matrix (described in Chinese, found through their English rendering)
+    # took two of the five places beside Google's tools of the same names, and the pin map was lost (dev set m13).
+    search, _ = _served_dev_set()
+    returned = search("Geocode the addresses of our three warehouses, compute the distance matrix between them, "
+                      "then draw the three of them on a pin map.")[:LIMIT]
+    assert {"google-maps/maps_geocode", "google-maps/maps_distance_matrix", "chart/generate_pin_map"} <= set(returned)
+    assert not {"baidu-map/map_geocode", "baidu-map/map_distance_matrix"} & set(returned)
+    # Of the two current-time tools, the English-described one stays for an English request (prereqs r19) ...
+    asked = search("What time is it in Tokyo when it's 3pm here tomorrow?")[:LIMIT]
+    assert "time/get_current_time" in asked
+    # ... a request in Chinese is left as ranked, and a tool the request names never moves.
+    assert search("map_geocode")[0] == "baidu-map/map_geocode"
+
+
+def test_remember_and_forget_reach_the_memory_server_not_a_translation_memory() -> None:
+    # misses.jsonl mem01 / mem05 and dev set s14: "remember" read as memory alone brought lara-translate's
+    # translation-memory tools first; "forget" as delete alone brought any deleting tool.
+    search, _ = _served_dev_set()
+    remembered = search("remember that my dentist appointment is on the 14th")[:LIMIT]
+    assert {"memory/create_entities", "memory/add_observations"} & set(remembered)
+    forgotten = search("forget everything about the project Phoenix")[:LIMIT]
+    assert {"memory/delete_entities", "memory/delete_observations"} & set(forgotten)
