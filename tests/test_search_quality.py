@@ -211,3 +211,18 @@ def test_remember_and_forget_reach_the_memory_server_not_a_translation_memory() 
     assert {"memory/create_entities", "memory/add_observations"} & set(remembered)
     forgotten = search("forget everything about the project Phoenix")[:LIMIT]
     assert {"memory/delete_entities", "memory/delete_observations"} & set(forgotten)
+
+
+def test_an_unstated_step_takes_its_place_though_the_request_never_names_it() -> None:
+    # misses.jsonl pq01 / pq08: a forecast needs coordinates and the request names no place tool, so the geocoder
+    # of the forecast's server scores nothing for it; it takes the last place all the same.
+    search, _ = _served_dev_set()
+    assert "open-meteo/geocoding" in search("what will the weather be like in Lisbon this weekend")[:LIMIT]
+
+
+def test_a_tool_that_lists_something_else_is_not_the_producer_of_a_list_id() -> None:
+    # misses.jsonl sb09: archive_list requires a listId; list_boards (which lists boards) was taken for its
+    # producer, so get_lists never came.
+    search, _ = _served_dev_set()
+    returned = search("archive the Done list on our sprint board in Trello")[:LIMIT]
+    assert {"trello/archive_list", "trello/get_lists"} <= set(returned)

@@ -257,7 +257,7 @@ class SearchIndex:
                 # Twice the limit, so that a tool answering something else can move up past a moved one.
                 picked = self._native_first(self._ranked(scores, candidates, 2 * limit), named.keys())[:limit]
         picked, delivered = self._with_deliverable(query, picked, candidates, limit)
-        picked = self._with_producer(picked, candidates, limit, keep=delivered)
+        picked = self._with_producer(picked, limit, keep=delivered, groups=groups)
         hits = [Hit(self.entries[i], float(scores[i])) for i in picked]
         measured = bool(need_similarities) if needs is None else needs
         if not measured:
@@ -312,18 +312,21 @@ class SearchIndex:
             return picked, None
         return ([*picked, best] if len(picked) < limit else [*picked[:-1], best]), best
 
-    def _with_producer(self, picked: list[int], candidates: npt.NDArray[np.bool_], limit: int,
-                       keep: int | None = None) -> list[int]:
+    def _with_producer(self, picked: list[int], limit: int, *, keep: int | None = None,
+                       groups: Sequence[str] | None = None) -> list[int]:
         """`picked` with the first producer of the first of its PRODUCER_TOP best tools that needs one and has none
         picked (`list_channels` for `post_message`, a geocoder for a forecast) in the last place: those tools cannot
-        be called without it."""
+        be called without it. The producer need not match the request's words ("the weather in Lisbon" names no
+        geocoder), only be in the `groups` searched and allowed to the caller; it takes the place before
+        `keep`, the tool that writes the request's named output, rather than that one."""
         if limit < MIN_DELIVERABLE_LIMIT:
             return picked
         for i in picked[:PRODUCER_TOP]:
             producers = self._producers[i]
             if producers and not set(producers) & set(picked):
                 wanted = producers[0]
-                if not candidates[wanted]:
+                outside = groups is not None and self._groups[wanted] not in groups
+                if outside or (self._allowed is not None and not self._allowed[wanted]):
                     return picked
                 if len(picked) < limit:
                     return [*picked, wanted]
