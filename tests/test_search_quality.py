@@ -226,3 +226,13 @@ def test_a_tool_that_lists_something_else_is_not_the_producer_of_a_list_id() -> 
     search, _ = _served_dev_set()
     returned = search("archive the Done list on our sprint board in Trello")[:LIMIT]
     assert {"trello/archive_list", "trello/get_lists"} <= set(returned)
+
+
+def test_remember_reaches_the_memory_server_with_the_semantic_extra_too() -> None:
+    # misses.jsonl mem01 / mem07: the encoder read "remember that my dentist appointment ..." as a calendar or a
+    # checklist; it now also reads what the verb means (phrases.py), as BM25 does.
+    loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
+    search = served_ranker(loaded.catalog, build_index(loaded.catalog, semantic=True), limit=LIMIT, ids=loaded.ids)
+    for request in ("remember that my dentist appointment is on the 14th",
+                    "memorize that Tom's birthday is 3 March and that he is my brother"):
+        assert {"memory/create_entities", "memory/add_observations"} & set(search(request)[:LIMIT]), request

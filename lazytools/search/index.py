@@ -30,7 +30,6 @@ from ..entry import ToolEntry
 from .analysis import tokenize
 from .bm25 import BM25FPostings, BM25Postings
 from .copies import first_copies
-from .crosslang import has_cjk
 from .coverage import (
     COVERAGE_POOL,
     COVERAGE_SHARPNESS,
@@ -40,6 +39,7 @@ from .coverage import (
     clause_shares,
     cover,
 )
+from .crosslang import has_cjk
 from .documents import FIELD_WEIGHTS, RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fusion import (
