@@ -10,17 +10,17 @@ the set was written, less a small margin.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from lazytools import Catalog, Group
 from lazytools.app import bundled_catalog
-from lazytools.evaluate import Scores, cutoffs_for, evaluate, read_queries, served_ranker
+from lazytools.evaluate import Ranker, Scores, cutoffs_for, evaluate, read_queries, served_search
 from lazytools.search import SearchIndex, build_index
+from lazytools.search.embedders import DEFAULT_EMBEDDER, embedder_named
 from lazytools.search.related import RelatedWords
-from lazytools.search.semantic import default_embedder
 from lazytools.sources.jsonl import load_jsonl_catalog
 
 from .fixtures.catalogs import realistic
@@ -32,10 +32,16 @@ LIMIT = 5
 """Measured as served: what search_tools returns at the server's default limit."""
 
 
+def served_ranker(catalog: Catalog, index: SearchIndex, ids: Mapping[str, str] | None = None) -> Ranker:
+    """A query → the ids of every tool search_tools returns for it at LIMIT, in their order."""
+    search = served_search(catalog, index, limit=LIMIT, ids=ids)
+    return lambda text: search(text).returned
+
+
 def scores(tmp_path: Path, *, semantic: bool) -> Scores:
     catalog = bundled_catalog(tmp_path)
     index = build_index(catalog, semantic=semantic)
-    ranker = served_ranker(catalog, index, limit=LIMIT)
+    ranker = served_ranker(catalog, index)
     return evaluate(read_queries(QUERIES), ranker, cutoffs=cutoffs_for(LIMIT))["all"]
 
 
@@ -78,7 +84,7 @@ def developer_scores(**options: object) -> Scores:
     index = SearchIndex(catalog, **options)  # type: ignore[arg-type]
     queries = read_queries(REALISTIC_QUERIES)
     assert len(queries) == 28
-    ranker = served_ranker(catalog, index, limit=LIMIT)
+    ranker = served_ranker(catalog, index)
     return evaluate(queries, ranker, cutoffs=cutoffs_for(LIMIT))["single"]
 
 
@@ -90,7 +96,7 @@ def test_related_words_find_developer_tools_asked_for_in_other_words() -> None:
 
 
 def test_developer_queries_with_the_semantic_extra() -> None:
-    result = developer_scores(embedder=default_embedder())
+    result = developer_scores(embedder=embedder_named(DEFAULT_EMBEDDER))
     assert result.recall(5) >= 0.92 and result.mrr >= 0.76
 
 
@@ -119,7 +125,7 @@ def test_multiserver_requests_as_served_stay_above_their_floor() -> None:
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
     index = build_index(loaded.catalog)
     queries = read_queries(MULTISERVER / "queries.jsonl")
-    ranker = served_ranker(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
+    ranker = served_ranker(loaded.catalog, index, ids=loaded.ids)
     scores = evaluate(queries, ranker, cutoffs=cutoffs_for(LIMIT))
     assert scores["all"].recall(LIMIT) >= 0.74 and scores["single"].recall(LIMIT) >= 0.80
     assert scores["multi"].recall(LIMIT) >= 0.66 and scores["long"].recall(LIMIT) >= 0.64
@@ -137,7 +143,7 @@ def test_deliverables_prerequisites_and_everyday_wordings_stay_above_their_floor
     # (.476 before a deliverable took a place), prerequisite steps .643 (.560 before the best results' producer
     # took one), everyday wordings .375 (.188 before "remember", "summarise", "what changed" were read).
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
-    ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), limit=LIMIT, ids=loaded.ids)
+    ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), ids=loaded.ids)
     scores = evaluate(read_queries(MULTISERVER / f"{name}.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
     assert scores[split].recall(LIMIT) >= floor
 
@@ -146,7 +152,7 @@ def test_everyday_phrasing_finds_its_tools() -> None:
     # benchmarks/data/multiserver/phrasing.jsonl: 37 requests in phrasal verbs and idioms ("spin up", "tear down",
     # "drop a message", "open a PR"). As served: .892 (.757 before phrasal verbs were read).
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
-    ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), limit=LIMIT, ids=loaded.ids)
+    ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), ids=loaded.ids)
     scores = evaluate(read_queries(MULTISERVER / "phrasing.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
     assert scores["phrasing"].recall(LIMIT) >= 0.86
 
@@ -155,7 +161,7 @@ def test_questions_find_what_they_ask_for() -> None:
     # benchmarks/data/multiserver/questions.jsonl: 24 requests asked as questions ("how far", "how many", "where").
     # As served: .792 (.625 before question words were read).
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
-    ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), limit=LIMIT, ids=loaded.ids)
+    ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), ids=loaded.ids)
     scores = evaluate(read_queries(MULTISERVER / "questions.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
     assert scores["questions"].recall(LIMIT) >= 0.75
 
@@ -166,17 +172,17 @@ def test_multiserver_requests_with_the_semantic_extra_stay_above_their_floor() -
     # named requests' weight the single-need ones scored .862 and all .763.
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
     index = build_index(loaded.catalog, semantic=True)
-    ranker = served_ranker(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
+    ranker = served_ranker(loaded.catalog, index, ids=loaded.ids)
     scores = evaluate(read_queries(MULTISERVER / "queries.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
     assert scores["all"].recall(LIMIT) >= 0.75 and scores["single"].recall(LIMIT) >= 0.86
     assert scores["multi"].recall(LIMIT) >= 0.66 and scores["long"].recall(LIMIT) >= 0.64
 
 
-def _served_dev_set() -> tuple[Callable[[str], list[str]], dict[str, str]]:
+def _served_dev_set() -> tuple[Ranker, dict[str, str]]:
     """The multi-server dev catalog searched as served (the search_tools meta-tool, limit 5, BM25): a request ->
     the ids it returns."""
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
-    return served_ranker(loaded.catalog, build_index(loaded.catalog), limit=LIMIT, ids=loaded.ids), loaded.ids
+    return served_ranker(loaded.catalog, build_index(loaded.catalog), ids=loaded.ids), loaded.ids
 
 
 def test_a_producer_never_takes_the_place_of_the_tool_that_writes_the_named_output() -> None:
@@ -232,7 +238,7 @@ def test_remember_reaches_the_memory_server_with_the_semantic_extra_too() -> Non
     # misses.jsonl mem01 / mem07: the encoder read "remember that my dentist appointment ..." as a calendar or a
     # checklist; it now also reads what the verb means (phrases.py), as BM25 does.
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
-    search = served_ranker(loaded.catalog, build_index(loaded.catalog, semantic=True), limit=LIMIT, ids=loaded.ids)
+    search = served_ranker(loaded.catalog, build_index(loaded.catalog, semantic=True), ids=loaded.ids)
     for request in ("remember that my dentist appointment is on the 14th",
                     "memorize that Tom's birthday is 3 March and that he is my brother"):
         assert {"memory/create_entities", "memory/add_observations"} & set(search(request)[:LIMIT]), request

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from ..entry import ToolEntry
 from .analysis import tokenize
-from .bm25 import BM25FPostings, BM25Postings
+from .bm25 import BM25FPostings
 from .copies import first_copies
 from .coverage import (
     COVERAGE_POOL,
@@ -120,7 +120,7 @@ class SearchIndex:
         self.entries: list[ToolEntry] = list(entries)
         words = [field_words(entry) for entry in self.entries]
         known = known_words(words)
-        self._bm25: BM25Postings = BM25FPostings(
+        self._bm25 = BM25FPostings(
             [field_terms(entry_words, known) for entry_words in words], FIELD_WEIGHTS, k1=BM25F_K1,
             apart=RENDERED_FIELDS,
         )
@@ -179,12 +179,6 @@ class SearchIndex:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
         related words)."""
         return weighted_terms(query, self.vocabulary, self._expansions, rendered=self._rendered)
-
-    def lexical_scores(self, query: str) -> ScoreArray:
-        """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
-        terms = set(tokenize(query))
-        return self._lexical_scores(query, [self._bm25_scores(part) for part in clauses(query)], terms,
-                                    self._mentioned(terms))
 
     def _mentioned(self, terms: set[str]) -> list[str]:
         """The groups a query with these terms names ("post it on Slack", "github issues"): all of a group

@@ -33,7 +33,6 @@ __all__ = [
     "SEMANTIC_EXTRA",
     "BackgroundVectors",
     "StaticEmbedder",
-    "default_embedder",
     "load_wordllama",
     "query_vectors",
     "resolve",
@@ -46,11 +45,6 @@ logger = logging.getLogger("lazytools.search")
 def resolve(embedder: str | Embedder) -> Embedder:
     """An embedder object for a setting value (loaded once per process) or the object itself."""
     return embedder_named(embedder) if isinstance(embedder, str) else embedder
-
-
-def default_embedder() -> Embedder:
-    """The quality default (all-MiniLM-L6-v2), loaded once per process."""
-    return embedder_named(DEFAULT_EMBEDDER)
 
 
 MAX_EMBEDDED_NEEDS = 8
