@@ -350,17 +350,9 @@ def within(value: Any, budget: int) -> bool:
 # -- entry points ---------------------------------------------------------------------------------------------------
 
 
-def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, limits: Limits | None = None, *,
-                       trusted: bool = False) -> dict[str, Any]:
-    """Return `arguments` as a dict if they satisfy `schema`; otherwise raise with every problem named.
-
-    `limits`: the configured ones (`Limits.of(settings)`); None means the settings' defaults.
-
-    `trusted`: the schema is the server author's own (from type hints), so its keywords run without the per-keyword
-    guard against broken schemas and slow checks (which cost as much as the check itself on a small call); patterns
-    still run with a timeout."""
-    limits = limits or _DEFAULTS
-    timeout, max_bytes = limits.timeout, limits.max_bytes
+def _object_within(tool: str, schema: Mapping[str, Any], arguments: Any, max_bytes: int) -> dict[str, Any]:
+    """`arguments` as a JSON object (none: an empty one) of at most about `max_bytes`, or the error that says why
+    not: what every check does before the schema's keywords."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -371,6 +363,21 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, lim
     if not within(arguments, max_bytes):
         raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: larger than {max_bytes:,} bytes "
                                  "(LAZYTOOLS_MAX_ARGUMENT_BYTES); not checked, not sent.")
+    return arguments
+
+
+def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, limits: Limits | None = None, *,
+                       trusted: bool = False) -> dict[str, Any]:
+    """Return `arguments` as a dict if they satisfy `schema`; otherwise raise with every problem named.
+
+    `limits`: the configured ones (`Limits.of(settings)`); None means the settings' defaults.
+
+    `trusted`: the schema is the server author's own (from type hints), so its keywords run without the per-keyword
+    guard against broken schemas and slow checks (which cost as much as the check itself on a small call); patterns
+    still run with a timeout."""
+    limits = limits or _DEFAULTS
+    timeout = limits.timeout
+    arguments = _object_within(tool, schema, arguments, limits.max_bytes)
     check = _Check(tool, time.monotonic() + timeout)
     previous = getattr(_current, "check", None)
     _current.check = check
@@ -492,11 +499,15 @@ def _checked_inline(tool: str, schema: Mapping[str, Any], arguments: Any) -> dic
 
 
 async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, limits: Limits, *,
-                        trusted: bool) -> dict[str, Any]:
+                        trusted: bool, left_to_tool: bool = False) -> dict[str, Any]:
     """Check a call's arguments: inline when the arguments are small and the schema trusted, or an upstream's that
     passes them within INLINE_SECONDS (a worker-thread round trip cost a third of a trivial call's throughput, and
-    most of the gateway's own time per call); else in a worker thread (`validate_off_loop`)."""
+    most of the gateway's own time per call); else in a worker thread (`validate_off_loop`). `left_to_tool`: the
+    tool's call checks small arguments against the schema itself (`ToolEntry.checks_arguments`), so only their
+    shape and size are checked here: one check per call, not two."""
     if within(arguments, INLINE_BYTES):
+        if left_to_tool:
+            return _object_within(tool, schema, arguments, limits.max_bytes)
         if trusted:
             return validate_arguments(tool, schema, arguments, limits, trusted=True)
         if limits.max_bytes >= INLINE_BYTES and (valid := _checked_inline(tool, schema, arguments)) is not None:

@@ -345,7 +345,10 @@ class LazyServer(Server[Any]):
         # Bounded in size and time, and off the event loop unless the schema is our own and the arguments small:
         # a hostile schema or argument stalls no other session.
         settings = self.settings
-        valid = await validate_call(entry.name, entry.input_schema, args, self.limits, trusted=entry.trusted_schema)
+        # A tool that checks its own arguments (an in-process function) is left to: unless the policy judges the
+        # arguments, which it must only see checked.
+        valid = await validate_call(entry.name, entry.input_schema, args, self.limits, trusted=entry.trusted_schema,
+                                    left_to_tool=entry.checks_arguments and not access.judges_arguments)
         access.check_arguments(entry, valid)
         # Upstreams send progress, logs and requests for the client during the call to this request's origin,
         # which OriginMiddleware set around it.
