@@ -350,9 +350,9 @@ def within(value: Any, budget: int) -> bool:
 # -- entry points ---------------------------------------------------------------------------------------------------
 
 
-def _object_within(tool: str, schema: Mapping[str, Any], arguments: Any, max_bytes: int) -> dict[str, Any]:
-    """`arguments` as a JSON object (none: an empty one) of at most about `max_bytes`, or the error that says why
-    not: what every check does before the schema's keywords."""
+def _object_within(tool: str, schema: Mapping[str, Any], arguments: Any, max_bytes: int | None) -> dict[str, Any]:
+    """`arguments` as a JSON object (none: an empty one) of at most about `max_bytes` (None: measured already), or
+    the error that says why not: what every check does before the schema's keywords."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -360,7 +360,7 @@ def _object_within(tool: str, schema: Mapping[str, Any], arguments: Any, max_byt
             f"Invalid arguments for {clip(tool)}: expected a JSON object, got {type(arguments).__name__}. "
             f"Input schema: {schema_text(schema)}"
         )
-    if not within(arguments, max_bytes):
+    if max_bytes is not None and not within(arguments, max_bytes):
         raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: larger than {max_bytes:,} bytes "
                                  "(LAZYTOOLS_MAX_ARGUMENT_BYTES); not checked, not sent.")
     return arguments
@@ -507,7 +507,8 @@ async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, li
     shape and size are checked here: one check per call, not two."""
     if within(arguments, INLINE_BYTES):
         if left_to_tool:
-            return _object_within(tool, schema, arguments, limits.max_bytes)
+            measured = INLINE_BYTES <= limits.max_bytes  # within the smaller budget: within the larger one too
+            return _object_within(tool, schema, arguments, None if measured else limits.max_bytes)
         if trusted:
             return validate_arguments(tool, schema, arguments, limits, trusted=True)
         if limits.max_bytes >= INLINE_BYTES and (valid := _checked_inline(tool, schema, arguments)) is not None:
