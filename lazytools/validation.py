@@ -377,12 +377,12 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, lim
     still run with a timeout."""
     limits = limits or _DEFAULTS
     timeout = limits.timeout
-    arguments = _object_within(tool, schema, arguments, limits.max_bytes)
+    checked = _object_within(tool, schema, arguments, limits.max_bytes)
     check = _Check(tool, time.monotonic() + timeout)
     previous = getattr(_current, "check", None)
     _current.check = check
     try:
-        errors = _errors(schema, arguments, check, trusted)
+        errors = _errors(schema, checked, check, trusted)
     except _OutOfTime:
         raise ToolArgumentsError(
             f"Invalid arguments for {clip(tool)}: checking them against the input schema took longer than "
@@ -396,7 +396,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, lim
     for problem in sorted(check.problems):
         _warn_once(tool, problem)
     if not errors:
-        return arguments
+        return checked
     problems: list[str] = []
     for error in errors:
         where = "/".join(clip(str(part), 60) for part in error.absolute_path)

@@ -149,7 +149,7 @@ class MetricsMiddleware:
         the labels are (methods, outcomes, the catalog's servers and tools)."""
 
     def _series(self, metric: Any, *labels: str) -> Any:
-        key = (id(metric), *labels)  # the metrics live as long as this middleware's Metrics
+        key: tuple[int | str, ...] = (id(metric), *labels)  # the metrics live as long as this middleware's Metrics
         found = self._children.get(key)
         if found is None:
             found = self._children[key] = metric.labels(*labels)
