@@ -17,6 +17,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from functools import partial
@@ -90,6 +91,7 @@ async def per_call(rounds: int, calls: int,
             fast = await _fastmcp_path(stack, entry, args)
             if fast is not None:
                 paths[FASTMCP] = fast
+            await _settled(pids)
             made = calls + max(calls // 10, 5)  # _interleaved warms up with calls // 10 of each first
             for _ in range(rounds):
                 before = {label: _cpu_seconds(pid) for label, pid in pids.items()}
@@ -100,6 +102,20 @@ async def per_call(rounds: int, calls: int,
                     if start is not None and end is not None:
                         cpu.setdefault(label, []).append((end - start) / made)
     return medians, cpu
+
+
+async def _settled(pids: dict[str, int], limit: float = 60.0) -> None:
+    """Wait (at most `limit` seconds) until no server is busy on its own: a lazytools just started keeps a core busy
+    for some seconds after it answers (its search index, its usage history), which would count as the first
+    round's calls."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = {pid: _cpu_seconds(pid) for pid in pids.values()}
+        await anyio.sleep(0.5)
+        busy = [pid for pid, start in before.items()
+                if start is not None and (_cpu_seconds(pid) or start) - start > 0.05]
+        if not busy:
+            return
 
 
 def _children() -> set[int]:
