@@ -240,7 +240,7 @@ async def test_credentials_in_an_upstream_url_or_header_stay_out_of_the_logs(tmp
 
 
 def test_a_command_not_on_path_is_named() -> None:
-    from lazytools.sources.gateway.lifecycle import describe_failure
+    from lazytools.sources.gateway.connect import describe_failure
 
     lost = FileNotFoundError(2, "No such file or directory")  # as a spawn may raise it: no file name attached
     assert describe_failure(lost, command="uvx") == "command not found: `uvx` not found on PATH"

@@ -1,6 +1,6 @@
 """One upstream MCP server's connection, for its whole life: connect, list what it offers, follow its changes,
-reconnect when it drops, stop with the gateway; what a reader sees of its health. The requests sent on it, and
-what it asks and tells, are `Upstream`'s (upstream.py).
+reconnect when it drops, stop with the gateway; what a reader sees of its health. How a connection is opened is
+connect.py's; the requests sent on it, and what it asks and tells, are `Upstream`'s (upstream.py).
 
 Each `run` is one task that owns the connection for its whole life (anyio wants a connection's task groups
 entered and left by the same task): connect within `connect_timeout`, list tools, then wait for the upstream to
@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
@@ -24,28 +22,18 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client
-from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ...catalog import Catalog, Group
 from ...errors import UpstreamUnavailableError
-from ...safetext import clip, redact_secrets
-from ...sdk import create_mcp_http_client
-from ...settings import CHAIN_VARIABLE, Settings
-from ...streams import WatchedReadStream
-from .bounds import bound_notification
-from .config import HttpServer, ServerConfig
-from .listing import screen_listing
+from ...settings import Settings
+from .config import ServerConfig
+from .connect import Screen, describe_failure, open_transport, refused_handshake, watched
 from .offerings import Offerings, list_offerings
 from .stderr import StderrTail, labelled_stderr
-from .stdio import stdio_client
 from .tools import list_tools, summary_of, tool_entries
 
-__all__ = ["Backoff", "Lifecycle", "State", "describe_failure"]
+__all__ = ["Backoff", "Lifecycle", "State"]
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +134,7 @@ class Lifecycle(ABC):
                 await self._connect_and_serve()
                 reason = "the connection closed (the server exited or crashed)"
             except Exception as exc:  # any failure of one upstream is its own, never the gateway's
-                if self._mode == "legacy" and _refused_handshake(exc):
+                if self._mode == "legacy" and refused_handshake(exc):
                     logger.info("upstream %r refuses the initialize handshake; connecting in the 2026 era", self.name)
                     self._mode = "auto"
                     self._attempts_started -= 1  # the same attempt, in the other era
@@ -167,8 +155,10 @@ class Lifecycle(ABC):
         self._signal = anyio.Event()
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
-            screen = _Screen(self.name, keep=self.max_offerings + 1)  # one more: list_offerings then warns
-            async with Client(_watched(self._transport(), self._connection_lost, screen), mode=self._mode,
+            screen = Screen(self.name, keep=self.max_offerings + 1)  # one more: list_offerings then warns
+            transport = open_transport(self.config, auth=self.auth, chain=self.chain, stderr=self._stderr,
+                                       connect_timeout=self.connect_timeout, max_line_bytes=self.max_line_bytes)
+            async with Client(watched(transport, self._connection_lost, screen), mode=self._mode,
                               cache=None, client_info=_CLIENT_INFO, message_handler=self._on_message,
                               # Declared to every upstream, so it shows the tools that need them; each request
                               # goes to the client whose call is in flight, or fails with why (relay.py).
@@ -265,21 +255,6 @@ class Lifecycle(ABC):
         else:
             await self._on_notification(message)
 
-    def _transport(self) -> AbstractAsyncContextManager[Any]:
-        config = self.config
-        if isinstance(config, HttpServer):
-            if config.type == "sse":
-                return sse_client(config.url, headers=dict(config.headers) or None, timeout=self.connect_timeout,
-                                  auth=self.auth)
-            return _streamable_http(config.url, dict(config.headers), self.auth)
-        # "replace": with the SDK's strict default, one byte of invalid UTF-8 on an upstream's stdout stops its
-        # reader for good and every later call hangs until its timeout; replaced, the line is junk and dropped.
-        params = StdioServerParameters(command=config.command, args=list(config.args),
-                                       env={**config.env, CHAIN_VARIABLE: self.chain}, cwd=config.cwd,
-                                       encoding_error_handler="replace")
-        # Its stderr becomes our log lines, named by the server: what a user needs to see when it fails.
-        return stdio_client(params, errlog=self._stderr, max_line_bytes=self.max_line_bytes)
-
     # -- tools ------------------------------------------------------------------------------------------------
 
     async def _refresh(self, client: Client) -> None:
@@ -362,69 +337,3 @@ class Lifecycle(ABC):
 
     @abstractmethod
     async def _list_roots(self, context: Any) -> Any: ...
-
-
-def _refused_handshake(exc: BaseException) -> bool:
-    """Whether `exc` is a server's answer that it does not do the initialize handshake (a 2026-07-28-only server)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return isinstance(exc, MCPError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION
-
-
-def describe_failure(exc: BaseException, *, cwd: Any = None, command: Any = None) -> str:
-    """One line saying why a connection failed, from the innermost useful exception (`command`: the upstream's
-    command, named when it cannot be started)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, FileNotFoundError) and cwd is not None and exc.filename is not None and \
-            str(exc.filename) == str(cwd):
-        return f"working directory not found: {cwd}"
-    if isinstance(exc, FileNotFoundError):
-        name = exc.filename if exc.filename is not None else command
-        if name is None:
-            return f"command not found: {exc}"
-        where = "" if os.sep in str(name) else " on PATH"
-        return f"command not found: `{clip(str(name), 200)}` not found{where}"
-    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-        return "it exited or closed the connection before answering"  # the caller adds what its stderr said
-    if isinstance(exc, MCPError):
-        return f"error {exc.code}: {exc.error.message}"
-    if isinstance(exc, TimeoutError) and str(exc):
-        return str(exc)
-    text = redact_secrets(str(exc).strip())  # it is logged and may reach the client: no URL's key or header value
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-@asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str], auth: httpx2.Auth | None) -> AsyncIterator[Any]:
-    # The SDK leaves a caller-made HTTP client open; this one carries the config's headers and is ours to close.
-    async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            yield streams
-
-
-class _Screen:
-    """Drops the malformed items of a listing and cuts long lists of prompts and resources (listing.py), cuts
-    oversized progress and log messages (bounds.py); knows the version once negotiated."""
-
-    def __init__(self, upstream: str, *, keep: int | None = None) -> None:
-        self.upstream = upstream
-        self.keep = keep
-        self.version: str | None = None
-
-    def __call__(self, item: Any) -> Any:
-        return screen_listing(bound_notification(item), upstream=self.upstream, version=self.version, keep=self.keep)
-
-
-@asynccontextmanager
-async def _watched(transport: AbstractAsyncContextManager[Any], on_end: Callable[[], None],
-                   screen: Callable[[Any], Any]) -> AsyncIterator[Any]:
-    """The transport's streams, with a read stream that reports its end (how a crashed stdio server is noticed
-    without a request in flight) and screens each message on its way in."""
-
-    async def ended() -> None:
-        on_end()
-
-    async with transport as (read_stream, write_stream):
-        yield WatchedReadStream(read_stream, on_item=screen, on_end=ended,
-                                ends=(anyio.EndOfStream, anyio.ClosedResourceError)), write_stream
