@@ -167,6 +167,11 @@ class RedisState:
                 await self.touch(key)
         return _record(value) if value is not None else None
 
+    async def peek(self, key: str) -> SessionRecord | None:
+        with _bounded("session load"), anyio.fail_after(self.timeout):
+            value: bytes | None = await self.client.get(self._session(key))  # type: ignore[assignment]
+        return _record(value) if value is not None else None
+
     def _due(self, key: str) -> bool:
         """Whether this replica should refresh the session's TTL now: at most every tenth of the TTL, so that a
         busy session costs one command per request (the expiry comes between 0.9 and 1 TTL after the last use)."""
