@@ -32,12 +32,15 @@ from .surface import is_stateless_era
 if TYPE_CHECKING:
     from .core import LazyServer
 
-__all__ = ["OWNER_SCOPE_KEY", "RECORD_SCOPE_KEY", "SUBSCRIPTIONS_CHANGED", "SharedSessions"]
+__all__ = ["OWNER_SCOPE_KEY", "RECORD_SCOPE_KEY", "SUBSCRIPTIONS_CHANGED", "UNRECORDED_SCOPE_KEY", "SharedSessions"]
 
 logger = logging.getLogger(__name__)
 
 RECORD_SCOPE_KEY = "lazytools.record"
 """Where the HTTP transport leaves the session's record in the ASGI scope of a request."""
+UNRECORDED_SCOPE_KEY = "lazytools.unrecorded"
+"""Set on the scope of an `initialize` whose record could not be written (Redis went away after the transport's
+check): the client gets the error, and the transport does not keep a session no other replica knows."""
 OWNER_SCOPE_KEY = "lazytools.owner"
 """Where the HTTP transport leaves, on the request that opens a session, the credential the session is bound to."""
 
@@ -105,7 +108,12 @@ class SharedSessions:
                 opened = self._record_of(connection.session_id, ctx.params)
                 scope = getattr(ctx.request, "scope", None)
                 opened.owner = scope.get(OWNER_SCOPE_KEY) if isinstance(scope, dict) else None
-                await self.store.create(opened)
+                try:
+                    await self.store.create(opened)
+                except StateUnavailableError:
+                    if isinstance(scope, dict):
+                        scope[UNRECORDED_SCOPE_KEY] = True  # the transport drops the session's part here
+                    raise
                 return result
             record = self._loaded(ctx) or await self.store.load(connection.session_id)
             if record is None:

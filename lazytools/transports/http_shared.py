@@ -41,7 +41,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from ..identity import ANONYMOUS, SCOPE_KEY, Principal
-from ..server.shared import OWNER_SCOPE_KEY, RECORD_SCOPE_KEY, SUBSCRIPTIONS_CHANGED
+from ..server.shared import OWNER_SCOPE_KEY, RECORD_SCOPE_KEY, SUBSCRIPTIONS_CHANGED, UNRECORDED_SCOPE_KEY
 from ..state import GET_STREAM, SessionRecord, SharedState, StateUnavailableError
 from ..state.events import message_of
 from ..state.outbox import defer
@@ -264,13 +264,19 @@ class SharedSessionManager:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            if scope.get(UNRECORDED_SCOPE_KEY) and self._held.get(key) is held:
+                del self._held[key]  # before the client hears: no session that no replica knows counts here
             await send(message)
 
         try:
             await held.transport.handle_request(scope, receive, watch)
         finally:
-            if status is None or status >= 400:
-                await self._forget(key)
+            if status is None or status >= 400 or scope.get(UNRECORDED_SCOPE_KEY):
+                if self._held.get(key) is held:
+                    del self._held[key]
+                if not held.transport.is_terminated:
+                    with anyio.CancelScope(shield=True):
+                        await held.transport.terminate()
 
     async def _adopt(self, record: SessionRecord) -> _Held | None:
         """This replica's connection for a session it did not hold: rebuilt from the record, already initialized."""
