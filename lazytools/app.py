@@ -195,9 +195,12 @@ async def _serve_on(server: LazyServer, settings: Settings, state: RedisState | 
         logger.info("serving %d tools over http", len(server.catalog))
         if state is None:
             return await _until_stopped(serve_http(server, settings))
-        await check_replicas_agree(state, server)
         SharedSessions(server, state).install()
-        return await _until_stopped(serve_http(server, settings, state=state))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_keep_agreeing, state, server)
+            stopped = await _until_stopped(serve_http(server, settings, state=state))
+            tg.cancel_scope.cancel()
+        return stopped
     from .transports.stdio import serve_stdio
 
     if settings.state_url is not None:
@@ -214,16 +217,31 @@ def replica_fingerprint(server: LazyServer) -> str:
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 
-async def check_replicas_agree(state: RedisState, server: LazyServer) -> None:
-    """Warn when the replica started before this one had other settings or tools: sessions they share would change
-    as they move between them (one trims another's enabled tools, a tool missing here is dropped). A warning, not a
-    refusal: a rolling upgrade that changes settings passes through this state on purpose."""
+AGREE_EVERY = 60.0
+"""Seconds between a replica's records of its fingerprint: another replica's counts as running for three times that."""
+
+
+async def check_replicas_agree(state: RedisState, server: LazyServer, warned: set[str] | None = None) -> None:
+    """Warn when a running replica sharing the store has other settings or tools: sessions they share would change
+    as they move between them (one trims another's enabled tools, a tool missing here is dropped). Each replica
+    records its fingerprint every `AGREE_EVERY` seconds, so every running replica is compared, whichever started
+    first; each other fingerprint is warned about once (`warned`). A warning, not a refusal: a rolling upgrade that
+    changes settings passes through this state on purpose."""
     mine = replica_fingerprint(server)
-    theirs = await state.agree(mine)
-    if theirs is not None:
-        logger.warning("REPLICAS DISAGREE: the replica started before this one sharing LAZYTOOLS_STATE_URL had other "
-                       "settings or tools (fingerprint %s, here %s); sessions moving between them change. Give every "
-                       "replica the same settings and configuration (docs/scaling.md)", theirs, mine)
+    warned = set() if warned is None else warned
+    for theirs in await state.agree(mine, alive=AGREE_EVERY * 3):
+        if theirs not in warned:
+            warned.add(theirs)
+            logger.warning("REPLICAS DISAGREE: a replica sharing LAZYTOOLS_STATE_URL runs with other settings or tools "
+                           "(fingerprint %s, here %s); sessions moving between them change. Give every replica the "
+                           "same settings and configuration (docs/scaling.md)", theirs, mine)
+
+
+async def _keep_agreeing(state: RedisState, server: LazyServer) -> None:
+    warned: set[str] = set()
+    while True:
+        await check_replicas_agree(state, server, warned)
+        await anyio.sleep(AGREE_EVERY)
 
 
 @asynccontextmanager
