@@ -14,6 +14,11 @@ from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit
 from .fixtures.catalogs import realistic, tool
 
 
+def scores(index: SearchIndex, query: str) -> dict[str, float]:
+    """Every matching tool's score as a search serves it (no tool is named and no embedder is in: BM25's)."""
+    return {hit.entry.name: hit.score for hit in index.search(query, limit=len(index))}
+
+
 def names(index: SearchIndex, query: str, limit: int = 5, **options: object) -> list[str]:
     return [hit.entry.name for hit in index.search(query, limit=limit, **options)]  # type: ignore[arg-type]
 
@@ -238,10 +243,9 @@ def test_group_named_in_query_multiplies_its_tools_scores(monkeypatch: pytest.Mo
     import lazytools.search.index as index_module
 
     query = "list issues on github"
-    position = [entry.name for entry in INDEX.entries].index("github__list_issues")
-    boosted = INDEX.lexical_scores(query)[position]
+    boosted = scores(INDEX, query)["github__list_issues"]
     monkeypatch.setattr(index_module, "GROUP_BOOST", 0.0)
-    assert boosted == pytest.approx(1.5 * INDEX.lexical_scores(query)[position])
+    assert boosted == pytest.approx(1.5 * scores(INDEX, query)["github__list_issues"])
 
 
 def test_group_filter_keeps_only_that_group() -> None:
@@ -334,15 +338,15 @@ def test_parameters_and_their_descriptions_are_searchable() -> None:
     assert names(INDEX, "IANA timezone")[0] == "time__get_current_time"
 
 
-def test_live_index_rebuilds_after_the_catalog_changes() -> None:
+async def test_live_index_rebuilds_after_the_catalog_changes() -> None:
     catalog = Catalog()
     catalog.set_group(Group("misc"), [tool("alpha", "First tool.")])
     live = LiveIndex(catalog)
-    first = live.current
-    assert live.current is first and names(first, "zebra") == []
+    first = await live.ready()
+    assert (await live.ready()) is first and names(first, "zebra") == []
     catalog.set_group(Group("misc"), [tool("alpha", "First tool."), tool("zebra", "Second tool.")])
-    assert live.current is not first
-    assert names(live.current, "zebra") == ["zebra"]
+    again = await live.ready()
+    assert again is not first and names(again, "zebra") == ["zebra"]
 
 
 async def test_live_index_ready_rebuilds_off_the_loop_once_for_concurrent_searches() -> None:
@@ -485,9 +489,9 @@ def test_requests_of_few_clauses_keep_the_short_clause_weight(monkeypatch: pytes
 
     query = "get the weather forecast for Lisbon, convert 9am Lisbon time to Chicago time, and post it on Slack"
     assert 2 <= len(clauses(query)) < fusion.LONG_TASK_CLAUSES
-    before = INDEX.lexical_scores(query)
+    before = scores(INDEX, query)
     monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", 5.0)
-    assert INDEX.lexical_scores(query) == pytest.approx(before)
+    assert scores(INDEX, query) == pytest.approx(before)
 
 
 def test_a_tool_its_server_lists_twice_takes_one_place() -> None:
@@ -525,8 +529,8 @@ def test_copies_are_only_found_within_one_group() -> None:
 
     from lazytools.search.copies import first_copies
 
-    def upstream(name: str, description: str, group: str, source_name: str) -> ToolEntry:
-        return replace(tool(name, description, group, path="a path"), source_name=source_name)
+    def upstream(name: str, description: str, group: str, upstream_name: str) -> ToolEntry:
+        return replace(tool(name, description, group, path="a path"), upstream_name=upstream_name)
 
     entries = [
         upstream("fs_home__read_file", "Read a file.", "fs_home", "read_file"),
