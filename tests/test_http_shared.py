@@ -173,3 +173,25 @@ async def test_an_initialize_whose_record_was_not_written_is_an_error_and_leaves
         opened = await post(http, url, initialize)
         assert opened.status_code == 200 and "result" in decode(opened), opened.text
         assert await shared.load(opened.headers["mcp-session-id"]) is not None
+
+
+async def test_learning_links_in_a_record_that_are_not_well_formed_are_ignored() -> None:
+    shared = MemoryShared(ttl=60)
+    async with replicas(shared) as (a, b), httpx2.AsyncClient(timeout=30) as http:
+        opened = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+        key = opened.headers["mcp-session-id"]
+        record = await shared.load(key)
+        assert record is not None
+
+        def tamper(record: SessionRecord) -> None:
+            record.last_search = {"id": 5, "terms": "x", "returned": [None]}
+            record.last_called = ["not", "a", "name"]  # type: ignore[assignment]
+
+        await shared.update(record, tamper)
+        found = await post(http, b, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_tools", "arguments": {"tool_names": ["reverse_text"]}}}, key)
+        assert found.status_code == 200 and '"isError":true' not in found.text.replace(" ", ""), found.text
+        called = await post(http, b, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "reverse_text", "arguments": {"text": "abc"}}}, key)
+        assert "cba" in called.text

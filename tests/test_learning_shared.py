@@ -10,20 +10,30 @@ import json
 import logging
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
+import httpx2
+import mcp_types as types
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from redis.asyncio import Redis as AsyncRedis
 
 from lazytools import LazyServer, build_server
+from lazytools.app import open_state
 from lazytools.cli import main
 from lazytools.search.usage import CallRecord, SearchRecord, hashed_terms
 from lazytools.search.usage_redis import MAX_ENTRY_BYTES, RedisUsageStore
+from lazytools.server.shared import SharedSessions
+from lazytools.transports.http import build_app
 
 from .cluster import Redis, free_port, running_redis
 from .conftest import client, make_settings, text_of
-from .helpers import eventually
+from .helpers import eventually, running_http
 from .test_learning import QUERY, _use, notes_catalog
 
 pytestmark = [pytest.mark.process, pytest.mark.anyio]  # every test starts a redis-server
@@ -77,6 +87,104 @@ async def test_what_sessions_did_on_one_replica_ranks_and_suggests_on_another(tm
         _ready(third)
         assert third.usage is not None and third.usage.prior.companions(["search_notes"])
         third.usage.close()
+
+
+class ByTool(httpx2.AsyncHTTPTransport):
+    """Sends a `tools/call` of a tool `ports` names to that port, every other request to `default`: the session's
+    searches on one replica, its calls on another, as round robin may spread them."""
+
+    def __init__(self, ports: dict[str, int], default: int) -> None:
+        super().__init__()
+        self.ports = ports
+        self.default = default
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        port = self.default
+        if request.method == "POST":
+            body = json.loads(request.content or b"null")
+            if isinstance(body, dict) and body.get("method") == "tools/call":
+                port = self.ports.get(body["params"]["name"], self.default)
+        request.url = request.url.copy_with(port=port)
+        return await super().handle_async_request(request)
+
+
+@asynccontextmanager
+async def http_replicas(url: str, cache: Path) -> AsyncIterator[list[tuple[LazyServer, str]]]:
+    """Two HTTP replicas in this process sharing sessions and usage through the Redis at `url`: (server, base URL)."""
+    async with AsyncExitStack() as stack:
+        started: list[tuple[LazyServer, str]] = []
+        for name in ("a", "b"):
+            server = replica(url, cache / name, transport="http")
+            _ready(server)
+            assert server.usage is not None
+            stack.callback(server.usage.close)
+            state = await stack.enter_async_context(open_state(server.settings))
+            SharedSessions(server, state).install()
+            base = await stack.enter_async_context(running_http(build_app(server, server.settings, state=state)))
+            started.append((server, base))
+        yield started
+
+
+@asynccontextmanager
+async def routed_session(base: str, route: ByTool) -> AsyncIterator[Client]:
+    """A Python SDK client in legacy (handshake) mode whose requests go where `route` sends them."""
+    async with httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0), transport=route,
+                                  timeout=httpx2.Timeout(60, read=300)) as http:
+        async with Client(streamable_http_client(f"{base}/mcp", http_client=http), mode="legacy",
+                          client_info=types.Implementation(name="mcp", version="1.0")) as session:
+            yield session
+
+
+async def _entries(url: str, stream: str) -> list[dict[str, Any]]:
+    async with AsyncRedis.from_url(url) as admin:
+        return [json.loads(fields[b"r"]) for _, fields in await admin.xrange(f"lazytools:usage:{stream}")]
+
+
+async def test_a_call_served_by_another_replica_than_its_search_is_linked_to_it_and_teaches_both(
+        tmp_path: Path) -> None:
+    async with running_redis() as redis, http_replicas(redis.url, tmp_path) as [(first, a), (second, b)]:
+        port_a, port_b = (httpx2.URL(base).port for base in (a, b))
+        assert port_a is not None and port_b is not None
+        # Searches and send_email on the first replica, search_notes on the second: each call is served by another
+        # replica than the search that found it or the call before it.
+        route = ByTool({"search_notes": port_b, "send_email": port_a}, default=port_a)
+        for base in (a, b):
+            async with routed_session(base, ByTool({}, default=httpx2.URL(base).port or 0)) as session:
+                before = text_of(await session.call_tool("search_tools", {"query": RELATED}))
+            assert "send_email" not in before and "often used for such requests" not in before, before
+
+        for _ in range(3):
+            async with routed_session(a, route) as session:
+                found = text_of(await session.call_tool("search_tools", {"query": QUERY}))
+                assert "search_notes" in found
+                assert not (await session.call_tool("search_notes", {"words": "budget"})).is_error
+                await session.call_tool("search_tools", {"tool_names": ["send_email"]})
+                assert not (await session.call_tool("send_email", {"to": "friend@example.com"})).is_error
+        assert first.usage is not None and second.usage is not None
+        assert first.usage.flushed() and second.usage.flushed()
+
+        # The calls' records name the search the first replica served and the call the other one served.
+        searches = {entry["s"]: entry["i"] for entry in await _entries(redis.url, "searches") if entry["q"] == QUERY}
+        calls = await _entries(redis.url, "calls")
+        assert len(searches) == 3 and len(calls) == 6
+        terms = list(first.usage.prior.terms(QUERY))
+        for call in calls:
+            assert call["k"] and call["s"] in searches
+            if call["n"] == "search_notes":
+                assert call["f"] == searches[call["s"]] and call["t"] == terms and call["b"] is None, call
+            else:
+                assert call["n"] == "send_email" and call["b"] == "search_notes", call
+
+        # Each replica learnt all of it (its own records at once, the other's from Redis): both rank and suggest.
+        for server in (first, second):
+            await eventually(lambda server=server: server.usage is not None  # type: ignore[misc]
+                             and sum(server.usage.prior.called.values()) > 5.9)
+        for base in (a, b):
+            async with routed_session(base, ByTool({}, default=httpx2.URL(base).port or 0)) as session:
+                found = text_of(await session.call_tool("search_tools", {"query": RELATED}))
+            head, _, suggested = found.partition("Also possibly relevant")
+            assert "search_notes" in head and "often used for such requests" in head, (base, found)
+            assert "often called after search_notes, from past sessions" in suggested and "send_email" in suggested
 
 
 async def test_usage_command_reads_redis_when_a_state_url_is_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -9,12 +9,15 @@ from collections.abc import Sequence
 
 from ..entry import ToolEntry
 from ..search.usage import MAX_SEARCH_TERMS, CallRecord, SearchRecord, UsageLog
-from .sessions import SessionState
+from .sessions import LastSearch, SessionState
 
-__all__ = ["MAX_REMEMBERED", "record_call", "record_search"]
+__all__ = ["MAX_LINKED", "MAX_REMEMBERED", "record_call", "record_search"]
 
 MAX_REMEMBERED = 200
 """Tools per session whose finding search is remembered (the oldest are forgotten first)."""
+MAX_LINKED = 24
+"""Tools of a session's latest search kept in `SessionState.last_search` (and so in a shared session record): the
+search limit's highest default (20) and the suggestions after them."""
 
 
 def record_search(log: UsageLog, state: SessionState, query: str, returned: Sequence[ToolEntry],
@@ -33,12 +36,23 @@ def record_search(log: UsageLog, state: SessionState, query: str, returned: Sequ
         state.found_by[entry.name] = (search_id, terms)
     while len(state.found_by) > MAX_REMEMBERED:
         del state.found_by[next(iter(state.found_by))]
+    state.last_search = LastSearch(search_id, terms, tuple(entry.name for entry in returned[:MAX_LINKED]))
 
 
 def record_call(log: UsageLog, state: SessionState, tool: str, ok: bool) -> None:
     """A call of catalog tool `tool` in `state`'s session and whether it succeeded, with the search that found it
     and the tool called before it."""
-    search_id, terms = state.found_by.get(tool, (None, ()))
+    search_id, terms = _finding(state, tool)
     log.record(CallRecord(at=time.time(), session=state.key, tool=tool, ok=ok, search=search_id, terms=terms,
                           after=state.last_called))
     state.last_called = tool
+
+
+def _finding(state: SessionState, tool: str) -> tuple[str | None, tuple[str, ...]]:
+    """The id and terms of the session's latest search that returned `tool`: its latest search of all when that one
+    did (which may have been served by another replica: it comes with the shared record), else the latest of those
+    this process served."""
+    last = state.last_search
+    if last is not None and tool in last.returned:
+        return last.id, last.terms
+    return state.found_by.get(tool, (None, ()))

@@ -17,7 +17,19 @@ if TYPE_CHECKING:
 
     from ..origin import ClientSide
 
-__all__ = ["MemorySessionStore", "SessionState", "SessionStore"]
+__all__ = ["LastSearch", "MemorySessionStore", "SessionState", "SessionStore"]
+
+
+@dataclass(frozen=True, slots=True)
+class LastSearch:
+    """Learning from use: a session's latest search that returned tools, as much of it as a later call needs to be
+    linked to it (server/learning.py), on whichever replica the call is served."""
+
+    id: str
+    terms: tuple[str, ...]
+    """Its hashed terms."""
+    returned: tuple[str, ...]
+    """The tools it returned (the first ones, bounded)."""
 
 
 @dataclass(slots=True)
@@ -33,6 +45,9 @@ class SessionState:
     clock: int = 0
     found_by: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     """Learning from use: per tool a recent search returned, that search's id and hashed terms (server/learning.py)."""
+    last_search: LastSearch | None = None
+    """Learning from use: the session's latest search that returned tools (kept in the shared record too, where
+    found_by is this process's alone)."""
     last_called: str | None = None
     """The catalog tool this session called last (learning from use: which tools are called together)."""
     notify: Callable[[], Awaitable[None]] | None = field(default=None, repr=False, compare=False)

@@ -23,10 +23,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from ..identity import Principal, acting_as
 from ..origin import CallOrigin, ClientSide, calling
 from ..sdk import connection_of
+from ..search.usage import MAX_SEARCH_TERMS
 from ..state import SessionRecord, SharedState, StateUnavailableError
 from ..state.outbox import collecting
+from .learning import MAX_LINKED
 from .passthrough import Front, SessionClient, origin_of
-from .sessions import SessionState
+from .sessions import LastSearch, SessionState
 from .surface import is_stateless_era
 
 if TYPE_CHECKING:
@@ -65,11 +67,14 @@ class _Snapshot:
     used_at: tuple[tuple[str, int], ...]
     level: str | None
     uris: tuple[tuple[str, tuple[str, ...]], ...]
+    last_search: LastSearch | None
+    last_called: str | None
 
     @classmethod
     def of(cls, state: SessionState, uris: dict[str, list[str]]) -> _Snapshot:
         return cls(tuple(state.enabled), tuple(sorted(state.used_at.items())), _level(state),
-                   tuple(sorted((name, tuple(named)) for name, named in uris.items())))
+                   tuple(sorted((name, tuple(named)) for name, named in uris.items())), state.last_search,
+                   state.last_called)
 
 
 class SharedSessions:
@@ -268,6 +273,29 @@ def _overlay(state: SessionState, record: SessionRecord) -> None:
     state.clock = record.clock
     if isinstance(state.client, SessionClient) and record.log_level in _LEVELS:
         state.client.level = record.log_level  # type: ignore[assignment]
+    # Learning from use: what links this request's call to the session's search and previous call, wherever they
+    # were served.
+    last = state.last_search
+    stored = record.last_search
+    if last is None or not isinstance(stored, dict) or stored.get("id") != last.id:
+        state.last_search = _last_search(stored)
+    state.last_called = record.last_called if isinstance(record.last_called, str) else None
+
+
+def _last_search(stored: Any) -> LastSearch | None:
+    """The record's latest search, or None when it holds none or not a well-formed one."""
+    if not isinstance(stored, dict):
+        return None
+    found, terms, returned = stored.get("id"), _strings(stored.get("terms")), _strings(stored.get("returned"))
+    if not isinstance(found, str) or terms is None or returned is None:
+        return None
+    return LastSearch(found, terms[:MAX_SEARCH_TERMS], returned[:MAX_LINKED])
+
+
+def _strings(value: Any) -> tuple[str, ...] | None:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return None
+    return tuple(value)
 
 
 _LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
@@ -286,14 +314,17 @@ def _subscription_of(ctx: ServerRequestContext[Any, Any]) -> tuple[str | None, s
 def _change(before: _Snapshot, after: _Snapshot, limit: int, subscribing: str | None = None,
             unsubscribing: str | None = None) -> Any:
     """What a request did, as a change that can be redone on a newer record: the tools it found or called, in the
-    order it last used them, enabled again (the cap evicts as it did here), the log level it set, and the resource
-    it subscribed to or left."""
+    order it last used them, enabled again (the cap evicts as it did here), the log level it set, the resource
+    it subscribed to or left, and the search or call it made last (learning from use)."""
     old = dict(before.used_at)
     now = dict(after.used_at)
     touched = sorted((name for name, at in now.items() if old.get(name) != at), key=now.__getitem__)
     level_set = after.level != before.level
     named_before = dict(before.uris)
     named_now = {name: [uri for uri in uris if uri not in named_before.get(name, ())] for name, uris in after.uris}
+    last = after.last_search
+    search_changed = last != before.last_search
+    called_changed = after.last_called != before.last_called
 
     def change(record: SessionRecord) -> None:
         state = SessionState(key=record.key, surface="dynamic", enabled=dict.fromkeys(record.enabled),
@@ -313,5 +344,10 @@ def _change(before: _Snapshot, after: _Snapshot, limit: int, subscribing: str | 
             record.subscriptions = [*record.subscriptions, subscribing][-_MAX_SUBSCRIPTIONS:]
         if unsubscribing is not None:
             record.subscriptions = [uri for uri in record.subscriptions if uri != unsubscribing]
+        if search_changed:
+            record.last_search = None if last is None else {"id": last.id, "terms": list(last.terms),
+                                                             "returned": list(last.returned)}
+        if called_changed:
+            record.last_called = after.last_called
 
     return change

@@ -39,6 +39,12 @@ class SessionRecord:
     owner: dict[str, str | None] | None = None
     """The credential that opened the session (the SDK's `AuthorizationContext`: client id, issuer, subject), when
     the request carried a verified token: every request of the session must carry the same."""
+    last_search: dict[str, Any] | None = None
+    """Learning from use: the session's latest search that returned tools, `{"id", "terms", "returned"}` (its hashed
+    terms and the tools it returned, bounded: server/learning.py), so that a call served by any replica is linked
+    to it."""
+    last_called: str | None = None
+    """Learning from use: the catalog tool the session called last, wherever it was served."""
     rev: int = 0
     """Bumped by every write: a write made from an older revision is refused and redone on the newer one."""
 
