@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -20,6 +21,7 @@ from .conftest import make_settings, small_catalog
 from .helpers import _free_port, running_http
 from .idp import running_idp
 from .test_http import decode
+from .test_learning import QUERY, notes_catalog
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
@@ -195,3 +197,42 @@ async def test_learning_links_in_a_record_that_are_not_well_formed_are_ignored()
         called = await post(http, b, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
             "name": "reverse_text", "arguments": {"text": "abc"}}}, key)
         assert "cba" in called.text
+
+
+async def test_learning_links_are_written_to_the_record_only_when_they_change(tmp_path: Path) -> None:
+    shared = MemoryShared(ttl=60)
+    # The proxy surface: searches and calls change nothing else in the record, so every write seen is the links'.
+    server = build_server(notes_catalog(), make_settings(learn=True, cache_dir=tmp_path, default_surface="proxy"))
+    SharedSessions(server, shared).install()
+    async with running_http(build_app(server, server.settings, state=shared)) as url, \
+            httpx2.AsyncClient(timeout=30) as http:
+        opened = await post(http, url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}})
+        key = opened.headers["mcp-session-id"]
+        numbers = iter(range(2, 100))
+
+        async def rev_after(name: str, arguments: dict[str, Any]) -> tuple[int, SessionRecord]:
+            if name != "search_tools":
+                arguments, name = {"tool_name": name, "arguments": arguments}, "invoke_tool"
+            answer = await post(http, url, {"jsonrpc": "2.0", "id": next(numbers), "method": "tools/call",
+                                            "params": {"name": name, "arguments": arguments}}, key)
+            assert answer.status_code == 200 and '"isError":true' not in answer.text.replace(" ", ""), answer.text
+            record = await shared.peek(key)
+            assert record is not None
+            return record.rev, record
+
+        start, record = await rev_after("search_tools", {"tool_names": ["search_notes"]})
+        assert record.last_search is None and record.last_called is None
+        searched, record = await rev_after("search_tools", {"query": QUERY})
+        assert searched == start + 1 and record.last_search is not None
+        assert "search_notes" in record.last_search["returned"] and record.last_search["terms"]
+        first_id = record.last_search["id"]
+        assert (await rev_after("search_tools", {"query": QUERY}))[0] == searched  # the same search: no write
+        called, record = await rev_after("search_notes", {"words": "budget"})
+        assert called == searched + 1 and record.last_called == "search_notes"
+        assert (await rev_after("search_notes", {"words": "ideas"}))[0] == called  # the same tool: no write
+        other, record = await rev_after("tag_note", {"note": "n", "tag": "t"})
+        assert other == called + 1 and record.last_called == "tag_note"
+        assert record.last_search is not None and record.last_search["id"] == first_id
+    assert server.usage is not None and server.usage.flushed()
+    server.usage.close()

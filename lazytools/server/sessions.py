@@ -25,7 +25,9 @@ class LastSearch:
     """Learning from use: a session's latest search that returned tools, as much of it as a later call needs to be
     linked to it (server/learning.py), on whichever replica the call is served."""
 
-    id: str
+    id: str = field(compare=False)
+    """Not compared: a search that repeats the latest one (the same terms, the same tools) changes nothing a call is
+    linked to, so a shared record is not written again for it."""
     terms: tuple[str, ...]
     """Its hashed terms."""
     returned: tuple[str, ...]
