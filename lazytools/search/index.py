@@ -4,7 +4,9 @@ Ranking, in order of precedence:
 1. names: a query that is a tool's name, mentions it as an identifier, or starts it puts that tool first;
 2. relevance: BM25 over weighted fields, with synonyms, related words, typo fixes and completions drawn from
    the catalog's own vocabulary, a request's separate needs scored one by one too, tools of a group the query
-   names or whose name's words it holds boosted, and (with the semantic extra) fused with embedding similarity.
+   names or whose name's words it holds boosted, in each need the best tool of the server that need is about (by
+   what the server says of itself, see `servers`) lifted when BM25 alone preferred another server, and (with the
+   semantic extra) fused with embedding similarity.
 3. a deliverable: a request that names where its result goes ("save it as notes.md", "export it to a CSV") gives
    the best tool for that its last place, unless a result already writes there (see `steps`);
 4. a prerequisite: when one of the two best results needs an id or coordinates that another tool of its server
@@ -18,7 +20,7 @@ docs/search.md).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,6 +58,7 @@ from .needs import Need, answered_needs
 from .query import catalog_expansions, clauses, weighted_terms
 from .related import RelatedWords, default_related_words
 from .semantic import query_vectors
+from .servers import ServerIndex
 from .steps import deliverable, writes
 from .vocabulary import Vocabulary
 
@@ -113,9 +116,11 @@ class SearchIndex:
         embedder: Embedder | None = None,
         semantic_weight: float = SEMANTIC_WEIGHT,
         related: RelatedWords | None = None,
+        servers: Mapping[str, str] | None = None,
     ) -> None:
         """`related` is the related-words table queries are expanded with (None: the shipped one; an empty
-        `RelatedWords({})` turns expansion off)."""
+        `RelatedWords({})` turns expansion off); `servers`: each group's own description of itself (see
+        `servers`)."""
         self.entries: list[ToolEntry] = list(entries)
         words = [field_words(entry) for entry in self.entries]
         known = known_words(words)
@@ -135,6 +140,11 @@ class SearchIndex:
         group_names = set(self._groups.tolist())
         self._group_masks = {group: self._groups == group for group in group_names}
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
+        self._servers = ServerIndex(
+            [entry.group for entry in self.entries], servers or {},
+            [[term for field in ("name", "description") for term in terms[field]]
+             for terms in (field_terms({f: w[f] for f in ("name", "description")}, known) for w in words)],
+        )
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
         self._producers = input_producers(self.entries)
         self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
@@ -187,11 +197,30 @@ class SearchIndex:
         name's words."""
         return [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
 
+    def _server_choice(self, query: str, whole: ScoreArray, clause_texts: Sequence[str],
+                       parts: list[ScoreArray]) -> tuple[ScoreArray, list[ScoreArray]]:
+        """`whole` and `parts` with, in each need (each clause, or the whole request when it has none), the best
+        tool of the server that need is about lifted (see `servers`)."""
+        if not clause_texts:
+            return self._servers.lift(whole, self._server_terms(query)), parts
+        return whole, [self._servers.lift(part, self._server_terms(text))
+                       for text, part in zip(clause_texts, parts, strict=True)]
+
+    def _server_terms(self, text: str) -> dict[str, float]:
+        """The terms a server's document is scored with: the tools' query terms, and every word of `text` (a
+        server's description may use words no tool does)."""
+        terms = self.query_terms(text)
+        for term in tokenize(text):
+            terms.setdefault(term, 1.0)
+        return terms
+
     def _lexical_scores(self, query: str, parts: Sequence[ScoreArray], terms: set[str],
-                        mentioned: list[str]) -> ScoreArray:
+                        mentioned: list[str], whole: ScoreArray | None = None) -> ScoreArray:
         """BM25 with the clauses' own scores, the named groups' tools and the tools whose name words the query
         holds boosted (`terms`: the query's tokens; `mentioned`: `_mentioned(terms)`)."""
-        scores = with_clauses(self._bm25_scores(query), parts, clause_weight(len(parts)))
+        if whole is None:
+            whole = self._bm25_scores(query)
+        scores = with_clauses(whole, parts, clause_weight(len(parts)))
         if mentioned:
             scores = scores * np.where(self._in_groups(mentioned), 1.0 + GROUP_BOOST, 1.0)
         return scores * np.where(self._name_words.covered(terms), 1.0 + NAME_WORDS_BOOST, 1.0)
@@ -218,7 +247,11 @@ class SearchIndex:
         parts = [self._bm25_scores(part) for part in clause_texts]
         terms = set(tokenize(query))
         mentioned = self._mentioned(terms)  # the group boost's test, and the semantic weight's below
-        scores = self._lexical_scores(query, parts, terms, mentioned)
+        whole = self._bm25_scores(query)
+        if self._vectors is None:
+            # With embeddings the lift lost multi-step tasks and changed no single-need one (docs/search-log.md).
+            whole, parts = self._server_choice(query, whole, clause_texts, parts)
+        scores = self._lexical_scores(query, parts, terms, mentioned, whole=whole)
         candidates = scores > 0
         need_similarities: list[ScoreArray] = []
         vectors, embedder = self._vectors, self.embedder
@@ -368,10 +401,11 @@ def build_index(
     semantic: bool = False,
     embedder: str | Embedder = DEFAULT_EMBEDDER,
     cache_dir: Path | None = None,
+    servers: Mapping[str, str] | None = None,
 ) -> SearchIndex:
     """BM25 only, or (`semantic`) fused with `embedder`'s similarity, embedded here and now (through the vector
     cache in `cache_dir` when given)."""
-    index = SearchIndex(entries)
+    index = SearchIndex(entries, servers=servers)
     if semantic:
         from .semantic import resolve, tool_vectors  # the optional extra is imported only when asked for
 

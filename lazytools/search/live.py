@@ -49,11 +49,11 @@ class LiveIndex:
         """The index now, built here if stale (blocking: use `ready()` on the event loop)."""
         if self._index is None or self._version != self._catalog.version:
             version = self._catalog.version
-            self._index, self._version = self._build(list(self._catalog)), version
+            self._index, self._version = self._build(list(self._catalog), self._catalog.about()), version
         return self._index
 
-    def _build(self, entries: list[ToolEntry]) -> SearchIndex:
-        index = SearchIndex(entries)
+    def _build(self, entries: list[ToolEntry], servers: dict[str, str]) -> SearchIndex:
+        index = SearchIndex(entries, servers=servers)
         if self._semantic:
             from .semantic import BackgroundVectors
 
@@ -77,7 +77,7 @@ class LiveIndex:
             while self._index is None or self._version != self._catalog.version:
                 version = self._catalog.version
                 # set_group swaps in new dicts rather than mutating, so the thread reads a consistent snapshot.
-                snapshot = list(self._catalog)
-                index = await anyio.to_thread.run_sync(lambda: self._build(snapshot))
+                snapshot, servers = list(self._catalog), self._catalog.about()
+                index = await anyio.to_thread.run_sync(lambda: self._build(snapshot, servers))
                 self._index, self._version = index, version
         return self._index
