@@ -45,7 +45,7 @@ from .offerings import NamedUris, Offerings, list_offerings, uris_in
 from .relay import Inflight, Relay
 from .stderr import StderrTail, labelled_stderr
 from .stdio import stdio_client
-from .tools import list_tools, summary_of, tool_entries
+from .tools import about_of, list_tools, summary_of, tool_entries
 
 __all__ = ["Backoff", "State", "Upstream", "describe_failure"]
 
@@ -318,7 +318,7 @@ class Upstream:
     async def _refresh(self, client: Client) -> None:
         """List the upstream's tools and replace this server's catalog group if anything changed."""
         tools = await list_tools(client)
-        group = Group(self.name, summary_of(self.config, client))
+        group = Group(self.name, summary_of(self.config, client), about=about_of(self.config, client))
         entries = tool_entries(self.name, self.config, tools, call=self.call, pinned=self.pinned)
         if group in self.catalog.groups and entries == self.catalog.in_group(self.name):
             return  # a reconnection or a list_changed that changed nothing: no index rebuild, no notifications
