@@ -18,8 +18,8 @@ from typing import Any
 
 from lazytools.catalog import Catalog, Group
 from lazytools.identity import Principal, acting_as
+from lazytools.policy.file import PolicyFile
 from lazytools.policy.limits import MemoryRateLimiter
-from lazytools.policy.source import PolicyFile
 from lazytools.search import SearchIndex
 from lazytools.server.access import Gate
 from lazytools.server.metatools import search_tools

@@ -1,4 +1,4 @@
-"""The catalog: every tool lazytools can serve, by unique public name, grouped by source."""
+"""The catalog: every tool lazytools can serve, by unique public name, in groups (upstream servers, categories)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from .entry import ToolEntry
 from .errors import ConfigError, UnknownToolError
 from .toolnames import check_tool_name
 
-__all__ = ["Catalog", "Group", "ToolSource", "suggest"]
+__all__ = ["Catalog", "Group", "ToolGroup", "suggest"]
 
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """A source of tools: an upstream server or an in-process category."""
+    """A group of tools: an upstream server or an in-process category."""
 
     name: str
     summary: str = ""
@@ -40,7 +40,7 @@ def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
     return list(dict.fromkeys(found))[:limit]
 
 
-class ToolSource(Protocol):
+class ToolGroup(Protocol):
     """Anything that holds one group's entries, such as `FunctionGroup`."""
 
     group: str
@@ -138,9 +138,9 @@ class Catalog:
         self._by_group[group.name] = new
         self._changed()
 
-    def add(self, source: ToolSource) -> None:
-        """Add (or replace) the group of a source such as a `FunctionGroup`."""
-        self.set_group(Group(source.group, source.summary), source.entries)
+    def add(self, group: ToolGroup) -> None:
+        """Add (or replace) a group that holds its own entries, such as a `FunctionGroup`."""
+        self.set_group(Group(group.group, group.summary), group.entries)
 
     def remove_group(self, name: str) -> None:
         self._entries = {n: e for n, e in self._entries.items() if e.group != name}

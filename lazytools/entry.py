@@ -55,17 +55,23 @@ class ToolEntry:
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
     annotations: types.ToolAnnotations | None = None
-    source_name: str | None = None
-    """The name the tool has at its source (the upstream's own name); `None` when it equals `name`."""
+    upstream_name: str | None = None
+    """The name the tool has upstream (an upstream server's or a tools file's own name); `None` when it equals
+    `name`."""
     pinned: bool = False
     """Listed from the start in every surface, like ALWAYS_AVAILABLE_TOOLS (an upstream with defer_loading false)."""
     icons: tuple[types.Icon, ...] | None = None
     execution: types.ToolExecution | None = None
     meta: Mapping[str, Any] | None = None
-    """The tool's `_meta`, as its source gave it."""
+    """The tool's `_meta`, as its upstream gave it."""
     trusted_schema: bool = False
     """The schema is the server author's own (an in-process function's type hints), not an upstream's: small
     arguments are checked on the event loop, skipping a worker-thread round trip on every call."""
+
+    @property
+    def source_name(self) -> str | None:
+        """`upstream_name` under its earlier name, so that code written against that name goes on working."""
+        return self.upstream_name
 
     @property
     def summary(self) -> str:

@@ -30,7 +30,7 @@ WORD_CHARS = 30
 """A longer word is no topic word: real ones are a few letters, a hostile tool name can be a megabyte long."""
 
 _NAME_CHARS = 200
-"""Characters of a tool's source name that its topic words are taken from."""
+"""Characters of a tool's upstream name that its topic words are taken from."""
 
 LINE_CHARS = 200
 """A group's line is cut here (group names and summaries come from upstreams and catalog files)."""
@@ -58,7 +58,7 @@ def _topic_words(catalog: Catalog, group: Group, count: int = 6) -> str:
     words: Counter[str] = Counter()
     skip = set(split_words(group.name)) | STOP_WORDS
     for tool in catalog.in_group(group.name):
-        name = (tool.source_name or tool.name)[:_NAME_CHARS]
+        name = (tool.upstream_name or tool.name)[:_NAME_CHARS]
         words.update(w for w in split_words(name) if w not in skip and 2 < len(w) <= WORD_CHARS)
     return ", ".join(escape(word) for word, _ in words.most_common(count)) or "tools"
 

@@ -275,7 +275,7 @@ def test_names_are_made_valid_and_unique(tmp_path: Path) -> None:
     loaded = load_jsonl_catalog(path)
     assert list(loaded.ids) == ["Weather_Tool", "PDF_URL", "x" * 64, "PDF_URL_2", "5"]
     assert {entry.group for entry in loaded.catalog} == {"odd"}
-    assert loaded.catalog.get("Weather_Tool").source_name == "Weather Tool!"
+    assert loaded.catalog.get("Weather_Tool").upstream_name == "Weather Tool!"
 
 
 async def test_jsonl_catalog_is_served_and_its_tools_say_they_have_no_implementation() -> None:

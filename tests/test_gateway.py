@@ -43,7 +43,7 @@ async def test_servers_are_aggregated_one_group_each_with_their_own_descriptions
             assert sorted(o.catalog.names()) == ["alpha__echo", "alpha__read_file", "beta__add", "beta__read_file",
                                                  "delta__echo", "gamma__echo", "gamma__read_file"]
             read = o.catalog.get("beta__read_file")
-            assert read.group == "beta" and read.source_name == "read_file"
+            assert read.group == "beta" and read.upstream_name == "read_file"
             assert read.input_schema["required"] == ["path"] and read.description == "Read a file from the beta store."
             text = manifest(o.catalog)
             assert "alpha (2): Alpha keeps notes." in text and "gamma (2): Gamma serves things over HTTP." in text
@@ -63,8 +63,8 @@ async def test_public_names_are_valid_unique_and_searchable_by_the_upstream_name
         names = o.catalog.names()
         assert all(NAME_RE.fullmatch(n) and len(n) <= MAX_NAME_LENGTH for n in names)
         assert "my_server__echo" in names
-        by_source = {o.catalog.get(n).source_name: n for n in names}
-        long_name, weird = by_source[LONG_NAME], by_source[WEIRD_NAME]
+        by_upstream_name = {o.catalog.get(n).upstream_name: n for n in names}
+        long_name, weird = by_upstream_name[LONG_NAME], by_upstream_name[WEIRD_NAME]
         assert long_name.startswith("my_server__a_really_long_tool_name") and len(long_name) == 64
         assert weird.startswith("my_server__weird_name_with_chars_")
         hits = o.server.index.current.search("really long tool name", limit=1)

@@ -62,7 +62,7 @@ async def test_a_capable_client_sees_the_same_tools_through_lazytools(tmp_path: 
         own = {t.name for t in (await direct.list_tools()).tools}
     assert {"trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"} <= own
     async with fronted(tmp_path, everything, Asked(), Seen()) as (o, _):
-        await eventually(lambda: {e.source_name for e in o.catalog.in_group("everything")} == own)
+        await eventually(lambda: {e.upstream_name for e in o.catalog.in_group("everything")} == own)
 
 
 async def test_progress_sampling_elicitation_roots_logs_prompts_and_links(tmp_path: Path,

@@ -50,7 +50,7 @@ def test_a_megabyte_tool_name_does_not_reach_the_manifest() -> None:
     huge = "b" * 1_000_000
     result = Catalog()
     result.set_group(Group("evil", ""), [ToolEntry(name=f"t{i}", group="evil", description="d.", input_schema={},
-                                                   call=_never, source_name=f"get_{huge}_{i}") for i in range(4)])
+                                                   call=_never, upstream_name=f"get_{huge}_{i}") for i in range(4)])
     text = manifest(result)
     assert len(text) <= LINE_CHARS + 30, len(text)
     assert text.startswith("evil (4): get")
@@ -75,7 +75,7 @@ async def test_the_search_tools_description_stays_small_with_a_huge_tool_name() 
     huge = "b" * 1_000_000
     result = Catalog()
     result.set_group(Group("evil", ""), [ToolEntry(name=f"t{i}", group="evil", description="d.", input_schema={},
-                                                   call=_never, source_name=f"get_{huge}_{i}") for i in range(4)])
+                                                   call=_never, upstream_name=f"get_{huge}_{i}") for i in range(4)])
     async with client(build_server(result, make_settings())) as c:
         listed = (await c.list_tools()).tools
     description = next(t.description for t in listed if t.name == "search_tools")

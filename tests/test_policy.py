@@ -23,8 +23,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from lazytools.catalog import Catalog
 from lazytools.errors import ConfigError
 from lazytools.identity import ANONYMOUS, Principal, named_principal
+from lazytools.policy.file import PolicyFile, read_policy
 from lazytools.policy.rules import Policy, PolicySpec, check_path
-from lazytools.policy.source import PolicyFile, read_policy
 from lazytools.server.core import LazyServer, build_server
 from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.transports.http import build_app
@@ -352,12 +352,12 @@ def test_a_fifo_in_the_policy_files_place_is_refused_not_waited_on(tmp_path: Pat
 
 def test_a_read_older_than_the_policy_in_force_is_never_applied(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from lazytools.policy import source
+    from lazytools.policy import file
 
     path = tmp_path / "policy.toml"
     path.write_text('default = "allow"\n')
     policy = PolicyFile(path, max_bytes=1024)
-    real = source._read_file
+    real = file._read_file
     first_read, release = threading.Event(), threading.Event()
 
     def slow_first(file: Path, max_bytes: int) -> tuple[bytes, tuple[int, int, int]]:
@@ -367,7 +367,7 @@ def test_a_read_older_than_the_policy_in_force_is_never_applied(tmp_path: Path,
             release.wait()  # the old content, read before the edit, lands after the newer read
         return found
 
-    monkeypatch.setattr(source, "_read_file", slow_first)
+    monkeypatch.setattr(file, "_read_file", slow_first)
     stale = threading.Thread(target=policy.reload)
     stale.start()
     first_read.wait()

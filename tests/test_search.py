@@ -525,8 +525,8 @@ def test_copies_are_only_found_within_one_group() -> None:
 
     from lazytools.search.copies import first_copies
 
-    def upstream(name: str, description: str, group: str, source_name: str) -> ToolEntry:
-        return replace(tool(name, description, group, path="a path"), source_name=source_name)
+    def upstream(name: str, description: str, group: str, upstream_name: str) -> ToolEntry:
+        return replace(tool(name, description, group, path="a path"), upstream_name=upstream_name)
 
     entries = [
         upstream("fs_home__read_file", "Read a file.", "fs_home", "read_file"),

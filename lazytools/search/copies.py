@@ -37,9 +37,9 @@ def first_copies(entries: Sequence[ToolEntry]) -> list[int]:
         properties = entry.input_schema.get("properties")
         parameters = tuple(sorted(str(name) for name in properties)) if isinstance(properties, Mapping) else ()
         earlier = same_text.setdefault((entry.group, text, parameters), [])
-        name = _words(entry.source_name or entry.name)
+        name = _words(entry.upstream_name or entry.name)
         for other in earlier[:MAX_COMPARED]:
-            if _affixed(name, _words(entries[other].source_name or entries[other].name)):
+            if _affixed(name, _words(entries[other].upstream_name or entries[other].name)):
                 result[position] = other
                 break
         else:

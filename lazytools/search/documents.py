@@ -48,7 +48,7 @@ def _parameter_text(schema: Mapping[str, Any]) -> str:
 def _fields(entry: ToolEntry) -> dict[str, str]:
     parameters = _parameter_text(entry.input_schema)
     return {
-        "name": entry.source_name or entry.name,
+        "name": entry.upstream_name or entry.name,
         "title": entry.title or "",
         "description": entry.description,
         "parameters": parameters,
@@ -105,7 +105,7 @@ def document_terms(entry: ToolEntry, known: frozenset[str] | set[str] = frozense
 
 def embedding_text(entry: ToolEntry) -> str:
     """What a tool's vector is the mean of: its name's words, title and the opening of its description."""
-    name = " ".join(split_words(entry.source_name or entry.name))
+    name = " ".join(split_words(entry.upstream_name or entry.name))
     head = entry.description.strip().split("\n\n", 1)[0]
     if len(head) > 400:  # a mean over many words says less and less: keep what the tool is, not every detail
         head = first_sentence(head, limit=400)

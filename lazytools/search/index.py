@@ -134,7 +134,7 @@ class SearchIndex:
         self.vocabulary = Vocabulary([term for term in self._bm25.vocabulary if term not in self._rendered])
         table = default_related_words() if related is None else related
         self._expansions = catalog_expansions(table, self.vocabulary)
-        self._names = NameMatcher([(e.name, e.source_name or e.name) for e in self.entries])
+        self._names = NameMatcher([(e.name, e.upstream_name or e.name) for e in self.entries])
         self._name_words = NameWords([name_terms(entry_words, known) for entry_words in words])
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
         group_names = set(self._groups.tolist())

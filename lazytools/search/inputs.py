@@ -70,7 +70,7 @@ def input_producers(entries: Sequence[ToolEntry]) -> list[tuple[int, ...]]:
         index: dict[str, list[int]] = {}
         for position in positions:
             entry = entries[position]
-            stems = {stem(word) for word in split_words(entry.source_name or entry.name)}
+            stems = {stem(word) for word in split_words(entry.upstream_name or entry.name)}
             if stems & DISCOVERY_VERBS:
                 for word in stems:
                     index.setdefault(word, []).append(position)
@@ -89,7 +89,7 @@ def input_producers(entries: Sequence[ToolEntry]) -> list[tuple[int, ...]]:
         if _needs_coordinates(required[position]):
             found += [other for other in by_group[entry.group]
                       if other != position and other not in found and not _needs_coordinates(required[other])
-                      and {stem(word) for word in split_words(entries[other].source_name or entries[other].name)}
+                      and {stem(word) for word in split_words(entries[other].upstream_name or entries[other].name)}
                       & _GEOCODERS]
         producers.append(tuple(found))
     return producers

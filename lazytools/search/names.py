@@ -39,7 +39,7 @@ def _looks_like_identifier(token: str) -> bool:
 
 
 class NameMatcher:
-    """Looks up names (public and source names of each tool, by position) in a query."""
+    """Looks up names (public and upstream names of each tool, by position) in a query."""
 
     def __init__(self, names: Sequence[Sequence[str]]) -> None:
         self._lower: dict[str, set[int]] = {}

@@ -52,7 +52,7 @@ WRITE_VERBS = frozenset(
 
 def writes(entry: ToolEntry) -> bool:
     """Whether the tool's name says it writes, saves, creates or exports something."""
-    return bool(WRITE_VERBS & set(split_words(entry.source_name or entry.name)))
+    return bool(WRITE_VERBS & set(split_words(entry.upstream_name or entry.name)))
 
 
 def deliverable(query: str) -> str | None:

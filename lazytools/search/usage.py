@@ -104,7 +104,7 @@ def hashed_terms(query: str, key: bytes = _TEST_KEY) -> tuple[str, ...]:
 
 def install_key(path: Path) -> bytes:
     """This install's random hashing key in `path` (created 0600 on first use; a symlink is refused), so the hashes
-    in one store cannot be matched with a key read from the source."""
+    in one store cannot be matched with a key read from elsewhere."""
     if path.is_symlink():
         raise OSError(f"{path} is a symbolic link: not followed")
     try:

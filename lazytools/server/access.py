@@ -21,8 +21,8 @@ from ..catalog import Catalog
 from ..entry import ToolEntry
 from ..errors import PolicyRefusedError
 from ..identity import Principal, current_principal
+from ..policy.file import PolicyFile
 from ..policy.rules import Grant
-from ..policy.source import PolicyFile
 from ..search import SearchIndex
 from ..uris import UnsafeUriError, uri_forms
 

@@ -1,6 +1,6 @@
 """Which known MCP clients act on `notifications/tools/list_changed`: data, overridable by the user.
 
-Seeded from observed behaviour (source read or issue reports, November 2026); no client capability
+Seeded from observed behaviour (their code read or issue reports, November 2026); no client capability
 announces it, so servers keep a table keyed by `clientInfo.name`. `LAZYTOOLS_CLIENT_SURFACES` (JSON) adds
 or replaces entries; clients absent from both get `LAZYTOOLS_DEFAULT_SURFACE`.
 """

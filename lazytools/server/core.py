@@ -26,8 +26,8 @@ from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..identity import named_principal
 from ..modes import Surface
+from ..policy.file import PolicyFile
 from ..policy.limits import MemoryRateLimiter, RateLimiter
-from ..policy.source import PolicyFile
 from ..safetext import clip
 from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
@@ -149,7 +149,7 @@ class LazyServer(Server[Any]):
         self._always_available = self._check_pinned(settings.always_available_tools)
         self.pinned = self._pinned_now()
         catalog.on_change(self._catalog_changed)
-        catalog.on_announce(self._sources_changed)
+        catalog.on_announce(self._tools_changed)
 
     def create_initialization_options(
         self,
@@ -431,8 +431,8 @@ class LazyServer(Server[Any]):
         self.pinned = self._pinned_now()
         self.events.publish_nowait(ToolsListChanged())
 
-    async def _sources_changed(self) -> None:
-        # A source's tools changed while serving (an upstream's list_changed or reconnection). Every surface lists
+    async def _tools_changed(self) -> None:
+        # A group's tools changed while serving (an upstream's list_changed or reconnection). Every surface lists
         # search_tools, whose description counts the catalog, and the pinned tools: tell every session that can hear.
         for state in self.store:
             if state.notify is not None:
@@ -442,12 +442,12 @@ class LazyServer(Server[Any]):
                     logger.info("session %s: list_changed not delivered: %s", state.key[:8], exc)
 
     def _pinned_now(self) -> list[str]:
-        """ALWAYS_AVAILABLE_TOOLS that the catalog holds now, then the tools their source pins."""
+        """ALWAYS_AVAILABLE_TOOLS that the catalog holds now, then the tools their upstream pins."""
         configured = [name for name in self._always_available if name in self.catalog]
         return list(dict.fromkeys([*configured, *(entry.name for entry in self.catalog if entry.pinned)]))
 
     def _check_pinned(self, names: Sequence[str]) -> list[str]:
-        # A group without tools is a source that is not serving yet (an upstream that failed to start).
+        # A group without tools is not serving yet (an upstream that failed to start).
         waiting = [group.name for group in self.catalog.groups if not self.catalog.in_group(group.name)]
         for name in names:
             if name in META_TOOL_NAMES:
@@ -457,7 +457,7 @@ class LazyServer(Server[Any]):
                 hint = f" Closest: {', '.join(close)}." if close else ""
                 if not waiting:
                     raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS names an unknown tool {name!r}.{hint}")
-                logger.warning("ALWAYS_AVAILABLE_TOOLS names %r, which no source serves yet (not serving: %s); "
+                logger.warning("ALWAYS_AVAILABLE_TOOLS names %r, which no server serves yet (not serving: %s); "
                                "it is listed once it appears.%s", name, ", ".join(waiting), hint)
         return list(dict.fromkeys(names))
 

@@ -1,6 +1,6 @@
 """search_tools' result text, and the character budgets that keep it bounded: signatures a model can call from,
-summaries, schemas, suggestions and the clauses no match answers. Every name and value comes from a tool's source,
-so each is escaped and cut here."""
+summaries, schemas, suggestions and the clauses no match answers. Every name and value comes from a tool's
+author (an upstream server, a tools file), so each is escaped and cut here."""
 
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def signature(entry: ToolEntry) -> str:
     """`name(a: string, b?: integer)`: a parameter summary a model can call from on the first try: the item shape
     of an array of objects (`observations: {entityName: string, contents: string[]}[]`), a string's format when the
     schema or its description gives one (`time: string<HH:MM>`, `pattern: string<glob>`). Names and values come
-    from the tool's source, so they are escaped and cut, and so is the whole line."""
+    from the tool's author, so they are escaped and cut, and so is the whole line."""
     properties = entry.input_schema.get("properties") or {}
     if not isinstance(properties, Mapping) or not properties:
         return clip(f"{entry.name}()", SIGNATURE_CHARS)

@@ -179,7 +179,7 @@ def load_jsonl_catalog(path: Path, catalog: Catalog | None = None, *,
             description=tool.description,
             input_schema=tool.input_schema,
             call=_no_implementation(name, path),
-            source_name=tool.name if tool.name != name else None,
+            upstream_name=tool.name if tool.name != name else None,
         )
         by_group.setdefault(group, []).append(entry)
         ids[name] = tool.id

@@ -146,7 +146,7 @@ class Upstream:
     async def run(self) -> None:
         """Connect and serve until cancelled, reconnecting after failures."""
         if self.name not in {group.name for group in self.catalog.groups}:
-            # An empty group says "this source exists but serves nothing yet"; its tools arrive when it does.
+            # An empty group says "this server exists but serves nothing yet"; its tools arrive when it does.
             self.catalog.set_group(Group(self.name, self.config.description or ""), [])
         try:
             async with labelled_stderr(self.name, self._stderr_tail) as self._stderr:
