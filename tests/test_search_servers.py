@@ -84,13 +84,13 @@ def test_only_the_chosen_servers_best_tool_moves_and_only_when_another_server_le
     servers = ServerIndex(["a", "a", "b", "b"], {"b": "Weather forecasts for any city."},
                           [["get", "item"], ["list", "item"], ["get", "thing"], ["list", "thing"]])
     scores = np.array([1.0, 0.5, 0.9, 0.8])
-    lifted = servers.lift(scores, {"forecast": 1.0, "get": 1.0})
+    lifted = servers.lift(scores, lambda: {"forecast": 1.0, "get": 1.0})
     # b is chosen by its description: its best tool gains SERVER_LIFT, its sibling and a's tools stay as they were.
     assert lifted.tolist() == [1.0, 0.5, 0.9 * (1 + SERVER_LIFT), 0.8]
     # When the best tool's own server is the one chosen, nothing moves (no sibling is pulled up with it).
-    assert servers.lift(scores, {"get": 1.0}).tolist() == scores.tolist()
+    assert servers.lift(scores, lambda: {"get": 1.0}).tolist() == scores.tolist()
     # A request none of the servers' own words match changes nothing either.
-    assert servers.lift(scores, {"zebra": 1.0}).tolist() == scores.tolist()
+    assert servers.lift(scores, lambda: {"zebra": 1.0}).tolist() == scores.tolist()
 
 
 def test_the_index_reads_server_descriptions_given_to_it() -> None:

@@ -20,6 +20,7 @@ docs/search.md).
 from __future__ import annotations
 
 import copy
+from functools import partial
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,22 +198,21 @@ class SearchIndex:
         name's words."""
         return [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
 
-    def _server_choice(self, query: str, whole: ScoreArray, clause_texts: Sequence[str],
-                       parts: list[ScoreArray]) -> tuple[ScoreArray, list[ScoreArray]]:
-        """`whole` and `parts` with, in each need (each clause, or the whole request when it has none), the best
-        tool of the server that need is about lifted (see `servers`)."""
-        if not clause_texts:
-            return self._servers.lift(whole, self._server_terms(query)), parts
-        return whole, [self._servers.lift(part, self._server_terms(text))
-                       for text, part in zip(clause_texts, parts, strict=True)]
+    def _server_choice(self, texts: Sequence[str], scores: Sequence[ScoreArray],
+                       terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
+        """Each need's `scores` (its `texts`, scored with `terms`) with the best tool of the server that need is
+        about lifted (see `servers`)."""
+        return [self._servers.lift(need, partial(self._server_terms, text, need_terms))
+                for text, need, need_terms in zip(texts, scores, terms, strict=True)]
 
-    def _server_terms(self, text: str) -> dict[str, float]:
+    @staticmethod
+    def _server_terms(text: str, terms: Mapping[str, float]) -> dict[str, float]:
         """The terms a server's document is scored with: the tools' query terms, and every word of `text` (a
         server's description may use words no tool does)."""
-        terms = self.query_terms(text)
+        asked = dict(terms)
         for term in tokenize(text):
-            terms.setdefault(term, 1.0)
-        return terms
+            asked.setdefault(term, 1.0)
+        return asked
 
     def _lexical_scores(self, query: str, parts: Sequence[ScoreArray], terms: set[str],
                         mentioned: list[str], whole: ScoreArray | None = None) -> ScoreArray:
@@ -226,8 +226,11 @@ class SearchIndex:
         return scores * np.where(self._name_words.covered(terms), 1.0 + NAME_WORDS_BOOST, 1.0)
 
     def _bm25_scores(self, query: str) -> ScoreArray:
+        return self._scores_of(self.query_terms(query))
+
+    def _scores_of(self, terms: Mapping[str, float]) -> ScoreArray:
         scores = np.zeros(len(self.entries), dtype=np.float64)
-        for term, weight in self.query_terms(query).items():
+        for term, weight in terms.items():
             self._bm25.accumulate(scores, term, weight)
         return scores
 
@@ -244,13 +247,17 @@ class SearchIndex:
         if not self.entries or limit <= 0:
             return Results([])
         clause_texts = clauses(query)
-        parts = [self._bm25_scores(part) for part in clause_texts]
+        part_terms = [self.query_terms(part) for part in clause_texts]
+        parts = [self._scores_of(need_terms) for need_terms in part_terms]
         terms = set(tokenize(query))
         mentioned = self._mentioned(terms)  # the group boost's test, and the semantic weight's below
-        whole = self._bm25_scores(query)
-        if self._vectors is None:
+        whole_terms = self.query_terms(query)
+        whole = self._scores_of(whole_terms)
+        if self._vectors is None and clause_texts:
             # With embeddings the lift lost multi-step tasks and changed no single-need one (docs/search-log.md).
-            whole, parts = self._server_choice(query, whole, clause_texts, parts)
+            parts = self._server_choice(clause_texts, parts, part_terms)
+        elif self._vectors is None:
+            [whole] = self._server_choice([query], [whole], [whole_terms])
         scores = self._lexical_scores(query, parts, terms, mentioned, whole=whole)
         candidates = scores > 0
         need_similarities: list[ScoreArray] = []

@@ -15,16 +15,15 @@ siblings (docs/search-log.md, "Round 3, server choice").
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from .analysis import STOP_WORDS, split_words, stem
 from .bm25 import BM25FPostings
 from .fusion import ScoreArray
 
-__all__ = ["ABOUT_CHARS", "SERVER_LIFT", "SERVER_TEXT_WEIGHT", "SHARED_SHARE", "ServerIndex"]
+__all__ = ["ABOUT_CHARS", "MAX_RIVALS", "SERVER_LIFT", "SERVER_TEXT_WEIGHT", "SHARED_SHARE", "ServerIndex"]
 
 ABOUT_CHARS = 2000
 """What a server says of itself is read up to this many characters: instructions can run to pages."""
@@ -40,6 +39,10 @@ SERVER_LIFT = 0.3
 """The chosen server's best tool for a need scores this much more (a share of its own score). 0.5 gained one
 confirmation task more on the even half and lost a multi-step one; lifting the server's best two lost
 deliverables (docs/search-log.md)."""
+
+MAX_RIVALS = 64
+"""Only the servers of a need's this many best tools are weighed: a need that half a large catalog answers about as
+well costs no more than one that few tools answer."""
 
 _FIELD_WEIGHTS: Mapping[str, float] = {"name": 3.0, "about": 1.0, "shared": 1.0}
 
@@ -67,14 +70,12 @@ class ServerIndex:
         self.names = sorted(set(servers_of_tools))
         number = {name: i for i, name in enumerate(self.names)}
         self._server_of = np.array([number[name] for name in servers_of_tools], dtype=np.intp)
-        # Tools ordered by server: a server's best tool is one reduceat over the scores, whatever the catalog size.
-        self._by_server = np.argsort(self._server_of, kind="stable")
-        sizes = np.bincount(self._server_of, minlength=len(self.names))
-        self._starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
-        self._sizes = sizes
+        tools_of: dict[str, list[Sequence[str]]] = {}
+        for server, terms in zip(servers_of_tools, tool_terms, strict=True):
+            tools_of.setdefault(server, []).append(terms)
         documents = []
-        for i, name in enumerate(self.names):
-            tools = [tool_terms[t] for t in self._by_server[self._starts[i]:self._starts[i] + sizes[i]]]
+        for name in self.names:
+            tools = tools_of[name]
             counts = Counter(term for terms in tools for term in set(terms))
             needed = max(2.0, SHARED_SHARE * len(tools))
             shared = [term for term, count in counts.items() if count >= needed and term not in _GENERIC]
@@ -92,36 +93,32 @@ class ServerIndex:
             self._bm25.accumulate(scores, term, weight)
         return scores
 
-    def best_tools(self, scores: ScoreArray) -> ScoreArray:
-        """Each server's best tool score, in `names` order."""
-        if not self._server_of.size:
-            return np.zeros(0, dtype=np.float64)
-        best: ScoreArray = np.maximum.reduceat(scores[self._by_server], self._starts)
-        return best
-
-    def tools_of(self, server: int) -> npt.NDArray[np.intp]:
-        """Positions of the tools of the server numbered `server`."""
-        start = int(self._starts[server])
-        return self._by_server[start:start + int(self._sizes[server])]
-
-    def lift(self, scores: ScoreArray, terms: Mapping[str, float]) -> ScoreArray:
+    def lift(self, scores: ScoreArray, terms: Callable[[], Mapping[str, float]]) -> ScoreArray:
         """`scores` (one need's, every tool's) with the best tool of the server this need is about lifted by
-        SERVER_LIFT, when that server is not the one of the best-scored tool; else `scores` itself."""
+        SERVER_LIFT, when that server is not the one of the best-scored tool; else `scores` itself. `terms` gives
+        the need's weighted terms, asked for only when another server could win."""
         if len(self.names) < 2:
             return scores
         top = int(np.argmax(scores))
         if scores[top] <= 0:
             return scores
-        own = self.scores(terms)
+        # Another server wins only with a tool above 1 - SERVER_TEXT_WEIGHT of the best score (its document's share
+        # is at most 1), so only the servers of such tools are weighed: most needs end here, and a need costs
+        # what its few strong tools cost, whatever the catalog's size.
+        strong = np.flatnonzero(scores > (1.0 - SERVER_TEXT_WEIGHT) * scores[top])
+        if strong.size > MAX_RIVALS:
+            strong = strong[np.argpartition(-scores[strong], MAX_RIVALS - 1)[:MAX_RIVALS]]
+        strong = strong[np.argsort(-scores[strong], kind="stable")]
+        servers, first = np.unique(self._server_of[strong], return_index=True)
+        if servers.size < 2:
+            return scores
+        own = self.scores(terms())
         if own.max() <= 0:
             return scores
-        best = self.best_tools(scores)
-        chosen = int(np.argmax(best / best.max() + SERVER_TEXT_WEIGHT * own / own.max()))
-        if chosen == int(self._server_of[top]):
-            return scores
-        tools = self.tools_of(chosen)
-        pick = int(tools[np.argmax(scores[tools])])
-        if scores[pick] <= 0:
+        best = strong[first]  # each of these servers' best tool
+        chosen = int(np.argmax(scores[best] / scores[top] + SERVER_TEXT_WEIGHT * own[servers] / own.max()))
+        pick = int(best[chosen])
+        if self._server_of[pick] == self._server_of[top]:
             return scores
         lifted = scores.copy()
         lifted[pick] *= 1.0 + SERVER_LIFT
