@@ -23,12 +23,11 @@ from .search import SearchIndex, build_index
 from .search.embedders import DEFAULT_EMBEDDER, check_embedder
 from .server.metatools import MAX_QUERY_CHARS, RELEVANCE_FLOOR, search_tools
 from .settings import Settings
-from .sources.jsonl import load_jsonl_catalog, read_jsonl, read_servers
+from .sources.jsonl import load_jsonl_catalog, read_jsonl, read_servers, servers_beside
 
 __all__ = [
     "CUTOFFS",
     "HALVES",
-    "SERVERS_FILE",
     "UNKNOWN_SHOWN",
     "LabelledQuery",
     "QueryResult",
@@ -248,9 +247,6 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-SERVERS_FILE = "servers.jsonl"
-"""Read beside a tools file when no servers file is named: what its servers say of themselves."""
-
 UNKNOWN_SHOWN = 5
 """Unknown label ids quoted in the warning; the count says how many there are."""
 
@@ -312,8 +308,8 @@ def run_eval(
                           "LAZYTOOLS_SEARCH_MAX_LIMIT)")
     if semantic:
         check_embedder(embedder)
-    if servers is None and (beside := tools_path.with_name(SERVERS_FILE)).is_file():
-        servers = beside
+    if servers is None:
+        servers = servers_beside(tools_path)
     loaded = load_jsonl_catalog(tools_path, servers=read_servers(servers) if servers is not None else None)
     index = build_index(loaded.catalog, semantic=semantic, embedder=embedder, servers=loaded.catalog.about())
     queries = read_queries(queries_path, every=every, split=split, half=half)

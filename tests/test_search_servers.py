@@ -8,9 +8,11 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from lazytools import build_server
 from lazytools.catalog import Catalog, Group
+from lazytools.cli import main
 from lazytools.entry import ToolEntry
 from lazytools.evaluate import run_eval
 from lazytools.search import SearchIndex
@@ -110,20 +112,41 @@ def test_catalog_about_prefers_what_a_group_says_of_itself_to_its_summary() -> N
     assert catalog.about() == {"a": "One line.\n\nLong instructions.", "b": "Only a summary."}
 
 
-def test_eval_reads_the_servers_file_beside_the_tools(tmp_path: Path) -> None:
-    tools = tmp_path / "tools.jsonl"
+def two_servers_file(folder: Path) -> Path:
+    tools = folder / "tools.jsonl"
     tools.write_text("\n".join(json.dumps(tool) for tool in [
         {"id": "north/page", "name": "fetch_page", "description": "Read a page by its title.", "server": "north"},
         {"id": "south/page", "name": "get_page", "description": "Read a page by its title.", "server": "south"},
     ]) + "\n")
+    return tools
+
+
+def describe_servers(folder: Path) -> None:
+    (folder / "servers.jsonl").write_text("\n".join(json.dumps(server) for server in [
+        {"server": "north", "description": ACCOUNTS},
+        {"server": "south", "description": "The family cookbook.", "instructions": "Holds every recipe we cook."},
+    ]) + "\n")
+
+
+def test_eval_reads_the_servers_file_beside_the_tools(tmp_path: Path) -> None:
+    tools = two_servers_file(tmp_path)
     queries = tmp_path / "queries.jsonl"
     queries.write_text(json.dumps({"id": "q", "query": "read the lasagne recipe page",
                                    "relevant_tool_ids": ["south/page"]}) + "\n")
     before = run_eval(tools, queries, limit=1, max_limit=1, misses=0)
-    (tmp_path / "servers.jsonl").write_text("\n".join(json.dumps(server) for server in [
-        {"server": "north", "description": ACCOUNTS},
-        {"server": "south", "description": "The family cookbook.", "instructions": "Holds every recipe we cook."},
-    ]) + "\n")
+    describe_servers(tmp_path)
     after = run_eval(tools, queries, limit=1, max_limit=1, misses=0)
     assert "single        1  0.000" in before and "servers described by" not in before
     assert "single        1  1.000" in after and "servers described by servers.jsonl" in after
+
+
+def test_a_served_tools_file_reads_the_servers_file_beside_it(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    tools = two_servers_file(tmp_path)
+    search = ["--tools-jsonl", str(tools), "search", "read the lasagne recipe page", "--limit", "1"]
+    assert main(search) == 0
+    assert "fetch_page" in capsys.readouterr().out
+    describe_servers(tmp_path)
+    assert main(search) == 0
+    out = capsys.readouterr().out
+    assert "get_page" in out and "fetch_page" not in out

@@ -20,9 +20,9 @@ docs/search.md).
 from __future__ import annotations
 
 import copy
-from functools import partial
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 

@@ -22,8 +22,8 @@ from ..errors import ConfigError, ToolExecutionError
 from ..toolnames import MAX_NAME_LENGTH, clean_name, unique_name
 
 __all__ = [
-    "JsonlCatalog", "JsonlSource", "JsonlTool", "ServerText", "load_jsonl_catalog", "read_jsonl", "read_servers",
-    "read_tools",
+    "SERVERS_FILE", "JsonlCatalog", "JsonlSource", "JsonlTool", "ServerText", "load_jsonl_catalog", "read_jsonl",
+    "read_servers", "read_tools", "servers_beside",
 ]
 
 MAX_ABOUT_CHARS = 4000
@@ -112,6 +112,16 @@ class ServerText:
     instructions: str
 
 
+SERVERS_FILE = "servers.jsonl"
+"""Read beside a tools file when no servers file is named: what its servers say of themselves."""
+
+
+def servers_beside(tools: Path) -> Path | None:
+    """The servers file beside a tools file, if there is one."""
+    beside = tools.with_name(SERVERS_FILE)
+    return beside if beside.is_file() else None
+
+
 def read_servers(path: Path) -> dict[str, ServerText]:
     """A servers file: one JSON object a line with `server` and optional `description` and `instructions` (what a
     server's config and its `initialize` answer say of it)."""
@@ -159,7 +169,8 @@ class JsonlSource:
 
     @asynccontextmanager
     async def open(self, catalog: Catalog) -> AsyncIterator[JsonlCatalog]:
-        yield load_jsonl_catalog(self.path, catalog)
+        beside = servers_beside(self.path)
+        yield load_jsonl_catalog(self.path, catalog, servers=read_servers(beside) if beside is not None else None)
 
 
 def load_jsonl_catalog(path: Path, catalog: Catalog | None = None, *,
