@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +109,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _child(command: list[str], port: int, cwd: Path) -> Iterator[tuple[str, int]]:
+def _child(command: list[str], port: int, cwd: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
     """Start a server, wait until it accepts connections (60 s at most), yield its /mcp URL and pid, stop it."""
     process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, env=env)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -210,52 +210,66 @@ def _python_load(url: str, body: dict[str, Any], seconds: float, connections: in
     return total / elapsed, total, counts["bad"]
 
 
+def _lazytools_command(port: int, root: Path) -> list[str]:
+    return [sys.executable, "-m", "lazytools", "--transport", "http", "--port", str(port), "--log-level", "WARNING",
+            "--files-root", str(root), "--cache-dir", str(root)]
+
+
 def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int = 5, threads: int = 2,
-                          progress: Callable[[str], None] | None = None) -> str:
+                          progress: Callable[[str], None] | None = None, compare_with: Path | None = None) -> str:
     """lazytools against the bare SDK server: the median ratio of interleaved rounds, each round's requests per
-    second, and server CPU per request (steadier on a shared machine)."""
+    second, and server CPU per request (steadier on a shared machine). `compare_with`: another lazytools source
+    tree (a checkout of main, say), served beside this one and loaded in the same rounds with the same call."""
     load = _wrk if shutil.which("wrk") else _python_load
     generator = f"wrk -t{threads} -c{connections}" if load is _wrk else f"a Python client, {connections} connections"
-    names = ("bare SDK", "lazytools", THREADED, SEARCH)
+    other = f"lazytools from {compare_with}" if compare_with is not None else None
+    names = ("bare SDK", "lazytools", THREADED, SEARCH, *((other,) if other is not None else ()))
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}  # server CPU microseconds per request
     failures = 0
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         root = Path(tmp)
         bare_port, lazy_port = _free_port(), _free_port()
         bare_command = [sys.executable, "-m", "benchmarks.http_throughput", "--serve-bare", str(bare_port)]
-        lazy_command = [sys.executable, "-m", "lazytools", "--transport", "http", "--port", str(lazy_port),
-                        "--log-level", "WARNING", "--files-root", str(root), "--cache-dir", str(root)]
         here = Path(__file__).resolve().parent.parent
-        with _child(bare_command, bare_port, here) as bare, _child(lazy_command, lazy_port, root) as lazy:
-            targets = {"bare SDK": (*bare, BARE_CALL), "lazytools": (*lazy, LAZYTOOLS_CALL),
-                       THREADED: (*lazy, THREADED_CALL), SEARCH: (*lazy, SEARCH_CALL)}
-            for url, _, body in targets.values():
-                _check(url, body)
-                load(url, body, 1, connections, threads)  # warm-up: imports, caches, the first connections
-            for number in range(rounds):
-                order = list(names) if number % 2 == 0 else list(reversed(names))
-                for name in order:
-                    if progress:
-                        progress(f"HTTP throughput: round {number + 1}/{rounds}, {name} ({seconds:g} s)")
-                    url, pid, body = targets[name]
-                    before = _cpu_seconds(pid)
-                    rate, total, bad = load(url, body, seconds, connections, threads)
-                    after = _cpu_seconds(pid)
-                    rates[name].append(rate)
-                    if before is not None and after is not None and total:
-                        cpu[name].append((after - before) / total * 1e6)
-                    failures += bad
+        bare = stack.enter_context(_child(bare_command, bare_port, here))
+        lazy = stack.enter_context(_child(_lazytools_command(lazy_port, root), lazy_port, root))
+        targets = {"bare SDK": (*bare, BARE_CALL), "lazytools": (*lazy, LAZYTOOLS_CALL),
+                   THREADED: (*lazy, THREADED_CALL), SEARCH: (*lazy, SEARCH_CALL)}
+        if other is not None and compare_with is not None:
+            port = _free_port()
+            env = {**os.environ, "PYTHONPATH": str(compare_with.resolve())}
+            targets[other] = (*stack.enter_context(_child(_lazytools_command(port, root), port, root, env)),
+                              LAZYTOOLS_CALL)
+        for url, _, body in targets.values():
+            _check(url, body)
+            load(url, body, 1, connections, threads)  # warm-up: imports, caches, the first connections
+        for number in range(rounds):
+            order = list(names) if number % 2 == 0 else list(reversed(names))
+            for name in order:
+                if progress:
+                    progress(f"HTTP throughput: round {number + 1}/{rounds}, {name} ({seconds:g} s)")
+                url, pid, body = targets[name]
+                before = _cpu_seconds(pid)
+                rate, total, bad = load(url, body, seconds, connections, threads)
+                after = _cpu_seconds(pid)
+                rates[name].append(rate)
+                if before is not None and after is not None and total:
+                    cpu[name].append((after - before) / total * 1e6)
+                failures += bad
+    compared = ("lazytools", THREADED, SEARCH, *((other,) if other is not None else ()))
     ratios = {name: [ours / bare for ours, bare in zip(rates[name], rates["bare SDK"], strict=True)]
-              for name in ("lazytools", THREADED, SEARCH)}
+              for name in compared}
     lines = [f"## Stateless tools/call over HTTP ({VERSION}, 127.0.0.1, {generator}, {rounds} interleaved rounds of "
              f"{seconds:g} s)",
              f"tool called: {TOOL_CALLED}",
              f"lazytools / bare SDK, median of {rounds} rounds: {statistics.median(ratios['lazytools']):.2f}x",
              *(f"{name:>10}: " + ", ".join(f"{rate:,.0f}" for rate in values) + " req/s"
                f" (median {statistics.median(values):,.0f})" for name, values in rates.items())]
-    for name, label in (("lazytools", "lazytools / bare"), (THREADED, "tool in a thread / bare"),
-                        (SEARCH, "search_tools / bare")):
+    labels = [("lazytools", "lazytools / bare"), (THREADED, "tool in a thread / bare"), (SEARCH, "search_tools / bare")]
+    if other is not None:
+        labels.append((other, f"{other} / bare"))
+    for name, label in labels:
         lines.append(f"{label}, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios[name])
                      + f" (median {statistics.median(ratios[name]):.2f}x, spread {min(ratios[name]):.2f}-"
                      f"{max(ratios[name]):.2f})")
@@ -266,7 +280,8 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
         lines.append("bare / lazytools by CPU (throughput on an idle core): "
                      f"{medians['bare SDK'] / medians['lazytools']:.2f}x; tool in a thread "
                      f"{medians['bare SDK'] / medians[THREADED]:.2f}x; search_tools "
-                     f"{medians['bare SDK'] / medians[SEARCH]:.2f}x")
+                     f"{medians['bare SDK'] / medians[SEARCH]:.2f}x"
+                     + (f"; {other} {medians['bare SDK'] / medians[other]:.2f}x" if other is not None else ""))
     lines.append(f"failed requests: {failures}")
     return "\n".join(lines)
 
@@ -278,13 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the result is their median "
                         "(default 5)")
+    parser.add_argument("--compare-with", type=Path, metavar="TREE", help="a second lazytools source tree (e.g. an "
+                        "export of main) served beside this one and loaded in the same rounds")
     parser.add_argument("--serve-bare", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_bare is not None:
         serve_bare(args.serve_bare)
         return 0
     print(throughput_benchmarks(args.seconds, args.connections, args.rounds, args.threads,
-                                progress=lambda line: print(line, file=sys.stderr, flush=True)))
+                                progress=lambda line: print(line, file=sys.stderr, flush=True),
+                                compare_with=args.compare_with))
     return 0
 
 

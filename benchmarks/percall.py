@@ -3,20 +3,24 @@
 
 The two paths take turns call by call, in several rounds; the figure is the median of the rounds' medians, so
 load on the machine that comes and goes weighs on both alike. FastMCP's `create_proxy` joins the comparison when
-`fastmcp` is installed (it is not a dependency of lazytools).
+`fastmcp` is installed (it is not a dependency of lazytools; the report says so when it is missing), and another
+lazytools source tree with `--compare-with` (a before/after comparison in one run).
 
-    python -m benchmarks.percall [--rounds 5] [--calls 300]
+    python -m benchmarks.percall [--rounds 5] [--calls 300] [--compare-with TREE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ import anyio
 import mcp_types as types
 
 from .gateway import _interleaved, _upstream_entry
+from .http_throughput import _cpu_seconds
 
 __all__ = ["main", "per_call"]
 
@@ -46,43 +51,94 @@ async def _fastmcp_path(stack: AsyncExitStack, entry: dict[str, Any], args: dict
     return call
 
 
-async def per_call(rounds: int, calls: int) -> dict[str, list[float]]:
-    """Each path's median latency (seconds) in each round."""
+FASTMCP = "fastmcp create_proxy"
+
+
+async def per_call(rounds: int, calls: int,
+                   compare_with: Path | None = None) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each path's median latency (seconds) in each round, and the CPU seconds per call of the process it talks to
+    (the upstream itself for the direct path, the gateway alone for the others). `compare_with`: another lazytools
+    source tree (a checkout of main, say), run as another path in the same rounds."""
     from mcp import Client, StdioServerParameters
 
     args = {"text": "hello"}
     entry = _upstream_entry("up")
     medians: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    pids: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"up": entry}}))
-        lazytools = StdioServerParameters(command=sys.executable, args=["-m", "lazytools", "--config", str(config),
-                                                                        "--log-level", "WARNING"], cwd=folder)
+        command = [sys.executable, "-m", "lazytools", "--config", str(config), "--log-level", "WARNING"]
+        servers = {"direct": StdioServerParameters(command=entry["command"], args=entry["args"]),
+                   "lazytools invoke_tool": StdioServerParameters(command=command[0], args=command[1:], cwd=folder)}
+        if compare_with is not None:
+            servers[f"lazytools from {compare_with}"] = StdioServerParameters(
+                command=command[0], args=command[1:], cwd=folder, env={"PYTHONPATH": str(compare_with.resolve())})
         async with AsyncExitStack() as stack:
-            direct = await stack.enter_async_context(Client(
-                StdioServerParameters(command=entry["command"], args=entry["args"]), mode="legacy", cache=None))
-            gateway = await stack.enter_async_context(Client(lazytools, mode="legacy", cache=None))
-            paths: dict[str, Call] = {
-                "direct": lambda: direct.call_tool("echo", args),
-                "lazytools invoke_tool": lambda: gateway.call_tool(
-                    "invoke_tool", {"tool_name": "up__echo", "arguments": args}),
-            }
+            paths: dict[str, Call] = {}
+            for label, server in servers.items():
+                started = _children()
+                client = await stack.enter_async_context(Client(server, mode="legacy", cache=None))
+                new = _children() - started
+                if len(new) == 1:
+                    pids[label] = new.pop()
+                if label == "direct":
+                    paths[label] = partial(client.call_tool, "echo", args)
+                else:
+                    paths[label] = partial(client.call_tool, "invoke_tool", {"tool_name": "up__echo",
+                                                                             "arguments": args})
             fast = await _fastmcp_path(stack, entry, args)
             if fast is not None:
-                paths["fastmcp create_proxy"] = fast
+                paths[FASTMCP] = fast
+            await _settled(pids)
+            made = calls + max(calls // 10, 5)  # _interleaved warms up with calls // 10 of each first
             for _ in range(rounds):
+                before = {label: _cpu_seconds(pid) for label, pid in pids.items()}
                 for label, samples in (await _interleaved(paths, calls)).items():
                     medians.setdefault(label, []).append(statistics.median(samples))
-    return medians
+                for label, pid in pids.items():
+                    start, end = before[label], _cpu_seconds(pid)
+                    if start is not None and end is not None:
+                        cpu.setdefault(label, []).append((end - start) / made)
+    return medians, cpu
 
 
-def report(medians: dict[str, list[float]]) -> str:
+async def _settled(pids: dict[str, int], limit: float = 60.0) -> None:
+    """Wait (at most `limit` seconds) until no server is busy on its own: a lazytools just started keeps a core busy
+    for some seconds after it answers (its search index, its usage history), which would count as the first
+    round's calls."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = {pid: _cpu_seconds(pid) for pid in pids.values()}
+        await anyio.sleep(0.5)
+        busy = [pid for pid, start in before.items()
+                if start is not None and (_cpu_seconds(pid) or start) - start > 0.05]
+        if not busy:
+            return
+
+
+def _children() -> set[int]:
+    """This process's child processes (Linux; empty elsewhere)."""
+    found: set[int] = set()
+    for children in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+        found.update(int(pid) for pid in children.read_text().split())
+    return found
+
+
+def report(medians: dict[str, list[float]], cpu: dict[str, list[float]] | None = None) -> str:
     base = statistics.median(medians["direct"])
     lines = [f"Per-call latency, no-op tool on a stdio upstream (median of {len(medians['direct'])} interleaved "
              "rounds' medians):"]
     for label, values in medians.items():
         value = statistics.median(values)
         lines.append(f"  {label:<24} {value * 1000:6.2f} ms  {(value - base) * 1000:+6.2f} ms over direct")
+    if FASTMCP not in medians:
+        lines.append(f"  {FASTMCP:<24} (not run: fastmcp is not installed; it is not a dependency of lazytools)")
+    if cpu:
+        lines.append("CPU per call of the server process each path talks to (direct: the upstream; lazytools: the "
+                     "gateway alone), median of rounds:")
+        lines += [f"  {label:<24} {statistics.median(values) * 1e6:6.0f} µs" for label, values in cpu.items()]
     return "\n".join(lines)
 
 
@@ -90,8 +146,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.percall")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--compare-with", type=Path, metavar="TREE", help="a second lazytools source tree (e.g. an "
+                        "export of main) called in the same rounds")
     args = parser.parse_args(argv)
-    print(report(anyio.run(per_call, args.rounds, args.calls)))
+    print(report(*anyio.run(per_call, args.rounds, args.calls, args.compare_with)))
 
 
 if __name__ == "__main__":

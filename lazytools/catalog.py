@@ -142,12 +142,6 @@ class Catalog:
         """Add (or replace) a group that holds its own entries, such as a `FunctionGroup`."""
         self.set_group(Group(group.group, group.summary), group.entries)
 
-    def remove_group(self, name: str) -> None:
-        self._entries = {n: e for n, e in self._entries.items() if e.group != name}
-        self._groups.pop(name, None)
-        self._by_group.pop(name, None)
-        self._changed()
-
     def _changed(self) -> None:
         self.version += 1
         for listener in self._listeners:

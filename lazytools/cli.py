@@ -236,7 +236,11 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             print(report.surface_report(server))
     elif args.command == "usage":
         try:
-            print(report.usage_report(settings.embedding_cache_dir(), limit=args.limit))
+            if settings.state_url is not None:  # replicas keep their usage in Redis
+                print(report.shared_usage_report(settings.state_url.get_secret_value(), prefix=settings.state_prefix,
+                                                 timeout=settings.state_timeout, limit=args.limit))
+            else:
+                print(report.usage_report(settings.embedding_cache_dir(), limit=args.limit))
         except report.UsageUnreadable as exc:
             print(f"lazytools: {exc}", file=sys.stderr)
             return 1

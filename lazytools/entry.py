@@ -67,6 +67,10 @@ class ToolEntry:
     trusted_schema: bool = False
     """The schema is the server author's own (an in-process function's type hints), not an upstream's: small
     arguments are checked on the event loop, skipping a worker-thread round trip on every call."""
+    checks_arguments: bool = False
+    """The tool's call checks small arguments against its input schema itself, exactly (an in-process function's
+    argument model, in strict mode), and refuses them with the schema's messages: the server does not check them
+    first."""
 
     @property
     def source_name(self) -> str | None:

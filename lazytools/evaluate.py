@@ -37,7 +37,6 @@ __all__ = [
     "evaluate",
     "read_queries",
     "run_eval",
-    "served_ranker",
     "served_search",
 ]
 
@@ -233,14 +232,6 @@ def served_search(
         return Served(tool_ids(outcome.returned), tool_ids(outcome.found))
 
     return search
-
-
-def served_ranker(
-    catalog: Catalog, index: SearchIndex, *, limit: int, ids: Mapping[str, str] | None = None
-) -> Ranker:
-    """A query → the ids of every tool `search_tools` returns for it at `limit`, in their order."""
-    search = served_search(catalog, index, limit=limit, ids=ids)
-    return lambda text: search(text).returned
 
 
 def _mean(values: Sequence[float]) -> float:

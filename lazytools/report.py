@@ -11,14 +11,15 @@ from .modes import Surface
 from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
-from .search.usage import SqliteUsageStore, summarize
+from .search.usage import SqliteUsageStore, UsageSummary, summarize
 from .server.core import LazyServer
 from .server.metatools import check_group
 from .server.rendering import ranking_text
 from .server.sessions import SessionState
 from .tokens import tokenizer_name, tools_tokens
 
-__all__ = ["SurfaceCost", "UsageUnreadable", "search_report", "surface_cost", "surface_report", "usage_report"]
+__all__ = ["SurfaceCost", "UsageUnreadable", "search_report", "shared_usage_report", "surface_cost",
+           "surface_report", "usage_report"]
 
 
 class UsageUnreadable(Exception):
@@ -78,7 +79,25 @@ def usage_report(directory: Path, *, limit: int) -> str:
             store.close()
     except (OSError, sqlite3.Error) as exc:
         raise UsageUnreadable(f"Cannot read {path}: {exc}") from None
-    lines = [f"{summary.searches} searches, {summary.calls} tool calls in {summary.sessions} sessions ({path}).",
+    return _usage_text(summary, str(path), limit=limit)
+
+
+def shared_usage_report(url: str, *, prefix: str, timeout: float, limit: int) -> str:
+    """`usage_report` of the usage replicas keep in Redis (a state URL is set)."""
+    from .search.usage_redis import RedisUsageStore
+
+    store = RedisUsageStore(url, prefix=prefix, timeout=timeout)
+    try:
+        summary = summarize(store)
+    except OSError as exc:
+        raise UsageUnreadable(f"Cannot read the usage kept in Redis (LAZYTOOLS_STATE_URL): {exc}") from None
+    finally:
+        store.close()
+    return _usage_text(summary, f"Redis, {prefix}usage:*", limit=limit)
+
+
+def _usage_text(summary: UsageSummary, where: str, *, limit: int) -> str:
+    lines = [f"{summary.searches} searches, {summary.calls} tool calls in {summary.sessions} sessions ({where}).",
              "Calls decay by half every 30 days.", "",
              f"{'calls':>8} {'failed':>7} {'sessions':>8}  tool"]
     for tool in summary.tools[:limit]:

@@ -94,12 +94,20 @@ class Settings(BaseSettings):
     learn: bool = Field(
         default=True,
         description="Learn from use: record each search, the tools it returned and enabled and the calls that "
-                    "followed (usage.sqlite3 in the cache directory), and let tools called after similar requests "
+                    "followed (usage.sqlite3 in the cache directory, or Redis with a state URL), and let tools called after similar requests "
                     "rank higher among the strong matches (off where the directory is not writable).")
     learn_request_text: bool = Field(
         default=True,
         description="Keep each search's request text in the usage store; false keeps only keyed hashes of its "
                     "terms, which is all learning needs.")
+    learn_sync_interval: float = Field(
+        default=2.0, gt=0, le=3600,
+        description="With a state URL (usage kept in Redis, shared by replicas): seconds between two reads of what "
+                    "the other replicas recorded, which then counts here too.")
+    learn_shared_keep: int = Field(
+        default=200_000, ge=100, le=10_000_000,
+        description="With a state URL: searches, and calls, that Redis keeps for learning (each; the oldest go "
+                    "first): about 0.7 KB a search and 0.4 KB a call of Redis memory.")
 
     # Sources
     config: Path | None = Field(

@@ -350,6 +350,22 @@ def within(value: Any, budget: int) -> bool:
 # -- entry points ---------------------------------------------------------------------------------------------------
 
 
+def _object_within(tool: str, schema: Mapping[str, Any], arguments: Any, max_bytes: int | None) -> dict[str, Any]:
+    """`arguments` as a JSON object (none: an empty one) of at most about `max_bytes` (None: measured already), or
+    the error that says why not: what every check does before the schema's keywords."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise ToolArgumentsError(
+            f"Invalid arguments for {clip(tool)}: expected a JSON object, got {type(arguments).__name__}. "
+            f"Input schema: {schema_text(schema)}"
+        )
+    if max_bytes is not None and not within(arguments, max_bytes):
+        raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: larger than {max_bytes:,} bytes "
+                                 "(LAZYTOOLS_MAX_ARGUMENT_BYTES); not checked, not sent.")
+    return arguments
+
+
 def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, limits: Limits | None = None, *,
                        trusted: bool = False) -> dict[str, Any]:
     """Return `arguments` as a dict if they satisfy `schema`; otherwise raise with every problem named.
@@ -360,22 +376,13 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, lim
     guard against broken schemas and slow checks (which cost as much as the check itself on a small call); patterns
     still run with a timeout."""
     limits = limits or _DEFAULTS
-    timeout, max_bytes = limits.timeout, limits.max_bytes
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise ToolArgumentsError(
-            f"Invalid arguments for {clip(tool)}: expected a JSON object, got {type(arguments).__name__}. "
-            f"Input schema: {schema_text(schema)}"
-        )
-    if not within(arguments, max_bytes):
-        raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: larger than {max_bytes:,} bytes "
-                                 "(LAZYTOOLS_MAX_ARGUMENT_BYTES); not checked, not sent.")
+    timeout = limits.timeout
+    checked = _object_within(tool, schema, arguments, limits.max_bytes)
     check = _Check(tool, time.monotonic() + timeout)
     previous = getattr(_current, "check", None)
     _current.check = check
     try:
-        errors = _errors(schema, arguments, check, trusted)
+        errors = _errors(schema, checked, check, trusted)
     except _OutOfTime:
         raise ToolArgumentsError(
             f"Invalid arguments for {clip(tool)}: checking them against the input schema took longer than "
@@ -389,7 +396,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, lim
     for problem in sorted(check.problems):
         _warn_once(tool, problem)
     if not errors:
-        return arguments
+        return checked
     problems: list[str] = []
     for error in errors:
         where = "/".join(clip(str(part), 60) for part in error.absolute_path)
@@ -492,11 +499,16 @@ def _checked_inline(tool: str, schema: Mapping[str, Any], arguments: Any) -> dic
 
 
 async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, limits: Limits, *,
-                        trusted: bool) -> dict[str, Any]:
+                        trusted: bool, left_to_tool: bool = False) -> dict[str, Any]:
     """Check a call's arguments: inline when the arguments are small and the schema trusted, or an upstream's that
     passes them within INLINE_SECONDS (a worker-thread round trip cost a third of a trivial call's throughput, and
-    most of the gateway's own time per call); else in a worker thread (`validate_off_loop`)."""
+    most of the gateway's own time per call); else in a worker thread (`validate_off_loop`). `left_to_tool`: the
+    tool's call checks small arguments against the schema itself (`ToolEntry.checks_arguments`), so only their
+    shape and size are checked here: one check per call, not two."""
     if within(arguments, INLINE_BYTES):
+        if left_to_tool:
+            measured = INLINE_BYTES <= limits.max_bytes  # within the smaller budget: within the larger one too
+            return _object_within(tool, schema, arguments, None if measured else limits.max_bytes)
         if trusted:
             return validate_arguments(tool, schema, arguments, limits, trusted=True)
         if limits.max_bytes >= INLINE_BYTES and (valid := _checked_inline(tool, schema, arguments)) is not None:

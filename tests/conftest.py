@@ -6,12 +6,14 @@ import subprocess
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
+import anyio.to_thread
 import mcp_types as types
 import pytest
 from mcp import Client
 from pydantic import Field
 
 from lazytools import Catalog, FunctionGroup, Group, LazyServer, Settings, build_server
+from lazytools.search import LiveIndex, SearchIndex
 
 
 def make_settings(**overrides: Any) -> Settings:
@@ -117,3 +119,11 @@ def client(server: LazyServer, name: str = "Visual Studio Code", *, recorder: Re
 
 def text_of(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+async def embedded(live: LiveIndex) -> SearchIndex:
+    """The live index once its background embedding is over (done, or failed: then it stays BM25)."""
+    index = await live.ready()
+    if live.background is not None:
+        await anyio.to_thread.run_sync(live.background.done.wait)
+    return index

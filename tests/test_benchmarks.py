@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 
 from benchmarks.http_throughput import throughput_benchmarks
-from benchmarks.search import synthetic_catalog, synthetic_queries
+from benchmarks.search import learned_prior, served_cpu, synthetic_catalog, synthetic_queries
 from benchmarks.soak import ROUNDS, SoakPlan, SoakReport, _Load, main, run_soak
 from benchmarks.stats import percentile, percentiles
 from lazytools import cli
@@ -82,6 +82,17 @@ def test_benchmark_catalogs_are_valid_and_searchable() -> None:
     index = SearchIndex(entries)
     assert index.search(queries[1])[0].entry.name == queries[1]  # every 4th query, from 1, is an exact name
     assert all(index.search(query) for query in queries)
+
+
+def test_the_served_search_figures_come_with_and_without_a_learned_prior() -> None:
+    entries = synthetic_catalog(300)
+    index = SearchIndex(entries)
+    queries = synthetic_queries(entries, 12)
+    prior = learned_prior(index, entries, searches=300)
+    assert sum(bool(prior.boosts(prior.terms(query))) for query in queries) >= 6  # the prior moves most searches
+    assert prior.companions([entries[0].name]) or any(prior.followed_by.values())
+    index_only, served, learned = served_cpu(entries, index, queries)
+    assert all(0 < figure < 1_000 for figure in (index_only, served, learned))  # ms: measured, not inf
 
 
 def test_percentiles_are_the_median_and_the_99th() -> None:
@@ -170,3 +181,26 @@ def test_the_policy_benchmark_runs() -> None:
 
     report = policy_benchmarks(quick=True, rounds=20)
     assert report.count("per call p50") == 2 and report.count("search_tools p50") == 2 and "(20 runs)" in report
+
+
+def test_the_search_sets_command_prints_one_table_of_every_half(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.searchsets import main as searchsets
+
+    metatool = tmp_path / "metatool"
+    metatool.mkdir()
+    (metatool / "tools.jsonl").write_text(
+        '{"id": "WeatherTool", "name": "WeatherTool", "description": "Forecasts the weather for a city."}\n'
+        '{"id": "NewsTool", "name": "NewsTool", "description": "Reads the latest news headlines."}\n')
+    (metatool / "queries.jsonl").write_text(
+        '{"id": "s0", "query": "will it rain in Paris", "relevant_tool_ids": ["WeatherTool"], "split": "single"}\n'
+        '{"id": "s1", "query": "today\'s headlines", "relevant_tool_ids": ["NewsTool"], "split": "single"}\n')
+    assert searchsets(["--sets", "everyday,metatool", "--metatool", str(metatool)]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split(" | ")[0].strip("| "): line.strip("|").split(" | ")[1:] for line in out.splitlines()
+            if line.startswith("| ") and not line.startswith("| set")}
+    assert set(rows) == {"everyday", "metatool"}
+    assert rows["everyday"][0].strip() == "8 / 8"  # 16 requests, one split: each half holds 8
+    # every 7th single-tool query: of two, only the first is kept, on the even half; it is found
+    assert rows["metatool"][0].strip() == "1 / -" and rows["metatool"][1].strip() == "1.000"
+    assert float(rows["everyday"][1]) >= 0.0 and "semantic" not in out

@@ -1,15 +1,18 @@
-"""BM25Postings against rank-bm25 itself (parity), and the IDF trap of catalogs with one, two or three tools."""
+"""BM25F postings against rank-bm25 itself (one field of weight 1 is plain BM25), BM25F's own formula, and the IDF
+trap of catalogs with one, two or three tools."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from rank_bm25 import BM25Okapi
 
-from lazytools.search import BM25Postings, SearchIndex, document_terms, tokenize
+from lazytools.search import FIELD_WEIGHTS, SearchIndex, tokenize
 from lazytools.search.bm25 import BM25FPostings
+from lazytools.search.documents import field_terms, field_words
 
 from .fixtures.catalogs import realistic, tool
 
@@ -24,33 +27,52 @@ QUERIES = [
 ]
 
 
+def scores(postings: BM25FPostings, query: list[str]) -> npt.NDArray[np.float64]:
+    """Every document's score for the query terms, as the index adds them up (a repeated term counts again)."""
+    out = np.zeros(postings.size, dtype=np.float64)
+    for term in query:
+        postings.accumulate(out, term)
+    return out
+
+
+def plain(corpus: list[list[str]], **parameters: float) -> BM25FPostings:
+    """Plain BM25: one field of weight 1."""
+    return BM25FPostings([{"text": doc} for doc in corpus], {"text": 1.0}, **parameters)
+
+
+def flat_corpus() -> list[list[str]]:
+    """The realistic catalog's terms, each tool's fields in one bag, each field's repeated by its weight."""
+    return [[term for field, terms in field_terms(field_words(entry), set()).items()
+             for term in terms * round(FIELD_WEIGHTS[field])] for entry in realistic()]
+
+
 @pytest.mark.parametrize("query", QUERIES)
-def test_postings_scores_equal_rank_bm25_on_a_realistic_catalog(query: str) -> None:
-    corpus = [document_terms(entry) for entry in realistic()]
+def test_one_field_scores_equal_rank_bm25_on_a_realistic_catalog(query: str) -> None:
+    corpus = flat_corpus()
     terms = tokenize(query)
     expected = BM25Okapi(corpus).get_scores(terms)
-    got = BM25Postings(corpus).scores(terms)
+    got = scores(plain(corpus), terms)
     assert np.allclose(got, expected, rtol=1e-12, atol=1e-12)
     assert got.max() > 0
 
 
 def test_parity_holds_for_other_parameters() -> None:
-    corpus = [document_terms(entry) for entry in realistic()]
+    corpus = flat_corpus()
     terms = tokenize(QUERIES[3])
     expected = BM25Okapi(corpus, k1=0.9, b=0.4, epsilon=0.1).get_scores(terms)
-    assert np.allclose(BM25Postings(corpus, k1=0.9, b=0.4, epsilon=0.1).scores(terms), expected)
+    assert np.allclose(scores(plain(corpus, k1=0.9, b=0.4, epsilon=0.1), terms), expected)
 
 
 def test_empty_corpus_scores_nothing() -> None:
-    assert BM25Postings([]).scores(["x"]).size == 0
-    assert BM25Postings([[], []]).scores(["x"]).tolist() == [0.0, 0.0]
+    assert scores(plain([]), ["x"]).size == 0
+    assert scores(plain([[], []]), ["x"]).tolist() == [0.0, 0.0]
 
 
 def test_rank_bm25_itself_scores_shared_words_zero_or_less_in_tiny_catalogs() -> None:
     # The trap the fallback exists for: with rank-bm25 alone, "weather" matches nothing in these catalogs.
     corpus = [tokenize("weather forecast for a city"), tokenize("weather alerts for a region")]
     assert max(BM25Okapi(corpus).get_scores(tokenize("weather"))) <= 0
-    assert BM25Postings(corpus).scores(tokenize("weather")).min() > 0
+    assert scores(plain(corpus), tokenize("weather")).min() > 0
 
 
 def test_one_tool_catalog_finds_its_tool() -> None:
@@ -85,12 +107,12 @@ def test_bm25f_normalises_each_field_by_its_own_length() -> None:
     long = {"name": ["weather"], "description": ["today", *[f"word{i}" for i in range(40)]]}
     other = {"name": ["news"], "description": ["weather", "report"]}
     weights = {"name": 3.0, "description": 1.0}
-    scores = BM25FPostings([short, long, other], weights).scores(["weather"])
+    fielded = scores(BM25FPostings([short, long, other], weights), ["weather"])
     # A long description does not dilute the name's match: the two "weather" tools score the same.
-    assert scores[0] == pytest.approx(scores[1]) and scores[0] > scores[2] > 0
+    assert fielded[0] == pytest.approx(fielded[1]) and fielded[0] > fielded[2] > 0
     # Repeating the name three times (plain BM25) lets the long description lower its tool.
     flat = [doc["name"] * 3 + doc["description"] for doc in (short, long, other)]
-    repeated = BM25Postings(flat).scores(["weather"])
+    repeated = scores(plain(flat), ["weather"])
     assert repeated[0] > repeated[1]
 
 
@@ -105,11 +127,11 @@ def test_bm25f_by_its_formula() -> None:
     # the small positive fallback applies; "b" is in one tool.
     idf_b = math.log(4 - 1 + 0.5) - math.log(1 + 0.5)
     pseudo_b = 2.0 * 1 / (1 - b + b * 2 / avg_name)
-    assert postings.scores(["b"])[0] == pytest.approx(idf_b * pseudo_b * (k1 + 1) / (pseudo_b + k1))
+    assert scores(postings, ["b"])[0] == pytest.approx(idf_b * pseudo_b * (k1 + 1) / (pseudo_b + k1))
     pseudo_e4 = 2.0 * 1 / (1 - b + b * 1 / avg_name)
     pseudo_e2 = 1.0 * 1 / (1 - b + b * 4 / avg_desc)
-    e = postings.scores(["e"])
+    e = scores(postings, ["e"])
     assert e[3] / e[1] == pytest.approx((pseudo_e4 / (pseudo_e4 + k1)) / (pseudo_e2 / (pseudo_e2 + k1)))
     assert e[0] == e[2] == 0 and e[1] > 0
-    assert postings.scores(["zzz"]).tolist() == [0.0] * 4
-    assert BM25FPostings([], {"name": 1.0}).scores(["a"]).size == 0
+    assert scores(postings, ["zzz"]).tolist() == [0.0] * 4
+    assert scores(BM25FPostings([], {"name": 1.0}), ["a"]).size == 0

@@ -29,8 +29,8 @@ def test_groups_are_replaced_whole_and_listeners_hear_it() -> None:
     assert sorted(catalog.names()) == ["four", "three"]
     assert [e.name for e in catalog.in_group("a")] == ["four"]
     assert seen == [1, 2, 3]
-    catalog.remove_group("b")
-    assert catalog.names() == ["four"] and [g.name for g in catalog.groups] == ["a"]
+    catalog.set_group(Group("b"), [])  # an upstream that stopped serving: its group stays, empty
+    assert catalog.names() == ["four"] and [g.name for g in catalog.groups] == ["a", "b"] and seen[-1] == 4
 
 
 def test_duplicate_names_across_groups_are_refused() -> None:

@@ -35,6 +35,7 @@ from lazytools.search.embedders import (
 from lazytools.search.embedders.cache import text_key
 from lazytools.search.semantic import MAX_EMBEDDED_NEEDS, query_vectors
 
+from .conftest import embedded
 from .fixtures.catalogs import realistic, tool
 
 WORDS = ["rent", "car", "weather", "forecast", "rain", "file", "read", "write", "send", "message", "the", "a",
@@ -494,7 +495,7 @@ async def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ConfigError, match=re.escape(embedders.SEMANTIC_EXTRA)):
         load_embedder(embedders.DEFAULT_EMBEDDER)
     live = LiveIndex(catalog_of([tool("read_file", "Read a file from disk.")]), semantic=True)
-    await live.semantic_ready()
+    await embedded(live)
     assert embedders.SEMANTIC_EXTRA in caplog.text
     # From the clone's venv: outside it, `pip install 'lazytools[semantic]'` reaches an unrelated PyPI package.
     assert "pip install -e '.[semantic]'" in embedders.SEMANTIC_EXTRA and "clone" in embedders.SEMANTIC_EXTRA
@@ -538,14 +539,14 @@ async def test_bm25_answers_until_the_embeddings_are_ready(tmp_path: Path) -> No
     assert not index.semantic
     assert [h.entry.name for h in index.search(query)] == [h.entry.name for h in plain.search(query)]
     model.gate.set()
-    assert (await live.semantic_ready()) is index and index.semantic
+    assert (await embedded(live)) is index and index.semantic
     assert index.search("vorpal snickersnack")  # fused: every tool is ranked by meaning now
 
 
 async def test_a_broken_embedder_leaves_bm25_serving(tmp_path: Path) -> None:
     catalog = catalog_of([tool("read_file", "Read a file from disk.")])
     live = LiveIndex(catalog, semantic=True, embedder=str(tmp_path / "no-model"), cache_dir=tmp_path)
-    index = await live.semantic_ready()
+    index = await embedded(live)
     assert not index.semantic and live.background is not None
     assert isinstance(live.background.error, ConfigError)
     assert [h.entry.name for h in index.search("read a file")] == ["read_file"]

@@ -17,7 +17,6 @@ from lazytools.evaluate import (
     evaluate,
     read_queries,
     run_eval,
-    served_ranker,
     served_search,
 )
 from lazytools.search import build_index
@@ -113,17 +112,16 @@ def test_cutoffs_stop_at_the_limit() -> None:
     assert cutoffs_for(1) == (1,)
 
 
-def test_the_served_ranker_returns_exactly_what_search_tools_returns() -> None:
+def test_the_served_search_returns_exactly_what_search_tools_returns() -> None:
     loaded = load_jsonl_catalog(TOOLS)
     index = build_index(loaded.catalog)
     for query in read_queries(QUERIES):
         for limit in (1, 2, 5):
             outcome = search_tools(loaded.catalog, index, {"query": query.query, "limit": limit}, surface="dynamic",
                                    default_limit=5, max_limit=20, bridge=True)
-            ranked = served_ranker(loaded.catalog, index, limit=limit, ids=loaded.ids)(query.query)
-            assert list(ranked) == [loaded.ids[entry.name] for entry in outcome.returned]
-            assert len(ranked) <= limit  # this catalog has no id producers to suggest beyond the limit
             served = served_search(loaded.catalog, index, limit=limit, ids=loaded.ids)(query.query)
+            assert served.returned == [loaded.ids[entry.name] for entry in outcome.returned]
+            assert len(served.returned) <= limit  # this catalog has no id producers to suggest beyond the limit
             assert served.enabled == [loaded.ids[entry.name] for entry in outcome.found]
             assert served.returned[: len(served.enabled)] == served.enabled
 

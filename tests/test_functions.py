@@ -119,3 +119,32 @@ async def test_a_module_marks_quick_functions_with_an_attribute_and_a_group_with
     assert where_inline() == int(loop_thread)  # the decorator returns the function itself
     assert (await by_name["where"].call({})).content[0].text == loop_thread  # type: ignore[union-attr]
     assert (await by_name["where_threaded"].call({})).content[0].text != loop_thread  # type: ignore[union-attr]
+
+
+def count(times: int, label: str = "x") -> dict[str, Any]:
+    """Repeat a label."""
+    return {"times": times, "label": label}
+
+
+async def test_a_function_checks_its_arguments_once_with_the_schemas_messages() -> None:
+    entry = function_tool(count, group="g")
+    assert entry.checks_arguments  # the server leaves small arguments to the call
+    # What the schema refuses is refused with its message, even where the lax model would have converted it.
+    with pytest.raises(ToolArgumentsError, match=r"times: '5' is not of type 'integer'.*Input schema:"):
+        await entry.call({"times": "5"})
+    with pytest.raises(ToolArgumentsError, match=r"Additional properties are not allowed \('colour'"):
+        await entry.call({"times": 1, "colour": "red"})
+    with pytest.raises(ToolArgumentsError, match="'times' is a required property"):
+        await entry.call({})
+    # What the schema accepts and strict mode does not take is converted as before: 2.0 is an integer to JSON Schema.
+    assert (await entry.call({"times": 2.0})).structured_content == {"times": 2, "label": "x"}
+    assert (await entry.call({"times": 3, "label": "y"})).structured_content == {"times": 3, "label": "y"}
+
+
+def test_a_schema_with_keywords_the_model_does_not_enforce_is_checked_by_the_server() -> None:
+    def tagged(tags: Annotated[list[str], Field(json_schema_extra={"maxItems": 2})]) -> str:
+        """Tag."""
+        return ",".join(tags)
+
+    assert not function_tool(tagged, group="g").checks_arguments
+    assert function_tool(convert, group="g").checks_arguments

@@ -67,7 +67,7 @@ async def test_public_names_are_valid_unique_and_searchable_by_the_upstream_name
         long_name, weird = by_upstream_name[LONG_NAME], by_upstream_name[WEIRD_NAME]
         assert long_name.startswith("my_server__a_really_long_tool_name") and len(long_name) == 64
         assert weird.startswith("my_server__weird_name_with_chars_")
-        hits = o.server.index.current.search("really long tool name", limit=1)
+        hits = (await o.server.index.ready()).search("really long tool name", limit=1)
         assert [h.entry.name for h in hits] == [long_name]
         async with client(o.server, "claude-ai") as c:
             # The upstream is called by its own name, whatever the public one.

@@ -107,7 +107,7 @@ async def test_upstreams_that_fail_to_start_are_reported_skipped_and_arrive_when
             assert "upstream 'late' failed to start: it exited or closed the connection before answering" in caplog.text
             assert "not serving yet: missing" in caplog.text
             # Pinning a tool of a server that is not up yet warns instead of refusing to start.
-            assert "ALWAYS_AVAILABLE_TOOLS names 'late__echo', which no source serves yet" in caplog.text
+            assert "ALWAYS_AVAILABLE_TOOLS names 'late__echo', which no server serves yet" in caplog.text
             assert o.catalog.names() == ["good__echo"]
             recorder = Recorder()
             async with client(o.server, recorder=recorder) as c:
@@ -185,7 +185,7 @@ async def test_tool_list_changes_relist_reindex_keep_enabled_tools_and_notify(tm
             gone = await c.call_tool("alpha__echo", {"text": "x"})
             assert gone.is_error and "Unknown tool 'alpha__echo'" in text_of(gone)
             assert "alpha__echo" not in text_of(await c.call_tool("search_tools", {"query": "echo a text back"}))
-        indexed = [entry.name for entry in build_server(o.catalog, o.settings).index.current.entries]
+        indexed = [entry.name for entry in (await build_server(o.catalog, o.settings).index.ready()).entries]
         assert "alpha__extra" in indexed and "alpha__echo" not in indexed
 
 
@@ -240,7 +240,7 @@ async def test_credentials_in_an_upstream_url_or_header_stay_out_of_the_logs(tmp
 
 
 def test_a_command_not_on_path_is_named() -> None:
-    from lazytools.sources.gateway.upstream import describe_failure
+    from lazytools.sources.gateway.connect import describe_failure
 
     lost = FileNotFoundError(2, "No such file or directory")  # as a spawn may raise it: no file name attached
     assert describe_failure(lost, command="uvx") == "command not found: `uvx` not found on PATH"

@@ -291,7 +291,7 @@ async def test_handshake_session_and_listener_coexist_on_one_server() -> None:
     ):
         await legacy.call_tool("search_tools", {"tool_names": ["word_count"]})
         await eventually(lambda: recorder.events == ["list_changed"])
-        server.catalog.remove_group("weather")
+        await server.catalog.update_group(Group("weather"), [])  # as an upstream whose tools went away
         with anyio.fail_after(10):
             assert isinstance(await subscription.__anext__(), ToolsListChanged)
         assert await tool_names(modern) == ["search_tools", "invoke_tool"]

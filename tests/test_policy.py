@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from lazytools.catalog import Catalog
 from lazytools.errors import ConfigError
 from lazytools.identity import ANONYMOUS, Principal, named_principal
-from lazytools.policy.file import PolicyFile, read_policy
+from lazytools.policy.file import PolicyFile
 from lazytools.policy.rules import Policy, PolicySpec, check_path
 from lazytools.server.core import LazyServer, build_server
 from lazytools.sources.gateway.gateway import open_gateway
@@ -317,10 +317,10 @@ def test_a_broken_or_huge_file_stops_the_start(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
     path.write_text('default = "maybe"\n')
     with pytest.raises(ConfigError, match="default"):
-        read_policy(path, 1024)
+        PolicyFile(path, max_bytes=1024)
     path.write_text('[[rules]]\nwho = ["team:x"]\n')
     with pytest.raises(ConfigError, match="who"):
-        read_policy(path, 1024)
+        PolicyFile(path, max_bytes=1024)
     path.write_text("# " + "x" * 5000)
     with pytest.raises(ConfigError, match="larger than"):
         PolicyFile(path, max_bytes=1024)

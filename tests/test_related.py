@@ -12,6 +12,7 @@ from lazytools.search.related import DATA_FILE, RELATED_WEIGHT, RelatedWords, de
 from lazytools.search.vocabulary import Vocabulary
 
 from .fixtures.catalogs import realistic, tool
+from .test_search import scores
 
 NO_RELATED = RelatedWords({})
 
@@ -95,6 +96,6 @@ def test_results_follow_the_scores_with_no_place_reserved_per_need() -> None:
     # MetaTool halves and did not help the multi-server set, so the scores alone decide (docs/search.md).
     index = SearchIndex(realistic())
     task = "list the open issues, then create a branch for the fix and post a message on slack"
-    whole = index.lexical_scores(task)
-    by_score = [index.entries[i].name for i in sorted(range(len(whole)), key=lambda i: (-whole[i], i))[:3]]
+    served = scores(index, task)
+    by_score = sorted(served, key=lambda name: -served[name])[:3]  # a stable sort: equal scores keep catalog order
     assert names(index, task, limit=3) == by_score

@@ -14,6 +14,11 @@ from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit
 from .fixtures.catalogs import realistic, tool
 
 
+def scores(index: SearchIndex, query: str) -> dict[str, float]:
+    """Every matching tool's score as a search serves it (no tool is named and no embedder is in: BM25's)."""
+    return {hit.entry.name: hit.score for hit in index.search(query, limit=len(index))}
+
+
 def names(index: SearchIndex, query: str, limit: int = 5, **options: object) -> list[str]:
     return [hit.entry.name for hit in index.search(query, limit=limit, **options)]  # type: ignore[arg-type]
 
@@ -238,10 +243,9 @@ def test_group_named_in_query_multiplies_its_tools_scores(monkeypatch: pytest.Mo
     import lazytools.search.index as index_module
 
     query = "list issues on github"
-    position = [entry.name for entry in INDEX.entries].index("github__list_issues")
-    boosted = INDEX.lexical_scores(query)[position]
+    boosted = scores(INDEX, query)["github__list_issues"]
     monkeypatch.setattr(index_module, "GROUP_BOOST", 0.0)
-    assert boosted == pytest.approx(1.5 * INDEX.lexical_scores(query)[position])
+    assert boosted == pytest.approx(1.5 * scores(INDEX, query)["github__list_issues"])
 
 
 def test_group_filter_keeps_only_that_group() -> None:
@@ -334,15 +338,15 @@ def test_parameters_and_their_descriptions_are_searchable() -> None:
     assert names(INDEX, "IANA timezone")[0] == "time__get_current_time"
 
 
-def test_live_index_rebuilds_after_the_catalog_changes() -> None:
+async def test_live_index_rebuilds_after_the_catalog_changes() -> None:
     catalog = Catalog()
     catalog.set_group(Group("misc"), [tool("alpha", "First tool.")])
     live = LiveIndex(catalog)
-    first = live.current
-    assert live.current is first and names(first, "zebra") == []
+    first = await live.ready()
+    assert (await live.ready()) is first and names(first, "zebra") == []
     catalog.set_group(Group("misc"), [tool("alpha", "First tool."), tool("zebra", "Second tool.")])
-    assert live.current is not first
-    assert names(live.current, "zebra") == ["zebra"]
+    again = await live.ready()
+    assert again is not first and names(again, "zebra") == ["zebra"]
 
 
 async def test_live_index_ready_rebuilds_off_the_loop_once_for_concurrent_searches() -> None:
@@ -485,9 +489,9 @@ def test_requests_of_few_clauses_keep_the_short_clause_weight(monkeypatch: pytes
 
     query = "get the weather forecast for Lisbon, convert 9am Lisbon time to Chicago time, and post it on Slack"
     assert 2 <= len(clauses(query)) < fusion.LONG_TASK_CLAUSES
-    before = INDEX.lexical_scores(query)
+    before = scores(INDEX, query)
     monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", 5.0)
-    assert INDEX.lexical_scores(query) == pytest.approx(before)
+    assert scores(INDEX, query) == pytest.approx(before)
 
 
 def test_a_tool_its_server_lists_twice_takes_one_place() -> None:
@@ -580,3 +584,15 @@ def test_glued_words_cost_linear_work_and_hostile_lengths_are_left_whole() -> No
     assert _CountingSet.looked_up == 0
     assert split_compound("x" * MAX_COMPOUND, known) == []
     assert _CountingSet.looked_up <= MAX_COMPOUND * MAX_PART
+
+
+def test_remembered_splits_are_fresh_lists_each_time() -> None:
+    # split_words and clauses remember recent texts; a caller changing what it got must not change the next answer.
+    words = split_words("listFiles in the docs_folder")
+    words.append("extra")
+    assert split_words("listFiles in the docs_folder") == ["list", "files", "in", "the", "docs", "folder"]
+    request = "book a flight to Paris for Friday, then find a hotel near the station and add both to my calendar"
+    parts = clauses(request)
+    assert len(parts) >= 2
+    parts.clear()
+    assert clauses(request) == clauses(request) and len(clauses(request)) >= 2

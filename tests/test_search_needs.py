@@ -12,7 +12,7 @@ from lazytools import Catalog, Group, LazyServer, ToolEntry, build_server
 from lazytools.search.needs import MAX_UNANSWERED, Need, answered_needs, unanswered
 from lazytools.server.rendering import CLAUSE_ECHO, not_matched_line
 
-from .conftest import client, make_settings, text_of
+from .conftest import client, embedded, make_settings, text_of
 from .test_search_coverage import near_alike_catalog
 
 # Five weather tools answer the first two steps; the Slack step's tool ranks 6th for the whole request, so at the
@@ -33,8 +33,7 @@ def catalog_of(entries: list[ToolEntry]) -> Catalog:
 
 async def semantic_server(tmp_path: Path) -> LazyServer:
     server = build_server(catalog_of(near_alike_catalog()), make_settings(semantic=True, cache_dir=tmp_path))
-    await server.index.semantic_ready()
-    assert server.index.current.semantic
+    assert (await embedded(server.index)).semantic
     return server
 
 
@@ -70,7 +69,7 @@ async def test_the_story_of_a_task_is_not_named(tmp_path: Path) -> None:
     async with client(server, "mcp") as c:
         text = text_of(await c.call_tool("search_tools", {"query": STORY, "limit": 3}))
         assert "slack__post_message" not in text
-        needs = server.index.current.find(STORY, limit=3).needs
+        needs = (await server.index.ready()).find(STORY, limit=3).needs
         assert needs[0].text.startswith("My landlord") and needs[0].answered < 0.5  # unanswered, yet not named
         assert text.splitlines()[-1] == 'Not matched yet: "post it on Slack": search for each on its own.'
 
@@ -82,7 +81,7 @@ async def test_the_line_comes_after_the_same_results_and_only_with_embeddings(tm
     lexical = build_server(catalog_of(near_alike_catalog()), make_settings())
     async with client(semantic, "mcp") as c:
         with_line = text_of(await c.call_tool("search_tools", {"query": CROWDED}))
-    hits = semantic.index.current.search(CROWDED)
+    hits = (await semantic.index.ready()).search(CROWDED)
     assert tool_lines(with_line) == [hit.entry.name for hit in hits]
     assert with_line.splitlines()[-1].startswith("Not matched yet: ")
     async with client(lexical, "mcp") as c:

@@ -17,7 +17,7 @@ from lazytools.search.fusion import CLAUSE_WEIGHT, fuse_semantic, with_clauses, 
 from lazytools.search.query import clauses
 from lazytools.search.related import RelatedWords
 
-from .conftest import client, make_settings, text_of
+from .conftest import client, embedded, make_settings, text_of
 from .fixtures.catalogs import realistic, tool
 
 # Two dimensions of meaning: vehicles+renting along x, weather along y. Synonyms share a row.
@@ -200,8 +200,7 @@ def test_missing_weights_are_a_config_error_naming_the_extra(tmp_path: Path) -> 
 
 async def test_server_with_semantic_setting_searches_by_meaning(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = server_factory(semantic=True, embedder="wordllama", cache_dir=tmp_path)
-    await server.index.semantic_ready()
-    assert server.index.current.semantic
+    assert (await embedded(server.index)).semantic
     async with client(server, "mcp") as c:
         result = await c.call_tool("search_tools", {"query": "is it going to be sunny", "limit": 2})
         assert not result.is_error

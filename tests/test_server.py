@@ -360,3 +360,30 @@ async def test_one_sessions_blocking_calls_hold_only_its_share_of_the_tool_threa
             assert finished == []
             release.set()
     assert finished == ["released"] * 45  # the hog's calls beyond its share waited their turn, none failed
+
+
+def test_only_the_features_turned_on_sit_in_the_middleware_chain(tmp_path) -> None:
+    from lazytools.audit import open_audit
+    from lazytools.server.access import AccessMiddleware
+    from lazytools.server.audited import AuditMiddleware
+    from lazytools.server.limited import RateLimitMiddleware
+    from lazytools.server.metrics import MetricsMiddleware
+    from lazytools.server.principals import PrincipalMiddleware
+
+    def layers(**settings: object) -> list[str]:
+        audit = open_audit(str(tmp_path / "audit.log"), values=False) if settings.pop("audit", False) else None
+        server = build_server(small_catalog(), make_settings(**settings), audit=audit)
+        if audit is not None:
+            audit.close()
+        return [type(layer).__name__ for layer in server.middleware]
+
+    plain = layers()
+    assert plain == ["OpenTelemetryMiddleware", PrincipalMiddleware.__name__]
+    assert layers(transport="http")[-1] == MetricsMiddleware.__name__  # metrics are read over HTTP only
+    assert layers(transport="http", metrics=False) == plain
+    assert layers(rate_limit=5)[-1] == RateLimitMiddleware.__name__
+    assert layers(audit=True)[-1] == AuditMiddleware.__name__
+    policy = tmp_path / "policy.toml"
+    policy.write_text('default = "allow"\n')
+    assert AccessMiddleware.__name__ in layers(policy=policy)
+

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
-from lazytools.transports.stdio import Unanswered
+from lazytools.transports.stdio import PipeWriter, Unanswered
 
 
 def _request(request_id: int | str, method: str = "tools/list", **extra: object) -> str:
@@ -83,3 +85,37 @@ async def test_drain_gives_up_after_its_timeout_and_says_so(caplog: pytest.LogCa
         await owed.drain(timeout=0.01)
     assert len(owed) == 1
     assert "1 request(s) still unanswered" in caplog.text
+
+
+async def test_the_pipe_writer_sends_whole_messages_even_when_a_flush_is_cancelled() -> None:
+    """Written without a thread: a message larger than the pipe waits on the event loop for the reader, and a flush
+    cancelled midway leaves the rest first in line, so the next message never lands inside it."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    writer = PipeWriter(write_fd)
+    first, second = "a" * 300_000 + "\n", "b" * 10 + "\n"
+    try:
+        async with anyio.create_task_group() as tg:
+            await writer.write(first)
+            tg.start_soon(writer.flush)
+            for _ in range(10_000):  # until the pipe is full and the flush waits for room
+                await anyio.sleep(0)
+                if 0 < len(writer._pending) < len(first):  # noqa: SLF001
+                    break
+            assert 0 < len(writer._pending) < len(first)  # noqa: SLF001
+            tg.cancel_scope.cancel()
+        await writer.write(second)
+        received = bytearray()
+
+        def read_all() -> None:
+            while len(received) < len(first) + len(second):
+                received.extend(os.read(read_fd, 65536))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.flush)
+            await anyio.to_thread.run_sync(read_all)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert received.decode() == first + second
+

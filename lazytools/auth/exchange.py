@@ -54,8 +54,6 @@ class TokenExchanger:
         self._cache: OrderedDict[tuple[str, str, str | None, str | None], tuple[str, float]] = OrderedDict()
         self._pending: dict[tuple[str, str, str | None, str | None], anyio.Lock] = {}
         """One lock per key being exchanged: concurrent first calls of a user share one exchange."""
-        self.exchanges = 0
-        """Exchanges made so far (the cache's hits are not counted)."""
 
     async def token_for(self, principal: Principal, request: ExchangeRequest) -> str:
         """A token for `request.audience` acting for `principal` (from the cache while it is good)."""
@@ -111,7 +109,6 @@ class TokenExchanger:
                     raise ExchangeError("no token endpoint: set LAZYTOOLS_AUTH_ISSUER or the server's "
                                         "identity.exchange.token_endpoint")
                 endpoint = await self.issuer.endpoint("token_endpoint")
-            self.exchanges += 1
             answer = await self.fetcher.post(endpoint, form, auth=auth)
         except AuthFetchError as exc:
             raise ExchangeError(f"token exchange for {request.audience!r} failed: {exc}") from None

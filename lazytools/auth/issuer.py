@@ -56,8 +56,6 @@ class Issuer:
         """Keys without a `kid`: tried for a token whose header names none."""
         self._fetched_at: float | None = None
         self._lock = anyio.Lock()
-        self.fetches = 0
-        """JWKS fetches so far (tests and logs: a refetch storm would show here)."""
 
     async def metadata(self) -> dict[str, Any]:
         """The issuer's metadata (cached once read); raises AuthFetchError when none can be read."""
@@ -117,7 +115,6 @@ class Issuer:
     async def _fetch(self) -> None:
         # Counted as fetched before it runs: a JWKS that is down is not asked again until the interval has passed.
         self._fetched_at = time.monotonic()
-        self.fetches += 1
         self._failed = True
         url = await self.endpoint("jwks_uri", self._jwks_url)
         document = await self.fetcher.get(url)

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from ..errors import ConfigError
 from .rules import Policy, PolicySpec
 
-__all__ = ["PolicyFile", "read_policy"]
+__all__ = ["PolicyFile"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +58,8 @@ def _read_file(path: Path, max_bytes: int) -> tuple[bytes, _Stamp]:
     return b"".join(chunks), (info.st_mtime_ns, info.st_size, info.st_ino)
 
 
-def read_policy(path: Path, max_bytes: int) -> PolicySpec:
-    """Parse and validate a policy file: JSON when its name ends in `.json`, TOML otherwise."""
-    return _parse(path, _read_file(path, max_bytes)[0])
-
-
 def _parse(path: Path, data: bytes) -> PolicySpec:
+    """Parse and validate a policy file: JSON when its name ends in `.json`, TOML otherwise."""
     try:
         raw = json.loads(data) if path.suffix.lower() == ".json" else tomllib.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:

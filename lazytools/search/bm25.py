@@ -1,8 +1,8 @@
-"""BM25 scoring with rank-bm25's formula and parameters, over precomputed postings.
+"""BM25F scoring over precomputed postings: each term's document ids and weights are numpy arrays built once, so a
+query costs one vectorised add per query term over only the documents that contain it.
 
-rank-bm25 loops over every document in Python; here each term's postings (document ids and their
-length-normalised term weights) are numpy arrays built once, so a query costs one vectorised add per
-query term over only the documents that contain it. Scores equal `BM25Okapi.get_scores` (tested).
+The formula, parameters and IDF are Okapi BM25's as rank-bm25 computes them; with one field of weight 1 the scores
+equal rank-bm25's `BM25Okapi.get_scores` (tests/test_bm25.py keeps rank-bm25 as that reference).
 """
 
 from __future__ import annotations
@@ -13,75 +13,17 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from rank_bm25 import BM25Okapi
 
-__all__ = ["BM25FPostings", "BM25Postings"]
-
-
-class BM25Postings:
-    """Term → (document ids, per-document weight), with rank-bm25's IDF."""
-
-    def __init__(self, corpus: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
-        self.size = len(corpus)
-        self.idf: dict[str, float] = {}
-        self._postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
-        self.rendered_only: frozenset[str] = frozenset()
-        """Terms only a rendering field holds (BM25F's `apart`): a typed word finds them, expansions do not."""
-        if self.size == 0 or not any(corpus):
-            return
-        okapi = BM25Okapi([list(doc) for doc in corpus], k1=k1, b=b, epsilon=epsilon)
-        doc_len = np.asarray(okapi.doc_len, dtype=np.float64)
-        norm = k1 * (1 - b + b * doc_len / okapi.avgdl)
-        ids: dict[str, list[int]] = {}
-        tfs: dict[str, list[float]] = {}
-        for doc_id, freqs in enumerate(okapi.doc_freqs):
-            for term, tf in freqs.items():
-                ids.setdefault(term, []).append(doc_id)
-                tfs.setdefault(term, []).append(tf)
-        for term, doc_ids in ids.items():
-            idx = np.asarray(doc_ids, dtype=np.int64)
-            tf = np.asarray(tfs[term], dtype=np.float64)
-            self._postings[term] = (idx, tf * (k1 + 1) / (tf + norm[idx]))
-            self.idf[term] = self._positive_idf(okapi.idf[term], len(doc_ids), epsilon)
-
-    def _positive_idf(self, idf: float, df: int, epsilon: float) -> float:
-        # rank-bm25 floors negative IDFs at epsilon * average IDF, which is itself <= 0 in catalogs of two or
-        # three tools: every shared word would then score <= 0. Only there, fall back to a small positive IDF.
-        if idf > 0:
-            return float(idf)
-        return epsilon * math.log(1 + (self.size - df + 0.5) / (df + 0.5))
-
-    def __contains__(self, term: object) -> bool:
-        return term in self._postings
-
-    @property
-    def vocabulary(self) -> list[str]:
-        return list(self._postings)
-
-    def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
-        """Add `term`'s BM25 contribution (times `weight`) to `scores`; False if no document has it."""
-        posting = self._postings.get(term)
-        if posting is None:
-            return False
-        ids, weights = posting
-        scores[ids] += (self.idf[term] * weight) * weights
-        return True
-
-    def scores(self, query: Sequence[str]) -> npt.NDArray[np.float64]:
-        """BM25 score of every document for the query terms (repeated terms count again, as in rank-bm25)."""
-        out = np.zeros(self.size, dtype=np.float64)
-        for term in query:
-            self.accumulate(out, term)
-        return out
+__all__ = ["BM25FPostings"]
 
 
-class BM25FPostings(BM25Postings):
+class BM25FPostings:
     """BM25F: each field's term frequency normalised by that field's own length, then weighted and summed
     into one pseudo-frequency that saturates once (Robertson, Zaragoza & Taylor 2004).
 
     Repeating a field's terms (the cheap way to weight fields) lengthens the whole document and lets a long
-    description dilute a short name; here a long description dilutes only its own field. The IDF is rank-bm25's
-    over whole documents, so scores stay comparable with `BM25Postings`.
+    description dilute a short name; here a long description dilutes only its own field. The IDF is Okapi's over
+    whole documents.
     """
 
     def __init__(  # noqa: PLR0913 - each field needs its weight and its own length normalisation
@@ -98,9 +40,10 @@ class BM25FPostings(BM25Postings):
         field's length is compared with the average of the documents that have it, and its terms count in a term's
         document frequency only when no other field holds the term, so the rest of the catalog ranks as before."""
         self.size = len(documents)
-        self.idf = {}
-        self._postings = {}
-        self.rendered_only = frozenset()
+        self.idf: dict[str, float] = {}
+        self._postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        self.rendered_only: frozenset[str] = frozenset()
+        """Terms only an `apart` field holds: a typed word finds them, expansions do not."""
         fields = list(weights)
         field_b = {field: b if isinstance(b, float) else b.get(field, 0.75) for field in fields}
         lengths = {f: np.asarray([len(doc.get(f, ())) for doc in documents], dtype=np.float64) for f in fields}
@@ -134,4 +77,25 @@ class BM25FPostings(BM25Postings):
             freqs = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
             self._postings[term] = (ids, freqs * (k1 + 1) / (freqs + k1))
             raw = idf[term] if idf[term] >= 0 else floor
-            self.idf[term] = self._positive_idf(raw, frequency[term], epsilon)
+            self.idf[term] = _positive_idf(raw, self.size, frequency[term], epsilon)
+
+    @property
+    def vocabulary(self) -> list[str]:
+        return list(self._postings)
+
+    def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
+        """Add `term`'s BM25F contribution (times `weight`) to `scores`; False if no document has it."""
+        posting = self._postings.get(term)
+        if posting is None:
+            return False
+        ids, weights = posting
+        scores[ids] += (self.idf[term] * weight) * weights
+        return True
+
+
+def _positive_idf(idf: float, size: int, df: int, epsilon: float) -> float:
+    # Okapi floors negative IDFs at epsilon * average IDF, which is itself <= 0 in catalogs of two or three
+    # tools: every shared word would then score <= 0. Only there, fall back to a small positive IDF.
+    if idf > 0:
+        return float(idf)
+    return epsilon * math.log(1 + (size - df + 0.5) / (df + 0.5))

@@ -7,10 +7,10 @@ are picked one at a time (xQuAD, Santos et al. 2010): each pick is the tool with
 relevance and of how much it answers clauses that the tools already picked do not answer yet. A clause that a
 picked tool answers fully (its best tool) stops counting; one it answers half counts half.
 
-What differs from the rules tried and dropped (docs/search.md): nothing is reserved (a clause whose tools are
-weak, a story clause, gains its tool only what its share is worth against the others' relevance), and tools are
-compared through the clauses they answer, not through their own texts (a forecast and a translation never look
-alike; two forecasts for the same clause stop adding coverage whatever their descriptions say).
+Two choices make it work (the rules they replaced are in docs/search-log.md): nothing is reserved (a clause
+whose tools are weak, a story clause, gains its tool only what its share is worth against the others' relevance),
+and tools are compared through the clauses they answer, not through their own texts (a forecast and a translation
+never look alike; two forecasts for the same clause stop adding coverage whatever their descriptions say).
 """
 
 from __future__ import annotations

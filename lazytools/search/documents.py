@@ -13,19 +13,18 @@ from .crosslang import english_rendering
 from .vocabulary import split_compound
 
 __all__ = [
-    "FIELD_WEIGHTS", "RENDERED_FIELDS", "document_terms", "embedding_text", "field_terms", "field_words", "known_words", "name_terms",
+    "FIELD_WEIGHTS", "RENDERED_FIELDS", "embedding_text", "field_terms", "field_words", "known_words", "name_terms",
 ]
 
 
 FIELD_WEIGHTS: Mapping[str, float] = {
     "name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0, "english": 0.3,
 }
-"""How much each field's terms count in BM25F (each field normalised by its own length). BM25F replaced
-repeating fields by their weight, which let a long description dilute a short name; tuning these weights moved
-the two dev-set halves in opposite directions, so they stay the old defaults (docs/search.md). `english` is the
-English rendering of a tool's Chinese text (crosslang.py), empty for a tool described in English: at 0.3 an English
-request finds a Chinese-described tool without Chinese tools crowding English ones out (1.0 found more of them and
-cost English requests more; docs/search-log.md)."""
+"""How much each field's terms count in BM25F (each field normalised by its own length, so a long description
+does not dilute a short name). Other weights moved the two dev-set halves in opposite directions, so these stay
+the plain defaults (docs/search-log.md). `english` is the English rendering of a tool's Chinese text (crosslang.py),
+empty for a tool described in English: at 0.3 an English request finds a Chinese-described tool without Chinese
+tools crowding English ones out (1.0 found more of them and cost English requests more; docs/search-log.md)."""
 
 RENDERED_FIELDS = frozenset({"english"})
 """Fields that render another field's text (see `BM25FPostings`' `apart`)."""
@@ -83,11 +82,6 @@ def field_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]
     return terms
 
 
-def _terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> list[str]:
-    fields = field_terms(words, known).items()
-    return [term for field, stems in fields for term in stems * round(FIELD_WEIGHTS[field])]
-
-
 def name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> frozenset[str]:
     """The stems a query must hold to name this tool in words (create_issue → create, issue), with glued words
     that the descriptions never use cut into words they do ("seoanalysis" → seo, analysis)."""
@@ -96,11 +90,6 @@ def name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str])
         glued = len(word) >= _MIN_COMPOUND and word not in known
         parts.extend((split_compound(word, known) if glued else []) or [word])
     return frozenset(stem(word) for word in parts if word not in STOP_WORDS and len(word) > 1)
-
-
-def document_terms(entry: ToolEntry, known: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """The terms of one tool, each field's repeated by its (whole) weight: plain BM25's view of a tool."""
-    return _terms(field_words(entry), known)
 
 
 def embedding_text(entry: ToolEntry) -> str:

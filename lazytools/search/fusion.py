@@ -64,7 +64,7 @@ BM25's strongest signal, and there the embedding adds least; a request in the us
 server, is where the embedding finds what the words miss. On the dev set's requests that name no group .7 gains
 on both halves, those that do name one lose at .7 (multi-step requests, both halves) and keep SEMANTIC_WEIGHT;
 MetaTool, whose requests name no group, gains on both halves (figures in docs/search.md). Long tasks keep
-LONG_TASK_SEMANTIC_WEIGHT either way: lowering it for the named ones lost on both halves."""
+LONG_TASK_SEMANTIC_WEIGHT either way: a lower share for those that name a group did worse (docs/search-log.md)."""
 
 
 def semantic_weight(clause_count: int, weight: float = SEMANTIC_WEIGHT, *, named: bool = True) -> float:

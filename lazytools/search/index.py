@@ -20,7 +20,7 @@ docs/search.md).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from ..entry import ToolEntry
 from .analysis import tokenize
-from .bm25 import BM25FPostings, BM25Postings
+from .bm25 import BM25FPostings
 from .copies import first_copies
 from .coverage import (
     COVERAGE_POOL,
@@ -42,6 +42,7 @@ from .coverage import (
     clause_shares,
     cover,
 )
+from .crosslang import has_cjk
 from .documents import FIELD_WEIGHTS, RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fusion import (
@@ -125,7 +126,7 @@ class SearchIndex:
         self.entries: list[ToolEntry] = list(entries)
         words = [field_words(entry) for entry in self.entries]
         known = known_words(words)
-        self._bm25: BM25Postings = BM25FPostings(
+        self._bm25 = BM25FPostings(
             [field_terms(entry_words, known) for entry_words in words], FIELD_WEIGHTS, k1=BM25F_K1,
             apart=RENDERED_FIELDS,
         )
@@ -136,7 +137,9 @@ class SearchIndex:
         table = default_related_words() if related is None else related
         self._expansions = catalog_expansions(table, self.vocabulary)
         self._names = NameMatcher([(e.name, e.upstream_name or e.name) for e in self.entries])
-        self._name_words = NameWords([name_terms(entry_words, known) for entry_words in words])
+        name_keys = [name_terms(entry_words, known) for entry_words in words]
+        self._name_words = NameWords(name_keys)
+        self._name_keys = name_keys
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
         group_names = set(self._groups.tolist())
         self._group_masks = {group: self._groups == group for group in group_names}
@@ -150,6 +153,7 @@ class SearchIndex:
         self._producers = input_producers(self.entries)
         self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
         self._writes = [writes(entry) for entry in self.entries]
+        self._rendered_tools = np.array([bool(entry_words["english"]) for entry_words in words], dtype=bool)
         self.semantic_weight = semantic_weight
         self._allowed: npt.NDArray[np.bool_] | None = None
         self.embedder: Embedder | None = None
@@ -186,12 +190,6 @@ class SearchIndex:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
         related words)."""
         return weighted_terms(query, self.vocabulary, self._expansions, rendered=self._rendered)
-
-    def lexical_scores(self, query: str) -> ScoreArray:
-        """BM25 of every tool for `query`, with each need of a long request counted on its own as well."""
-        terms = set(tokenize(query))
-        return self._lexical_scores(query, [self._bm25_scores(part) for part in clauses(query)], terms,
-                                    self._mentioned(terms))
 
     def _mentioned(self, terms: set[str]) -> list[str]:
         """The groups a query with these terms names ("post it on Slack", "github issues"): all of a group
@@ -289,13 +287,26 @@ class SearchIndex:
             picked = self._covering(scores, candidates, limit, parts, need_similarities)
         else:
             picked = self._ranked(scores, candidates, limit)
-        picked = self._with_deliverable(query, picked, candidates, limit)
-        picked = self._with_producer(picked, candidates, limit)
+            if self._rendered_tools.any() and not has_cjk(query):
+                # Twice the limit, so that a tool answering something else can move up past a moved one.
+                picked = self._native_first(self._ranked(scores, candidates, 2 * limit), named.keys())[:limit]
+        picked, delivered = self._with_deliverable(query, picked, candidates, limit)
+        picked = self._with_producer(picked, limit, keep=delivered, groups=groups)
         hits = [Hit(self.entries[i], float(scores[i])) for i in picked]
         measured = bool(need_similarities) if needs is None else needs
         if not measured:
             return Results(hits)
         return Results(hits, answered_needs(clause_texts, parts, need_similarities, picked))
+
+    def _native_first(self, ranked: list[int], named: Collection[int]) -> list[int]:
+        """`ranked` (for a request in English) with each tool described in another language whose name says what
+        the name of a tool described in English among them says (Baidu's map_geocode beside Google's
+        maps_geocode) moved after the others: found through its rendering, it would take a place from a tool that
+        answers something else. A tool the request names (`named` positions) never moves."""
+        keys = self._name_keys
+        native = {keys[i] for i in ranked if not self._rendered_tools[i] and keys[i]}
+        moved = [i for i in ranked if self._rendered_tools[i] and keys[i] in native and i not in named]
+        return [i for i in ranked if i not in moved] + moved if moved else ranked
 
     def _covering(
         self,
@@ -317,34 +328,45 @@ class SearchIndex:
         return [int(pool[pick]) for pick in picks]
 
     def _with_deliverable(self, query: str, picked: list[int], candidates: npt.NDArray[np.bool_],
-                          limit: int) -> list[int]:
+                          limit: int) -> tuple[list[int], int | None]:
         """`picked` with the best tool of the deliverable the query names (see `steps`) in the last place, unless a
         pick is that tool (or a copy of it) or already writes there: a writing tool (by its name) that scores at
-        least DELIVERABLE_DONE of the best for the deliverable."""
+        least DELIVERABLE_DONE of the best for the deliverable; and the pick that answers the deliverable, if any."""
         text = deliverable(query) if limit >= MIN_DELIVERABLE_LIMIT else None
         if text is None:
-            return picked
+            return picked, None
         step_scores = np.where(candidates, self._bm25_scores(text), 0.0)
         best = int(np.argmax(step_scores))
-        if step_scores[best] <= 0 or int(self._copy_of[best]) in {int(self._copy_of[i]) for i in picked}:
-            return picked
+        if step_scores[best] <= 0:
+            return picked, None
+        copy = next((i for i in picked if int(self._copy_of[i]) == int(self._copy_of[best])), None)
+        if copy is not None:
+            return picked, copy
         if any(self._writes[i] and step_scores[i] >= DELIVERABLE_DONE * step_scores[best] for i in picked):
-            return picked
-        return [*picked, best] if len(picked) < limit else [*picked[:-1], best]
+            return picked, None
+        return ([*picked, best] if len(picked) < limit else [*picked[:-1], best]), best
 
-    def _with_producer(self, picked: list[int], candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
+    def _with_producer(self, picked: list[int], limit: int, *, keep: int | None = None,
+                       groups: Sequence[str] | None = None) -> list[int]:
         """`picked` with the first producer of the first of its PRODUCER_TOP best tools that needs one and has none
         picked (`list_channels` for `post_message`, a geocoder for a forecast) in the last place: those tools cannot
-        be called without it."""
+        be called without it. The producer need not match the request's words ("the weather in Lisbon" names no
+        geocoder), only be in the `groups` searched and allowed to the caller; it takes the place before
+        `keep`, the tool that writes the request's named output, rather than that one."""
         if limit < MIN_DELIVERABLE_LIMIT:
             return picked
         for i in picked[:PRODUCER_TOP]:
             producers = self._producers[i]
             if producers and not set(producers) & set(picked):
                 wanted = producers[0]
-                if not candidates[wanted]:
+                outside = groups is not None and self._groups[wanted] not in groups
+                if outside or (self._allowed is not None and not self._allowed[wanted]):
                     return picked
-                return [*picked, wanted] if len(picked) < limit else [*picked[:-1], wanted]
+                if len(picked) < limit:
+                    return [*picked, wanted]
+                if keep is not None and picked[-1] == keep:
+                    return [*picked[:-2], wanted, keep]
+                return [*picked[:-1], wanted]
         return picked
 
     def producers(self, found: Iterable[ToolEntry], limit: int = MAX_PRODUCERS) -> list[ToolEntry]:
@@ -374,12 +396,8 @@ class SearchIndex:
 
     def _ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
         """Positions of the `limit` best candidates, best first, a tool listed twice by its server only once."""
-
-        def rank(i: int) -> tuple[float, int]:
-            # Equal scores keep catalog order: results are deterministic.
-            return (-scores[i], i)
-
         matched = np.flatnonzero(candidates)
+        negated = -scores[matched]  # gathered once: three passes over thousands of candidates used to gather it
         # Copies sit next to each other in the ranking, so twice the limit almost always holds `limit` originals.
         wanted = 2 * limit
         while True:
@@ -387,15 +405,18 @@ class SearchIndex:
             if matched.size > wanted:
                 # The `wanted` best; among tools tied with the last of them, the first in catalog order (`matched`
                 # is in that order), so that a larger limit only adds results after these.
-                threshold = scores[matched[np.argpartition(-scores[matched], wanted - 1)[wanted - 1]]]
-                above = matched[scores[matched] > threshold]
-                tied = matched[scores[matched] == threshold][: wanted - above.size]
+                threshold = negated[np.argpartition(negated, wanted - 1)[wanted - 1]]
+                above = matched[negated < threshold]
+                tied = matched[negated == threshold][: wanted - above.size]
                 pool = np.concatenate([above, tied])
             order: list[int] = []
             seen: set[int] = set()
-            for i in sorted(pool.tolist(), key=rank):
-                if int(self._copy_of[i]) not in seen:
-                    seen.add(int(self._copy_of[i]))
+            # As Python numbers, read once: indexing numpy per item was a tenth of a search at 10,000 tools.
+            # Sorted by (-score, position): equal scores keep catalog order, so results are deterministic.
+            ranked = sorted(zip((-scores[pool]).tolist(), pool.tolist(), self._copy_of[pool].tolist()))
+            for _, i, original in ranked:
+                if original not in seen:
+                    seen.add(original)
                     order.append(i)
             if len(order) >= limit or pool.size == matched.size:
                 return order[:limit]

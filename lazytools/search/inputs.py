@@ -70,9 +70,13 @@ def input_producers(entries: Sequence[ToolEntry]) -> list[tuple[int, ...]]:
         index: dict[str, list[int]] = {}
         for position in positions:
             entry = entries[position]
-            stems = {stem(word) for word in split_words(entry.upstream_name or entry.name)}
-            if stems & DISCOVERY_VERBS:
-                for word in stems:
+            words = [stem(word) for word in split_words(entry.upstream_name or entry.name)]
+            if set(words) & DISCOVERY_VERBS:
+                # A discovery verb names what a tool finds only as its last word ("get_lists" finds lists,
+                # "list_boards" boards).
+                named = {word for number, word in enumerate(words)
+                         if word not in DISCOVERY_VERBS or number == len(words) - 1}
+                for word in named:
                     index.setdefault(word, []).append(position)
         finders[group] = index
     producers: list[tuple[int, ...]] = []

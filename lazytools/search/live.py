@@ -25,7 +25,8 @@ class LiveIndex:
     """The index of a catalog, rebuilt on first use after the catalog changed.
 
     With `semantic`, each new index answers with BM25 at once while its tools are embedded in a background
-    thread (through the vector cache in `cache_dir`); fusion starts when they are ready (`semantic_ready`)."""
+    thread (through the vector cache in `cache_dir`); fusion starts when they are ready
+    (`background.done`)."""
 
     def __init__(
         self,
@@ -44,14 +45,6 @@ class LiveIndex:
         self._lock = anyio.Lock()
         self.background: BackgroundVectors | None = None
 
-    @property
-    def current(self) -> SearchIndex:
-        """The index now, built here if stale (blocking: use `ready()` on the event loop)."""
-        if self._index is None or self._version != self._catalog.version:
-            version = self._catalog.version
-            self._index, self._version = self._build(list(self._catalog), self._catalog.about()), version
-        return self._index
-
     def _build(self, entries: list[ToolEntry], servers: dict[str, str]) -> SearchIndex:
         index = SearchIndex(entries, servers=servers)
         if self._semantic:
@@ -59,14 +52,6 @@ class LiveIndex:
 
             self.background = BackgroundVectors(self._embedder, index.embedding_texts(), index.use_embeddings,
                                                 cache_dir=self._cache_dir)
-        return index
-
-    async def semantic_ready(self) -> SearchIndex:
-        """The index once its embeddings are in (or failed to load: then it stays BM25)."""
-        index = await self.ready()
-        background = self.background
-        if background is not None:
-            await anyio.to_thread.run_sync(background.done.wait)
         return index
 
     async def ready(self) -> SearchIndex:

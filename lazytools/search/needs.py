@@ -8,9 +8,9 @@ the clause over the catalog's best for it, averaged with the same share of the c
 when some tool of the catalog resembles the clause at all (STEP_SIMILARITY): a task's story ("I'm flying to
 Lisbon next Thursday", "My landlord says the flat has a damp problem") is a clause too, and no tool answers it.
 Without the semantic extra nothing is named: BM25 alone does not tell a story clause from a step (measured, see
-docs/search.md). The results themselves stay as ranked: giving a named step's best tool the last result's place
-was tried and lost (that tool was needed a third to half as often as the one it displaced: the line is worth its five
-follow-up results, not its first).
+docs/search-log.md). The results themselves stay as ranked: a named step's best tool is needed less often than
+the result whose place it would take, so the line names the step and the model's own search for it brings five
+results, not one.
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ __all__ = ["ANSWERED_SHARE", "MAX_UNANSWERED", "STEP_SIMILARITY", "Need", "answe
 
 ANSWERED_SHARE = 0.8
 """A clause is answered when a returned tool has at least this share of it. Chosen with STEP_SIMILARITY on the
-dev set's long and multi-step requests, even half: named clauses per request .51, 46% of them lead to a needed
-tool the five missed, recall once they are searched .655 -> .722; odd half .73, 38%, .698 -> .783
-(`python -m benchmarks.followups`, docs/search.md)."""
+dev set's long and multi-step requests (even half, checked on the odd one) for how often a named clause leads to
+a needed tool the five missed (`python -m benchmarks.followups`; figures in docs/search-log.md)."""
 STEP_SIMILARITY = 0.35
 """A clause is a step, not the task's story, when its cosine with the catalog's closest tool reaches this (the
 default embedder's scale). Without it, 17-24% of the named clauses led anywhere, at any share."""

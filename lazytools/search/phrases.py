@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from .analysis import STOP_WORDS, stem
 
-__all__ = ["PHRASAL_VERBS", "QUESTIONS", "VERB_OBJECTS", "VERB_SENSES", "read_phrases"]
+__all__ = ["PHRASAL_VERBS", "QUESTIONS", "VERB_OBJECTS", "VERB_SENSES", "meant_words", "read_phrases"]
 
 PHRASAL_VERBS: Mapping[str, str] = {
     # Making and starting.
@@ -103,10 +103,10 @@ VERB_SENSES: Mapping[str, str] = {
     "snap": "screenshot capture",
     "bump": "increase update",
     "ping": "message notify",
-    "remember": "memory store save add",
-    "memorize": "memory store save add",
-    "memorise": "memory store save add",
-    "forget": "delete remove",
+    "remember": "memory knowledge fact store add",
+    "memorize": "memory knowledge fact store add",
+    "memorise": "memory knowledge fact store add",
+    "forget": "delete remove memory knowledge",
     "summarize": "read",
     "summarise": "read",
 }
@@ -139,14 +139,14 @@ def _question(words: Sequence[str], position: int) -> tuple[str, ...]:
     return tuple(words[position : position + 2])
 
 
-def read_phrases(words: Sequence[str]) -> tuple[list[str], frozenset[str]]:
+def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[str], frozenset[str]]:
     """The stems the phrases of `words` (a request as `split_words` gives it) mean, and the verbs' stems they replace
-    (to leave out of its terms)."""
+    (to leave out of its terms); an opening question is read only with `questions`."""
     meant: list[str] = []
     replaced: set[str] = set()
     opening = True  # no word that says anything yet: a question word here asks the question
     for position, word in enumerate(words):
-        if opening and word in ("how", "where", "what"):
+        if questions and opening and word in ("how", "where", "what"):
             asked = _question(words, position)
             if asked in _QUESTIONS:
                 meant.extend(_QUESTIONS[asked])
@@ -172,3 +172,16 @@ def read_phrases(words: Sequence[str]) -> tuple[list[str], frozenset[str]]:
         if verb in _SENSES:
             meant.extend(_SENSES[verb])
     return meant, frozenset(replaced)
+
+
+_PLAIN = {stem(word): word for meanings in (PHRASAL_VERBS.values(), QUESTIONS.values(), VERB_SENSES.values(),
+                                            (meaning for _, meaning in VERB_OBJECTS.values()))
+          for meaning in meanings for word in meaning.split()}
+"""A meaning's stem -> the word it was written as (an encoder reads words, not stems)."""
+
+
+def meant_words(words: Sequence[str], *, questions: bool = True) -> list[str]:
+    """The words the phrases of `words` mean, as written in the tables above ("remember" -> memory, knowledge...);
+    what an opening question asks for only with `questions`."""
+    meant = read_phrases(words, questions=questions)[0]
+    return list(dict.fromkeys(_PLAIN[stemmed] for stemmed in meant if stemmed in _PLAIN))

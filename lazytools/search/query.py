@@ -124,5 +124,10 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
 
 def clauses(query: str) -> list[str]:
     """The separate needs of a long request ("… the stock price, and the latest news about it"), or [] for one."""
+    return list(_clauses(query))
+
+
+@lru_cache(maxsize=256)  # a served search with a usage prior asks twice: selection, then the index
+def _clauses(query: str) -> tuple[str, ...]:
     parts = [part for part in _CLAUSE_BREAK.split(query) if len(tokenize(part)) >= MIN_CLAUSE_TERMS]
-    return parts if len(parts) > 1 else []
+    return tuple(parts) if len(parts) > 1 else ()

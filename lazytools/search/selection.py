@@ -22,9 +22,8 @@ __all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
 
 RELEVANCE_FLOOR = 0.4
 """A match is enabled only if its score is at least this share of the best match's; the others are listed as
-suggestions, so what search_tools returns (and R@5 as served) is unchanged. Measured at limit 5 (docs/search.md):
-enabled tools per search 5.0 -> 4.4 on MetaTool and 4.8 -> 4.2 on the multi-server dev set, R@5 of the enabled
-tools alone level on the dev set (.792 / .848) and -.006 / -.007 on MetaTool; .5 costs .03 on the dev set."""
+suggestions, so what search_tools returns (and R@5 as served) is unchanged while a weak match costs no tool slot.
+A higher share starts to drop tools that requests need (figures in docs/search-log.md)."""
 
 
 @dataclass(frozen=True, slots=True)

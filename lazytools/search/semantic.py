@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .analysis import split_words
 from .crosslang import english_rendering
 from .embedders import (
     DEFAULT_EMBEDDER,
@@ -24,6 +25,7 @@ from .embedders import (
     embedder_named,
 )
 from .embedders.static import load_wordllama
+from .phrases import meant_words
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -31,7 +33,6 @@ __all__ = [
     "SEMANTIC_EXTRA",
     "BackgroundVectors",
     "StaticEmbedder",
-    "default_embedder",
     "load_wordllama",
     "query_vectors",
     "resolve",
@@ -44,11 +45,6 @@ logger = logging.getLogger("lazytools.search")
 def resolve(embedder: str | Embedder) -> Embedder:
     """An embedder object for a setting value (loaded once per process) or the object itself."""
     return embedder_named(embedder) if isinstance(embedder, str) else embedder
-
-
-def default_embedder() -> Embedder:
-    """The quality default (all-MiniLM-L6-v2), loaded once per process."""
-    return embedder_named(DEFAULT_EMBEDDER)
 
 
 MAX_EMBEDDED_NEEDS = 8
@@ -64,9 +60,14 @@ def query_vectors(embedder: Embedder, query: str, needs: Sequence[str]) -> Vecto
 
 
 def _readable(text: str) -> str:
-    """`text`, and for Chinese text its English words too (crosslang.py): the shipped encoders read English, and a
-    Chinese request must meet the English tools it asks for."""
+    """`text`, with the words its informal verbs and phrasal verbs mean ("remember that ..." stores a fact in
+    memory: phrases.py), and for Chinese text its English words too (crosslang.py): the shipped encoders read
+    English, and a Chinese request must meet the English tools it asks for. An opening question's meaning is left
+    out: the encoder reads a question in its context ("how many open issues" is no count tool)."""
     english = english_rendering(text)
+    meant = " ".join(meant_words(split_words(text), questions=False))
+    if meant:
+        text = f"{text} ({meant})"
     return f"{text} ({english})" if english else text
 
 

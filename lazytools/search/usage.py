@@ -8,7 +8,8 @@ succeeded, the search that found it and the tool called just before it in the sa
 - for each tool, which tools were called right after it.
 Search uses the first as a bounded boost among tools that already clear the relevance floor (`reorder`), and the
 second to suggest a tool usually called next (`companions`). The records are kept by a `UsageStore`: SQLite under
-the cache directory here; a shared store (Redis) implements the same protocol. Writes happen on one writer thread
+the cache directory here, or Redis shared by replicas (`usage_redis.py`), whose records other processes add are
+read back into the prior as they come (`UsageStore.newer`). Reads and writes happen on one writer thread
 (`UsageLog`), never on the event loop.
 """
 
@@ -25,7 +26,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -46,6 +48,7 @@ __all__ = [
     "UsagePrior",
     "UsageStore",
     "UsageSummary",
+    "UsageUnavailableError",
     "hashed_terms",
     "install_key",
     "open_sqlite",
@@ -95,6 +98,7 @@ KEY_FILE = "usage.key"
 _KEY_BYTES = 32
 
 
+@lru_cache(maxsize=256)  # a served search asks twice: for the prior's boosts, then for the record of it
 def hashed_terms(query: str, key: bytes = _TEST_KEY) -> tuple[str, ...]:
     """The query's index terms (stems, stop words dropped), each as a 64-bit hash keyed with `key`: what the store
     keeps. Pseudonymous, not anonymous: whoever holds the key can hash a word list and match the terms."""
@@ -150,8 +154,13 @@ class CallRecord:
 Record = SearchRecord | CallRecord
 
 
+class UsageUnavailableError(OSError):
+    """The store cannot be reached now (a shared store's server is down or slow): learning pauses, then resumes."""
+
+
 class UsageStore(Protocol):
-    """Where usage records are kept. Called from one worker thread at a time, never from the event loop."""
+    """Where usage records are kept. Called from one worker thread at a time, never from the event loop; trouble
+    is an OSError (or sqlite3.Error), `UsageUnavailableError` when it may pass."""
 
     def write(self, records: Sequence[Record]) -> None: ...
     def searches(self, limit: int = LOAD_LIMIT) -> list[SearchRecord]:
@@ -159,6 +168,15 @@ class UsageStore(Protocol):
         ...
     def calls(self, limit: int = LOAD_LIMIT) -> list[CallRecord]:
         """The newest `limit` call records, oldest first."""
+        ...
+    def newer(self, limit: int) -> list[Record]:
+        """Records other processes added since the last read (`searches`, `calls` or this), oldest first, at most
+        `limit` of each kind: what keeps the prior of a replica up to date with the others'. A store nobody else
+        writes returns none."""
+        ...
+    def shared_key(self) -> bytes | None:
+        """The hashing key every process sharing this store uses, made by the first one (None: the store keeps
+        none, the install's key file is used)."""
         ...
     def close(self) -> None: ...
 
@@ -271,6 +289,12 @@ class SqliteUsageStore:
         return [CallRecord(at=row[0], session=row[1], tool=row[2], ok=bool(row[3]), search=row[4],
                            terms=_split(row[5]), after=row[6]) for row in reversed(rows)]
 
+    def newer(self, limit: int) -> list[Record]:
+        return []  # processes sharing the file learn from each other at their next start
+
+    def shared_key(self) -> bytes | None:
+        return None
+
     def close(self) -> None:
         self._db.close()
 
@@ -317,6 +341,9 @@ class UsagePrior:
     sessions: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """Per ("t", term, tool) and ("f", tool, next tool): distinct sessions that showed it."""
     _counted: dict[tuple[str, ...], None] = field(default_factory=dict, repr=False)
+    _eligible: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False)
+    """Per term hash: the tools of `called_after` that enough sessions showed, as `boosts` reads them; dropped when
+    the term's counts change (most of the prior's lookup time was re-checking every tool's sessions)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def terms(self, query: str) -> tuple[str, ...]:
@@ -355,6 +382,8 @@ class UsagePrior:
         """Add `weight` to `tool` under `key` in `table`; past MAX_TOOLS_PER_TERM tools the lightest leaves."""
         tools = table.setdefault(key, {})
         tools[tool] = tools.get(tool, 0.0) + weight
+        if kind == "t":
+            self._eligible.pop(key, None)
         self._seen_in((kind, key, tool))
         if len(tools) > MAX_TOOLS_PER_TERM:
             gone = min(tools, key=tools.__getitem__)
@@ -379,6 +408,7 @@ class UsagePrior:
         self.searches_with = {term: self.searches_with[term] for term in keep}
         self.called_after = {term: tools for term, tools in self.called_after.items() if term in kept}
         self.sessions = {key: n for key, n in self.sessions.items() if key[0] != "t" or key[1] in kept}
+        self._eligible.clear()
 
     def merge(self, other: UsagePrior) -> None:
         """Add `other`'s counts (of the same origin and half-life) to these."""
@@ -398,6 +428,7 @@ class UsagePrior:
             for counted in other._counted:
                 self._counted[counted] = None
             self.search_count += other.search_count
+            self._eligible.clear()
             if len(self.searches_with) > MAX_TERMS:
                 self._prune()
 
@@ -422,9 +453,12 @@ class UsagePrior:
                 weight_sum += weight
                 if seen < MIN_EVIDENCE:
                     continue
-                for tool, count in self.called_after.get(term, {}).items():
-                    if self.sessions.get(("t", term, tool), 0) < MIN_SESSIONS:
-                        continue
+                eligible = self._eligible.get(term)
+                if eligible is None:
+                    eligible = self._eligible[term] = [
+                        (tool, count) for tool, count in self.called_after.get(term, {}).items()
+                        if self.sessions.get(("t", term, tool), 0) >= MIN_SESSIONS]
+                for tool, count in eligible:
                     # +1: one search is weak evidence; the share nears the plain share as searches add up
                     sums[tool] = sums.get(tool, 0.0) + weight * min(1.0, count * scale / (seen + 1.0))
         if weight_sum <= 0:
@@ -534,17 +568,33 @@ def summarize(store: UsageStore, *, now: float | None = None, half_life: float =
 
 _STOP = object()
 
+PAUSE_FIRST = 0.5
+PAUSE_MAX = 30.0
+"""After the store failed, the writer tries it again after PAUSE_FIRST seconds, doubling up to PAUSE_MAX; records
+made meanwhile are learnt in memory but not stored."""
+NEWER_PAGES = 10
+NEWER_PAGE = 1_000
+"""At most NEWER_PAGES reads of NEWER_PAGE records of each kind per poll of a shared store: a replica far behind
+catches up over several polls, and one poll stays bounded."""
+
 
 class UsageLog:
     """Records usage into a store on one writer thread and keeps the prior up to date in memory.
 
     Nothing here blocks the caller: records go to a bounded queue (and straight into the prior, a few dict
-    updates); the thread writes them in batches and, first of all, reads the store's history into the prior."""
+    updates); the thread writes them in batches and, first of all, reads the store's history into the prior.
+    With `shared` (a store several replicas write), the hashing key is the store's, records are refused until the
+    thread has read it, and every `poll` seconds the thread reads what the other replicas recorded into the prior.
+    A store that fails pauses storing (one warning) until it answers again (one line); learning in memory and
+    serving go on."""
 
     def __init__(self, open_store: Callable[[], UsageStore], *, keep_requests: bool = True,
-                 key_file: Path | None = None) -> None:
+                 key_file: Path | None = None, shared: bool = False, poll: float = 2.0) -> None:
         self.prior = UsagePrior()
         self.failed = False
+        self.shared = shared
+        self.poll = poll
+        self._keyed = not shared
         if key_file is not None:
             try:
                 key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -558,8 +608,20 @@ class UsageLog:
         self._thread: threading.Thread | None = None
         self._started = threading.Lock()
         self._dropped = False
+        self._paused_at: float | None = None
+        self._pause = PAUSE_FIRST
+        self._retry_at = 0.0
+        self._lost = 0
+        self._history_read = False
         self.loaded = threading.Event()
-        """Set once the store's history is in the prior (or could not be read)."""
+        """Set once the store's history is in the prior, or the first attempt to read it failed."""
+        self.stored = 0
+        """Records written to the store so far (tests, the command line)."""
+
+    @property
+    def paused(self) -> bool:
+        """Whether the store failed and is not answering yet (records are not stored meanwhile)."""
+        return self._paused_at is not None
 
     def start(self) -> None:
         """Open the store and read its history on the writer thread (idempotent)."""
@@ -574,8 +636,13 @@ class UsageLog:
             atexit.register(self.close)
 
     def record(self, record: Record) -> None:
-        if self.failed:
-            return
+        if self.failed or not self._keyed:
+            return  # a shared store's key is not known yet: terms hashed now would match nobody's
+        if self.shared:
+            # Other replicas' operators read this store: a session is known by a keyed hash of its id (the id is
+            # a credential of the live session), the same on every replica that serves it.
+            session = hashlib.blake2b(record.session.encode(), digest_size=8, key=self.prior.key).hexdigest()
+            record = replace(record, session=session)
         if isinstance(record, SearchRecord):
             # Bounded in bytes, not only in rows: a query of thousands of words stores its start.
             request = record.request[:MAX_REQUEST_CHARS] if self.keep_requests and record.request else None
@@ -591,7 +658,8 @@ class UsageLog:
                 logger.warning("usage records are arriving faster than they are written: some are dropped")
 
     def flushed(self, timeout: float = 10.0) -> bool:
-        """Wait until every record queued so far is written (tests, the command line); False on timeout."""
+        """Wait until every record queued so far is written, or dropped for a paused store (tests, the command
+        line); False on timeout."""
         done = threading.Event()
         if self._thread is None or self.failed:
             return True
@@ -620,26 +688,102 @@ class UsageLog:
             self.loaded.set()
             return
         try:
-            self._load(store)
+            self._ready(store)
             self._write_until_stopped(store)
         finally:
             store.close()
 
-    def _load(self, store: UsageStore) -> None:
+    def _ready(self, store: UsageStore) -> bool:
+        """Read the shared key and the history once the store answers; whether it has (else the next poll tries)."""
+        if self._history_read:
+            return True
+        if self.shared:
+            try:
+                key = store.shared_key()
+            except (OSError, sqlite3.Error) as exc:
+                self._failed(exc)
+                self.loaded.set()
+                return False
+            if key is not None:
+                self.prior.key = key
         try:
             history: list[Record] = [*store.searches(), *store.calls()]
         except (OSError, sqlite3.Error) as exc:
+            if self.shared:
+                self._failed(exc)
+                self.loaded.set()
+                return False
             logger.warning("usage history could not be read (%s); learning from this run only", exc)
             history = []
-        history_prior = UsagePrior(origin=self.prior.origin, half_life=self.prior.half_life)
+        self._answered()
+        history_prior = UsagePrior(origin=self.prior.origin, half_life=self.prior.half_life, key=self.prior.key)
         for record in history:
             history_prior.add(record)
         self.prior.merge(history_prior)
+        self._history_read = True
+        self._keyed = True
         self.loaded.set()
+        return True
+
+    def _failed(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if self._paused_at is None:
+            logger.warning("usage store unavailable (%s): learning is paused, the store is tried again shortly", exc)
+            self._paused_at = now
+            self._pause = PAUSE_FIRST
+        else:
+            self._pause = min(self._pause * 2, PAUSE_MAX)
+        self._retry_at = now + self._pause
+
+    def _answered(self) -> None:
+        if self._paused_at is not None:
+            logger.warning("usage store answers again: learning is stored again (%d records made meanwhile were "
+                           "not stored)", self._lost)
+            self._paused_at = None
+            self._lost = 0
+
+    def _write(self, store: UsageStore, batch: list[Record]) -> None:
+        if self._paused_at is not None and time.monotonic() < self._retry_at:
+            self._lost += len(batch)
+            return
+        if not self._ready(store):
+            self._lost += len(batch)
+            return
+        try:
+            store.write(batch)
+        except (OSError, sqlite3.Error) as exc:
+            self._lost += len(batch)
+            self._failed(exc)
+            return
+        self.stored += len(batch)
+        self._answered()
+
+    def _catch_up(self, store: UsageStore) -> None:
+        """Add what other processes recorded since the last read to the prior (bounded per poll)."""
+        if self._paused_at is not None and time.monotonic() < self._retry_at:
+            return
+        if not self._ready(store):
+            return
+        for _ in range(NEWER_PAGES):
+            try:
+                records = store.newer(NEWER_PAGE)
+            except (OSError, sqlite3.Error) as exc:
+                self._failed(exc)
+                return
+            self._answered()
+            for record in records:
+                self.prior.add(record)
+            if len(records) < NEWER_PAGE:
+                return
 
     def _write_until_stopped(self, store: UsageStore) -> None:
+        next_poll = time.monotonic() + self.poll
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=max(0.0, next_poll - time.monotonic())) if self.shared \
+                    else self._queue.get()
+            except queue.Empty:
+                item = None
             batch: list[Record] = []
             waiters: list[threading.Event] = []
             stop = False
@@ -657,10 +801,10 @@ class UsageLog:
                 except queue.Empty:
                     break
             if batch:
-                try:
-                    store.write(batch)
-                except (OSError, sqlite3.Error) as exc:
-                    logger.warning("usage records not written (%s)", exc)
+                self._write(store, batch)
+            if self.shared and time.monotonic() >= next_poll:
+                self._catch_up(store)
+                next_poll = time.monotonic() + self.poll
             for waiter in waiters:
                 waiter.set()
             if stop:

@@ -65,6 +65,11 @@ class Access:
     def template(self, template: str, server: str | None) -> bool:
         return self.grant is None or self.grant.resource((template,), server)
 
+    @property
+    def judges_arguments(self) -> bool:
+        """Whether `check_arguments` can refuse a call (the principal's rules constrain some tool's arguments)."""
+        return self.grant is not None and bool(self.grant.constraints)
+
     def check_arguments(self, entry: ToolEntry, arguments: Any) -> None:
         if self.grant is None or not self.grant.constraints:
             return

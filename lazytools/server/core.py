@@ -122,8 +122,11 @@ class LazyServer(Server[Any]):
         # Around every request, outermost first: the SDK's span, who the request acts for (principals.py), what
         # they may see (access.py), metrics, the audit line that names them (audited.py), their rate limit
         # (limited.py: a refused call is audited too), and innermost, for requests an upstream may serve, their
-        # origin, so upstream progress, logs and requests reach the client that asked (passthrough.py).
-        self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local), AccessMiddleware(self.gate)]
+        # origin, so upstream progress, logs and requests reach the client that asked (passthrough.py). A layer
+        # whose feature is off is left out: each one costs every request its await and its bookkeeping.
+        self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
+        if policy is not None:  # without a policy every principal's Access is the whole catalog, ready at once
+            self.middleware.append(AccessMiddleware(self.gate))
         self.metrics = metrics
         if metrics is not None:  # before the audit and the limit: it counts what they refuse
             self.middleware.append(MetricsMiddleware(metrics, server_of=self._group_of, session_of=self.session_key))
@@ -134,15 +137,24 @@ class LazyServer(Server[Any]):
         if limiter is not None:
             self._limited = RateLimitMiddleware(limiter, self.gate, default=settings.rate_limit)
             self.middleware.append(self._limited)
-        self.middleware.append(OriginMiddleware(self.session_for))
+        if front is not None:  # only upstreams read a request's origin (in-process tools have no use for it)
+            self.middleware.append(OriginMiddleware(self.session_for))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
         self.usage: UsageLog | None = None
         if settings.learn:
             # History is read and records are written on the log's own thread; search reads its prior.
-            self.usage = UsageLog(open_sqlite(settings.embedding_cache_dir()),
-                                  keep_requests=settings.learn_request_text,
-                                  key_file=settings.embedding_cache_dir() / KEY_FILE)
+            if settings.state_url is not None:  # replicas learn from each other's use (docs/scaling.md)
+                from ..search.usage_redis import open_redis  # redis is imported only where a state URL is set
+
+                self.usage = UsageLog(open_redis(settings.state_url.get_secret_value(), prefix=settings.state_prefix,
+                                                 timeout=settings.state_timeout, keep=settings.learn_shared_keep),
+                                      keep_requests=settings.learn_request_text, shared=True,
+                                      poll=settings.learn_sync_interval)
+            else:
+                self.usage = UsageLog(open_sqlite(settings.embedding_cache_dir()),
+                                      keep_requests=settings.learn_request_text,
+                                      key_file=settings.embedding_cache_dir() / KEY_FILE)
             self.usage.start()
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface, Access], list[types.Tool]] = {}
@@ -341,7 +353,10 @@ class LazyServer(Server[Any]):
         # Bounded in size and time, and off the event loop unless the schema is our own and the arguments small:
         # a hostile schema or argument stalls no other session.
         settings = self.settings
-        valid = await validate_call(entry.name, entry.input_schema, args, self.limits, trusted=entry.trusted_schema)
+        # A tool that checks its own arguments (an in-process function) is left to: unless the policy judges the
+        # arguments, which it must only see checked.
+        valid = await validate_call(entry.name, entry.input_schema, args, self.limits, trusted=entry.trusted_schema,
+                                    left_to_tool=entry.checks_arguments and not access.judges_arguments)
         access.check_arguments(entry, valid)
         # Upstreams send progress, logs and requests for the client during the call to this request's origin,
         # which OriginMiddleware set around it.
@@ -474,8 +489,10 @@ def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | 
         policy = PolicyFile(settings.policy, max_bytes=settings.policy_max_bytes)
     if limiter is None and (settings.rate_limit or policy is not None):
         limiter = MemoryRateLimiter()
+    # Metrics are served over HTTP only (GET /metrics): over stdio nobody could read them, so nothing counts them.
+    counted = settings.metrics and settings.transport == "http"
     return LazyServer(catalog, settings, store=store, front=front, audit=audit, policy=policy, limiter=limiter,
-                      metrics=Metrics() if settings.metrics else None)
+                      metrics=Metrics() if counted else None)
 
 
 def _error(message: str) -> types.CallToolResult:

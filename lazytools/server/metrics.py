@@ -144,6 +144,16 @@ class MetricsMiddleware:
         self.metrics = metrics
         self.server_of = server_of
         self.session_of = session_of
+        self._children: dict[tuple[int | str, ...], Any] = {}
+        """Each labelled series, once looked up: prometheus' `labels()` builds and locks on every call. Bounded as
+        the labels are (methods, outcomes, the catalog's servers and tools)."""
+
+    def _series(self, metric: Any, *labels: str) -> Any:
+        key: tuple[int | str, ...] = (id(metric), *labels)  # the metrics live as long as this middleware's Metrics
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.request_id is None:
@@ -171,14 +181,14 @@ class MetricsMiddleware:
         finally:
             elapsed = time.perf_counter() - clock
             m = self.metrics
-            m.requests.labels(method, outcome).inc()
+            self._series(m.requests, method, outcome).inc()
             if tool == SEARCH_TOOLS:
                 m.searches.labels(outcome).inc()
                 m.search_seconds.observe(elapsed)
             elif tool is not None:
                 label, server_label = (tool, server) if server is not None else (OTHER, OTHER)
-                m.tool_calls.labels(server_label, label, outcome).inc()
-                m.tool_seconds.labels(server_label).observe(elapsed)
+                self._series(m.tool_calls, server_label, label, outcome).inc()
+                self._series(m.tool_seconds, server_label).observe(elapsed)
                 if server is not None and outcome == "ok":
                     m.called(self.session_of(ctx), tool)
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, get_type_hints, overload
+from typing import Any, TypeVar, get_args, get_type_hints, overload
 
 import anyio
 import mcp_types as types
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, WithJsonSchema, create_model
+from pydantic.fields import FieldInfo
 
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, ToolExecutionError
 from ..threads import call_time_limit, in_tool_thread
-from ..validation import INLINE_BYTES, within
+from ..validation import INLINE_BYTES, validate_arguments, within
 
 __all__ = ["INLINE_ATTRIBUTE", "FunctionGroup", "function_tool", "to_result"]
 
@@ -47,12 +48,13 @@ def function_tool(
     is_async = inspect.iscoroutinefunction(fn)
     quick = bool(getattr(fn, INLINE_ATTRIBUTE, False)) if inline is None else inline
 
+    tool_name = name or fn.__name__
+    exact = _schema_is_the_models(model)
+    fields = tuple(model.model_fields)
+
     async def call(arguments: dict[str, Any]) -> types.CallToolResult:
-        try:
-            parsed = model.model_validate(arguments)
-        except ValidationError as exc:
-            raise ToolArgumentsError(_describe_validation(exc)) from exc
-        kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        parsed = _parsed(model, tool_name, schema, arguments, exact)
+        kwargs = {key: getattr(parsed, key) for key in fields}
         limit = call_time_limit()
         try:
             with anyio.move_on_after(limit) as clock:
@@ -72,13 +74,14 @@ def function_tool(
 
     doc = inspect.getdoc(fn) or ""
     return ToolEntry(
-        name=name or fn.__name__,
+        name=tool_name,
         group=group,
         description=description or doc or fn.__name__.replace("_", " "),
         input_schema=schema,
         call=call,
         annotations=annotations,
         trusted_schema=True,
+        checks_arguments=exact,
     )
 
 
@@ -176,6 +179,46 @@ def _clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     cleaned: dict[str, Any] = strip(dict(schema))
     cleaned.setdefault("properties", {})
     return cleaned
+
+
+def _parsed(model: type[BaseModel], tool: str, schema: Mapping[str, Any], arguments: dict[str, Any],
+            exact: bool) -> BaseModel:
+    """`arguments` as the function's argument model. Where the model enforces all its input schema says (`exact`),
+    its strict mode, which takes only what the schema accepts, is the one check of small arguments (the server
+    leaves them to it: `ToolEntry.checks_arguments`). Anything it refuses gets the schema's check, for the schema's
+    clear messages, and then the model's lax mode, which converts what the schema allows and strict mode does not
+    take (a string for a date, a list for a tuple, 5.0 for an integer)."""
+    if exact:
+        try:
+            return model.model_validate(arguments, strict=True)
+        except ValidationError:
+            validate_arguments(tool, schema, arguments, trusted=True)
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        raise ToolArgumentsError(_describe_validation(exc)) from exc
+
+
+def _schema_is_the_models(model: type[BaseModel]) -> bool:
+    """Whether `model` enforces everything its JSON schema says: no keyword was added to the schema beside the
+    model's own (`json_schema_extra`, `WithJsonSchema`), in it or in a model it nests."""
+    seen: set[type[BaseModel]] = set()
+
+    def plain(tp: Any) -> bool:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            if tp in seen:
+                return True
+            seen.add(tp)
+            if tp.model_config.get("json_schema_extra") is not None:
+                return False
+            return all(field.json_schema_extra is None
+                       and not any(isinstance(item, WithJsonSchema) for item in field.metadata)
+                       and plain(field.annotation) for field in tp.model_fields.values())
+        if isinstance(tp, WithJsonSchema) or (isinstance(tp, FieldInfo) and tp.json_schema_extra is not None):
+            return False
+        return all(plain(arg) for arg in get_args(tp))
+
+    return plain(model)
 
 
 def _describe_validation(exc: ValidationError) -> str:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from ..streams import WatchedReadStream
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
     from ..sdk import WriteStream
 
-__all__ = ["DRAIN_TIMEOUT", "PipeLines", "Unanswered", "serve_stdio"]
+__all__ = ["DRAIN_TIMEOUT", "PipeLines", "PipeWriter", "Unanswered", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +142,51 @@ class PipeLines:
         return line.decode("utf-8", errors="replace")
 
 
+class PipeWriter:
+    """Text written to a pipe without a worker thread (the SDK's writer takes two thread round trips per message,
+    a write and a flush: a large share of a small call's cost). Waits for the pipe to take more on the event loop;
+    what a cancelled flush did not write stays first in line, so a message is never torn."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = bytearray()
+
+    async def write(self, text: str) -> None:
+        self._pending += text.encode("utf-8")
+
+    async def flush(self) -> None:
+        while self._pending:
+            try:
+                written = os.write(self._fd, self._pending)
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+                continue
+            del self._pending[:written]
+
+
+@contextmanager
+def _claimed_stdout(fd: int) -> Iterator[PipeWriter]:
+    """The protocol's own copy of `fd` (stdout), non-blocking; meanwhile `fd` points at stderr, so a stray print
+    of a tool or a child never reaches the client (what the SDK does when it writes stdout itself)."""
+    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    was_blocking = os.get_blocking(private)
+    try:
+        os.dup2(2, fd)
+        os.set_blocking(private, False)
+        yield PipeWriter(private)
+    finally:
+        os.set_blocking(private, was_blocking)
+        os.dup2(private, fd)
+        os.close(private)
+
+
+def _stdout_is_a_pipe() -> bool:
+    try:
+        return sys.stdout is not None and sys.stdout.buffer.fileno() == 1 and _is_pipe(1)
+    except (AttributeError, OSError, ValueError):  # replaced by a capture, or closed
+        return False
+
+
 def _is_pipe(fd: int) -> bool:
     try:
         mode = os.fstat(fd).st_mode
@@ -163,7 +209,9 @@ async def serve_stdio(server: Server) -> None:
             # A terminal can be waited on too, and stays blocking (the shell shares it): a read after readiness
             # returns the typed line at once. Without this, Ctrl-C waited for the SDK's reader thread, i.e. Ctrl-D.
             lines = PipeLines(stdin_fd)
-        read_stream, write_stream = await stack.enter_async_context(stdio_server(stdin=lines))  # type: ignore[arg-type]
+        stdout = stack.enter_context(_claimed_stdout(1)) if _stdout_is_a_pipe() else None  # else the SDK's writer
+        read_stream, write_stream = await stack.enter_async_context(
+            stdio_server(stdin=lines, stdout=stdout))  # type: ignore[arg-type]
         unanswered = Unanswered()
         reads: WatchedReadStream[SessionMessage | Exception] = WatchedReadStream(
             read_stream, on_item=unanswered.received, on_end=unanswered.drain)

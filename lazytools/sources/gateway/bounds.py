@@ -2,7 +2,7 @@
 
 The SDK hands each incoming notification to a task of its own, which waits until the client's stream takes it. A
 client that stops reading while an upstream floods (a progress or log message of a megabyte each, many a second)
-kept every one of them in memory (break-gateway r14: 105 -> 413 MB, not given back). Two bounds:
+kept every one of them in memory, and the memory was not given back (docs/reliability-log.md). Two bounds:
 
 - `bound_notification` runs on each message as it arrives from the upstream, before the SDK parses it: a progress
   `message` or a log `data` longer than `MAX_NOTE_CHARS` is cut to that, with a note saying how long it was. Each

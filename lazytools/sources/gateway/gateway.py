@@ -20,9 +20,10 @@ from ...settings import CHAIN_VARIABLE, Settings
 from .config import GatewayConfig, HttpServer, Identity, load_config
 from .credentials import UserUpstreams
 from .front import Front
+from .lifecycle import Backoff
 from .relay import Relay
 from .scoped import SessionUpstreams
-from .upstream import Backoff, Upstream
+from .upstream import Upstream
 
 __all__ = ["Backoff", "Gateway", "GatewaySource", "open_gateway"]
 

@@ -20,8 +20,9 @@ import mcp_types as types
 from ...catalog import Catalog
 from ...errors import UpstreamUnavailableError
 from ...settings import Settings
+from .lifecycle import Backoff
 from .relay import Relay
-from .upstream import Backoff, Upstream
+from .upstream import Upstream
 
 __all__ = ["SessionUpstreams"]
 

@@ -1,0 +1,134 @@
+"""Every search-quality figure in one command: R@5 as served on every dev set, both halves, BM25 and semantic.
+
+    python -m benchmarks.searchsets [--semantic] [--sets queries,confirm,...] [--metatool DIR] [--rankings DIR]
+
+Each set of benchmarks/data/multiserver is run through `search_tools` exactly as `lazytools eval` runs it (the
+meta-tool itself, the server's limit, 5), on its even and its odd half (`--half`), and one markdown table is printed:
+a row per set and per split of a set with several, a column per half and mode. MetaTool (every 7th single-tool
+query and all two-tool queries) is added when its folder exists: `--metatool DIR`, else
+/work/shared/eval-data/metatool when present; it is never required. `--rankings DIR` writes each run's returned
+ids (one JSONL per set, half and mode) to compare two commits query by query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lazytools.evaluate import HALVES, Scores, cutoffs_for, evaluate, read_queries, served_search
+from lazytools.search import build_index
+from lazytools.settings import Settings
+from lazytools.sources.jsonl import load_jsonl_catalog, read_servers, servers_beside
+
+DATA = Path(__file__).parent / "data" / "multiserver"
+SETS = ("queries", "confirm", "deliverables", "prereqs", "everyday", "crosslang", "phrasing", "questions", "misses")
+"""The dev sets, each `<name>.jsonl` beside the dev catalog (`tools.jsonl`)."""
+METATOOL = Path("/work/shared/eval-data/metatool")
+METATOOL_EVERY = 7
+LIMIT: int = Settings.model_fields["search_limit"].default
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogue:
+    name: str
+    tools: Path
+    sets: tuple[tuple[str, Path, int], ...]
+    """(set name, queries file, keep every Nth single-tool query)"""
+
+
+def _catalogues(sets: Sequence[str], metatool: Path | None) -> list[Catalogue]:
+    chosen = tuple((name, DATA / f"{name}.jsonl", 1) for name in sets if name != "metatool")
+    found = [Catalogue("dev", DATA / "tools.jsonl", chosen)] if chosen else []
+    if "metatool" in sets and metatool is not None:
+        found.append(Catalogue("metatool", metatool / "tools.jsonl",
+                               (("metatool", metatool / "queries.jsonl", METATOOL_EVERY),)))
+    return found
+
+
+def measure(catalogue: Catalogue, *, semantic: bool, rankings: Path | None = None) -> dict[tuple[str, str, str], Scores]:
+    """(set, split, half) -> scores, as served at the default limit; the index is built once per catalog."""
+    beside = servers_beside(catalogue.tools)  # what its servers say of themselves, as `lazytools eval` reads it
+    loaded = load_jsonl_catalog(catalogue.tools, servers=read_servers(beside) if beside is not None else None)
+    index = build_index(loaded.catalog, semantic=semantic, servers=loaded.catalog.about())
+    search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
+    figures: dict[tuple[str, str, str], Scores] = {}
+    for name, path, every in catalogue.sets:
+        for half in HALVES:
+            queries = read_queries(path, every=every, half=half)
+            returned: dict[str, list[str]] = {}
+
+            def ranker(text: str) -> list[str]:
+                returned[text] = search(text).returned
+                return returned[text]
+
+            for split, scores in evaluate(queries, ranker, cutoffs=cutoffs_for(LIMIT)).items():
+                figures[(name, split, half)] = scores
+            if rankings is not None:
+                rankings.mkdir(parents=True, exist_ok=True)
+                mode = "semantic" if semantic else "bm25"
+                lines = [json.dumps({"id": q.id, "returned": returned[q.query]}, ensure_ascii=False) for q in queries]
+                (rankings / f"{name}-{half}-{mode}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return figures
+
+
+def table(figures: dict[str, dict[tuple[str, str, str], Scores]]) -> str:
+    """One markdown table: a row per set (and per split where a set has several), R@5 per half and mode."""
+    modes = [mode for mode in ("BM25", "semantic") if mode in figures]
+    rows: list[tuple[str, str]] = list(dict.fromkeys((s, split) for by in figures.values() for s, split, _ in by))
+    splits: dict[str, list[str]] = {}
+    for name, split in rows:
+        splits.setdefault(name, []).append(split)
+    head = ["set", "n (even / odd)"] + [f"{mode} {half}" for mode in modes for half in HALVES]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, kinds in splits.items():
+        shown = [k for k in kinds if k != "all"] + (["all"] if "all" in kinds else [])
+        for split in shown:
+            label = name if len(shown) == 1 else (f"{name}, all" if split == "all" else f"{name}, {split}")
+            counts = []
+            for half in HALVES:
+                any_mode = next((by[(name, split, half)] for by in figures.values() if (name, split, half) in by),
+                                None)
+                counts.append(str(len(any_mode.results)) if any_mode is not None else "-")
+            cells = [label, " / ".join(counts)]
+            for mode in modes:
+                for half in HALVES:
+                    scores = figures[mode].get((name, split, half))
+                    cells.append(f"{scores.recall(LIMIT):.3f}" if scores is not None else "-")
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--semantic", action="store_true", help="also measure with the semantic extra")
+    parser.add_argument("--only-semantic", action="store_true", help="measure with the semantic extra only")
+    parser.add_argument("--sets", help=f"comma-separated, of {', '.join(SETS)}, metatool (default: all)")
+    parser.add_argument("--metatool", type=Path, help=f"MetaTool folder (tools.jsonl, queries.jsonl); default "
+                        f"{METATOOL} when it exists")
+    parser.add_argument("--rankings", type=Path, help="write each run's returned ids under this folder")
+    args = parser.parse_args(argv)
+    sets = args.sets.split(",") if args.sets else [*SETS, "metatool"]
+    unknown = [name for name in sets if name not in (*SETS, "metatool")]
+    if unknown:
+        parser.error(f"unknown sets: {', '.join(unknown)}")
+    metatool = args.metatool or (METATOOL if METATOOL.is_dir() else None)
+    if args.metatool is not None and not (args.metatool / "queries.jsonl").is_file():
+        parser.error(f"--metatool {args.metatool}: no queries.jsonl there")
+    modes = ([] if args.only_semantic else [False]) + ([True] if args.semantic or args.only_semantic else [])
+    figures: dict[str, dict[tuple[str, str, str], Scores]] = {}
+    for semantic in modes:
+        mode = "semantic" if semantic else "BM25"
+        for catalogue in _catalogues(sets, metatool):
+            print(f"measuring {catalogue.name}, {mode} ...", file=sys.stderr, flush=True)
+            figures.setdefault(mode, {}).update(measure(catalogue, semantic=semantic, rankings=args.rankings))
+    print(f"R@{LIMIT} as served (`search_tools`, limit {LIMIT}), even / odd halves of each split:\n")
+    print(table(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

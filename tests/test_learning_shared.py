@@ -1,0 +1,184 @@
+"""Learning from use shared by replicas: two servers with one real redis-server, real clients on each.
+
+What one replica's sessions did moves results and brings suggestions on the other; the streams stay capped; the
+hashing key is Redis's, the same on every replica; a Redis that is down pauses learning and never fails a search.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from redis.asyncio import Redis as AsyncRedis
+
+from lazytools import LazyServer, build_server
+from lazytools.cli import main
+from lazytools.search.usage import CallRecord, SearchRecord, hashed_terms
+from lazytools.search.usage_redis import MAX_ENTRY_BYTES, RedisUsageStore
+
+from .cluster import Redis, free_port, running_redis
+from .conftest import client, make_settings, text_of
+from .helpers import eventually
+from .test_learning import QUERY, _use, notes_catalog
+
+pytestmark = [pytest.mark.process, pytest.mark.anyio]  # every test starts a redis-server
+
+RELATED = "look through my notes for budget ideas"
+
+
+def replica(url: str, cache: Path, **overrides: object) -> LazyServer:
+    settings = {"learn": True, "cache_dir": cache, "state_url": url, "learn_sync_interval": 0.05, **overrides}
+    return build_server(notes_catalog(), make_settings(**settings))
+
+
+def _ready(server: LazyServer) -> None:
+    assert server.usage is not None and server.usage.loaded.wait(10) and not server.usage.paused
+
+
+async def test_what_sessions_did_on_one_replica_ranks_and_suggests_on_another(tmp_path: Path) -> None:
+    async with running_redis() as redis:
+        first, second = replica(redis.url, tmp_path / "a"), replica(redis.url, tmp_path / "b")
+        _ready(first)
+        _ready(second)
+        assert first.usage is not None and second.usage is not None
+        # One key for every replica, kept in Redis (made once): the same request hashes alike everywhere.
+        async with AsyncRedis.from_url(redis.url) as admin:
+            key = await admin.get("lazytools:usage:key")
+        assert isinstance(key, bytes) and len(key) == 32
+        assert first.usage.prior.key == second.usage.prior.key == key
+        assert first.usage.prior.terms(QUERY) == second.usage.prior.terms(QUERY) != hashed_terms(QUERY)
+        assert not (tmp_path / "a" / "usage.key").exists() and not (tmp_path / "a" / "usage.sqlite3").exists()
+
+        async with client(second) as session:
+            before = text_of(await session.call_tool("search_tools", {"query": RELATED}))
+        assert "send_email" not in before and "often used for such requests" not in before
+
+        await _use(first, sessions=4)  # the sessions of the other test, all on the first replica
+        assert first.usage.flushed()
+        # The second replica reads them from Redis at its next polls: 8 successful calls, each counted once (its own
+        # records are not read back as another's).
+        await eventually(lambda: second.usage is not None and sum(second.usage.prior.called.values()) > 7.9)
+        assert first.usage.prior.called == pytest.approx(second.usage.prior.called, rel=1e-6)
+        async with client(second) as session:
+            found = text_of(await session.call_tool("search_tools", {"query": RELATED}))
+        head, _, suggested = found.partition("Also possibly relevant")
+        assert "search_notes" in head and "often used for such requests" in head, found
+        assert "send_email" in suggested and "often called after search_notes, from past sessions" in suggested
+        first.usage.close()
+        second.usage.close()
+
+        # A replica started later reads the history, and `lazytools usage` reads it from Redis too.
+        third = replica(redis.url, tmp_path / "c")
+        _ready(third)
+        assert third.usage is not None and third.usage.prior.companions(["search_notes"])
+        third.usage.close()
+
+
+async def test_usage_command_reads_redis_when_a_state_url_is_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    async with running_redis() as redis:
+        server = replica(redis.url, tmp_path)
+        _ready(server)
+        await _use(server, sessions=4)
+        assert server.usage is not None and server.usage.flushed()
+        server.usage.close()
+        monkeypatch.setenv("LAZYTOOLS_CACHE_DIR", str(tmp_path / "empty"))
+        monkeypatch.setenv("LAZYTOOLS_STATE_URL", redis.url)
+        assert await anyio.to_thread.run_sync(main, ["usage"]) == 0  # main runs its own event loop
+        out = capsys.readouterr().out
+        assert out.startswith("4 searches, 9 tool calls in 4 sessions (Redis, lazytools:usage:*)"), out
+        pins = out.split("ALWAYS_AVAILABLE_TOOLS=")[1].strip().split(",")
+        assert sorted(pins) == ["search_notes", "send_email"]
+    assert await anyio.to_thread.run_sync(main, ["usage"]) == 1  # Redis gone: one line, no traceback
+    assert capsys.readouterr().err.startswith("lazytools: Cannot read the usage kept in Redis")
+
+
+async def test_streams_are_capped_and_hold_no_text_or_session_id_when_asked(tmp_path: Path) -> None:
+    async with running_redis() as redis:
+        store = RedisUsageStore(redis.url, keep=5)
+        now = time.time()
+        store.write([CallRecord(at=now + i, session="s", tool=f"tool{i}", ok=True) for i in range(12)])
+        store.write([SearchRecord(id=f"q{i}", at=now + i, session="s", terms=("t",), returned=("a",), enabled=())
+                     for i in range(12)])
+        assert store.client.xlen("lazytools:usage:calls") == store.client.xlen("lazytools:usage:searches") == 5
+        assert [call.tool for call in store.calls()] == [f"tool{i}" for i in range(7, 12)]
+        assert [search.id for search in store.searches(limit=3)] == ["q9", "q10", "q11"]
+        # Whatever else can write to Redis: entries that are not well-formed records are skipped, never raised.
+        other = RedisUsageStore(redis.url)
+        assert [call.tool for call in other.calls(limit=1)] == ["tool11"] and len(other.searches()) == 5
+        valid = json.dumps({"a": now, "s": "s", "n": "good", "k": True, "t": []})
+        for raw in (b"not json", b"[]", json.dumps({"a": "soon", "s": "s", "n": "x", "k": True, "t": []}).encode(),
+                    json.dumps({"a": now, "s": "s", "n": "x", "k": 1, "t": []}).encode(),
+                    b'{"pad": "' + b"x" * MAX_ENTRY_BYTES + b'"}', valid.encode()):
+            store.client.xadd("lazytools:usage:calls", {"o": "elsewhere", "r": raw})
+        assert [call.tool for call in other.newer(100)] == ["good"]
+        assert [call.tool for call in other.calls()][-1:] == ["good"]
+        other.close()
+        store.client.delete("lazytools:usage:calls", "lazytools:usage:searches")
+        store.close()
+
+        server = replica(redis.url, tmp_path, learn_request_text=False)
+        _ready(server)
+        assert server.usage is not None
+        async with client(server) as session:
+            await session.call_tool("search_tools", {"query": QUERY})
+            await session.call_tool("search_notes", {"words": "budget"})
+        assert server.usage.flushed()
+        server.usage.close()
+        async with AsyncRedis.from_url(redis.url) as admin:
+            entries = [fields[b"r"] for stream in ("searches", "calls")
+                       for _, fields in await admin.xrange(f"lazytools:usage:{stream}")]
+        assert len(entries) == 2
+        search = json.loads(entries[0])
+        assert search["q"] is None and search["t"] == list(server.usage.prior.terms(QUERY))
+        assert not any(word.encode() in raw for word in ("budget", "ideas") for raw in entries)
+        # A session is a keyed hash of its id (a 32-digit credential while it lives), the same in its search and its
+        # call: distinct sessions still count apart.
+        assert search["s"] == json.loads(entries[1])["s"] and len(search["s"]) == 16
+
+
+async def test_redis_down_pauses_learning_once_and_never_fails_a_search(tmp_path: Path,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    with tempfile.TemporaryDirectory(prefix="lazytools-redis-") as scratch:
+        redis = Redis(free_port(), Path(scratch))
+        # Down at start: the replica serves, learning waits for the shared key.
+        with caplog.at_level(logging.WARNING, logger="lazytools.usage"):
+            server = replica(redis.url, tmp_path, state_timeout=1.0)
+            assert server.usage is not None and server.usage.loaded.wait(10) and server.usage.paused
+            await _search_and_call(server)
+            assert server.usage.stored == 0
+            await redis.start()
+            try:
+                await eventually(lambda: server.usage is not None and not server.usage.paused)
+                await _search_and_call(server)
+                assert server.usage.flushed() and server.usage.stored == 2
+                # Down again while serving: searches and calls go on, one warning for the whole outage.
+                redis.kill()
+                for _ in range(3):
+                    await _search_and_call(server)
+                    assert server.usage.flushed()
+                assert server.usage.paused and server.usage.stored == 2
+                await redis.start()
+                await eventually(lambda: server.usage is not None and not server.usage.paused)
+                stored = server.usage.stored
+                await _search_and_call(server)
+                assert server.usage.flushed() and server.usage.stored == stored + 2
+            finally:
+                server.usage.close()
+                await redis.stop()
+        warnings = [r.getMessage() for r in caplog.records if "unavailable" in r.getMessage()]
+        resumed = [r.getMessage() for r in caplog.records if "answers again" in r.getMessage()]
+        assert len(warnings) == 2 and len(resumed) == 2, caplog.records  # one of each per outage
+        assert not any(redis.url in r.getMessage() for r in caplog.records)
+
+
+async def _search_and_call(server: LazyServer) -> None:
+    async with client(server) as session:
+        found = await session.call_tool("search_tools", {"query": QUERY})
+        assert not found.is_error and "search_notes" in text_of(found)
+        assert not (await session.call_tool("search_notes", {"words": "budget"})).is_error
