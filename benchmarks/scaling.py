@@ -10,7 +10,8 @@ either `tools/call search_tools` or `tools/call reverse_text`. With 2 cores ever
 share them: requests per second then says little about more machines, so CPU seconds per request are reported too
 (summed over the replicas, and Redis and haproxy apart), from which capacity per core follows.
 
-"Redis overhead" runs one replica without haproxy twice, sessions in memory and in Redis, and compares p50s.
+"Redis overhead" runs two replicas without haproxy, sessions in memory in one and in Redis in the other, measures
+them in turns (`--rounds`, `--overhead-seconds` each) at 1 and 16 connections and reports the medians.
 "Idle sessions" opens `--idle` sessions through haproxy (initialize + initialized) and reports Redis's memory per
 session and the replicas' resident memory.
 """
@@ -190,24 +191,40 @@ async def one_replica(state_url: str | None) -> AsyncIterator[Replica]:
             await replica.stop()
 
 
-async def overhead(seconds: float, connections: int) -> list[str]:
-    lines = ["| one replica, no haproxy, 50 connections | req/s | p50 ms | p99 ms | failed | CPU ms per request |",
-             "|---|---|---|---|---|---|"]
-    async with running_redis() as redis:
-        for label, url in (("memory", None), ("Redis", redis.url)):
-            async with one_replica(url) as replica:
-                endpoint = f"{replica.base}/mcp"
-                keys = await open_sessions(endpoint, connections)
-                assert replica.process is not None
-                pids = {"replica": [replica.process.pid]}
-                if url is not None and redis.process is not None:
-                    pids["redis"] = [redis.process.pid]
-                for call in CALLS:
-                    lines.append(_line(f"{label}, {call}", measure(endpoint, keys, call, seconds, connections, pids)))
-                # One connection: the latency a request adds, without queueing behind 49 others.
-                lines.append(_line(f"{label}, tools/call, 1 connection",
-                                   measure(endpoint, keys, "tools/call", seconds, 1, pids)))
+async def overhead(seconds: float, rounds: int) -> list[str]:
+    """One replica with sessions in memory and one with sessions in Redis, both up at once and measured in turns
+    (the order alternating per round), at 1 connection and at 16: the medians over the rounds of p50 and of the
+    replica's CPU per request, and what Redis adds to each."""
+    lines = ["| call, connections | p50 ms memory | p50 ms Redis | added p50 ms | CPU ms/request memory | "
+             "CPU ms/request Redis (replica + redis-server) | added CPU ms |", "|---|---|---|---|---|---|---|"]
+    async with running_redis() as redis, one_replica(None) as memory, one_replica(redis.url) as shared:
+        setups = []
+        for label, replica in (("memory", memory), ("Redis", shared)):
+            endpoint = f"{replica.base}/mcp"
+            assert replica.process is not None
+            pids = {"replica": [replica.process.pid]}
+            if label == "Redis" and redis.process is not None:
+                pids["redis"] = [redis.process.pid]
+            setups.append((label, endpoint, await open_sessions(endpoint, 16), pids))
+        for call in CALLS:
+            for connections in (1, 16):
+                got: dict[str, list[Load]] = {"memory": [], "Redis": []}
+                for turn in range(rounds):
+                    for label, endpoint, keys, pids in setups[:: 1 if turn % 2 == 0 else -1]:
+                        got[label].append(measure(endpoint, keys, call, seconds, connections, pids))
+                p50 = {label: _median([load.p50_ms for load in loads]) for label, loads in got.items()}
+                cpu = {label: _median([sum(load.cpu_per_request_ms.values()) for load in loads])
+                       for label, loads in got.items()}
+                lines.append(f"| {call}, {connections} | {p50['memory']:.2f} | {p50['Redis']:.2f} | "
+                             f"{p50['Redis'] - p50['memory']:+.2f} | {cpu['memory']:.2f} | {cpu['Redis']:.2f} | "
+                             f"{cpu['Redis'] - cpu['memory']:+.2f} |")
     return lines
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 async def idle(count: int) -> list[str]:
@@ -259,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--idle", type=int, default=30_000)
     parser.add_argument("--replicas", default="1,2,3")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the Redis overhead comparison")
+    parser.add_argument("--overhead-seconds", type=float, default=3, help="seconds per measurement in a round")
     parser.add_argument("--only", choices=["throughput", "overhead", "idle"], action="append")
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
@@ -270,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         out += ["## Through haproxy, 50 sessions, 50 connections", "",
                 *anyio.run(throughput, [int(n) for n in args.replicas.split(",")], args.seconds, args.connections), ""]
     if "overhead" in only:
-        out += ["## Redis overhead against the memory store", "", *anyio.run(overhead, args.seconds, args.connections),
-                ""]
+        out += ["## Redis overhead against the memory store (interleaved, median of rounds)", "",
+                *anyio.run(overhead, args.overhead_seconds, args.rounds), ""]
     if "idle" in only:
         out += ["## Idle sessions across 3 replicas", "", *anyio.run(idle, args.idle), ""]
     print("\n".join(out))

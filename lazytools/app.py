@@ -128,29 +128,19 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
 
 
 @asynccontextmanager
-async def open_server(settings: Settings) -> AsyncIterator[LazyServer]:
+async def open_server(settings: Settings, *, state: RedisState | None = None) -> AsyncIterator[LazyServer]:
+    """The server for `settings`; with the replicas' shared `state`, rate limits are counted in its Redis (every
+    replica shares them) on its connection pool, else in this process."""
     audit = open_audit(settings.audit, values=settings.audit_arguments)
+    limiter: RateLimiter | None = None
+    if state is not None:
+        limiter = RedisRateLimiter(state.client, prefix=settings.state_prefix)
     try:
-        async with _open_sources(settings) as (catalog, front), _limiter(settings) as limiter:
+        async with _open_sources(settings) as (catalog, front):
             yield build_server(catalog, settings, front=front, audit=audit, limiter=limiter)
     finally:
         if audit is not None:
             audit.close()  # every line written before the process ends
-
-
-@asynccontextmanager
-async def _limiter(settings: Settings) -> AsyncIterator[RateLimiter | None]:
-    """Rate limits counted in Redis when a state URL is set (every replica shares them), else in memory."""
-    if settings.state_url is None:
-        yield None
-        return
-    from redis.asyncio import Redis
-
-    redis = Redis.from_url(settings.state_url.get_secret_value(), socket_timeout=2.0, socket_connect_timeout=2.0)
-    try:
-        yield RedisRateLimiter(redis)
-    finally:
-        await redis.aclose()
 
 
 INTERRUPTED = 130
@@ -176,11 +166,15 @@ async def _serve(settings: Settings) -> int:
             # SIGTERM or Ctrl-C then ends it cleanly too, with every upstream already started stopped.
             watching = await tg.start(_cancel_on_signal, whole) if _in_main_thread() else None
             try:
-                async with open_server(settings) as server:
+                async with AsyncExitStack() as stack:
+                    # Replicas: sessions in Redis (docs/scaling.md), and the rate limits on the same pool.
+                    state = await stack.enter_async_context(open_state(settings)) \
+                        if settings.transport == "http" and settings.state_url is not None else None
+                    server = await stack.enter_async_context(open_server(settings, state=state))
                     await server.index.ready()  # built before the first client asks, not during its first search
                     if watching is not None:
                         await watching.stop()  # the transports handle signals from here on
-                    stopped_by = await _serve_on(server, settings)
+                    stopped_by = await _serve_on(server, settings, state)
             except Exception as exc:  # re-raised as itself below, not inside the task group's ExceptionGroup
                 failed = exc
             finally:
@@ -193,18 +187,20 @@ async def _serve(settings: Settings) -> int:
     return INTERRUPTED if stopped_by == signal.SIGINT else 0
 
 
-async def _serve_on(server: LazyServer, settings: Settings) -> int | None:
+async def _serve_on(server: LazyServer, settings: Settings, state: RedisState | None) -> int | None:
     """Serve on the configured transport; the signal that stopped it, if one did."""
     if settings.transport == "http":
         from .transports.http import serve_http
 
         logger.info("serving %d tools over http", len(server.catalog))
-        if settings.state_url is None:
+        if state is None:
             return await _until_stopped(serve_http(server, settings))
-        async with open_state(settings) as state:  # replicas: sessions in Redis (docs/scaling.md)
-            await check_replicas_agree(state, server)
-            SharedSessions(server, state).install()
-            return await _until_stopped(serve_http(server, settings, state=state))
+        SharedSessions(server, state).install()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_keep_agreeing, state, server)
+            stopped = await _until_stopped(serve_http(server, settings, state=state))
+            tg.cancel_scope.cancel()
+        return stopped
     from .transports.stdio import serve_stdio
 
     if settings.state_url is not None:
@@ -221,16 +217,31 @@ def replica_fingerprint(server: LazyServer) -> str:
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 
-async def check_replicas_agree(state: RedisState, server: LazyServer) -> None:
-    """Warn when the replica started before this one had other settings or tools: sessions they share would change
-    as they move between them (one trims another's enabled tools, a tool missing here is dropped). A warning, not a
-    refusal: a rolling upgrade that changes settings passes through this state on purpose."""
+AGREE_EVERY = 60.0
+"""Seconds between a replica's records of its fingerprint: another replica's counts as running for three times that."""
+
+
+async def check_replicas_agree(state: RedisState, server: LazyServer, warned: set[str] | None = None) -> None:
+    """Warn when a running replica sharing the store has other settings or tools: sessions they share would change
+    as they move between them (one trims another's enabled tools, a tool missing here is dropped). Each replica
+    records its fingerprint every `AGREE_EVERY` seconds, so every running replica is compared, whichever started
+    first; each other fingerprint is warned about once (`warned`). A warning, not a refusal: a rolling upgrade that
+    changes settings passes through this state on purpose."""
     mine = replica_fingerprint(server)
-    theirs = await state.agree(mine)
-    if theirs is not None:
-        logger.warning("REPLICAS DISAGREE: the replica started before this one sharing LAZYTOOLS_STATE_URL had other "
-                       "settings or tools (fingerprint %s, here %s); sessions moving between them change. Give every "
-                       "replica the same settings and configuration (docs/scaling.md)", theirs, mine)
+    warned = set() if warned is None else warned
+    for theirs in await state.agree(mine, alive=AGREE_EVERY * 3):
+        if theirs not in warned:
+            warned.add(theirs)
+            logger.warning("REPLICAS DISAGREE: a replica sharing LAZYTOOLS_STATE_URL runs with other settings or tools "
+                           "(fingerprint %s, here %s); sessions moving between them change. Give every replica the "
+                           "same settings and configuration (docs/scaling.md)", theirs, mine)
+
+
+async def _keep_agreeing(state: RedisState, server: LazyServer) -> None:
+    warned: set[str] = set()
+    while True:
+        await check_replicas_agree(state, server, warned)
+        await anyio.sleep(AGREE_EVERY)
 
 
 @asynccontextmanager

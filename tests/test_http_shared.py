@@ -13,7 +13,7 @@ import httpx2
 
 from lazytools.server.core import build_server
 from lazytools.server.shared import SharedSessions
-from lazytools.state import MemoryShared
+from lazytools.state import MemoryShared, SessionRecord, StateUnavailableError
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings, small_catalog
@@ -143,3 +143,33 @@ async def test_a_record_keeps_a_bounded_part_of_the_initialize_params() -> None:
             "roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}, "sampling": {}}
         assert record.surface == "dynamic"
         assert await listed(http, b, key) == ["search_tools", "invoke_tool"]  # restored from it on another replica
+
+
+class _CreateFailsOnce(MemoryShared):
+    """A store that answers the transport's check, then fails the record's write once (Redis went away between)."""
+
+    def __init__(self) -> None:
+        super().__init__(ttl=60)
+        self.failures = 1
+
+    async def create(self, record: SessionRecord) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise StateUnavailableError("session store (Redis) unavailable during session create: TimeoutError")
+        await super().create(record)
+
+
+async def test_an_initialize_whose_record_was_not_written_is_an_error_and_leaves_no_session_here() -> None:
+    shared = _CreateFailsOnce()
+    server = build_server(small_catalog(), make_settings(max_sessions=1))
+    SharedSessions(server, shared).install()
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}}
+    async with running_http(build_app(server, server.settings, state=shared)) as url, \
+            httpx2.AsyncClient(timeout=30) as http:
+        failed = await post(http, url, initialize)
+        assert "session store (Redis) unavailable" in decode(failed)["error"]["message"]
+        # The one session this replica may hold was not kept for a session no replica knows: the next one opens.
+        opened = await post(http, url, initialize)
+        assert opened.status_code == 200 and "result" in decode(opened), opened.text
+        assert await shared.load(opened.headers["mcp-session-id"]) is not None

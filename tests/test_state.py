@@ -245,3 +245,8 @@ async def test_a_replica_with_other_settings_is_warned_about_loudly(caplog: pyte
                 await check_replicas_agree(state, other)
                 warned = [r.getMessage() for r in caplog.records if "REPLICAS DISAGREE" in r.getMessage()]
                 assert len(warned) == 1 and replica_fingerprint(first) in warned[0], warned
+                # The replicas started before it see it too (each records its own again and compares), whichever
+                # replica started last.
+                await check_replicas_agree(state, first)
+                warned = [r.getMessage() for r in caplog.records if "REPLICAS DISAGREE" in r.getMessage()]
+                assert len(warned) == 2 and replica_fingerprint(other) in warned[1], warned

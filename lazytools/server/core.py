@@ -14,6 +14,7 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from anyio.lowlevel import RunVar
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -185,6 +186,11 @@ class LazyServer(Server[Any]):
         connection = connection_of(ctx)
         if ctx.request is not None and connection.session_id is None:
             return None  # stateless HTTP in the handshake era: every request is a new connection
+        return self.session_of(connection, ctx.protocol_version)
+
+    def session_of(self, connection: Connection, protocol_version: str) -> SessionState | None:
+        """The session state of a handshake-era connection, created on first sight (also outside a request: a
+        shared session's GET stream); None before its handshake."""
         key = connection.state.get(_SESSION_KEY)
         state = self.store.get(key) if key is not None else None
         if state is not None:
@@ -194,7 +200,7 @@ class LazyServer(Server[Any]):
         key = connection.session_id or uuid.uuid4().hex
         info = connection.client_params.client_info if connection.client_params is not None else None
         client_name = info.name if info is not None else None
-        surface = self.surface_for(client_name, ctx.protocol_version)
+        surface = self.surface_for(client_name, protocol_version)
 
         async def notify() -> None:
             await connection.outbound.notify("notifications/tools/list_changed", None)

@@ -4,7 +4,7 @@ client), set once per request by `OriginMiddleware`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 
@@ -73,6 +73,14 @@ class Front(Protocol):
     async def subscribe(self, uri: str, client: ClientSide) -> None: ...
 
     async def unsubscribe(self, uri: str, client: ClientSide) -> None: ...
+
+    def subscribed(self, key: str) -> set[str]:
+        """The URIs session `key` is subscribed to through this process's upstream connections."""
+        ...
+
+    def check_updates(self, wanted: Callable[[str, str], Awaitable[bool]]) -> None:
+        """Have `wanted(key, uri)` confirm each `resources/updated` before it reaches a session (shared sessions)."""
+        ...
 
     async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None: ...
 

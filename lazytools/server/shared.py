@@ -10,36 +10,53 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
+from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
+from ..identity import Principal, acting_as
+from ..origin import CallOrigin, ClientSide, calling
 from ..sdk import connection_of
-from ..state import SessionRecord, StateStore, StateUnavailableError
+from ..state import SessionRecord, SharedState, StateUnavailableError
 from ..state.outbox import collecting
-from .passthrough import SessionClient
+from .passthrough import Front, SessionClient, origin_of
 from .sessions import SessionState
 from .surface import is_stateless_era
 
 if TYPE_CHECKING:
     from .core import LazyServer
 
-__all__ = ["OWNER_SCOPE_KEY", "RECORD_SCOPE_KEY", "SharedSessions"]
+__all__ = ["OWNER_SCOPE_KEY", "RECORD_SCOPE_KEY", "SUBSCRIPTIONS_CHANGED", "UNRECORDED_SCOPE_KEY", "SharedSessions"]
 
 logger = logging.getLogger(__name__)
 
 RECORD_SCOPE_KEY = "lazytools.record"
 """Where the HTTP transport leaves the session's record in the ASGI scope of a request."""
+UNRECORDED_SCOPE_KEY = "lazytools.unrecorded"
+"""Set on the scope of an `initialize` whose record could not be written (Redis went away after the transport's
+check): the client gets the error, and the transport does not keep a session no other replica knows."""
 OWNER_SCOPE_KEY = "lazytools.owner"
 """Where the HTTP transport leaves, on the request that opens a session, the credential the session is bound to."""
 
 
+SUBSCRIPTIONS_CHANGED = "lazytools/subscriptions_changed"
+"""A message on a session's bus channel, never sent to the client: its subscriptions changed, and the replica
+holding its GET stream follows them (`SharedSessions.listening`)."""
+
 _MAX_URIS = 256
 """URIs kept per upstream in a session's record (the newest): the routing memory that follows it to any replica."""
+_MAX_SUBSCRIPTIONS = 64
+"""Resource subscriptions kept in a session's record (the newest): each is an upstream subscription per replica."""
+_RETRY_SUBSCRIBE = 30.0
+"""Seconds before a replica tries again to subscribe for a session where subscribing failed (the upstream is down,
+or no longer serves the URI): requests of the session are not slowed by a failing upstream each time."""
+_FAILED_MAX = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +75,28 @@ class _Snapshot:
 class SharedSessions:
     """The server middleware that keeps a session's live state and its shared record in step."""
 
-    def __init__(self, server: LazyServer, store: StateStore) -> None:
+    def __init__(self, server: LazyServer, store: SharedState) -> None:
         self.server = server
         self.store = store
+        self._subscribing: set[tuple[str, str]] = set()
+        """(session, URI) of `resources/subscribe` requests in flight here: subscribed, not yet in the record."""
+        self._failed: dict[tuple[str, str], float] = {}
+        """When subscribing for a (session, URI) of its record last failed here."""
 
     def install(self) -> None:
         self.server.middleware.append(self)
+        if self.server.front is not None:
+            self.server.front.check_updates(self.wanted)
+
+    async def wanted(self, key: str, uri: str) -> bool:
+        """Whether session `key` still subscribes to `uri` (its record says so, wherever it unsubscribed)."""
+        if (key, uri) in self._subscribing:
+            return True
+        try:
+            record = await self.store.peek(key)
+        except StateUnavailableError:
+            return True  # unsure: an extra "re-read it" is better than a lost one
+        return record is not None and uri in record.subscriptions
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         connection = connection_of(ctx)
@@ -75,7 +108,12 @@ class SharedSessions:
                 opened = self._record_of(connection.session_id, ctx.params)
                 scope = getattr(ctx.request, "scope", None)
                 opened.owner = scope.get(OWNER_SCOPE_KEY) if isinstance(scope, dict) else None
-                await self.store.create(opened)
+                try:
+                    await self.store.create(opened)
+                except StateUnavailableError:
+                    if isinstance(scope, dict):
+                        scope[UNRECORDED_SCOPE_KEY] = True  # the transport drops the session's part here
+                    raise
                 return result
             record = self._loaded(ctx) or await self.store.load(connection.session_id)
             if record is None:
@@ -87,18 +125,88 @@ class SharedSessions:
             front = self.server.front
             if front is not None:
                 front.restore_uri_memory(record.key, record.uris)
+            subscribing, unsubscribing = _subscription_of(ctx)
+            if front is not None and state.client is not None:
+                with calling(origin_of(ctx, state.client)):  # routes URIs the session's own results named
+                    await self._follow(front, state.client, record, skip=unsubscribing)
             before = _Snapshot.of(state, front.uri_memory(record.key) if front is not None else record.uris)
-            with collecting() as pending:
-                result = await call_next(ctx)
-            after = _Snapshot.of(state, front.uri_memory(record.key) if front is not None else record.uris)
-            if after != before:
-                await self.store.update(record, _change(before, after, self.server.settings.max_enabled))
+            pair = (record.key, subscribing) if subscribing is not None else None
+            if pair is not None:
+                self._subscribing.add(pair)
+            try:
+                with collecting() as pending:
+                    result = await call_next(ctx)
+                after = _Snapshot.of(state, front.uri_memory(record.key) if front is not None else record.uris)
+                if subscribing in record.subscriptions:
+                    subscribing = None
+                if unsubscribing not in record.subscriptions:
+                    unsubscribing = None
+                if after != before or subscribing is not None or unsubscribing is not None:
+                    await self.store.update(record, _change(before, after, self.server.settings.max_enabled,
+                                                            subscribing, unsubscribing))
+                if subscribing is not None or unsubscribing is not None:
+                    await self.store.publish(record.key, {"method": SUBSCRIPTIONS_CHANGED})
+            finally:
+                if pair is not None:
+                    self._subscribing.discard(pair)
         except StateUnavailableError as exc:
             logger.warning("%s: %s", ctx.method, exc)
             raise MCPError(code=types.INTERNAL_ERROR, message=f"{exc}; try again shortly") from None
         for send in pending:
             await send()
         return result
+
+    async def listening(self, key: str, connection: Connection, principal: Principal) -> None:
+        """Session `key`'s GET stream is held here, by `principal`, and opened or was told its subscriptions changed:
+        this replica subscribes for the session as its record has it. A client that only listens then hears updates
+        after the replicas that served its requests let go of the session."""
+        front = self.server.front
+        if front is None:
+            return
+        try:
+            record = await self.store.peek(key)
+        except StateUnavailableError as exc:
+            logger.info("session %s: subscriptions not followed: %s", key[:8], exc)
+            return
+        if record is None:
+            return
+        state = self.server.session_of(connection, record.protocol_version)
+        if state is None or state.client is None:
+            return
+        front.restore_uri_memory(key, record.uris)
+        with acting_as(principal), calling(CallOrigin(client=state.client)):
+            await self._follow(front, state.client, record, skip=None)
+
+    async def _follow(self, front: Front, client: ClientSide, record: SessionRecord, *, skip: str | None) -> None:
+        """This replica's upstream subscriptions for the session as its record has them: the URIs it subscribed to
+        on any replica are subscribed here too (at this replica's own connections, as the policy allows), the ones
+        it left anywhere are left here."""
+        held = front.subscribed(record.key)
+        wanted = set(record.subscriptions)
+        if held == wanted:
+            return
+        access = self.server.gate.access()
+        now = time.monotonic()
+        for uri in record.subscriptions:
+            if uri in held or uri == skip or now - self._failed.get((record.key, uri), -_RETRY_SUBSCRIBE) \
+                    < _RETRY_SUBSCRIBE:
+                continue
+            if not access.resource(uri, front.uri_server(uri)):
+                continue  # the policy changed since: the session hears no more of it
+            try:
+                await front.subscribe(uri, client)
+            except Exception as exc:  # the upstream is down or no longer serves it: tried again later
+                if len(self._failed) >= _FAILED_MAX:
+                    self._failed.clear()
+                self._failed[(record.key, uri)] = now
+                logger.info("session %s: subscribing here to %.200r failed: %s", record.key[:8], uri, exc)
+        for uri in held - wanted:
+            if (record.key, uri) in self._subscribing:
+                continue
+            try:
+                await front.unsubscribe(uri, client)
+            except Exception as exc:
+                logger.info("session %s: leaving %.200r here failed: %s", record.key[:8], uri, exc)
 
     def _loaded(self, ctx: ServerRequestContext[Any, Any]) -> SessionRecord | None:
         request = ctx.request
@@ -165,9 +273,21 @@ def _overlay(state: SessionState, record: SessionRecord) -> None:
 _LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
 
 
-def _change(before: _Snapshot, after: _Snapshot, limit: int) -> Any:
+def _subscription_of(ctx: ServerRequestContext[Any, Any]) -> tuple[str | None, str | None]:
+    """The URI a `resources/subscribe` or `resources/unsubscribe` request names: (subscribing, unsubscribing)."""
+    if ctx.method not in ("resources/subscribe", "resources/unsubscribe") or ctx.params is None:
+        return None, None
+    uri = ctx.params.get("uri")
+    if not isinstance(uri, str):
+        return None, None
+    return (uri, None) if ctx.method == "resources/subscribe" else (None, uri)
+
+
+def _change(before: _Snapshot, after: _Snapshot, limit: int, subscribing: str | None = None,
+            unsubscribing: str | None = None) -> Any:
     """What a request did, as a change that can be redone on a newer record: the tools it found or called, in the
-    order it last used them, enabled again (the cap evicts as it did here), and the log level it set."""
+    order it last used them, enabled again (the cap evicts as it did here), the log level it set, and the resource
+    it subscribed to or left."""
     old = dict(before.used_at)
     now = dict(after.used_at)
     touched = sorted((name for name, at in now.items() if old.get(name) != at), key=now.__getitem__)
@@ -189,5 +309,9 @@ def _change(before: _Snapshot, after: _Snapshot, limit: int) -> Any:
             if new:
                 kept = [uri for uri in record.uris.get(name, []) if uri not in new]
                 record.uris[name] = [*kept, *new][-_MAX_URIS:]
+        if subscribing is not None and subscribing not in record.subscriptions:
+            record.subscriptions = [*record.subscriptions, subscribing][-_MAX_SUBSCRIPTIONS:]
+        if unsubscribing is not None:
+            record.subscriptions = [uri for uri in record.subscriptions if uri != unsubscribing]
 
     return change

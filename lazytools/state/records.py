@@ -33,6 +33,9 @@ class SessionRecord:
     """The client's `logging/setLevel`, if it sent one."""
     uris: dict[str, list[str]] = field(default_factory=dict)
     """Resource URIs the session's calls and prompts named, by upstream name (where to read them), newest last."""
+    subscriptions: list[str] = field(default_factory=list)
+    """The resource URIs the session subscribed to (`resources/subscribe`), oldest first: every replica that serves
+    the session subscribes at its own upstream connection for them."""
     owner: dict[str, str | None] | None = None
     """The credential that opened the session (the SDK's `AuthorizationContext`: client id, issuer, subject), when
     the request carried a verified token: every request of the session must carry the same."""

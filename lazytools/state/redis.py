@@ -63,6 +63,10 @@ def _record(value: bytes) -> SessionRecord:
     return SessionRecord.from_json(value.split(b"|", 1)[1])
 
 
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def _reason(exc: BaseException) -> str:
     """An error's class, and Redis's own message for an authentication error (it never holds the password)."""
     if isinstance(exc, AuthenticationError):
@@ -143,16 +147,22 @@ class RedisState:
             self.last_error = _reason(exc)
             return False
 
-    async def agree(self, fingerprint: str) -> str | None:
-        """Record this replica's settings fingerprint; the one the last replica to start recorded, if another."""
+    async def agree(self, fingerprint: str, *, alive: float) -> list[str]:
+        """Record this replica's settings fingerprint as seen now; the other fingerprints a replica recorded within
+        `alive` seconds (each replica records its own again more often than that)."""
+        key = f"{self.prefix}replicas:fingerprints"
+        now = time.time()
         try:
             with anyio.fail_after(self.timeout):
-                previous = await self.client.set(f"{self.prefix}replicas:fingerprint", fingerprint, get=True)
-        except (RedisError, OSError, TimeoutError):
-            return None  # Redis is away at start-up: /readyz says so
-        if isinstance(previous, bytes) and previous.decode() != fingerprint:
-            return previous.decode()
-        return None
+                await self.client.hset(key, fingerprint, str(now))
+                seen = {_text(name): float(at) for name, at in (await self.client.hgetall(key)).items()}
+                stale = [name for name, at in seen.items() if now - at > alive]
+                if stale:
+                    await self.client.hdel(key, *stale)
+                await self.client.expire(key, max(int(alive * 2), 1))
+        except (RedisError, OSError, TimeoutError, ValueError):
+            return []  # Redis is away: /readyz says so
+        return sorted(name for name, at in seen.items() if name != fingerprint and now - at <= alive)
 
     # -- records --------------------------------------------------------------------------------------------------
 
@@ -161,10 +171,17 @@ class RedisState:
             await self.client.set(self._session(record.key), _value(record), ex=self.ttl)
 
     async def load(self, key: str) -> SessionRecord | None:
-        with _bounded("session load"), anyio.fail_after(self.timeout):
+        # Every request reads its record: bounded by the client's socket timeouts alone (at most two attempts of
+        # `timeout`), as a cancel scope around it would cost a third of the read's CPU.
+        with _bounded("session load"):
             value: bytes | None = await self.client.get(self._session(key))  # type: ignore[assignment]
-            if value is not None and self._due(key):
-                await self.touch(key)
+        if value is not None and self._due(key):
+            await self.touch(key)
+        return _record(value) if value is not None else None
+
+    async def peek(self, key: str) -> SessionRecord | None:
+        with _bounded("session load"):
+            value: bytes | None = await self.client.get(self._session(key))  # type: ignore[assignment]
         return _record(value) if value is not None else None
 
     def _due(self, key: str) -> bool:

@@ -28,6 +28,10 @@ class StateStore(Protocol):
         """The session's record, its TTL refreshed; None when it ended or expired."""
         ...
 
+    async def peek(self, key: str) -> SessionRecord | None:
+        """The session's record without refreshing its TTL (a look that is not the client's use); None when gone."""
+        ...
+
     async def update(self, record: SessionRecord, change: Update) -> SessionRecord | None:
         """Write `change` applied to `record`; if another request wrote first, apply it to the newer record instead.
         Returns what was written, or None when the session is gone."""
@@ -68,6 +72,10 @@ class MemoryStateStore:
             return None
         self._records[key] = (self._clock() + self.ttl, text)
         return SessionRecord.from_json(text)
+
+    async def peek(self, key: str) -> SessionRecord | None:
+        text = self._live(key)
+        return SessionRecord.from_json(text) if text is not None else None
 
     async def update(self, record: SessionRecord, change: Update) -> SessionRecord | None:
         current = await self.load(record.key)

@@ -35,6 +35,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from ..identity import SCOPE_KEY, Principal
 from ..safetext import redact_session_ids
 from ..server.metrics import Metrics
+from ..server.shared import SharedSessions
 from ..settings import Settings
 from ..state import SharedState
 from .http_auth import edge_auth
@@ -255,7 +256,8 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
         sessions = SharedSessionManager(
             server, state, stateless, json_response=settings.json_response, security_settings=security,
             idle_timeout=settings.replica_idle_timeout, max_sessions=settings.max_sessions,
-            refresh_every=max(1.0, settings.session_idle_timeout / 3))
+            refresh_every=max(1.0, settings.session_idle_timeout / 3),
+            listening=next((m.listening for m in server.middleware if isinstance(m, SharedSessions)), None))
     else:
         sessions = StreamableHTTPSessionManager(
             server, session_idle_timeout=settings.session_idle_timeout, max_sessions=settings.max_sessions, **common

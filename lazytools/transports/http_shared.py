@@ -15,7 +15,7 @@ stream is held here. Built only from the SDK's public parts.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +40,8 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from ..server.shared import OWNER_SCOPE_KEY, RECORD_SCOPE_KEY
+from ..identity import ANONYMOUS, SCOPE_KEY, Principal
+from ..server.shared import OWNER_SCOPE_KEY, RECORD_SCOPE_KEY, SUBSCRIPTIONS_CHANGED, UNRECORDED_SCOPE_KEY
 from ..state import GET_STREAM, SessionRecord, SharedState, StateUnavailableError
 from ..state.events import message_of
 from ..state.outbox import defer
@@ -82,14 +83,28 @@ class _SharedOutbound:
             await send()
 
 
+Listening = Callable[[str, Connection, Principal], Awaitable[None]]
+"""Told that a session's GET stream is held here (opened, or its subscriptions changed): key, connection, and the
+principal of the GET request."""
+
+
 @dataclass(eq=False)
 class _Held:
     """One session's connection on this replica."""
 
     transport: StreamableHTTPServerTransport
     local: Outbound | None = None
+    connection: Connection | None = None
+    principal: Principal = ANONYMOUS
+    """Who opened the GET stream held here (what following its subscriptions acts as)."""
+    changed: Callable[[], None] | None = None
+    """Set while the GET stream is held here: the session's subscriptions changed on some replica."""
 
     async def push(self, message: dict[str, Any]) -> None:
+        if message.get("method") == SUBSCRIPTIONS_CHANGED:
+            if self.changed is not None:
+                self.changed()
+            return
         if self.local is not None:
             await self.local.notify(message["method"], message.get("params"))
 
@@ -99,7 +114,8 @@ class SharedSessionManager:
 
     def __init__(self, server: Server[Any], state: SharedState, modern: StreamableHTTPSessionManager, *,
                  json_response: bool, security_settings: TransportSecuritySettings | None,
-                 idle_timeout: float, max_sessions: int, refresh_every: float) -> None:
+                 idle_timeout: float, max_sessions: int, refresh_every: float,
+                 listening: Listening | None = None) -> None:
         self.server = server
         self.state = state
         self.modern = modern
@@ -108,6 +124,7 @@ class SharedSessionManager:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
         self.refresh_every = refresh_every
+        self.listening = listening
         self._held: dict[str, _Held] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._lifespan_state: Any = None
@@ -187,12 +204,35 @@ class SharedSessionManager:
     async def _serve_stream(self, key: str, held: _Held, scope: Scope, receive: Receive, send: Send) -> None:
         """A GET stream: this replica receives the session's messages while it is open, and keeps the session alive
         in the store (a client that only listens makes no requests)."""
+        found = scope.get(SCOPE_KEY)
+        held.principal = found if isinstance(found, Principal) else ANONYMOUS
         async with anyio.create_task_group() as tg, self.state.hold(key, held.push):
             tg.start_soon(self._keep_alive, key)
+            if self.listening is not None and held.connection is not None:
+                tg.start_soon(self._follow, key, held)
             try:
                 await held.transport.handle_request(scope, receive, send)
             finally:
+                held.changed = None
                 tg.cancel_scope.cancel()
+
+    async def _follow(self, key: str, held: _Held) -> None:
+        """Follow the session's subscriptions now and whenever they change, in a task of the stream's own: an upstream
+        that is slow to subscribe never holds up the bus."""
+        assert self.listening is not None and held.connection is not None
+        again = anyio.Event()
+
+        def changed() -> None:
+            again.set()
+
+        held.changed = changed
+        while True:
+            again = anyio.Event()
+            try:
+                await self.listening(key, held.connection, held.principal)
+            except Exception:  # following is best effort; the stream goes on
+                logger.exception("session %s: following its subscriptions failed", key[:8])
+            await again.wait()
 
     async def _keep_alive(self, key: str) -> None:
         while True:
@@ -224,13 +264,19 @@ class SharedSessionManager:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            if scope.get(UNRECORDED_SCOPE_KEY) and self._held.get(key) is held:
+                del self._held[key]  # before the client hears: no session that no replica knows counts here
             await send(message)
 
         try:
             await held.transport.handle_request(scope, receive, watch)
         finally:
-            if status is None or status >= 400:
-                await self._forget(key)
+            if status is None or status >= 400 or scope.get(UNRECORDED_SCOPE_KEY):
+                if self._held.get(key) is held:
+                    del self._held[key]
+                if not held.transport.is_terminated:
+                    with anyio.CancelScope(shield=True):
+                        await held.transport.terminate()
 
     async def _adopt(self, record: SessionRecord) -> _Held | None:
         """This replica's connection for a session it did not hold: rebuilt from the record, already initialized."""
@@ -258,6 +304,7 @@ class SharedSessionManager:
                     read_stream, write_stream, inline_methods=frozenset({"initialize"}))
                 held.local = dispatcher
                 connection = Connection.for_loop(_SharedOutbound(dispatcher, key, self.state), session_id=key)
+                held.connection = connection
                 if record is not None:
                     _restore(connection, record)
                 task_status.started()

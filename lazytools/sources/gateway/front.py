@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
@@ -45,6 +46,9 @@ class Front:
         self._subscribers: dict[str, dict[str, Upstream]] = {}
         """By subscribed URI: the sessions subscribed, each with the connection its subscription went through (the
         session's own for `"scope": "session"`); only that connection's updates of that URI reach it."""
+        self._by_session: dict[str, set[str]] = {}
+        """The same subscriptions by session: what one session holds here."""
+        self._wanted: Callable[[str, str], Awaitable[bool]] | None = None
         self._levels: dict[str, types.LoggingLevel] = {}
         self._upstream_level: types.LoggingLevel | None = None
         self._templates: dict[str, tuple[str, UriTemplate] | None] = {}
@@ -268,6 +272,7 @@ class Front:
             await connection.request(types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
                                      types.EmptyResult, f"subscribing to {uri!r}")
         self._subscribers.setdefault(uri, {})[client.key] = connection
+        self._by_session.setdefault(client.key, set()).add(uri)
 
     async def unsubscribe(self, uri: str, client: ClientSide) -> None:
         keys = self._subscribers.get(uri)
@@ -276,6 +281,11 @@ class Front:
         connection = keys.pop(client.key)
         if not keys:
             del self._subscribers[uri]
+        held = self._by_session.get(client.key)
+        if held is not None:
+            held.discard(uri)
+            if not held:
+                del self._by_session[client.key]
         if not any(other is connection for other in keys.values()):
             await connection.request(types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)),
                                      types.EmptyResult, f"unsubscribing from {uri!r}")
@@ -289,9 +299,28 @@ class Front:
             logger.debug("upstream %r announced an update of %.200r, which no session subscribed to through it",
                          upstream.name, uri)
         for key in keys:
+            if self._wanted is not None and not await self._wanted(key, uri):
+                # Shared sessions: the session unsubscribed on another replica, or ended there. Dropped here now.
+                await self._leave(uri, key)
+                continue
             client = self.relay.clients.get(key)
             if client is not None:
                 await _deliver(client, note)
+
+    def subscribed(self, key: str) -> set[str]:
+        """The URIs session `key` is subscribed to through this process's connections."""
+        return set(self._by_session.get(key, ()))
+
+    def check_updates(self, wanted: Callable[[str, str], Awaitable[bool]]) -> None:
+        """Ask `wanted(key, uri)` before an update reaches a session (shared sessions: whether the session's record
+        still holds the subscription); a session that no longer wants it is unsubscribed here."""
+        self._wanted = wanted
+
+    async def _leave(self, uri: str, key: str) -> None:
+        try:
+            await self.unsubscribe(uri, _Gone(key))
+        except Exception as exc:  # the upstream may be gone too
+            logger.debug("unsubscribing %.200r for session %s failed: %s", uri, key[:8], exc)
 
     async def _offerings_changed(self, upstream: Upstream) -> None:
         self._templates.clear()
@@ -321,11 +350,8 @@ class Front:
     async def session_closed(self, key: str) -> None:
         for upstream in self.upstreams:
             upstream.seen_uris.forget(key)
-        for uri in [uri for uri, keys in self._subscribers.items() if key in keys]:
-            try:
-                await self.unsubscribe(uri, _Gone(key))
-            except Exception as exc:  # the upstream may be gone too
-                logger.debug("unsubscribing %s for an ended session failed: %s", uri, exc)
+        for uri in self.subscribed(key):
+            await self._leave(uri, key)
         self._levels.pop(key, None)
         await self._apply_levels(gone=key)
         if self.scoped is not None:

@@ -1,0 +1,174 @@
+"""Resource subscriptions of sessions shared by replicas: three `lazytools --transport http` processes on a real
+redis-server, each with its own connection to one real SDK upstream over streamable HTTP whose resources change
+(tests/upstreams/watched.py). A session subscribes through one replica and hears `resources/updated` on the GET
+stream another holds; it keeps hearing after the first is killed; unsubscribing anywhere stops it everywhere; no
+other session ever hears of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from .cluster import Cluster, cluster
+from .helpers import eventually, running_http
+from .upstreams.watched import Watched
+
+pytestmark = pytest.mark.process  # redis-server, haproxy and lazytools replicas
+
+
+class Updates:
+    """The `resources/updated` notifications one client heard, by URI."""
+
+    def __init__(self) -> None:
+        self.heard: dict[str, int] = {}
+
+    def of(self, uri: str) -> int:
+        return self.heard.get(uri, 0)
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            uri = str(message.params.uri)
+            self.heard[uri] = self.heard.get(uri, 0) + 1
+
+
+class Routed(httpx2.AsyncHTTPTransport):
+    """The GET stream to `route["get"]`'s port, every other request to `route["post"]`'s."""
+
+    def __init__(self, route: dict[str, int]) -> None:
+        super().__init__()
+        self.route = route
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        port = self.route["get" if request.method == "GET" else "post"]
+        request.url = request.url.copy_with(port=port)
+        return await super().handle_async_request(request)
+
+
+@asynccontextmanager
+async def session(url: str, updates: Updates, route: dict[str, int] | None = None) -> AsyncIterator[Client]:
+    """A Python SDK client in legacy (handshake) mode, every request on a new connection, once its GET stream is
+    open (on the replica `route` names, or wherever haproxy sends it)."""
+    stream_open = anyio.Event()
+
+    async def on_response(response: httpx2.Response) -> None:
+        if response.request.method == "GET" and response.status_code == 200:
+            stream_open.set()
+
+    async with httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0),
+                                  transport=Routed(route) if route is not None else None,
+                                  event_hooks={"response": [on_response]},
+                                  timeout=httpx2.Timeout(60, read=300)) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode="legacy",
+                          client_info=types.Implementation(name="mcp", version="1.0"),
+                          message_handler=updates) as client:
+            with anyio.fail_after(30):
+                await stream_open.wait()
+            yield client
+
+
+@asynccontextmanager
+async def watched_cluster(tmp_path: Path) -> AsyncIterator[tuple[Watched, Cluster]]:
+    watched = Watched()
+    async with running_http(watched.server.streamable_http_app()) as base:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"watch": {"url": f"{base}/mcp"}}}))
+        async with cluster(3, extra=("--config", str(config))) as c:
+            yield watched, c
+
+
+async def subscribe(client: Client, uri: str) -> None:
+    with pytest.warns(MCPDeprecationWarning):  # the SDK marks subscriptions deprecated as of 2026-07-28
+        await client.session.subscribe_resource(uri)
+
+
+async def unsubscribe(client: Client, uri: str) -> None:
+    with pytest.warns(MCPDeprecationWarning):
+        await client.session.unsubscribe_resource(uri)
+
+
+async def lists(client: Client, uri: str) -> bool:
+    return uri in [str(r.uri) for r in (await client.list_resources()).resources]
+
+
+async def test_updates_follow_a_session_across_replicas_and_stop_where_it_unsubscribes(tmp_path: Path) -> None:
+    async with watched_cluster(tmp_path) as (watched, c), AsyncExitStack() as stack:
+        a, b = watched.uris
+        first, second, third = c.replicas
+        # Session 1 listens on the second replica and sends its requests to the first; session 2 listens on the third.
+        route1 = {"get": second.port, "post": first.port}
+        route2 = {"get": third.port, "post": first.port}
+        heard1, heard2, heard3 = Updates(), Updates(), Updates()
+        one = await stack.enter_async_context(session(c.url, heard1, route1))
+        two = await stack.enter_async_context(session(c.url, heard2, route2))
+        await stack.enter_async_context(session(c.url, heard3))  # a third session, which never subscribes
+        await eventually(lambda: lists(one, a), timeout=60)  # every replica's upstream connection is up
+
+        # Subscribed through the first replica; the replica holding the GET stream follows from the record.
+        await subscribe(one, a)
+        await eventually(lambda: watched.subscribers(a) == 2)  # the first's connection and the second's
+        assert await watched.change(a) == 2
+        await eventually(lambda: heard1.of(a) == 2)  # once per replica subscribed for it
+        await subscribe(two, a)  # the first holds `a` already: no second upstream subscription there
+        await subscribe(two, b)
+        await eventually(lambda: watched.subscribers(a) == 3 and watched.subscribers(b) == 2)  # the third follows
+        await watched.change(a)
+        await eventually(lambda: heard1.of(a) == 4 and heard2.of(a) == 2)
+
+        # Session 2 leaves `a` through the third replica: the third leaves it upstream at once; the first, which
+        # still holds it for session 1 too, stops telling session 2 at the next update.
+        route2["post"] = third.port
+        await unsubscribe(two, a)
+        await eventually(lambda: watched.subscribers(a) == 2)
+        await watched.change(a)
+        await watched.change(b)  # after `a` on each connection: once both `b`s are heard, `a` was decided
+        await eventually(lambda: heard2.of(b) == 2 and heard1.of(a) == 6)
+        assert heard2.of(a) == 2
+
+        first.kill()  # -9: its subscriptions go with it
+        route1["post"] = second.port
+        assert await lists(one, a)  # the session goes on at the second replica
+        await watched.change(a)
+        await eventually(lambda: heard1.of(a) == 7)  # from the second only
+
+        # Session 1 leaves `a` through the third replica: the second, holding its stream and its subscription, is
+        # told over Redis and leaves it upstream; only the dead replica's connection is left at the upstream.
+        route1["post"] = third.port
+        await unsubscribe(one, a)
+        await eventually(lambda: watched.subscribers(a) == 1)
+        await watched.change(a)
+        await watched.change(b)
+        await eventually(lambda: heard2.of(b) == 3)  # session 2's `b`, from the third only now
+        assert heard1.of(a) == 7
+        assert heard2.of(a) == 2
+        assert heard3.heard == {}  # the session that never subscribed heard nothing
+
+
+async def test_a_session_that_only_listens_hears_updates_after_its_replica_died_and_delete_leaves(
+        tmp_path: Path) -> None:
+    async with watched_cluster(tmp_path) as (watched, c):
+        a, _ = watched.uris
+        first, second, third = c.replicas
+        route = {"get": third.port, "post": first.port}
+        heard = Updates()
+        async with session(c.url, heard, route) as client:
+            await eventually(lambda: lists(client, a), timeout=60)
+            await subscribe(client, a)
+            await eventually(lambda: watched.subscribers(a) == 2)  # the first, and the third, holding the stream
+            first.kill()
+            await watched.change(a)  # the client sends nothing after the kill: the stream's replica tells it
+            await eventually(lambda: heard.of(a) == 1)
+            route["post"] = second.port  # where the client's DELETE goes on exit
+        # DELETE: every replica hears the session ended; the third leaves at its upstream connection.
+        await eventually(lambda: watched.subscribers(a) == 1)  # the dead replica's alone
