@@ -22,7 +22,7 @@ from pathlib import Path
 from lazytools.evaluate import HALVES, Scores, cutoffs_for, evaluate, read_queries, served_search
 from lazytools.search import build_index
 from lazytools.settings import Settings
-from lazytools.sources.jsonl import load_jsonl_catalog
+from lazytools.sources.jsonl import load_jsonl_catalog, read_servers, servers_beside
 
 DATA = Path(__file__).parent / "data" / "multiserver"
 SETS = ("queries", "confirm", "deliverables", "prereqs", "everyday", "crosslang", "phrasing", "questions", "misses")
@@ -51,8 +51,9 @@ def _catalogues(sets: Sequence[str], metatool: Path | None) -> list[Catalogue]:
 
 def measure(catalogue: Catalogue, *, semantic: bool, rankings: Path | None = None) -> dict[tuple[str, str, str], Scores]:
     """(set, split, half) -> scores, as served at the default limit; the index is built once per catalog."""
-    loaded = load_jsonl_catalog(catalogue.tools)
-    index = build_index(loaded.catalog, semantic=semantic)
+    beside = servers_beside(catalogue.tools)  # what its servers say of themselves, as `lazytools eval` reads it
+    loaded = load_jsonl_catalog(catalogue.tools, servers=read_servers(beside) if beside is not None else None)
+    index = build_index(loaded.catalog, semantic=semantic, servers=loaded.catalog.about())
     search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
     figures: dict[tuple[str, str, str], Scores] = {}
     for name, path, every in catalogue.sets:

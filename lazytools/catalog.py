@@ -20,6 +20,9 @@ class Group:
 
     name: str
     summary: str = ""
+    about: str = ""
+    """Everything the source says of itself (an upstream's configured description, its own description and
+    instructions), which search reads to tell which server a request is about; `summary` is its one line."""
 
 
 def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
@@ -68,6 +71,10 @@ class Catalog:
     @property
     def groups(self) -> list[Group]:
         return list(self._groups.values())
+
+    def about(self) -> dict[str, str]:
+        """Each group's name → what it says of itself (`Group.about`, else its summary): what search reads."""
+        return {name: group.about or group.summary for name, group in self._groups.items()}
 
     def names(self) -> list[str]:
         return list(self._entries)

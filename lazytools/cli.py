@@ -159,6 +159,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--limit", type=int, help="search_tools' limit (default: LAZYTOOLS_SEARCH_LIMIT, 5; at most "
                           "LAZYTOOLS_SEARCH_MAX_LIMIT)")
     evaluate.add_argument("--rankings", type=Path, help="write each query's returned tool ids here (JSONL)")
+    evaluate.add_argument("--servers", type=Path, help="servers JSONL (server, description, instructions); default: "
+                          "servers.jsonl beside the tools file, when there is one")
     return parser
 
 
@@ -249,5 +251,5 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                        semantic=settings.semantic, half=args.half,
                        limit=settings.search_limit if args.limit is None else args.limit,
                        max_limit=settings.search_max_limit, rankings=args.rankings,
-                       floor=settings.relevance_floor, embedder=settings.embedder))
+                       floor=settings.relevance_floor, embedder=settings.embedder, servers=args.servers))
     return 0

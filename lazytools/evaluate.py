@@ -23,7 +23,7 @@ from .search import SearchIndex, build_index
 from .search.embedders import DEFAULT_EMBEDDER, check_embedder
 from .server.metatools import MAX_QUERY_CHARS, RELEVANCE_FLOOR, search_tools
 from .settings import Settings
-from .sources.jsonl import load_jsonl_catalog, read_jsonl
+from .sources.jsonl import load_jsonl_catalog, read_jsonl, read_servers, servers_beside
 
 __all__ = [
     "CUTOFFS",
@@ -280,10 +280,12 @@ def run_eval(
     rankings: Path | None = None,
     floor: float = RELEVANCE_FLOOR,
     embedder: str = DEFAULT_EMBEDDER,
+    servers: Path | None = None,
 ) -> str:
     """The `lazytools eval` report: figures per split and the worst misses, from what `search_tools` returns at
     `limit` (default: the server's default limit, never above `max_limit`, the server's maximum); `rankings` receives
-    each query's returned tool ids."""
+    each query's returned tool ids. `servers` describes the catalog's servers (see `read_servers`); by default
+    `servers.jsonl` beside the tools file, when there is one, as a gateway would read its upstreams'."""
     for given in (tools_path, queries_path):
         if rankings is not None and _same_file(rankings, given):
             raise ConfigError(f"--rankings {rankings} is the input file {given}: it would be overwritten; name "
@@ -297,8 +299,10 @@ def run_eval(
                           "LAZYTOOLS_SEARCH_MAX_LIMIT)")
     if semantic:
         check_embedder(embedder)
-    loaded = load_jsonl_catalog(tools_path)
-    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder)
+    if servers is None:
+        servers = servers_beside(tools_path)
+    loaded = load_jsonl_catalog(tools_path, servers=read_servers(servers) if servers is not None else None)
+    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder, servers=loaded.catalog.about())
     queries = read_queries(queries_path, every=every, split=split, half=half)
     if not queries:
         raise ConfigError(f"{queries_path}: no queries selected")
@@ -335,5 +339,6 @@ def run_eval(
         f"{tools_path.name}, {len(queries)} queries from {queries_path.name}"
         + (f" (1 in {every} single-tool queries)" if every > 1 and split != "multi" else "")
         + (f", {half} half" if half is not None else "")
+        + (f", servers described by {servers.name}" if servers is not None else "")
     )
     return report(scores, title=title, misses=misses, extra=extra)

@@ -30,7 +30,7 @@ def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None
                   semantic: bool = False, embedder: str = DEFAULT_EMBEDDER) -> str:
     if group is not None:
         check_group(catalog, group)
-    index = build_index(catalog, semantic=semantic, embedder=embedder)
+    index = build_index(catalog, semantic=semantic, embedder=embedder, servers=catalog.about())
     hits = index.search(query, limit=limit, groups=[group] if group else None)
     return ranking_text(hits) if hits else f"No tools match '{clip(query)}'."
 

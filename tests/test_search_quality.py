@@ -21,7 +21,7 @@ from lazytools.evaluate import Ranker, Scores, cutoffs_for, evaluate, read_queri
 from lazytools.search import SearchIndex, build_index
 from lazytools.search.embedders import DEFAULT_EMBEDDER, embedder_named
 from lazytools.search.related import RelatedWords
-from lazytools.sources.jsonl import load_jsonl_catalog
+from lazytools.sources.jsonl import load_jsonl_catalog, read_servers
 
 from .fixtures.catalogs import realistic
 
@@ -180,9 +180,10 @@ def test_multiserver_requests_with_the_semantic_extra_stay_above_their_floor() -
 
 def _served_dev_set() -> tuple[Ranker, dict[str, str]]:
     """The multi-server dev catalog searched as served (the search_tools meta-tool, limit 5, BM25): a request ->
-    the ids it returns."""
-    loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
-    return served_ranker(loaded.catalog, build_index(loaded.catalog), ids=loaded.ids), loaded.ids
+    the ids it returns, its servers described by their servers.jsonl as `lazytools eval` reads it."""
+    loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl", servers=read_servers(MULTISERVER / "servers.jsonl"))
+    index = build_index(loaded.catalog, servers=loaded.catalog.about())
+    return served_ranker(loaded.catalog, index, ids=loaded.ids), loaded.ids
 
 
 def test_a_producer_never_takes_the_place_of_the_tool_that_writes_the_named_output() -> None:

@@ -4,7 +4,9 @@ Ranking, in order of precedence:
 1. names: a query that is a tool's name, mentions it as an identifier, or starts it puts that tool first;
 2. relevance: BM25 over weighted fields, with synonyms, related words, typo fixes and completions drawn from
    the catalog's own vocabulary, a request's separate needs scored one by one too, tools of a group the query
-   names or whose name's words it holds boosted, and (with the semantic extra) fused with embedding similarity.
+   names or whose name's words it holds boosted, in each need the best tool of the server that need is about (by
+   what the server says of itself, see `servers`) lifted when BM25 alone preferred another server, and (with the
+   semantic extra) fused with embedding similarity.
 3. a deliverable: a request that names where its result goes ("save it as notes.md", "export it to a CSV") gives
    the best tool for that its last place, unless a result already writes there (see `steps`);
 4. a prerequisite: when one of the two best results needs an id or coordinates that another tool of its server
@@ -18,8 +20,9 @@ docs/search.md).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +60,7 @@ from .needs import Need, answered_needs
 from .query import catalog_expansions, clauses, weighted_terms
 from .related import RelatedWords, default_related_words
 from .semantic import query_vectors
+from .servers import ServerIndex
 from .steps import deliverable, writes
 from .vocabulary import Vocabulary
 
@@ -114,9 +118,11 @@ class SearchIndex:
         embedder: Embedder | None = None,
         semantic_weight: float = SEMANTIC_WEIGHT,
         related: RelatedWords | None = None,
+        servers: Mapping[str, str] | None = None,
     ) -> None:
         """`related` is the related-words table queries are expanded with (None: the shipped one; an empty
-        `RelatedWords({})` turns expansion off)."""
+        `RelatedWords({})` turns expansion off); `servers`: each group's own description of itself (see
+        `servers`)."""
         self.entries: list[ToolEntry] = list(entries)
         words = [field_words(entry) for entry in self.entries]
         known = known_words(words)
@@ -138,6 +144,11 @@ class SearchIndex:
         group_names = set(self._groups.tolist())
         self._group_masks = {group: self._groups == group for group in group_names}
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
+        self._servers = ServerIndex(
+            [entry.group for entry in self.entries], servers or {},
+            [[term for field in ("name", "description") for term in terms[field]]
+             for terms in (field_terms({f: w[f] for f in ("name", "description")}, known) for w in words)],
+        )
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
         self._producers = input_producers(self.entries)
         self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
@@ -185,18 +196,39 @@ class SearchIndex:
         name's words."""
         return [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
 
+    def _server_choice(self, texts: Sequence[str], scores: Sequence[ScoreArray],
+                       terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
+        """Each need's `scores` (its `texts`, scored with `terms`) with the best tool of the server that need is
+        about lifted (see `servers`)."""
+        return [self._servers.lift(need, partial(self._server_terms, text, need_terms))
+                for text, need, need_terms in zip(texts, scores, terms, strict=True)]
+
+    @staticmethod
+    def _server_terms(text: str, terms: Mapping[str, float]) -> dict[str, float]:
+        """The terms a server's document is scored with: the tools' query terms, and every word of `text` (a
+        server's description may use words no tool does)."""
+        asked = dict(terms)
+        for term in tokenize(text):
+            asked.setdefault(term, 1.0)
+        return asked
+
     def _lexical_scores(self, query: str, parts: Sequence[ScoreArray], terms: set[str],
-                        mentioned: list[str]) -> ScoreArray:
+                        mentioned: list[str], whole: ScoreArray | None = None) -> ScoreArray:
         """BM25 with the clauses' own scores, the named groups' tools and the tools whose name words the query
         holds boosted (`terms`: the query's tokens; `mentioned`: `_mentioned(terms)`)."""
-        scores = with_clauses(self._bm25_scores(query), parts, clause_weight(len(parts)))
+        if whole is None:
+            whole = self._bm25_scores(query)
+        scores = with_clauses(whole, parts, clause_weight(len(parts)))
         if mentioned:
             scores = scores * np.where(self._in_groups(mentioned), 1.0 + GROUP_BOOST, 1.0)
         return scores * np.where(self._name_words.covered(terms), 1.0 + NAME_WORDS_BOOST, 1.0)
 
     def _bm25_scores(self, query: str) -> ScoreArray:
+        return self._scores_of(self.query_terms(query))
+
+    def _scores_of(self, terms: Mapping[str, float]) -> ScoreArray:
         scores = np.zeros(len(self.entries), dtype=np.float64)
-        for term, weight in self.query_terms(query).items():
+        for term, weight in terms.items():
             self._bm25.accumulate(scores, term, weight)
         return scores
 
@@ -213,10 +245,18 @@ class SearchIndex:
         if not self.entries or limit <= 0:
             return Results([])
         clause_texts = clauses(query)
-        parts = [self._bm25_scores(part) for part in clause_texts]
+        part_terms = [self.query_terms(part) for part in clause_texts]
+        parts = [self._scores_of(need_terms) for need_terms in part_terms]
         terms = set(tokenize(query))
         mentioned = self._mentioned(terms)  # the group boost's test, and the semantic weight's below
-        scores = self._lexical_scores(query, parts, terms, mentioned)
+        whole_terms = self.query_terms(query)
+        whole = self._scores_of(whole_terms)
+        if self._vectors is None and clause_texts:
+            # With embeddings the lift lost multi-step tasks and changed no single-need one (docs/search-log.md).
+            parts = self._server_choice(clause_texts, parts, part_terms)
+        elif self._vectors is None:
+            [whole] = self._server_choice([query], [whole], [whole_terms])
+        scores = self._lexical_scores(query, parts, terms, mentioned, whole=whole)
         candidates = scores > 0
         need_similarities: list[ScoreArray] = []
         vectors, embedder = self._vectors, self.embedder
@@ -389,10 +429,11 @@ def build_index(
     semantic: bool = False,
     embedder: str | Embedder = DEFAULT_EMBEDDER,
     cache_dir: Path | None = None,
+    servers: Mapping[str, str] | None = None,
 ) -> SearchIndex:
     """BM25 only, or (`semantic`) fused with `embedder`'s similarity, embedded here and now (through the vector
     cache in `cache_dir` when given)."""
-    index = SearchIndex(entries)
+    index = SearchIndex(entries, servers=servers)
     if semantic:
         from .semantic import resolve, tool_vectors  # the optional extra is imported only when asked for
 

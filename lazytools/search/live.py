@@ -45,8 +45,8 @@ class LiveIndex:
         self._lock = anyio.Lock()
         self.background: BackgroundVectors | None = None
 
-    def _build(self, entries: list[ToolEntry]) -> SearchIndex:
-        index = SearchIndex(entries)
+    def _build(self, entries: list[ToolEntry], servers: dict[str, str]) -> SearchIndex:
+        index = SearchIndex(entries, servers=servers)
         if self._semantic:
             from .semantic import BackgroundVectors
 
@@ -62,7 +62,7 @@ class LiveIndex:
             while self._index is None or self._version != self._catalog.version:
                 version = self._catalog.version
                 # set_group swaps in new dicts rather than mutating, so the thread reads a consistent snapshot.
-                snapshot = list(self._catalog)
-                index = await anyio.to_thread.run_sync(lambda: self._build(snapshot))
+                snapshot, servers = list(self._catalog), self._catalog.about()
+                index = await anyio.to_thread.run_sync(lambda: self._build(snapshot, servers))
                 self._index, self._version = index, version
         return self._index

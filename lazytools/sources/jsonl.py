@@ -17,11 +17,17 @@ from typing import Any
 import mcp_types as types
 
 from ..catalog import Catalog, Group
-from ..entry import CallFn, ToolEntry
+from ..entry import CallFn, ToolEntry, first_sentence
 from ..errors import ConfigError, ToolExecutionError
 from ..toolnames import MAX_NAME_LENGTH, clean_name, unique_name
 
-__all__ = ["JsonlCatalog", "JsonlSource", "JsonlTool", "load_jsonl_catalog", "read_jsonl", "read_tools"]
+__all__ = [
+    "SERVERS_FILE", "JsonlCatalog", "JsonlSource", "JsonlTool", "ServerText", "load_jsonl_catalog", "read_jsonl",
+    "read_servers", "read_tools", "servers_beside",
+]
+
+MAX_ABOUT_CHARS = 4000
+"""What one server says of itself is kept up to this many characters (instructions can run to pages)."""
 
 _EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 @dataclass(frozen=True, slots=True)
@@ -98,6 +104,36 @@ def read_tools(path: Path) -> list[JsonlTool]:
     return tools
 
 
+@dataclass(frozen=True, slots=True)
+class ServerText:
+    """What one server of a servers file says of itself: its description and its instructions."""
+
+    description: str
+    instructions: str
+
+
+SERVERS_FILE = "servers.jsonl"
+"""Read beside a tools file when no servers file is named: what its servers say of themselves."""
+
+
+def servers_beside(tools: Path) -> Path | None:
+    """The servers file beside a tools file, if there is one."""
+    beside = tools.with_name(SERVERS_FILE)
+    return beside if beside.is_file() else None
+
+
+def read_servers(path: Path) -> dict[str, ServerText]:
+    """A servers file: one JSON object a line with `server` and optional `description` and `instructions` (what a
+    server's config and its `initialize` answer say of it)."""
+    servers: dict[str, ServerText] = {}
+    for number, record in read_jsonl(path):
+        name = _text(path, number, record, "server", required=True) or ""
+        description = _text(path, number, record, "description", required=False) or ""
+        instructions = _text(path, number, record, "instructions", required=False) or ""
+        servers[clean_name(name)] = ServerText(description[:MAX_ABOUT_CHARS], instructions[:MAX_ABOUT_CHARS])
+    return servers
+
+
 def _public_names(tools: list[JsonlTool]) -> list[str]:
     """Unique SEP-986 names: the tool's own name, prefixed with its server where two servers share it."""
     counts: dict[str, int] = {}
@@ -133,11 +169,14 @@ class JsonlSource:
 
     @asynccontextmanager
     async def open(self, catalog: Catalog) -> AsyncIterator[JsonlCatalog]:
-        yield load_jsonl_catalog(self.path, catalog)
+        beside = servers_beside(self.path)
+        yield load_jsonl_catalog(self.path, catalog, servers=read_servers(beside) if beside is not None else None)
 
 
-def load_jsonl_catalog(path: Path, catalog: Catalog | None = None) -> JsonlCatalog:
-    """Load `path` into `catalog` (a new one by default), one group per `server` (the file's stem otherwise)."""
+def load_jsonl_catalog(path: Path, catalog: Catalog | None = None, *,
+                       servers: Mapping[str, ServerText] | None = None) -> JsonlCatalog:
+    """Load `path` into `catalog` (a new one by default), one group per `server` (the file's stem otherwise), each
+    described as `servers` (from `read_servers`) says, as a gateway's config and upstreams would."""
     tools = read_tools(path)
     catalog = catalog if catalog is not None else Catalog()
     default_group = clean_name(path.stem)
@@ -155,6 +194,13 @@ def load_jsonl_catalog(path: Path, catalog: Catalog | None = None) -> JsonlCatal
         )
         by_group.setdefault(group, []).append(entry)
         ids[name] = tool.id
+    placeholder = f"Tools from {path.name} (no implementation)"
     for group, entries in by_group.items():
-        catalog.set_group(Group(group, f"Tools from {path.name} (no implementation)"), entries)
+        told = (servers or {}).get(group)
+        if told is None or not (told.description or told.instructions):
+            catalog.set_group(Group(group, placeholder), entries)
+            continue
+        summary = first_sentence(told.description or told.instructions, limit=200)
+        about = "\n\n".join(text for text in (told.description, told.instructions) if text)
+        catalog.set_group(Group(group, summary, about=about), entries)
     return JsonlCatalog(catalog, ids)

@@ -31,7 +31,7 @@ from .config import ServerConfig
 from .connect import Screen, describe_failure, open_transport, refused_handshake, watched
 from .offerings import Offerings, list_offerings
 from .stderr import StderrTail, labelled_stderr
-from .tools import list_tools, summary_of, tool_entries
+from .tools import about_of, list_tools, summary_of, tool_entries
 
 __all__ = ["Backoff", "Lifecycle", "State"]
 
@@ -260,7 +260,7 @@ class Lifecycle(ABC):
     async def _refresh(self, client: Client) -> None:
         """List the upstream's tools and replace this server's catalog group if anything changed."""
         tools = await list_tools(client)
-        group = Group(self.name, summary_of(self.config, client))
+        group = Group(self.name, summary_of(self.config, client), about=about_of(self.config, client))
         entries = tool_entries(self.name, self.config, tools, call=self.call, pinned=self.pinned)
         if group in self.catalog.groups and entries == self.catalog.in_group(self.name):
             return  # a reconnection or a list_changed that changed nothing: no index rebuild, no notifications

@@ -16,12 +16,16 @@ from ...safetext import clip
 from ...toolnames import public_tool_name, unique_name
 from .config import ServerConfig
 
-__all__ = ["MAX_PAGES", "list_tools", "summary_of", "tool_entries"]
+__all__ = ["MAX_ABOUT_CHARS", "MAX_PAGES", "about_of", "list_tools", "summary_of", "tool_entries"]
 
 logger = logging.getLogger(__name__)
 
 MAX_PAGES = 100
 """Bound on tools/list pagination: a server whose cursor never ends cannot hang a refresh."""
+
+MAX_ABOUT_CHARS = 4000
+"""Each text an upstream says of itself is kept up to this many characters: instructions can run to pages, and
+search reads only their start."""
 
 Call = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
 
@@ -47,6 +51,15 @@ def summary_of(config: ServerConfig, client: Client) -> str:
         if text and text.strip():
             return first_sentence(text, limit=200)
     return ""
+
+
+def about_of(config: ServerConfig, client: Client) -> str:
+    """Everything the upstream says of itself, for search: the config's description, its own description and title,
+    and its instructions, each bounded."""
+    info = client.server_info
+    texts = (config.description, info.title if info else None, info.description if info else None,
+             client.instructions)
+    return "\n\n".join(dict.fromkeys(text.strip()[:MAX_ABOUT_CHARS] for text in texts if text and text.strip()))
 
 
 def tool_entries(server: str, config: ServerConfig, tools: list[types.Tool], *, call: Call,

@@ -1,0 +1,125 @@
+"""Choosing the server: which server a request, or one need of it, is about, and its best tool for it.
+
+A server is read as one document of three fields: its name, what it says of itself (the config's `description`,
+its own description and its `instructions`) and the words most of its tools share. A need's server is the one
+with the best sum of two shares: its best tool's score (a share of the need's best tool) and SERVER_TEXT_WEIGHT
+times its document's score (a share of the best server's). When that server is not the one of the need's best
+tool, the server's best tool for the need scores SERVER_LIFT more: "export the meeting minutes as a PDF" is about
+the server whose description says "file editing", not about the database whose `export` tool scored first.
+
+Only the best tool of the chosen server moves, and only in the need that chose it. Lifting all of a server's
+tools, or lifting by a whole request's best server, pulled a task of several needs towards one server and its
+siblings (docs/search-log.md, "Round 3, server choice").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .analysis import STOP_WORDS, split_words, stem
+from .bm25 import BM25FPostings
+from .fusion import ScoreArray
+
+__all__ = ["ABOUT_CHARS", "MAX_RIVALS", "SERVER_LIFT", "SERVER_TEXT_WEIGHT", "SHARED_SHARE", "ServerIndex"]
+
+ABOUT_CHARS = 2000
+"""What a server says of itself is read up to this many characters: instructions can run to pages."""
+
+SHARED_SHARE = 0.5
+"""A word is one a server's tools share when at least this share of them (and two) use it."""
+
+SERVER_TEXT_WEIGHT = 0.5
+"""How much the server's own document counts in choosing it, next to its best tool's score (each as a share of
+the best): 0.5 to 1.0 gained alike on the dev set's even half, 0.15 and 0.35 less (docs/search-log.md)."""
+
+SERVER_LIFT = 0.3
+"""The chosen server's best tool for a need scores this much more (a share of its own score). 0.5 gained one
+confirmation task more on the even half and lost a multi-step one; lifting the server's best two lost
+deliverables (docs/search-log.md)."""
+
+MAX_RIVALS = 64
+"""Only the servers of a need's this many best tools are weighed: a need that half a large catalog answers about as
+well costs no more than one that few tools answer."""
+
+_FIELD_WEIGHTS: Mapping[str, float] = {"name": 3.0, "about": 1.0, "shared": 1.0}
+
+_GENERIC = frozenset(
+    "mcp server servers model context protocol official implementation provides providing provide api apis "
+    "integration interacting interact using use enables enabling access llm llms ai agent agents claude "
+    "typescript node js python based".split()
+)
+"""Words almost every server's self-description has ("An MCP server providing tools for ..."): they say nothing
+about which server a request is for."""
+
+
+def _terms(text: str) -> list[str]:
+    return [stem(word) for word in split_words(text) if word not in STOP_WORDS and word not in _GENERIC
+            and len(word) > 1]
+
+
+class ServerIndex:
+    """The servers of a catalog as BM25F documents, and each tool's server."""
+
+    def __init__(self, servers_of_tools: Sequence[str], about: Mapping[str, str],
+                 tool_terms: Sequence[Sequence[str]]) -> None:
+        """`servers_of_tools`: each tool's server, in catalog order; `about`: server → what it says of itself;
+        `tool_terms`: each tool's terms (its name's and description's), in catalog order."""
+        self.names = sorted(set(servers_of_tools))
+        number = {name: i for i, name in enumerate(self.names)}
+        self._server_of = np.array([number[name] for name in servers_of_tools], dtype=np.intp)
+        tools_of: dict[str, list[Sequence[str]]] = {}
+        for server, terms in zip(servers_of_tools, tool_terms, strict=True):
+            tools_of.setdefault(server, []).append(terms)
+        documents = []
+        for name in self.names:
+            tools = tools_of[name]
+            counts = Counter(term for terms in tools for term in set(terms))
+            needed = max(2.0, SHARED_SHARE * len(tools))
+            shared = [term for term, count in counts.items() if count >= needed and term not in _GENERIC]
+            documents.append({"name": _terms(name), "about": _terms(about.get(name, "")[:ABOUT_CHARS]),
+                              "shared": shared})
+        self._bm25 = BM25FPostings(documents, _FIELD_WEIGHTS, k1=1.2)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def scores(self, terms: Mapping[str, float]) -> ScoreArray:
+        """Each server's document score for weighted query terms, in `names` order."""
+        scores = np.zeros(len(self.names), dtype=np.float64)
+        for term, weight in terms.items():
+            self._bm25.accumulate(scores, term, weight)
+        return scores
+
+    def lift(self, scores: ScoreArray, terms: Callable[[], Mapping[str, float]]) -> ScoreArray:
+        """`scores` (one need's, every tool's) with the best tool of the server this need is about lifted by
+        SERVER_LIFT, when that server is not the one of the best-scored tool; else `scores` itself. `terms` gives
+        the need's weighted terms, asked for only when another server could win."""
+        if len(self.names) < 2:
+            return scores
+        top = int(np.argmax(scores))
+        if scores[top] <= 0:
+            return scores
+        # Another server wins only with a tool above 1 - SERVER_TEXT_WEIGHT of the best score (its document's share
+        # is at most 1), so only the servers of such tools are weighed: most needs end here, and a need costs
+        # what its few strong tools cost, whatever the catalog's size.
+        strong = np.flatnonzero(scores > (1.0 - SERVER_TEXT_WEIGHT) * scores[top])
+        if strong.size > MAX_RIVALS:
+            strong = strong[np.argpartition(-scores[strong], MAX_RIVALS - 1)[:MAX_RIVALS]]
+        strong = strong[np.argsort(-scores[strong], kind="stable")]
+        servers, first = np.unique(self._server_of[strong], return_index=True)
+        if servers.size < 2:
+            return scores
+        own = self.scores(terms())
+        if own.max() <= 0:
+            return scores
+        best = strong[first]  # each of these servers' best tool
+        chosen = int(np.argmax(scores[best] / scores[top] + SERVER_TEXT_WEIGHT * own[servers] / own.max()))
+        pick = int(best[chosen])
+        if self._server_of[pick] == self._server_of[top]:
+            return scores
+        lifted = scores.copy()
+        lifted[pick] *= 1.0 + SERVER_LIFT
+        return lifted
