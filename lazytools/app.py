@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import mcp_types as types
 
 from .audit import open_audit
@@ -137,7 +138,12 @@ async def open_server(settings: Settings, *, state: RedisState | None = None) ->
         limiter = RedisRateLimiter(state.client, prefix=settings.state_prefix)
     try:
         async with _open_sources(settings) as (catalog, front):
-            yield build_server(catalog, settings, front=front, audit=audit, limiter=limiter)
+            server = build_server(catalog, settings, front=front, audit=audit, limiter=limiter)
+            try:
+                yield server
+            finally:
+                with anyio.CancelScope(shield=True):  # the process must not exit inside a model's native code
+                    await anyio.to_thread.run_sync(server.index.stop)
     finally:
         if audit is not None:
             audit.close()  # every line written before the process ends

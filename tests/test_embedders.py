@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 import sys
 import threading
 import tracemalloc
@@ -32,6 +33,8 @@ from lazytools.search.embedders import (
     load_folder,
     packaged,
 )
+from lazytools.search.embedders import base as embedder_base
+from lazytools.search.embedders.base import EmbeddingStopped
 from lazytools.search.embedders.cache import text_key
 from lazytools.search.semantic import MAX_EMBEDDED_NEEDS, query_vectors
 
@@ -497,8 +500,10 @@ async def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPa
     live = LiveIndex(catalog_of([tool("read_file", "Read a file from disk.")]), semantic=True)
     await embedded(live)
     assert embedders.SEMANTIC_EXTRA in caplog.text
-    # From the clone's venv: outside it, `pip install 'lazytools[semantic]'` reaches an unrelated PyPI package.
-    assert "pip install -e '.[semantic]'" in embedders.SEMANTIC_EXTRA and "clone" in embedders.SEMANTIC_EXTRA
+    # The clone, by this interpreter's pip: `pip install 'lazytools[semantic]'` reaches an unrelated PyPI package,
+    # and another venv's pip installs where this lazytools never looks.
+    clone = Path(embedders.__file__).resolve().parents[3]
+    assert embedders.SEMANTIC_EXTRA == f"{shlex.quote(sys.executable)} -m pip install -e '{clone}[semantic]'"
 
 
 def catalog_of(entries: list[ToolEntry]) -> Catalog:
@@ -541,6 +546,51 @@ async def test_bm25_answers_until_the_embeddings_are_ready(tmp_path: Path) -> No
     model.gate.set()
     assert (await embedded(live)) is index and index.semantic
     assert index.search("vorpal snickersnack")  # fused: every tool is ranked by meaning now
+
+
+def test_a_stopped_cache_fill_keeps_the_batches_already_embedded(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedder_base, "EMBED_BATCH", 2)
+    stop = threading.Event()
+
+    class StopsAfterOneBatch(Counting):
+        def embed(self, texts: Sequence[str]) -> Vectors:
+            stop.set()  # the process ends while this batch is embedded
+            return super().embed(texts)
+
+    model = StopsAfterOneBatch(embedder_named("wordllama"))
+    texts = ["read a file", "send a message", "rent a car", "book a flight", "play a song"]
+    with pytest.raises(EmbeddingStopped):
+        VectorCache(tmp_path).vectors(model, texts, stop)
+    assert model.embedded == texts[:2]
+    again = Counting(model.inner)
+    VectorCache(tmp_path).vectors(again, texts)  # the next start embeds only the rest
+    assert again.embedded == texts[2:]
+
+
+async def test_stopping_the_index_ends_embedding_between_batches(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the server does before it exits: the background thread must not be inside a model then."""
+    import anyio.to_thread
+
+    monkeypatch.setattr(embedder_base, "EMBED_BATCH", 4)
+    counting = Counting(embedder_named("wordllama"))
+    model = Gated(counting)
+    live = LiveIndex(catalog_of(realistic()), semantic=True, embedder=model, cache_dir=tmp_path)
+    index = await live.ready()
+    background = live.background
+    assert background is not None
+    await anyio.to_thread.run_sync(model.entered.wait)  # inside the first batch
+    stopper = threading.Thread(target=live.stop)
+    stopper.start()
+    assert await anyio.to_thread.run_sync(background.stopping.wait, 60)
+    model.gate.set()  # the batch in progress ends; no other starts
+    await anyio.to_thread.run_sync(stopper.join, 60)
+    assert not stopper.is_alive() and background.done.is_set() and background.error is None
+    assert len(counting.embedded) == 4 and not index.semantic
+    again = Counting(counting.inner)
+    VectorCache(tmp_path).vectors(again, index.embedding_texts())
+    assert len(again.embedded) == len(index.embedding_texts()) - 4
 
 
 async def test_a_broken_embedder_leaves_bm25_serving(tmp_path: Path) -> None:

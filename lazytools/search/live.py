@@ -44,6 +44,7 @@ class LiveIndex:
         self._version = -1
         self._lock = anyio.Lock()
         self.background: BackgroundVectors | None = None
+        self._embedding: list[BackgroundVectors] = []  # every index's, until done: an older one may still run
 
     def _build(self, entries: list[ToolEntry], servers: dict[str, str]) -> SearchIndex:
         index = SearchIndex(entries, servers=servers)
@@ -52,7 +53,15 @@ class LiveIndex:
 
             self.background = BackgroundVectors(self._embedder, index.embedding_texts(), index.use_embeddings,
                                                 cache_dir=self._cache_dir)
+            self._embedding = [*(b for b in self._embedding if not b.done.is_set()), self.background]
         return index
+
+    def stop(self) -> None:
+        """Stop embedding in the background (between two batches) and wait for it: called before the process
+        exits, which must not happen while a thread runs a model's native code."""
+        for background in self._embedding:
+            background.stop()
+        self._embedding = []
 
     async def ready(self) -> SearchIndex:
         """The index now; a stale one is rebuilt in a worker thread, so other sessions keep being served."""

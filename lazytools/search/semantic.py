@@ -18,9 +18,11 @@ from .embedders import (
     DEFAULT_EMBEDDER,
     SEMANTIC_EXTRA,
     Embedder,
+    EmbeddingStopped,
     StaticEmbedder,
     VectorCache,
     Vectors,
+    embed_batches,
     embed_finite,
     embedder_named,
 )
@@ -31,6 +33,7 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "MAX_EMBEDDED_NEEDS",
     "SEMANTIC_EXTRA",
+    "STOP_TIMEOUT",
     "BackgroundVectors",
     "StaticEmbedder",
     "load_wordllama",
@@ -71,18 +74,30 @@ def _readable(text: str) -> str:
     return f"{text} ({english})" if english else text
 
 
-def tool_vectors(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None) -> Vectors:
-    """The vectors of `texts`, through the on-disk cache when `cache_dir` is given."""
-    if cache_dir is None:
-        return embed_finite(embedder, texts)
-    return VectorCache(cache_dir).vectors(embedder, texts)
+def tool_vectors(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None,
+                 stop: threading.Event | None = None) -> Vectors:
+    """The vectors of `texts`, through the on-disk cache when `cache_dir` is given. Once `stop` is set, embedding
+    ends between two batches with EmbeddingStopped (the vectors made so far are cached)."""
+    if cache_dir is not None:
+        return VectorCache(cache_dir).vectors(embedder, texts, stop)
+    vectors = embed_batches(embedder, texts, stop)
+    if len(vectors) < len(texts):
+        raise EmbeddingStopped(f"stopped with {len(vectors)} of {len(texts)} texts embedded")
+    return vectors
+
+
+STOP_TIMEOUT = 30.0
+"""Seconds `BackgroundVectors.stop` waits for the thread: a batch takes a fraction of a second, loading a model a
+few seconds."""
 
 
 class BackgroundVectors:
     """Embeds texts in a daemon thread and hands the vectors to `deliver`; `done` is set either way.
 
     The server keeps answering with BM25 meanwhile: a first index over 1,000 tools takes seconds with a
-    transformer, and nothing about the catalog's words needs to wait for it."""
+    transformer, and nothing about the catalog's words needs to wait for it. Whoever ends the process calls
+    `stop()` first: an interpreter that exits while the thread is inside onnxruntime aborts (SIGABRT, "terminate
+    called without an active exception") instead of exiting with its status."""
 
     def __init__(
         self,
@@ -94,6 +109,7 @@ class BackgroundVectors:
     ) -> None:
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.stopping = threading.Event()  # set: end after the batch being embedded (`stop` sets it and waits)
         self._thread = threading.Thread(
             target=self._run, args=(embedder, list(texts), deliver, cache_dir), name="lazytools-embed", daemon=True
         )
@@ -109,11 +125,25 @@ class BackgroundVectors:
         started = time.perf_counter()
         try:
             model = resolve(embedder)
-            deliver(model, tool_vectors(model, texts, cache_dir))
+            if self.stopping.is_set():
+                raise EmbeddingStopped("stopped before the first batch")
+            deliver(model, tool_vectors(model, texts, cache_dir, self.stopping))
             logger.info("semantic search ready: %d tools embedded by %s in %.2f s", len(texts), model.name,
                         time.perf_counter() - started)
+        except EmbeddingStopped as exc:
+            logger.info("semantic indexing stopped: %s", exc)
         except Exception as exc:  # a missing extra or a broken model must not stop BM25 from serving
             self.error = exc
             logger.error("semantic search unavailable, BM25 only: %s", exc)
         finally:
             self.done.set()
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> bool:
+        """Ask the thread to stop after the batch it is embedding, and wait for it (at most `timeout` seconds);
+        whether it has ended."""
+        self.stopping.set()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            logger.warning("semantic indexing still running after %g s; exiting anyway", timeout)
+            return False
+        return True

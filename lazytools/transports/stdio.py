@@ -8,7 +8,7 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from ..streams import WatchedReadStream
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
     from ..sdk import WriteStream
 
-__all__ = ["DRAIN_TIMEOUT", "PipeLines", "PipeWriter", "Unanswered", "serve_stdio"]
+__all__ = ["DRAIN_TIMEOUT", "FINISH_TIMEOUT", "PipeLines", "PipeWriter", "Unanswered", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
@@ -142,30 +142,67 @@ class PipeLines:
         return line.decode("utf-8", errors="replace")
 
 
+FINISH_TIMEOUT = 5.0
+"""How long a stop (SIGTERM, Ctrl-C) waits for the rest of a message already partly written to stdout: a client
+reading it must not be left with a torn JSON line."""
+
+
 class PipeWriter:
     """Text written to a pipe without a worker thread (the SDK's writer takes two thread round trips per message,
-    a write and a flush: a large share of a small call's cost). Waits for the pipe to take more on the event loop;
-    what a cancelled flush did not write stays first in line, so a message is never torn."""
+    a write and a flush: a large share of a small call's cost). Waits for the pipe to take more on the event loop.
 
-    def __init__(self, fd: int) -> None:
+    Messages end with a newline. A flush cancelled before its message started leaves it first in line; one
+    cancelled after part of it went out (a stop while a slow client reads) finishes that message first, for at
+    most FINISH_TIMEOUT seconds, so the client never reads a torn line. When the client closes its end, the rest
+    is dropped and `on_closed` is called once: nobody is left to answer."""
+
+    def __init__(self, fd: int, on_closed: Callable[[], None] | None = None) -> None:
         self._fd = fd
         self._pending = bytearray()
+        self._mid_message = False  # part of the first pending message is already written
+        self._closed = False
+        self._on_closed = on_closed
 
     async def write(self, text: str) -> None:
-        self._pending += text.encode("utf-8")
+        if not self._closed:
+            self._pending += text.encode("utf-8")
 
     async def flush(self) -> None:
-        while self._pending:
+        try:
+            await self._write_until(lambda: not self._pending)
+        except anyio.get_cancelled_exc_class():
+            if self._mid_message:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_TIMEOUT):
+                    await self._write_until(lambda: not self._mid_message)
+            raise
+
+    async def _write_until(self, done: Callable[[], bool]) -> None:
+        while not done() and not self._closed:
+            # At most the rest of the first message when finishing one: the next must not start.
+            end = self._pending.find(b"\n") + 1 if self._mid_message else len(self._pending)
             try:
-                written = os.write(self._fd, self._pending)
+                written = os.write(self._fd, self._pending[: end or len(self._pending)])
             except BlockingIOError:
                 await anyio.wait_writable(self._fd)
                 continue
+            except (BrokenPipeError, ConnectionResetError):
+                self._client_left()
+                return
+            if written:
+                self._mid_message = self._pending[written - 1] != ord("\n")
             del self._pending[:written]
+
+    def _client_left(self) -> None:
+        self._closed = True
+        self._pending.clear()
+        self._mid_message = False
+        logger.info("the client closed stdout; ending the session")
+        if self._on_closed is not None:
+            self._on_closed()
 
 
 @contextmanager
-def _claimed_stdout(fd: int) -> Iterator[PipeWriter]:
+def _claimed_stdout(fd: int, on_closed: Callable[[], None]) -> Iterator[PipeWriter]:
     """The protocol's own copy of `fd` (stdout), non-blocking; meanwhile `fd` points at stderr, so a stray print
     of a tool or a child never reaches the client (what the SDK does when it writes stdout itself)."""
     private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
@@ -173,7 +210,7 @@ def _claimed_stdout(fd: int) -> Iterator[PipeWriter]:
     try:
         os.dup2(2, fd)
         os.set_blocking(private, False)
-        yield PipeWriter(private)
+        yield PipeWriter(private, on_closed)
     finally:
         os.set_blocking(private, was_blocking)
         os.dup2(private, fd)
@@ -198,6 +235,12 @@ def _is_pipe(fd: int) -> bool:
 async def serve_stdio(server: Server) -> None:
     """Serve one client on stdin/stdout until stdin closes and what it asked is answered (or the caller cancels)."""
     stdin_fd = sys.stdin.fileno() if sys.stdin is not None else -1
+    # A client that closes its end of stdout is gone, whether or not it closes stdin: the session ends, quietly.
+    with anyio.CancelScope() as session:
+        await _serve_stdio(server, stdin_fd, session.cancel)
+
+
+async def _serve_stdio(server: Server, stdin_fd: int, client_left: Callable[[], None]) -> None:
     async with AsyncExitStack() as stack:
         lines: PipeLines | None = None  # a regular file: the SDK's threaded reader (a file cannot be waited on)
         if stdin_fd >= 0 and _is_pipe(stdin_fd):
@@ -209,7 +252,8 @@ async def serve_stdio(server: Server) -> None:
             # A terminal can be waited on too, and stays blocking (the shell shares it): a read after readiness
             # returns the typed line at once. Without this, Ctrl-C waited for the SDK's reader thread, i.e. Ctrl-D.
             lines = PipeLines(stdin_fd)
-        stdout = stack.enter_context(_claimed_stdout(1)) if _stdout_is_a_pipe() else None  # else the SDK's writer
+        # A pipe is written on the event loop; else the SDK's writer.
+        stdout = stack.enter_context(_claimed_stdout(1, client_left)) if _stdout_is_a_pipe() else None
         read_stream, write_stream = await stack.enter_async_context(
             stdio_server(stdin=lines, stdout=stdout))  # type: ignore[arg-type]
         unanswered = Unanswered()

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ConfigError
-from .base import Embedder, Vectors, embed_finite, model_file, unit_rows
+from .base import Embedder, EmbeddingStopped, Vectors, embed_batches, embed_finite, model_file, unit_rows
 from .cache import VectorCache
 from .packaged import load_minilm
 from .static import SEMANTIC_EXTRA, StaticEmbedder, load_model2vec, load_wordllama
@@ -30,12 +30,14 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "SEMANTIC_EXTRA",
     "Embedder",
+    "EmbeddingStopped",
     "Joined",
     "StaticEmbedder",
     "TransformerEmbedder",
     "VectorCache",
     "Vectors",
     "check_embedder",
+    "embed_batches",
     "embed_finite",
     "embedder_named",
     "load_embedder",

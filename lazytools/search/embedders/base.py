@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +15,8 @@ import numpy.typing as npt
 from ...errors import ConfigError
 from ...safetext import clip
 
-__all__ = ["Embedder", "Vectors", "embed_finite", "model_file", "unit_rows"]
+__all__ = ["EMBED_BATCH", "Embedder", "EmbeddingStopped", "Vectors", "embed_batches", "embed_finite", "model_file",
+           "unit_rows"]
 
 logger = logging.getLogger("lazytools.search")
 
@@ -65,6 +67,29 @@ def embed_finite(embedder: Embedder, texts: Sequence[str]) -> Vectors:
         vectors = vectors.copy()
         vectors[bad] = 0.0
     return vectors
+
+
+EMBED_BATCH = 32
+"""Texts embedded per call by `embed_batches`: a batch of tool descriptions takes a transformer a fraction of a
+second on one core, so a stop asked for between batches is seen that soon."""
+
+
+class EmbeddingStopped(Exception):
+    """Embedding a catalog was asked to stop (the process is ending) before every text had its vector."""
+
+
+def embed_batches(embedder: Embedder, texts: Sequence[str], stop: threading.Event | None = None) -> Vectors:
+    """`embed_finite` over `texts`, EMBED_BATCH at a time; once `stop` is set, the rows embedded so far (fewer
+    rows than texts: the caller can tell, and keep them)."""
+    done: list[Vectors] = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        if stop is not None and stop.is_set():
+            break
+        done.append(embed_finite(embedder, texts[start:start + EMBED_BATCH]))
+    if not done:
+        return np.zeros((0, embedder.dimensions), dtype=np.float32)
+    joined: Vectors = np.vstack(done).astype(np.float32, copy=False)
+    return joined
 
 
 @contextmanager

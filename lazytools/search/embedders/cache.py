@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .base import Embedder, Vectors, embed_finite
+from .base import Embedder, EmbeddingStopped, Vectors, embed_batches
 
 __all__ = ["MAX_ENTRIES", "VectorCache", "text_key"]
 
@@ -59,21 +59,26 @@ class VectorCache:
     def path_for(self, embedder: Embedder) -> Path:
         return self.directory / "vectors" / _file_name(embedder.fingerprint)
 
-    def vectors(self, embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    def vectors(self, embedder: Embedder, texts: Sequence[str], stop: threading.Event | None = None) -> Vectors:
+        """The vectors of `texts`, the missing ones embedded and stored. Once `stop` is set, those embedded so far
+        are stored and EmbeddingStopped is raised: a restart embeds only the rest."""
         path = self.path_for(embedder)
         with _lock_for(path):
             keys, rows = self._read(path, embedder.dimensions, len(texts))
             known = {key: i for i, key in enumerate(keys)}
             wanted = [text_key(text) for text in texts]
             missing = sorted({key: i for i, key in reversed(list(enumerate(wanted))) if key not in known}.values())
-            fresh = embed_finite(embedder, [texts[i] for i in missing]) if missing else rows[:0]
+            fresh = embed_batches(embedder, [texts[i] for i in missing], stop) if missing else rows[:0]
             self.hits += len(texts) - len(missing)
             self.misses += len(missing)
+            asked, missing = len(missing), missing[:len(fresh)]
             if missing:
                 added = {wanted[i]: row for i, row in zip(missing, fresh, strict=True)}
                 keys, rows = self._merged(keys, rows, wanted, added)
                 self._write(path, keys, rows)
                 known = {key: i for i, key in enumerate(keys)}
+            if len(missing) < asked:
+                raise EmbeddingStopped(f"stopped with {len(missing)} of {asked} new texts embedded (kept in {path})")
             out: Vectors = rows[[known[key] for key in wanted]] if wanted else rows[:0]
             return out.astype(np.float32, copy=False)
 
