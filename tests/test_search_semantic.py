@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -194,7 +195,7 @@ def test_wordllama_search_on_a_realistic_catalog() -> None:
 
 
 def test_missing_weights_are_a_config_error_naming_the_extra(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"pip install -e '\.\[semantic\]'"):
+    with pytest.raises(ConfigError, match=re.escape(f"{sys.executable} -m pip install -e ")):
         load_wordllama(tmp_path)
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import shlex
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -25,9 +27,21 @@ __all__ = ["SEMANTIC_EXTRA", "StaticEmbedder", "load_model2vec", "load_wordllama
 
 logger = logging.getLogger("lazytools.search")
 
-SEMANTIC_EXTRA = "from the lazytools clone, .venv/bin/pip install -e '.[semantic]'"
-"""How to install the extra. A bare `pip install 'lazytools[semantic]'` outside the clone's venv would fetch an
-unrelated package of that name from PyPI."""
+
+
+def _install_hint() -> str:
+    """The command that installs the extra into the environment running now (whatever venv that is), from the
+    clone this package was installed from when it is one (an editable install)."""
+    python = shlex.quote(sys.executable or "python3")
+    clone = Path(__file__).resolve().parents[3]
+    if (clone / "pyproject.toml").is_file():
+        return f"{python} -m pip install -e {shlex.quote(f'{clone}[semantic]')}"
+    return f"from the lazytools clone, {python} -m pip install -e '.[semantic]'"
+
+
+SEMANTIC_EXTRA = _install_hint()
+"""How to install the extra. A bare `pip install 'lazytools[semantic]'` would fetch an unrelated package of that
+name from PyPI, and another venv's pip would install it where this lazytools never looks."""
 _WEIGHTS = Path("weights") / "l2_supercat_256.safetensors"
 _TOKENIZER = Path("tokenizers") / "l2_supercat_tokenizer_config.json"
 
