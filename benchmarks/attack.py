@@ -44,6 +44,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
+from . import LAZYTOOLS
 from .stats import percentile
 
 MARKER = "OUTSIDE-THE-ROOT-7f3a"
@@ -64,7 +65,7 @@ def start_server(root: Path, port: int, fd_limit: int, log: Path) -> subprocess.
     def limit_fds() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
 
-    command = [sys.executable, "-m", "lazytools", "--transport", "http", "--host", "127.0.0.1", "--port", str(port),
+    command = [*LAZYTOOLS, "--transport", "http", "--host", "127.0.0.1", "--port", str(port),
                "--files-root", str(root), "--log-level", "WARNING"]
     with log.open("wb") as sink:
         return subprocess.Popen(command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,

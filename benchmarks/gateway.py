@@ -18,6 +18,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 
+from . import LAZYTOOLS
+
 __all__ = ["gateway_benchmarks", "main"]
 
 _ECHO = types.Tool(name="echo", description="Echo a text back.",
@@ -83,7 +85,7 @@ async def _call_overhead(calls: int, work_ms: float) -> dict[str, list[float]]:
         config.write_text(json.dumps({"mcpServers": {"up": entry}}))
         settings = Settings(_env_file=None, config=config)  # type: ignore[call-arg]
         # The real deployment: the client starts lazytools over stdio, lazytools starts the upstream over stdio.
-        lazytools = StdioServerParameters(command=sys.executable, args=["-m", "lazytools", "--config", str(config),
+        lazytools = StdioServerParameters(command=LAZYTOOLS[0], args=[*LAZYTOOLS[1:], "--config", str(config),
                                                                         "--log-level", "WARNING"], cwd=folder)
         async with AsyncExitStack() as stack:
             direct = await stack.enter_async_context(Client(

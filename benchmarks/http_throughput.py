@@ -36,6 +36,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import LAZYTOOLS
+
 __all__ = ["main", "throughput_benchmarks"]
 
 VERSION = "2026-07-28"
@@ -211,7 +213,7 @@ def _python_load(url: str, body: dict[str, Any], seconds: float, connections: in
 
 
 def _lazytools_command(port: int, root: Path) -> list[str]:
-    return [sys.executable, "-m", "lazytools", "--transport", "http", "--port", str(port), "--log-level", "WARNING",
+    return [*LAZYTOOLS, "--transport", "http", "--port", str(port), "--log-level", "WARNING",
             "--files-root", str(root), "--cache-dir", str(root)]
 
 

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -27,6 +26,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 
+from . import LAZYTOOLS
 from .gateway import _interleaved, _upstream_entry
 from .http_throughput import _cpu_seconds
 
@@ -69,7 +69,7 @@ async def per_call(rounds: int, calls: int,
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"up": entry}}))
-        command = [sys.executable, "-m", "lazytools", "--config", str(config), "--log-level", "WARNING"]
+        command = [*LAZYTOOLS, "--config", str(config), "--log-level", "WARNING"]
         servers = {"direct": StdioServerParameters(command=entry["command"], args=entry["args"]),
                    "lazytools invoke_tool": StdioServerParameters(command=command[0], args=command[1:], cwd=folder)}
         if compare_with is not None:

@@ -25,6 +25,7 @@ from lazytools.server.sessions import SessionState
 from lazytools.settings import Settings
 from lazytools.tokens import count_tokens, tokenizer_name
 
+from . import LAZYTOOLS
 from .auth import auth_benchmarks
 from .gateway import gateway_benchmarks
 from .http_sessions import http_benchmarks
@@ -113,7 +114,7 @@ async def round_trip_figures(files_root: Path, quick: bool) -> str:
             box["e"] = anyio.Event()
 
         target: Any = server if label == "in-memory" else StdioServerParameters(
-            command=sys.executable, args=["-m", "lazytools", "--log-level", "WARNING"], cwd=str(files_root),
+            command=LAZYTOOLS[0], args=[*LAZYTOOLS[1:], "--log-level", "WARNING"], cwd=str(files_root),
             env={"LAZYTOOLS_FILES_ROOT": str(files_root)})
         async with Client(target, mode="legacy", message_handler=handler,
                           client_info=types.Implementation(name="Visual Studio Code", version="1")) as client:

@@ -169,7 +169,7 @@ def _line(label: str, load: Load) -> str:
 async def throughput(counts: list[int], seconds: float, connections: int) -> list[str]:
     lines = ["| replicas, call | req/s | p50 ms | p99 ms | failed | CPU ms per request |", "|---|---|---|---|---|---|"]
     for count in counts:
-        async with cluster(count) as c:
+        async with cluster(count, env={"LAZYTOOLS_LEARN": "false"}) as c:
             keys = await open_sessions(c.url, connections)
             pids = {"replicas": [r.process.pid for r in c.replicas if r.process is not None],
                     "redis": [c.redis.process.pid] if c.redis.process is not None else [],
@@ -182,7 +182,7 @@ async def throughput(counts: list[int], seconds: float, connections: int) -> lis
 @asynccontextmanager
 async def one_replica(state_url: str | None) -> AsyncIterator[Replica]:
     with tempfile.TemporaryDirectory(prefix="lazytools-bench-") as scratch:
-        env = {"LAZYTOOLS_LOG_LEVEL": "WARNING", **({"LAZYTOOLS_STATE_URL": state_url} if state_url else {})}
+        env = {"LAZYTOOLS_LOG_LEVEL": "WARNING", "LAZYTOOLS_LEARN": "false", **({"LAZYTOOLS_STATE_URL": state_url} if state_url else {})}
         replica = Replica(free_port(), Path(scratch), env)
         await replica.start()
         try:
@@ -229,7 +229,7 @@ def _median(values: list[float]) -> float:
 
 async def idle(count: int) -> list[str]:
     # Replicas drop their part of a session 10 s after its last request there: the sessions are held by Redis.
-    async with cluster(3, env={"LAZYTOOLS_REPLICA_IDLE_TIMEOUT": "10"}) as c:
+    async with cluster(3, env={"LAZYTOOLS_REPLICA_IDLE_TIMEOUT": "10", "LAZYTOOLS_LEARN": "false"}) as c:
         client = c.redis
         before = _redis_memory(client.port)
         failed: list[str] = []

@@ -266,7 +266,7 @@ async def _sample(report: SoakReport, pid: int, every: float, start: float, stop
 async def run_soak(plan: SoakPlan) -> SoakReport:
     """Start a lazytools HTTP server, load it as `plan` says, stop it, and report."""
     report = SoakReport(plan)
-    async with spawned_http_server(log_level=plan.log_level) as server:
+    async with spawned_http_server("--no-learn", log_level=plan.log_level) as server:
         pid = server.process.pid
         load = _Load(plan, server.url, report)
         _, cpu_before = _rss_and_cpu(pid)

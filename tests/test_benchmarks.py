@@ -204,3 +204,34 @@ def test_the_search_sets_command_prints_one_table_of_every_half(tmp_path: Path,
     # every 7th single-tool query: of two, only the first is kept, on the even half; it is found
     assert rows["metatool"][0].strip() == "1 / -" and rows["metatool"][1].strip() == "1.000"
     assert float(rows["everyday"][1]) >= 0.0 and "semantic" not in out
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("learns", [False, True])
+async def test_a_benchmarks_lazytools_leaves_the_learning_store_alone(tmp_path: Path, learns: bool) -> None:
+    """Benchmarks start lazytools by `benchmarks.LAZYTOOLS`: their searches and calls must not land in the learning
+    store of whoever runs them. The same session without the flag does record (so the check is not vacuous)."""
+    from mcp import Client, StdioServerParameters
+
+    from benchmarks import LAZYTOOLS
+
+    command = [arg for arg in LAZYTOOLS if arg != "--no-learn"] if learns else LAZYTOOLS
+    assert learns or "--no-learn" in command
+    cache = tmp_path / "cache"
+    params = StdioServerParameters(command=command[0], args=[*command[1:], "--cache-dir", str(cache)],
+                                   cwd=str(tmp_path), env={"LAZYTOOLS_FILES_ROOT": str(tmp_path)})
+    async with Client(params, mode="legacy", client_info=types.Implementation(name="Visual Studio Code",
+                                                                               version="1")) as client:
+        await client.call_tool("search_tools", {"query": "convert celsius to fahrenheit temperature"})
+        (tmp_path / "notes.txt").write_text("alpha\n")
+        await client.call_tool("search_tools", {"tool_names": ["read_text_file"]})
+        assert not (await client.call_tool("read_text_file", {"path": "notes.txt"})).is_error
+    assert (cache / "usage.sqlite3").exists() == learns
+
+
+def test_every_benchmark_starts_lazytools_with_learning_off() -> None:
+    """A new benchmark that spells the command out itself would learn into the user's store again."""
+    root = Path(__file__).resolve().parent.parent / "benchmarks"
+    spelled = [path.name for path in root.glob("*.py")
+               if path.name != "__init__.py" and re.search(r'"-m",\s*"lazytools"', path.read_text())]
+    assert spelled == []
