@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import threading
+import uuid
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -10,7 +13,7 @@ from pydantic import Field
 
 from lazytools import FunctionGroup, ToolArgumentsError, ToolExecutionError, function_tool
 from lazytools.sources.functions import INLINE_ATTRIBUTE, to_result
-from lazytools.validation import INLINE_BYTES
+from lazytools.validation import INLINE_BYTES, schema_text
 
 
 def convert(value: Annotated[float, Field(description="Number to convert")],
@@ -124,6 +127,29 @@ async def test_a_module_marks_quick_functions_with_an_attribute_and_a_group_with
 def count(times: int, label: str = "x") -> dict[str, Any]:
     """Repeat a label."""
     return {"times": times, "label": label}
+
+
+def on_day(day: datetime.date, ident: uuid.UUID, amount: decimal.Decimal) -> str:
+    """Book something."""
+    return f"{day} {ident} {amount}"
+
+
+@pytest.mark.parametrize(("arguments", "problem"), [
+    ({"day": "2024-13-01"}, "day: Input should be a valid date"),
+    ({"ident": "not-a-uuid"}, "ident: Input should be a valid UUID"),
+    ({"amount": "abc"}, "amount: Input should be a valid decimal"),
+])
+async def test_a_value_only_its_format_refuses_is_refused_with_the_schema(arguments: dict[str, Any],
+                                                                         problem: str) -> None:
+    """The JSON schema says `format: date` (not checked: formats are annotations), so only the model refuses month
+    13; its refusal reads like every other one, the input schema included."""
+    entry = function_tool(on_day, group="g")
+    valid = {"day": "2024-01-01", "ident": "12345678-1234-5678-1234-567812345678", "amount": "1.5"}
+    with pytest.raises(ToolArgumentsError) as refused:
+        await entry.call({**valid, **arguments})
+    message = str(refused.value)
+    assert message.startswith("Invalid arguments for on_day: ") and problem in message
+    assert message.endswith(f"Input schema: {schema_text(entry.input_schema)}")
 
 
 async def test_a_function_checks_its_arguments_once_with_the_schemas_messages() -> None:

@@ -14,8 +14,9 @@ from pydantic.fields import FieldInfo
 
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, ToolExecutionError
+from ..safetext import clip
 from ..threads import call_time_limit, in_tool_thread
-from ..validation import INLINE_BYTES, validate_arguments, within
+from ..validation import INLINE_BYTES, schema_text, validate_arguments, within
 
 __all__ = ["INLINE_ATTRIBUTE", "FunctionGroup", "function_tool", "to_result"]
 
@@ -196,7 +197,7 @@ def _parsed(model: type[BaseModel], tool: str, schema: Mapping[str, Any], argume
     try:
         return model.model_validate(arguments)
     except ValidationError as exc:
-        raise ToolArgumentsError(_describe_validation(exc)) from exc
+        raise ToolArgumentsError(_describe_validation(exc, tool, schema)) from exc
 
 
 def _schema_is_the_models(model: type[BaseModel]) -> bool:
@@ -221,9 +222,11 @@ def _schema_is_the_models(model: type[BaseModel]) -> bool:
     return plain(model)
 
 
-def _describe_validation(exc: ValidationError) -> str:
+def _describe_validation(exc: ValidationError, tool: str, schema: Mapping[str, Any]) -> str:
+    """What the model refused (a value the schema's `format` allows but the type does not: month 13 in a date),
+    worded as the schema's own refusals are, with the input schema, so that a model can correct its call."""
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "arguments"
         parts.append(f"{where}: {error['msg']}")
-    return "Invalid arguments: " + "; ".join(parts)
+    return f"Invalid arguments for {clip(tool)}: " + "; ".join(parts) + f". Input schema: {schema_text(schema)}"
