@@ -44,8 +44,8 @@ from .settings import Settings
 from .threads import loop_limiter
 
 __all__ = [
-    "INLINE_BYTES", "SCHEMA_CHARS", "Limits", "compact_json", "schema_text", "validate_arguments", "validate_call",
-    "validate_off_loop", "within",
+    "INLINE_BYTES", "SCHEMA_CHARS", "Limits", "compact_json", "non_finite_at", "refuse_non_finite", "schema_text",
+    "validate_arguments", "validate_call", "validate_off_loop", "within",
 ]
 
 logger = logging.getLogger(__name__)
@@ -347,6 +347,29 @@ def within(value: Any, budget: int) -> bool:
     return True
 
 
+def non_finite_at(value: Any) -> str | None:
+    """Where `value` holds NaN or an infinity (`a.2.b`; `arguments` for the whole), or None. JSON has no such
+    numbers; Python's parser reads them anyway, and a tool would compute with them."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return where or "arguments"
+        if isinstance(item, dict):
+            stack.extend((child, f"{where}.{key}" if where else str(key)) for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}.{i}" if where else str(i)) for i, child in enumerate(item))
+    return None
+
+
+def refuse_non_finite(tool: str, schema: Mapping[str, Any], arguments: Any) -> None:
+    """Raise ToolArgumentsError when `arguments` hold NaN or an infinity: not JSON, whatever the schema says."""
+    where = non_finite_at(arguments)
+    if where is not None:
+        raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: {clip(where)}: NaN and Infinity are not "
+                                 f"JSON numbers; send a finite number. Input schema: {schema_text(schema)}")
+
+
 # -- entry points ---------------------------------------------------------------------------------------------------
 
 
@@ -363,6 +386,7 @@ def _object_within(tool: str, schema: Mapping[str, Any], arguments: Any, max_byt
     if max_bytes is not None and not within(arguments, max_bytes):
         raise ToolArgumentsError(f"Invalid arguments for {clip(tool)}: larger than {max_bytes:,} bytes "
                                  "(LAZYTOOLS_MAX_ARGUMENT_BYTES); not checked, not sent.")
+    refuse_non_finite(tool, schema, arguments)
     return arguments
 
 

@@ -174,3 +174,15 @@ def test_a_schema_with_keywords_the_model_does_not_enforce_is_checked_by_the_ser
 
     assert not function_tool(tagged, group="g").checks_arguments
     assert function_tool(convert, group="g").checks_arguments
+
+
+def half(x: float) -> float:
+    """Halve a number."""
+    return x / 2
+
+
+async def test_a_function_refuses_nan_though_its_model_takes_it() -> None:
+    entry = function_tool(half, group="g")
+    with pytest.raises(ToolArgumentsError, match=r"^Invalid arguments for half: x: NaN and Infinity"):
+        await entry.call({"x": float("nan")})
+    assert (await entry.call({"x": 3.0})).content[0].text == "1.5"  # type: ignore[union-attr]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -130,3 +131,15 @@ def test_invoke_tools_own_arguments_are_judged_as_its_schema_judges_them(argumen
     by_schema = outcome(lambda: validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments))
     served = outcome(lambda: resolve_invocation(Catalog(), arguments))  # type: ignore[arg-type]
     assert served == by_schema
+
+
+@pytest.mark.parametrize(("arguments", "where"), [
+    ({"f": float("nan")}, "f"), ({"items": [1.0, float("inf")]}, "items.1"), ({"p": {"x": float("-inf")}}, "p.x"),
+])
+def test_nan_and_infinity_are_refused_as_not_json(arguments: dict[str, object], where: str) -> None:
+    """Python's JSON parser reads NaN and Infinity; JSON has neither, and no schema keyword refuses them."""
+    schema = {"type": "object"}
+    with pytest.raises(ToolArgumentsError, match=rf"^Invalid arguments for t: {re.escape(where)}: NaN and Infinity "
+                                                 r"are not JSON numbers.*Input schema: \{"):
+        validate_arguments("t", schema, arguments)
+    assert validate_arguments("t", schema, {"f": 1e308, "items": [0.5]}) == {"f": 1e308, "items": [0.5]}

@@ -16,7 +16,7 @@ from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, ToolExecutionError
 from ..safetext import clip
 from ..threads import call_time_limit, in_tool_thread
-from ..validation import INLINE_BYTES, schema_text, validate_arguments, within
+from ..validation import INLINE_BYTES, refuse_non_finite, schema_text, validate_arguments, within
 
 __all__ = ["INLINE_ATTRIBUTE", "FunctionGroup", "function_tool", "to_result"]
 
@@ -54,6 +54,7 @@ def function_tool(
     fields = tuple(model.model_fields)
 
     async def call(arguments: dict[str, Any]) -> types.CallToolResult:
+        refuse_non_finite(tool_name, schema, arguments)  # the model's float takes NaN; JSON has none
         parsed = _parsed(model, tool_name, schema, arguments, exact)
         kwargs = {key: getattr(parsed, key) for key in fields}
         limit = call_time_limit()
