@@ -110,3 +110,18 @@ def test_sigterm_exits_cleanly(tmp_path: Path) -> None:
             assert "received SIGTERM" in proc.stderr.read()
         finally:
             proc.kill()
+
+
+def test_an_integer_too_long_for_python_gets_an_error_not_silence(tmp_path: Path) -> None:
+    """Python converts at most 4,300 digits: such a line could not be parsed, and went unanswered (the client
+    waited for ever). Its request's id is read when it can be; else the error has id null, as a parse error."""
+    digits = "1" + "0" * 5000
+    call = ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "search_tools", '
+            '"arguments": {"query": "x", "limit": %s}}}' % digits)
+    long_id = '{"jsonrpc": "2.0", "id": %s, "method": "ping"}' % digits
+    notification = '{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": %s}}' % digits
+    messages, _ = _exchange(tmp_path, [call, long_id, notification], wait_for=frozenset({1, 7, None, 99}))
+    errors = {m.get("id"): m["error"] for m in messages if "error" in m}
+    assert errors[7]["code"] == -32600 and "4,300 digits" in errors[7]["message"]  # type: ignore[index]
+    assert errors[None]["code"] == -32700  # type: ignore[index]
+    assert len(messages) == 4  # the notification is owed nothing; service went on (tools/list, id 99)

@@ -6,9 +6,10 @@ import fcntl
 import json
 import logging
 import os
+import re
 import stat
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from ..streams import WatchedReadStream
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
     from ..sdk import WriteStream
 
-__all__ = ["DRAIN_TIMEOUT", "FINISH_TIMEOUT", "PipeLines", "PipeWriter", "Unanswered", "serve_stdio"]
+__all__ = ["DRAIN_TIMEOUT", "FINISH_TIMEOUT", "PipeLines", "PipeWriter", "ScreenedLines", "Unanswered", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +202,57 @@ class PipeWriter:
             self._on_closed()
 
 
+_DIGITS = sys.get_int_max_str_digits()  # 4,300 unless changed; 0: no limit
+_LONG_NUMBER = re.compile(r"\d{%d}" % (_DIGITS + 1)) if _DIGITS else None
+
+
+class _Digits(str):
+    """An integer of a message, kept as its digits: Python refuses to convert one of more than _DIGITS."""
+
+
+class ScreenedLines:
+    """The client's lines, less those holding an integer longer than Python converts (over 4,300 digits): the SDK
+    could not parse them and would answer nothing, so the client would wait for ever. Each gets its JSON-RPC error
+    here, with its request's id when that can be read (else id null, as for a parse error); a notification is
+    dropped. Only a line that long is searched, so ordinary messages cost a length comparison."""
+
+    def __init__(self, lines: AsyncIterator[str]) -> None:
+        self._lines = lines
+        self.reply: Callable[[SessionMessage], Awaitable[None]] | None = None
+
+    def __aiter__(self) -> ScreenedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await self._lines.__anext__()
+            if _LONG_NUMBER is None or len(line) <= _DIGITS or self.reply is None \
+                    or not _LONG_NUMBER.search(line):
+                return line
+            refusal = _refused(line)
+            if refusal is not None:
+                await self.reply(SessionMessage(refusal))
+
+
+def _refused(line: str) -> types.JSONRPCError | None:
+    """The error for a line holding an integer too long to convert; None for a notification (no answer owed)."""
+    try:
+        message = json.loads(line, parse_int=_Digits)
+    except (ValueError, RecursionError):
+        message = None
+    ident = message.get("id") if isinstance(message, dict) else None
+    if isinstance(message, dict) and "id" not in message and "method" in message:
+        return None
+    if isinstance(ident, _Digits):
+        ident = int(ident) if len(ident.lstrip("-")) <= _DIGITS else None
+    if not isinstance(ident, (str, int)):
+        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+            code=types.PARSE_ERROR, message=f"Parse error: an integer of more than {_DIGITS:,} digits"))
+    return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
+        code=types.INVALID_REQUEST, message=f"Invalid request: it holds an integer of more than {_DIGITS:,} digits, "
+                                            "more than this server reads; send a smaller number (or a string)"))
+
+
 @contextmanager
 def _claimed_stdout(fd: int, on_closed: Callable[[], None]) -> Iterator[PipeWriter]:
     """The protocol's own copy of `fd` (stdout), non-blocking; meanwhile `fd` points at stderr, so a stray print
@@ -242,20 +294,22 @@ async def serve_stdio(server: Server) -> None:
 
 async def _serve_stdio(server: Server, stdin_fd: int, client_left: Callable[[], None]) -> None:
     async with AsyncExitStack() as stack:
-        lines: PipeLines | None = None  # a regular file: the SDK's threaded reader (a file cannot be waited on)
+        lines: AsyncIterator[str] | None = None  # a regular file: the SDK's threaded reader (a file cannot be waited on)
         if stdin_fd >= 0 and _is_pipe(stdin_fd):
             was_blocking = os.get_blocking(stdin_fd)
             os.set_blocking(stdin_fd, False)
             stack.callback(os.set_blocking, stdin_fd, was_blocking)
-            lines = PipeLines(stdin_fd)
+            lines = ScreenedLines(PipeLines(stdin_fd))
         elif stdin_fd >= 0 and os.isatty(stdin_fd):
             # A terminal can be waited on too, and stays blocking (the shell shares it): a read after readiness
             # returns the typed line at once. Without this, Ctrl-C waited for the SDK's reader thread, i.e. Ctrl-D.
-            lines = PipeLines(stdin_fd)
+            lines = ScreenedLines(PipeLines(stdin_fd))
         # A pipe is written on the event loop; else the SDK's writer.
         stdout = stack.enter_context(_claimed_stdout(1, client_left)) if _stdout_is_a_pipe() else None
         read_stream, write_stream = await stack.enter_async_context(
             stdio_server(stdin=lines, stdout=stdout))  # type: ignore[arg-type]
+        if isinstance(lines, ScreenedLines):
+            lines.reply = write_stream.send
         unanswered = Unanswered()
         reads: WatchedReadStream[SessionMessage | Exception] = WatchedReadStream(
             read_stream, on_item=unanswered.received, on_end=unanswered.drain)
