@@ -113,7 +113,10 @@ class SharedSessions:
             self.server.front.check_updates(self.wanted)
 
     async def wanted(self, key: str, uri: str) -> bool:
-        """Whether session `key` still subscribes to `uri` (its record says so, wherever it unsubscribed)."""
+        """Whether session `key` still subscribes to `uri` (its record says so, wherever it unsubscribed) and may
+        still see it (`LazyServer.may_hear`)."""
+        if not await self.server.may_hear(key, uri):
+            return False
         if (key, uri) in self._subscribing:
             return True
         try:
@@ -207,6 +210,8 @@ class SharedSessions:
         """This replica's upstream subscriptions for the session as its record has them: the URIs it subscribed to
         on any replica are subscribed here too (at this replica's own connections, as the policy allows), the ones
         it left anywhere are left here."""
+        if isinstance(client, SessionClient):
+            client.principal = self.server.gate.principal()  # who this session's subscriptions are checked for
         held = front.subscribed(record.key)
         wanted = set(record.subscriptions)
         if held == wanted:
