@@ -222,6 +222,11 @@ class Settings(BaseSettings):
         default=0.0, ge=0,
         description="On SIGTERM over HTTP: /readyz answers 503 at once, and requests in flight get up to this many "
                     "seconds to finish before the process exits (set it above the load balancer's check interval).")
+    drain_grace_seconds: float = Field(
+        default=3.0, ge=0,
+        description="On SIGTERM with LAZYTOOLS_DRAIN_SECONDS: the replica keeps accepting connections and serving "
+                    "for at least this many seconds (at most LAZYTOOLS_DRAIN_SECONDS), the time the load balancer "
+                    "needs to see /readyz's 503 (the example haproxy config: 2 checks 1 s apart).")
     # Identity and audit (docs/team.md)
     auth_issuer: str | None = Field(
         default=None,
