@@ -377,13 +377,13 @@ async def test_a_draining_replica_accepts_and_serves_through_the_grace_period_th
         process = replica.process
         assert process is not None
         try:
+            sent = time.monotonic()
+            process.send_signal(signal.SIGTERM)  # idle: no request in flight, none for a while
+            await eventually(lambda: _not_ready(replica))
+            # New connections are accepted and served meanwhile (sessions live in Redis: opened here too).
             async with httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0)) as http, \
                     Client(streamable_http_client(f"{replica.base}/mcp", http_client=http), mode="legacy") as client:
                 assert (await client.list_tools()).tools
-                sent = time.monotonic()
-                process.send_signal(signal.SIGTERM)
-                await eventually(lambda: _not_ready(replica))
-                assert (await client.list_tools()).tools  # a new connection, accepted and served while draining
             with anyio.fail_after(60):
                 while process.poll() is None:
                     await anyio.sleep(0.05)
