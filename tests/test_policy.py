@@ -30,10 +30,12 @@ from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.transports.http import build_app
 from lazytools.uris import UnsafeUriError, uri_forms
 
-from .conftest import make_settings, small_catalog
+from .conftest import make_settings, small_catalog, text_of
 from .helpers import _free_port, eventually, running_http
 from .idp import IdP, running_idp
 from .upstreams.features import build
+from .test_learning import QUERY as LEARNT_QUERY
+from .test_learning import notes_catalog
 from .upstreams.helpers import FAST
 from .upstreams.watched import Watched
 
@@ -449,3 +451,31 @@ async def test_a_subscription_to_a_resource_the_policy_hides_since_hears_no_more
 
 async def _lists(client: Client, uri: str) -> bool:
     return uri in [str(r.uri) for r in (await client.list_resources()).resources]
+
+
+async def test_learning_counts_an_oauth_user_once_however_many_sessions_they_open(tmp_path: Path) -> None:
+    # Sessions cost nothing: one user opening four of them once taught every other user a suggestion.
+    async with running_idp() as idp:
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        settings = make_settings(transport="http", port=port, auth_issuer=idp.issuer, auth_audience=url,
+                                 learn=True, cache_dir=tmp_path)
+        server = build_server(notes_catalog(), settings)
+
+        async def pattern(user: str) -> str:
+            """`user` searches their notes, then sends an email: what the search said."""
+            token = idp.sign(audience=url, sub=user)
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+                    Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+                found = text_of(await client.call_tool("search_tools", {"query": LEARNT_QUERY}))
+                assert not (await client.call_tool("search_notes", {"words": "budget"})).is_error
+                await client.call_tool("search_tools", {"tool_names": ["send_email"]})
+                assert not (await client.call_tool("send_email", {"to": "friend@example.com"})).is_error
+            return found
+
+        async with running_http(build_app(server, settings), port=port):
+            for _ in range(4):
+                assert "often called after search_notes" not in await pattern("mallory")
+            await pattern("alice")
+            assert "often called after search_notes" not in await pattern("bob")  # two users showed it before
+            assert "often called after search_notes" in await pattern("carol")  # three did

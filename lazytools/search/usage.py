@@ -76,7 +76,9 @@ COMPANION_SHARE = 0.25
 MAX_COMPANIONS = 2
 MIN_SESSIONS = 3
 """Distinct sessions that must show a pattern (a tool called after such requests, or right after another tool)
-before it moves a tool up or suggests one: one session repeating itself teaches nothing to the others."""
+before it moves a tool up or suggests one: one session repeating itself teaches nothing to the others. A record's
+`session` is who it counts for: an OAuth user's records all carry one (server/learning.py), so it takes three
+users, not three sessions of one."""
 MAX_COUNTED = 1_000_000
 """(session, term, tool) and (session, tool, next tool) keys remembered so that a session counts once per pair (the
 oldest are forgotten first)."""
