@@ -33,9 +33,9 @@ from lazytools.uris import UnsafeUriError, uri_forms
 from .conftest import make_settings, small_catalog, text_of
 from .helpers import _free_port, eventually, running_http
 from .idp import IdP, running_idp
-from .upstreams.features import build
 from .test_learning import QUERY as LEARNT_QUERY
 from .test_learning import notes_catalog
+from .upstreams.features import build
 from .upstreams.helpers import FAST
 from .upstreams.watched import Watched
 
