@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 from lazytools import Catalog, FunctionGroup, Group, LazyServer, build_server
 from lazytools.report import usage_report
-from lazytools.search.usage import hashed_terms
+from lazytools.search.usage import (
+    CallRecord,
+    SqliteUsageStore,
+    UsageLog,
+    hashed_terms,
+    open_sqlite,
+    summarize,
+)
 
 from .conftest import client, make_settings, text_of
 
@@ -146,3 +154,19 @@ async def test_stored_searches_are_bounded_in_size_and_misses_are_not_kept(tmp_p
     assert len(rows) == 1, rows
     (request, terms), = rows
     assert request == f"{QUERY} {words}"[:500] and len(terms.split("\n")) == 64
+
+
+def test_records_dated_implausibly_in_the_sqlite_file_are_skipped_not_fatal(tmp_path: Path) -> None:
+    # The file is the operator's, but anything that can write it could once stop learning for good (OverflowError).
+    store = SqliteUsageStore(tmp_path / "usage.sqlite3")
+    now = time.time()
+    store.write([CallRecord(at=at, session="s", tool="far", ok=True) for at in (1e308, 4.5e9, float("-inf"), 10.0)])
+    store.write([CallRecord(at=now, session="s", tool="near", ok=True)])
+    store.close()
+    log = UsageLog(open_sqlite(tmp_path), key_file=tmp_path / "usage.key")
+    log.start()
+    assert log.loaded.wait(10) and not log.failed
+    assert "near" in log.prior.called and "far" not in log.prior.called
+    log.close()
+    summary = summarize(SqliteUsageStore(tmp_path / "usage.sqlite3"), now=now)
+    assert [tool.tool for tool in summary.tools if tool.calls > 0] == ["near"]
