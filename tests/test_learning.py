@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,3 +172,24 @@ def test_records_dated_implausibly_in_the_sqlite_file_are_skipped_not_fatal(tmp_
     log.close()
     summary = summarize(SqliteUsageStore(tmp_path / "usage.sqlite3"), now=now)
     assert [tool.tool for tool in summary.tools if tool.calls > 0] == ["near"]
+
+
+class _FailingStore(SqliteUsageStore):
+    """A store with a bug: reading what others added raises something no store should."""
+
+    def newer(self, limit: int) -> list[Any]:
+        raise RuntimeError("a bug")
+
+
+def test_a_writer_thread_that_fails_says_so_and_turns_learning_off(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    log = UsageLog(lambda: _FailingStore(tmp_path / "usage.sqlite3"), shared=True, poll=0.01)
+    with caplog.at_level(logging.WARNING, logger="lazytools.usage"):
+        log.start()
+        assert log.loaded.wait(10)
+        for _ in range(1000):  # bounded: the thread polls every 10 ms
+            if log.failed:
+                break
+            time.sleep(0.01)
+    assert log.failed
+    assert any("usage learning stopped" in record.getMessage() for record in caplog.records)
