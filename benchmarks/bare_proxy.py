@@ -10,6 +10,10 @@ process's pipes.
     python benchmarks/bare_proxy.py -- COMMAND [ARG ...]     (the upstream to start)
 
 It is run by path, like the upstream in `benchmarks/gateway.py`, so that it imports the SDK alone, not lazytools.
+It runs on uvloop when that is installed, as lazytools does, so the two compare on the same event loop. Its stdio
+transports are the SDK's own, both sides; lazytools has its own (a non-blocking stdin reader, stdout written
+without the SDK's worker thread, a bounded line reader on the upstream side), so lazytools minus this floor is
+lazytools' own work less what its transports save.
 """
 
 from __future__ import annotations
@@ -54,7 +58,15 @@ def main(argv: list[str] | None = None) -> None:
         argv = argv[1:]
     if not argv:
         sys.exit("usage: python benchmarks/bare_proxy.py -- COMMAND [ARG ...]")
-    anyio.run(serve, argv[0], argv[1:])
+    anyio.run(serve, argv[0], argv[1:], backend_options=_loop_options())
+
+
+def _loop_options() -> dict[str, Any]:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
 
 
 if __name__ == "__main__":
