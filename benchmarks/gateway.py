@@ -18,8 +18,6 @@ from typing import Any
 import anyio
 import mcp_types as types
 
-from . import LAZYTOOLS
-
 __all__ = ["gateway_benchmarks", "main"]
 
 _ECHO = types.Tool(name="echo", description="Echo a text back.",
@@ -77,6 +75,8 @@ async def _call_overhead(calls: int, work_ms: float) -> dict[str, list[float]]:
 
     from lazytools.app import open_server
     from lazytools.settings import Settings
+
+    from . import LAZYTOOLS  # here: this file also runs by path, as the upstream, with no package around it
 
     args = {"text": "hello"}
     entry = _upstream_entry("up", work_ms)
