@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 
 import anyio
 import anyio.to_thread
@@ -12,6 +13,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
+from lazytools.transports import stdio
 from lazytools.transports.stdio import PipeWriter, Unanswered
 
 
@@ -87,9 +89,12 @@ async def test_drain_gives_up_after_its_timeout_and_says_so(caplog: pytest.LogCa
     assert "1 request(s) still unanswered" in caplog.text
 
 
-async def test_the_pipe_writer_sends_whole_messages_even_when_a_flush_is_cancelled() -> None:
+async def test_the_pipe_writer_sends_whole_messages_even_when_a_flush_is_cancelled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Written without a thread: a message larger than the pipe waits on the event loop for the reader, and a flush
-    cancelled midway leaves the rest first in line, so the next message never lands inside it."""
+    cancelled midway, with no reader to finish the message for, leaves the rest first in line, so the next message
+    never lands inside it."""
+    monkeypatch.setattr(stdio, "FINISH_TIMEOUT", 0.05)  # nobody reads until the flush has given up
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     writer = PipeWriter(write_fd)
@@ -119,3 +124,60 @@ async def test_the_pipe_writer_sends_whole_messages_even_when_a_flush_is_cancell
         os.close(write_fd)
     assert received.decode() == first + second
 
+
+
+async def test_a_cancelled_flush_finishes_the_message_a_reader_is_reading() -> None:
+    """A stop (SIGTERM) while the client reads a large answer: the rest of that answer is written before the
+    flush gives way, so the client never ends with a torn line."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    writer = PipeWriter(write_fd)
+    message = "a" * 300_000 + "\n"
+    received = bytearray()
+    go = threading.Event()
+
+    def read_message() -> None:
+        go.wait(60)
+        while not received.endswith(b"\n"):
+            chunk = os.read(read_fd, 65536)
+            if not chunk:  # the writer's end closed: the message ends torn
+                return
+            received.extend(chunk)
+
+    reader = threading.Thread(target=read_message)
+    reader.start()
+    try:
+        async with anyio.create_task_group() as tg:
+            await writer.write(message)
+            tg.start_soon(writer.flush)
+            for _ in range(10_000):  # until the pipe is full and the flush waits for room
+                await anyio.sleep(0)
+                if 0 < len(writer._pending) < len(message):  # noqa: SLF001
+                    break
+            assert 0 < len(writer._pending) < len(message)  # noqa: SLF001
+            tg.cancel_scope.cancel()
+            go.set()  # the client keeps reading
+        assert not writer._pending  # noqa: SLF001
+        await anyio.to_thread.run_sync(reader.join, 60)
+    finally:
+        go.set()
+        os.close(write_fd)
+        reader.join(60)
+        os.close(read_fd)
+    assert received.decode() == message
+
+
+async def test_the_pipe_writer_ends_the_session_once_the_reader_is_gone() -> None:
+    """A client that closed its end: the answer is dropped (not an exception out of the transport) and the session
+    is told, once."""
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    left: list[bool] = []
+    writer = PipeWriter(write_fd, on_closed=lambda: left.append(True))
+    try:
+        for text in ("x\n", "y\n"):
+            await writer.write(text)
+            await writer.flush()
+    finally:
+        os.close(write_fd)
+    assert left == [True]
