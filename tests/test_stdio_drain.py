@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import AsyncIterator
 
 import anyio
 import anyio.to_thread
@@ -14,7 +15,7 @@ import pytest
 from mcp.shared.message import SessionMessage
 
 from lazytools.transports import stdio
-from lazytools.transports.stdio import PipeWriter, Unanswered
+from lazytools.transports.stdio import PipeWriter, ScreenedLines, Unanswered
 
 
 def _request(request_id: int | str, method: str = "tools/list", **extra: object) -> str:
@@ -181,3 +182,26 @@ async def test_the_pipe_writer_ends_the_session_once_the_reader_is_gone() -> Non
     finally:
         os.close(write_fd)
     assert left == [True]
+
+
+async def test_lines_holding_an_integer_too_long_to_convert_are_answered_here() -> None:
+    digits = "9" * 5000
+
+    async def lines() -> AsyncIterator[str]:
+        for line in ('{"jsonrpc": "2.0", "id": "a", "method": "ping", "params": {"n": %s}}\n' % digits,
+                     '{"jsonrpc": "2.0", "id": %s, "method": "ping"}\n' % digits,
+                     '{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"p": %s}}\n' % digits,
+                     _request(3) + "\n"):
+            yield line
+
+    replies: list[SessionMessage] = []
+
+    async def reply(message: SessionMessage) -> None:
+        replies.append(message)
+
+    screened = ScreenedLines(lines())
+    screened.reply = reply
+    assert [json.loads(line)["id"] async for line in screened] == [3]  # only the ordinary line reaches the SDK
+    errors = [message.message for message in replies]
+    assert [(e.id, e.error.code) for e in errors if isinstance(e, types.JSONRPCError)] == [
+        ("a", types.INVALID_REQUEST), (None, types.PARSE_ERROR)]
