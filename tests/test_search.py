@@ -11,7 +11,8 @@ from lazytools.search import LiveIndex, SearchIndex, split_words, stem, tokenize
 from lazytools.search.query import clauses
 from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit_distance, split_compound
 
-from .fixtures.catalogs import realistic, tool
+from .conftest import searched
+from .fixtures.catalogs import memory_and_files, realistic, tool
 
 
 def scores(index: SearchIndex, query: str) -> dict[str, float]:
@@ -596,3 +597,14 @@ def test_remembered_splits_are_fresh_lists_each_time() -> None:
     assert len(parts) >= 2
     parts.clear()
     assert clauses(request) == clauses(request) and len(clauses(request)) >= 2
+
+
+async def test_a_real_word_the_catalog_lacks_is_never_fixed_into_one_it_has() -> None:
+    # "notes" is one edit from the memory server's "nodes", but an English word: never a typo of it.
+    for request in ("read notes/todo.txt", "files in the notes directory"):
+        found = await searched(memory_and_files(), request)
+        assert found[0] in ("fs__read_text_file", "fs__list_directory"), found
+        assert "memory__search_nodes" not in found, (request, found)
+    # A word that is no word is still corrected.
+    assert (await searched(memory_and_files(), "knowlege graph nodse"))[:2] == ["memory__open_nodes",
+                                                                             "memory__search_nodes"]
