@@ -110,9 +110,14 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
         if word in vocabulary and word not in weights:
             weights[word] = PHRASE_WEIGHT
     if has_cjk(query):
-        for word in terms_of(split_words(english_rendering(query))):
+        glosses = split_words(english_rendering(query))
+        for word in terms_of(glosses):
             if (word in vocabulary or word in rendered) and word not in weights:
                 weights[word] = CROSSLANG_WEIGHT
+        # The glosses are read as English is: 记住 "remember" stores a fact in memory, 忘记 "forget" deletes it.
+        for word in read_phrases(glosses, questions=False)[0]:
+            if word in vocabulary and word not in weights:
+                weights[word] = PHRASE_WEIGHT
     if expansions is not None:
         extra: dict[str, float] = {}
         for term in set(terms):
