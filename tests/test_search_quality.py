@@ -220,6 +220,13 @@ def test_remember_and_forget_reach_the_memory_server_not_a_translation_memory() 
     assert {"memory/delete_entities", "memory/delete_observations"} & set(forgotten)
 
 
+def test_remember_and_forget_said_in_chinese_reach_the_memory_server() -> None:
+    # The English words of 记住 ("remember") and 忘记 ("forget") are read as the English verbs are (phrases.py).
+    search, _ = _served_dev_set()
+    assert {"memory/create_entities", "memory/add_observations"} & set(search("记住我的生日是五月十日")[:LIMIT])
+    assert {"memory/delete_entities", "memory/delete_observations"} & set(search("忘记关于Alice的一切")[:LIMIT])
+
+
 def test_an_unstated_step_takes_its_place_though_the_request_never_names_it() -> None:
     # misses.jsonl pq01 / pq08: a forecast needs coordinates and the request names no place tool, so the geocoder
     # of the forecast's server scores nothing for it; it takes the last place all the same.
