@@ -236,6 +236,14 @@ def test_a_question_about_what_is_remembered_reads_memory() -> None:
     assert {"memory/create_entities", "memory/add_observations"} & set(search("remember my deadline is Friday")[:2])
 
 
+def test_adding_numbers_finds_a_tool_that_sums() -> None:
+    # "add" with a number after it is arithmetic, not adding a card or a comment.
+    search, _ = _served_dev_set()
+    for request in ("add 17 and 25", "what is 17 plus 25"):
+        assert {"everything/get-sum", "calculator/calculate"} & set(search(request)[:LIMIT]), request
+    assert "trello/add_card_to_list" in search("add a card to the Done list in Trello")[:LIMIT]
+
+
 def test_an_unstated_step_takes_its_place_though_the_request_never_names_it() -> None:
     # misses.jsonl pq01 / pq08: a forecast needs coordinates and the request names no place tool, so the geocoder
     # of the forecast's server scores nothing for it; it takes the last place all the same.

@@ -15,7 +15,16 @@ from collections.abc import Mapping, Sequence
 
 from .analysis import STOP_WORDS, stem
 
-__all__ = ["ASKED_SENSES", "PHRASAL_VERBS", "QUESTIONS", "VERB_OBJECTS", "VERB_SENSES", "meant_words", "read_phrases"]
+__all__ = [
+    "ASKED_SENSES",
+    "NUMBER_SENSES",
+    "PHRASAL_VERBS",
+    "QUESTIONS",
+    "VERB_OBJECTS",
+    "VERB_SENSES",
+    "meant_words",
+    "read_phrases",
+]
 
 PHRASAL_VERBS: Mapping[str, str] = {
     # Making and starting.
@@ -113,6 +122,18 @@ VERB_SENSES: Mapping[str, str] = {
 """Informal verbs that mean one action wherever they stand; they keep their own word too ("ping" a person is a
 message, "ping" a host is the tool named ping)."""
 
+NUMBER_SENSES: Mapping[str, str] = {
+    "add": "sum calculate",
+    "plus": "sum calculate",
+    "subtract": "calculate",
+    "minus": "calculate",
+    "multiply": "calculate product",
+    "times": "calculate product",
+    "divide": "calculate",
+}
+"""Words of arithmetic when a number follows ("add 17 and 25", "17 plus 25"); they keep their own word ("add" a
+card, "add" two numbers with a tool named add)."""
+
 ASKED_SENSES: Mapping[str, str] = {
     "remember": "memory knowledge read search",
     "recall": "memory knowledge read search",
@@ -134,6 +155,7 @@ _OBJECTS = {stem(verb): (frozenset(_stems(objects)), _stems(meaning))
             for verb, (objects, meaning) in VERB_OBJECTS.items()}
 _SENSES = {stem(verb): _stems(meaning) for verb, meaning in VERB_SENSES.items()}
 _ASKED = {stem(verb): _stems(meaning) for verb, meaning in ASKED_SENSES.items()}
+_NUMBERS = {stem(word): _stems(meaning) for word, meaning in NUMBER_SENSES.items()}
 _QUESTIONS = {tuple(words.split()): _stems(meaning) for words, meaning in QUESTIONS.items()}
 _LOOKAHEAD = 3
 """An object is looked for among the next few words ("drop a quick message")."""
@@ -182,6 +204,8 @@ def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[
             if any(other in objects for other in ahead):
                 meant.extend(meaning)
                 replaced.add(verb)
+        if verb in _NUMBERS and following.isdigit():
+            meant.extend(_NUMBERS[verb])
         if asked and verb in _ASKED:
             meant.extend(_ASKED[verb])
         elif verb in _SENSES:
@@ -190,7 +214,7 @@ def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[
 
 
 _PLAIN = {stem(word): word for meanings in (PHRASAL_VERBS.values(), QUESTIONS.values(), VERB_SENSES.values(),
-                                            ASKED_SENSES.values(),
+                                            ASKED_SENSES.values(), NUMBER_SENSES.values(),
                                             (meaning for _, meaning in VERB_OBJECTS.values()))
           for meaning in meanings for word in meaning.split()}
 """A meaning's stem -> the word it was written as (an encoder reads words, not stems)."""
