@@ -187,7 +187,7 @@ def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[
                 replaced.update(stem(other) for other in asked[1:])
             if word != "what":
                 continue
-        asked = asking and opening  # the first word that says something, in a question
+        in_question = asking and opening  # the first word that says something, in a question
         opening = opening and word in STOP_WORDS
         verb = stem(word)
         following = words[position + 1] if position + 1 < len(words) else ""
@@ -206,7 +206,7 @@ def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[
                 replaced.add(verb)
         if verb in _NUMBERS and following.isdigit():
             meant.extend(_NUMBERS[verb])
-        if asked and verb in _ASKED:
+        if in_question and verb in _ASKED:
             meant.extend(_ASKED[verb])
         elif verb in _SENSES:
             meant.extend(_SENSES[verb])
