@@ -1,10 +1,21 @@
-"""Per-call cost of the gateway: a no-op `tools/call` to a raw stdio upstream, made directly and through lazytools'
-`invoke_tool` over stdio (the real deployment: the client starts lazytools, lazytools starts the upstream).
+"""Per-call cost of the gateway: a no-op `tools/call` to a raw stdio upstream, made directly, through the thinnest
+proxy the MCP Python SDK allows, and through lazytools over stdio (the real deployment: the client starts the
+proxy, the proxy starts the upstream).
 
-The two paths take turns call by call, in several rounds; the figure is the median of the rounds' medians, so
-load on the machine that comes and goes weighs on both alike. FastMCP's `create_proxy` joins the comparison when
-`fastmcp` is installed (it is not a dependency of lazytools; the report says so when it is missing), and another
-lazytools source tree with `--compare-with` (a before/after comparison in one run).
+The columns:
+- `direct`: the client talks to the upstream itself.
+- `bare SDK proxy`: `benchmarks/bare_proxy.py`, a low-level SDK server whose `tools/list` and `tools/call` hand the
+  request to one SDK `ClientSession` on the upstream and return its answer, nothing else. It is the floor of any
+  proxy built on the SDK: the extra hop's own cost (an SDK server and an SDK client session in the middle, one more
+  process's pipes). lazytools minus this column is what lazytools itself adds.
+- `lazytools invoke_tool`: the static surface, `invoke_tool` naming `up__echo`.
+- `lazytools native`: the dynamic surface, `up__echo` called by its own name after `search_tools` enabled it (a
+  second lazytools process, so that each column's CPU figure is its own).
+
+The paths take turns call by call, in several rounds; the figure is the median of the rounds' medians, so load on
+the machine that comes and goes weighs on all alike. FastMCP's `create_proxy` joins the comparison when `fastmcp`
+is installed (it is not a dependency of lazytools; the report says so when it is missing), and another lazytools
+source tree with `--compare-with` (a before/after comparison in one run).
 
     python -m benchmarks.percall [--rounds 5] [--calls 300] [--compare-with TREE]
 """
@@ -52,12 +63,17 @@ async def _fastmcp_path(stack: AsyncExitStack, entry: dict[str, Any], args: dict
 
 
 FASTMCP = "fastmcp create_proxy"
+DIRECT = "direct"
+BARE = "bare SDK proxy"
+INVOKE = "lazytools invoke_tool"
+NATIVE = "lazytools native"
+BARE_PROXY = Path(__file__).resolve().with_name("bare_proxy.py")
 
 
 async def per_call(rounds: int, calls: int,
                    compare_with: Path | None = None) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Each path's median latency (seconds) in each round, and the CPU seconds per call of the process it talks to
-    (the upstream itself for the direct path, the gateway alone for the others). `compare_with`: another lazytools
+    (the upstream itself for the direct path, the proxy alone for the others). `compare_with`: another lazytools
     source tree (a checkout of main, say), run as another path in the same rounds."""
     from mcp import Client, StdioServerParameters
 
@@ -70,8 +86,11 @@ async def per_call(rounds: int, calls: int,
         config = Path(folder) / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"up": entry}}))
         command = [sys.executable, "-m", "lazytools", "--config", str(config), "--log-level", "WARNING"]
-        servers = {"direct": StdioServerParameters(command=entry["command"], args=entry["args"]),
-                   "lazytools invoke_tool": StdioServerParameters(command=command[0], args=command[1:], cwd=folder)}
+        lazytools = StdioServerParameters(command=command[0], args=command[1:], cwd=folder)
+        servers = {DIRECT: StdioServerParameters(command=entry["command"], args=entry["args"]),
+                   BARE: StdioServerParameters(command=sys.executable,
+                                               args=[str(BARE_PROXY), "--", entry["command"], *entry["args"]]),
+                   INVOKE: lazytools, NATIVE: lazytools}
         if compare_with is not None:
             servers[f"lazytools from {compare_with}"] = StdioServerParameters(
                 command=command[0], args=command[1:], cwd=folder, env={"PYTHONPATH": str(compare_with.resolve())})
@@ -83,8 +102,13 @@ async def per_call(rounds: int, calls: int,
                 new = _children() - started
                 if len(new) == 1:
                     pids[label] = new.pop()
-                if label == "direct":
+                if label in (DIRECT, BARE):
                     paths[label] = partial(client.call_tool, "echo", args)
+                elif label == NATIVE:
+                    found = await client.call_tool("search_tools", {"tool_names": ["up__echo"]})
+                    if found.is_error:
+                        raise RuntimeError(f"search_tools did not enable up__echo: {found.content}")
+                    paths[label] = partial(client.call_tool, "up__echo", args)
                 else:
                     paths[label] = partial(client.call_tool, "invoke_tool", {"tool_name": "up__echo",
                                                                              "arguments": args})
@@ -127,17 +151,22 @@ def _children() -> set[int]:
 
 
 def report(medians: dict[str, list[float]], cpu: dict[str, list[float]] | None = None) -> str:
-    base = statistics.median(medians["direct"])
-    lines = [f"Per-call latency, no-op tool on a stdio upstream (median of {len(medians['direct'])} interleaved "
+    base = statistics.median(medians[DIRECT])
+    lines = [f"Per-call latency, no-op tool on a stdio upstream (median of {len(medians[DIRECT])} interleaved "
              "rounds' medians):"]
     for label, values in medians.items():
         value = statistics.median(values)
         lines.append(f"  {label:<24} {value * 1000:6.2f} ms  {(value - base) * 1000:+6.2f} ms over direct")
     if FASTMCP not in medians:
         lines.append(f"  {FASTMCP:<24} (not run: fastmcp is not installed; it is not a dependency of lazytools)")
+    if BARE in medians:
+        floor = statistics.median(medians[BARE])
+        lines.append("What each proxy adds over the bare SDK proxy (the floor of an SDK-built hop):")
+        lines += [f"  {label:<24} {(statistics.median(values) - floor) * 1000:+6.2f} ms"
+                  for label, values in medians.items() if label not in (DIRECT, BARE)]
     if cpu:
-        lines.append("CPU per call of the server process each path talks to (direct: the upstream; lazytools: the "
-                     "gateway alone), median of rounds:")
+        lines.append("CPU per call of the server process each path talks to (direct: the upstream; the others: the "
+                     "proxy process alone, not its upstream), median of rounds:")
         lines += [f"  {label:<24} {statistics.median(values) * 1e6:6.0f} µs" for label, values in cpu.items()]
     return "\n".join(lines)
 

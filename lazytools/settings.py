@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import math
 import os
 import re
 from pathlib import Path
@@ -221,6 +222,11 @@ class Settings(BaseSettings):
         default=0.0, ge=0,
         description="On SIGTERM over HTTP: /readyz answers 503 at once, and requests in flight get up to this many "
                     "seconds to finish before the process exits (set it above the load balancer's check interval).")
+    drain_grace_seconds: float = Field(
+        default=3.0, ge=0,
+        description="On SIGTERM with LAZYTOOLS_DRAIN_SECONDS: the replica keeps accepting connections and serving "
+                    "for at least this many seconds (at most LAZYTOOLS_DRAIN_SECONDS), the time the load balancer "
+                    "needs to see /readyz's 503 (the example haproxy config: 2 checks 1 s apart).")
     # Identity and audit (docs/team.md)
     auth_issuer: str | None = Field(
         default=None,
@@ -351,11 +357,18 @@ class Settings(BaseSettings):
         from redis.asyncio.connection import parse_url  # parses only (host, port, options); connects nowhere
 
         try:
-            parse_url(url)
+            options = parse_url(url)
         except (ValueError, TypeError) as exc:
             password = _password_of(url)
             reason = str(exc) if not password or password not in str(exc) else type(exc).__name__
             raise ValueError(f"is not a valid Redis URL: {reason}") from None
+        for name, option in options.items():
+            # redis-py takes a negative or zero timeout as given (a socket that never waits, or an error at the
+            # first command): refused here, where the operator reads why.
+            if (name.endswith("timeout") or name in ("max_connections", "health_check_interval")) and (
+                    not isinstance(option, (int, float)) or not math.isfinite(option) or option < 0
+                    or (option == 0 and name.endswith("timeout"))):
+                raise ValueError(f"is not a valid Redis URL: its option {name} must be a positive number")
         return value
 
     @field_validator("auth_issuer", "auth_audience", "auth_jwks_url", "auth_introspection_url")

@@ -136,6 +136,21 @@ def test_the_throughput_comparison_runs_both_servers_with_no_failed_request() ->
     assert "tool called: convert_temperature" in report
 
 
+@pytest.mark.process
+async def test_the_per_call_benchmark_times_every_path_against_the_bare_sdk_proxy() -> None:
+    from benchmarks.percall import BARE, DIRECT, INVOKE, NATIVE, per_call, report
+
+    medians, cpu = await per_call(rounds=1, calls=5)
+    # Each path's calls answered (a failed call raises) and were timed; the floor and both lazytools surfaces ran.
+    assert list(medians)[:4] == [DIRECT, BARE, INVOKE, NATIVE]
+    assert all(len(values) == 1 and values[0] > 0 for values in medians.values())
+    text = report(medians, cpu)
+    floor = medians[BARE][0]
+    for label in (INVOKE, NATIVE):
+        assert f"{label:<24} {(medians[label][0] - floor) * 1000:+6.2f} ms\n" in text + "\n", text
+    assert f"{DIRECT:<24} " in text.split("CPU per call")[1]  # the upstream's CPU was read from /proc
+
+
 def test_the_bare_server_serves_the_bundled_tool_with_the_schema_lazytools_lists() -> None:
     """The bare SDK server does the same work as lazytools' tool: the same function, the same enum schema."""
     from benchmarks.http_throughput import BARE_CALL, bundled_temperature_tool

@@ -216,7 +216,11 @@ def test_search_over_a_config_says_how_each_server_starts(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("url", ["redis://user:S3cretPW@[::1/0", "redis://:S3cretPW@localhost:6379/0?socket_timeout=abc",
-                                 "redis://:S3cretPW@localhost:port/0"])
+                                 "redis://:S3cretPW@localhost:port/0",
+                                 "redis://:S3cretPW@localhost:6379/0?socket_connect_timeout=-1",
+                                 "redis://:S3cretPW@localhost:6379/0?socket_timeout=0",
+                                 "redis://:S3cretPW@localhost:6379/0?socket_timeout=nan",
+                                 "redis://:S3cretPW@localhost:6379/0?max_connections=-3"])
 def test_an_unparsable_state_url_is_a_clear_error_without_its_password(url: str, monkeypatch: pytest.MonkeyPatch,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("LAZYTOOLS_STATE_URL", url)

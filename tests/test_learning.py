@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import sqlite3
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lazytools import Catalog, FunctionGroup, Group, LazyServer, build_server
 from lazytools.report import usage_report
-from lazytools.search.usage import hashed_terms
+from lazytools.search.usage import (
+    CallRecord,
+    SqliteUsageStore,
+    UsageLog,
+    hashed_terms,
+    open_sqlite,
+    summarize,
+)
 
 from .conftest import client, make_settings, text_of
 
@@ -146,3 +156,40 @@ async def test_stored_searches_are_bounded_in_size_and_misses_are_not_kept(tmp_p
     assert len(rows) == 1, rows
     (request, terms), = rows
     assert request == f"{QUERY} {words}"[:500] and len(terms.split("\n")) == 64
+
+
+def test_records_dated_implausibly_in_the_sqlite_file_are_skipped_not_fatal(tmp_path: Path) -> None:
+    # The file is the operator's, but anything that can write it could once stop learning for good (OverflowError).
+    store = SqliteUsageStore(tmp_path / "usage.sqlite3")
+    now = time.time()
+    store.write([CallRecord(at=at, session="s", tool="far", ok=True) for at in (1e308, 4.5e9, float("-inf"), 10.0)])
+    store.write([CallRecord(at=now, session="s", tool="near", ok=True)])
+    store.close()
+    log = UsageLog(open_sqlite(tmp_path), key_file=tmp_path / "usage.key")
+    log.start()
+    assert log.loaded.wait(10) and not log.failed
+    assert "near" in log.prior.called and "far" not in log.prior.called
+    log.close()
+    summary = summarize(SqliteUsageStore(tmp_path / "usage.sqlite3"), now=now)
+    assert [tool.tool for tool in summary.tools if tool.calls > 0] == ["near"]
+
+
+class _FailingStore(SqliteUsageStore):
+    """A store with a bug: reading what others added raises something no store should."""
+
+    def newer(self, limit: int) -> list[Any]:
+        raise RuntimeError("a bug")
+
+
+def test_a_writer_thread_that_fails_says_so_and_turns_learning_off(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    log = UsageLog(lambda: _FailingStore(tmp_path / "usage.sqlite3"), shared=True, poll=0.01)
+    with caplog.at_level(logging.WARNING, logger="lazytools.usage"):
+        log.start()
+        assert log.loaded.wait(10)
+        for _ in range(1000):  # bounded: the thread polls every 10 ms
+            if log.failed:
+                break
+            time.sleep(0.01)
+    assert log.failed
+    assert any("usage learning stopped" in record.getMessage() for record in caplog.records)

@@ -26,7 +26,7 @@ from redis.asyncio import Redis as AsyncRedis
 from lazytools import LazyServer, build_server
 from lazytools.app import open_state
 from lazytools.cli import main
-from lazytools.search.usage import CallRecord, SearchRecord, hashed_terms
+from lazytools.search.usage import CallRecord, SearchRecord, UsagePrior, hashed_terms
 from lazytools.search.usage_redis import MAX_ENTRY_BYTES, RedisUsageStore
 from lazytools.server.shared import SharedSessions
 from lazytools.transports.http import build_app
@@ -291,3 +291,50 @@ async def _search_and_call(server: LazyServer) -> None:
         found = await session.call_tool("search_tools", {"query": QUERY})
         assert not found.is_error and "search_notes" in text_of(found)
         assert not (await session.call_tool("search_notes", {"words": "budget"})).is_error
+
+
+async def test_malformed_or_far_dated_entries_are_skipped_and_the_usage_thread_goes_on(tmp_path: Path) -> None:
+    # Anything that can write to Redis can add entries: a time of 1e308 or of the far future once killed the
+    # thread (OverflowError) on every replica, for good.
+    prior = UsagePrior()
+    for at in (1e308, 4.5e9, -1e308, float("inf"), float("nan"), 1000.0):
+        prior.add(CallRecord(at=at, session="s", tool="far", ok=True))
+    assert "far" not in prior.called
+    async with running_redis() as redis:
+        server = replica(redis.url, tmp_path)
+        _ready(server)
+        assert server.usage is not None
+        now = time.time()
+        async with AsyncRedis.from_url(redis.url) as admin:
+            for at in ("1e308", "4.5e9", "-1e308", "Infinity", "NaN", "1000"):
+                await admin.xadd("lazytools:usage:searches", {"o": "evil", "r": f'{{"i":"x","a":{at},"s":"s1",'
+                                                              f'"t":["aa"],"r":["search_notes"],"e":[],"q":null}}'})
+                await admin.xadd("lazytools:usage:calls", {"o": "evil", "r": f'{{"a":{at},"s":"s1","n":"bad",'
+                                                           f'"k":true,"f":null,"t":["aa"],"b":null}}'})
+            await admin.xadd("lazytools:usage:calls", {"o": "evil", "r": "[" * 30_000 + "]" * 30_000})
+            await admin.xadd("lazytools:usage:calls", {"o": "elsewhere", "r": json.dumps(
+                {"a": now, "s": "s2", "n": "good", "k": True, "f": None, "t": [], "b": None})})
+        await eventually(lambda: server.usage is not None and "good" in server.usage.prior.called)
+        assert "bad" not in server.usage.prior.called and not server.usage.failed
+        await _search_and_call(server)  # the thread still writes
+        assert server.usage.flushed() and server.usage.stored == 2
+        server.usage.close()
+
+
+async def test_replicas_agree_on_the_hashing_key_again_after_redis_lost_it(tmp_path: Path) -> None:
+    async with running_redis() as redis:
+        first, second = replica(redis.url, tmp_path / "a"), replica(redis.url, tmp_path / "b")
+        _ready(first)
+        _ready(second)
+        assert first.usage is not None and second.usage is not None
+        old = first.usage.prior.key
+        async with AsyncRedis.from_url(redis.url) as admin:
+            await admin.flushall()  # as a Redis restarted without its data
+            # Whoever asks first makes the new key (here: neither replica); both adopt what Redis holds.
+            await admin.set("lazytools:usage:key", b"k" * 32)
+        await eventually(lambda: first.usage is not None and second.usage is not None
+                         and first.usage.prior.key == second.usage.prior.key == b"k" * 32)
+        assert old != b"k" * 32
+        assert first.usage.prior.terms(QUERY) == second.usage.prior.terms(QUERY)
+        first.usage.close()
+        second.usage.close()

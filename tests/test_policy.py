@@ -30,11 +30,14 @@ from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.transports.http import build_app
 from lazytools.uris import UnsafeUriError, uri_forms
 
-from .conftest import make_settings, small_catalog
+from .conftest import make_settings, small_catalog, text_of
 from .helpers import _free_port, eventually, running_http
 from .idp import IdP, running_idp
+from .test_learning import QUERY as LEARNT_QUERY
+from .test_learning import notes_catalog
 from .upstreams.features import build
 from .upstreams.helpers import FAST
+from .upstreams.watched import Watched
 
 TWO_TEAMS = """
 default = "deny"
@@ -395,3 +398,84 @@ async def test_completions_count_against_the_rate_limit(tmp_path: Path) -> None:
             assert (await client.complete(ref, {"name": "who", "value": "A"})).completion.values == ["Ada", "Alan"]
         with pytest.raises(MCPError, match="Rate limit"):
             await client.complete(ref, {"name": "who", "value": "A"})
+
+
+SUBSCRIBABLE = """
+default = "deny"
+[[rules]]
+who = ["*"]
+allow = { servers = ["*"], resources = ["*"] }
+"""
+
+
+async def test_a_subscription_to_a_resource_the_policy_hides_since_hears_no_more_and_is_left(
+        tmp_path: Path) -> None:
+    watched = Watched()
+    a, b = watched.uris
+    heard: dict[str, int] = {}
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            heard[str(message.params.uri)] = heard.get(str(message.params.uri), 0) + 1
+
+    async with running_http(watched.server.streamable_http_app()) as upstream:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"watch": {"url": f"{upstream}/mcp"}}}))
+        path = tmp_path / "policy.toml"
+        path.write_text(SUBSCRIBABLE)
+        port = _free_port()
+        settings = make_settings(config=config, transport="http", port=port, policy=path)
+        catalog = Catalog()
+        async with open_gateway(settings, catalog, backoff=FAST) as gateway:
+            server = build_server(catalog, settings, front=gateway.front)
+            async with running_http(build_app(server, settings), port=port), \
+                    Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", message_handler=on_message) as client:
+                await eventually(lambda: _lists(client, a))
+                with pytest.warns(MCPDeprecationWarning):
+                    await client.session.subscribe_resource(a)
+                with pytest.warns(MCPDeprecationWarning):
+                    await client.session.subscribe_resource(b)
+                await watched.change(a)
+                await eventually(lambda: heard.get(a) == 1)
+                # The policy hides `a` now; the client sends nothing more: the next update is not delivered, and
+                # the upstream subscription, which nobody else wants, is left. `b` is still heard.
+                path.write_text(SUBSCRIBABLE + 'deny = { resources = ["watch://watch/a"] }\n')
+                assert server.gate.policy is not None
+                server.gate.policy.reload()
+                assert not server.gate.access(ANONYMOUS).resource(a, "watch")
+                await watched.change(a)
+                await watched.change(b)
+                await eventually(lambda: heard.get(b) == 1 and watched.subscribers(a) == 0)
+                assert heard.get(a) == 1 and watched.subscribers(b) == 1
+
+
+async def _lists(client: Client, uri: str) -> bool:
+    return uri in [str(r.uri) for r in (await client.list_resources()).resources]
+
+
+async def test_learning_counts_an_oauth_user_once_however_many_sessions_they_open(tmp_path: Path) -> None:
+    # Sessions cost nothing: one user opening four of them once taught every other user a suggestion.
+    async with running_idp() as idp:
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        settings = make_settings(transport="http", port=port, auth_issuer=idp.issuer, auth_audience=url,
+                                 learn=True, cache_dir=tmp_path)
+        server = build_server(notes_catalog(), settings)
+
+        async def pattern(user: str) -> str:
+            """`user` searches their notes, then sends an email: what the search said."""
+            token = idp.sign(audience=url, sub=user)
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+                    Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+                found = text_of(await client.call_tool("search_tools", {"query": LEARNT_QUERY}))
+                assert not (await client.call_tool("search_notes", {"words": "budget"})).is_error
+                await client.call_tool("search_tools", {"tool_names": ["send_email"]})
+                assert not (await client.call_tool("send_email", {"to": "friend@example.com"})).is_error
+            return found
+
+        async with running_http(build_app(server, settings), port=port):
+            for _ in range(4):
+                assert "often called after search_notes" not in await pattern("mallory")
+            await pattern("alice")
+            assert "often called after search_notes" not in await pattern("bob")  # two users showed it before
+            assert "often called after search_notes" in await pattern("carol")  # three did

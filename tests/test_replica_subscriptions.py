@@ -19,7 +19,10 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from redis.asyncio import Redis as AsyncRedis
+
+from lazytools.server.shared import MAX_SUBSCRIPTION_CHARS, MAX_SUBSCRIPTION_URI, MAX_SUBSCRIPTIONS
 
 from .cluster import Cluster, cluster
 from .helpers import eventually, running_http
@@ -79,12 +82,12 @@ async def session(url: str, updates: Updates, route: dict[str, int] | None = Non
 
 
 @asynccontextmanager
-async def watched_cluster(tmp_path: Path) -> AsyncIterator[tuple[Watched, Cluster]]:
+async def watched_cluster(tmp_path: Path, size: int = 3) -> AsyncIterator[tuple[Watched, Cluster]]:
     watched = Watched()
     async with running_http(watched.server.streamable_http_app()) as base:
         config = tmp_path / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"watch": {"url": f"{base}/mcp"}}}))
-        async with cluster(3, extra=("--config", str(config))) as c:
+        async with cluster(size, extra=("--config", str(config))) as c:
             yield watched, c
 
 
@@ -172,3 +175,43 @@ async def test_a_session_that_only_listens_hears_updates_after_its_replica_died_
             route["post"] = second.port  # where the client's DELETE goes on exit
         # DELETE: every replica hears the session ended; the third leaves at its upstream connection.
         await eventually(lambda: watched.subscribers(a) == 1)  # the dead replica's alone
+
+
+async def _recorded_subscriptions(url: str) -> list[str]:
+    async with AsyncRedis.from_url(url) as admin:
+        keys = [key async for key in admin.scan_iter("lazytools:session:*")]
+        assert len(keys) == 1
+        value = await admin.get(keys[0])
+    assert isinstance(value, bytes)
+    subscriptions: list[str] = json.loads(value.split(b"|", 1)[1])["subscriptions"]
+    return subscriptions
+
+
+async def test_subscriptions_past_the_bounds_are_refused_and_keep_the_record_small(tmp_path: Path) -> None:
+    # A session once subscribed 64 URIs of 50 KB each: a 3.2 MB record read by each of its requests, and under a
+    # Redis `maxmemory` policy other sessions' records were evicted for it; the 65th silently dropped the first.
+    async with watched_cluster(tmp_path, size=2) as (watched, c):
+        first, second = c.replicas
+        heard = Updates()
+        async with session(c.url, heard, {"get": second.port, "post": first.port}) as client:
+            await eventually(lambda: lists(client, watched.uris[0]), timeout=60)
+            uris = [f"watch://watch/t/{i}" for i in range(MAX_SUBSCRIPTIONS)]
+            for uri in uris:
+                await subscribe(client, uri)
+            with pytest.raises(MCPError, match=f"holds {MAX_SUBSCRIPTIONS} subscriptions already"):
+                await subscribe(client, "watch://watch/t/one-more")
+            assert await _recorded_subscriptions(c.redis.url) == uris  # none evicted
+            await subscribe(client, uris[0])  # subscribed already: fine
+            for uri in uris[:4]:
+                await unsubscribe(client, uri)
+            with pytest.raises(MCPError, match=f"longer than {MAX_SUBSCRIPTION_URI} characters"):
+                await subscribe(client, "watch://watch/t/" + "x" * MAX_SUBSCRIPTION_URI)
+            long = "watch://watch/t/" + "y" * (MAX_SUBSCRIPTION_URI - 200)  # two pass the total together
+            await subscribe(client, long)
+            with pytest.raises(MCPError, match=f"exceed {MAX_SUBSCRIPTION_CHARS} characters together"):
+                await subscribe(client, long.replace("y", "z"))
+            recorded = await _recorded_subscriptions(c.redis.url)
+            assert recorded == [*uris[4:], long] and sum(map(len, recorded)) <= MAX_SUBSCRIPTION_CHARS
+            # The refused ones were never subscribed upstream; the accepted one was (by both replicas).
+            await eventually(lambda: watched.subscribers(long) == 2)
+            assert watched.subscribers(long.replace("y", "z")) == 0

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -24,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from redis.asyncio import Redis as AsyncRedis
 
-from .cluster import Cluster, cluster, free_port, haproxy_config, require
+from .cluster import Cluster, Replica, cluster, free_port, haproxy_config, require, running_redis
 from .conftest import text_of
 from .helpers import eventually, tool_names
 from .test_interop import node_client  # noqa: F401  (the fixture: node and the pinned TypeScript SDK)
@@ -363,3 +364,35 @@ def test_the_example_haproxy_config_is_valid_as_the_tests_run_it(sticky: bool, t
     text = config.read_text()
     assert "uri /readyz" in text and "hdr Host localhost" in text  # probes pass lazytools' Host check
     assert ("\n    balance hdr(Mcp-Session-Id)\n" in text) is sticky  # the line itself, not its comment
+
+
+async def test_a_draining_replica_accepts_and_serves_through_the_grace_period_then_exits(tmp_path: Any) -> None:
+    # It once closed its listener 0.2 s after SIGTERM when idle: before haproxy (2 checks 1 s apart) saw the 503.
+    grace = 5.0
+    async with running_redis() as redis:
+        replica = Replica(free_port(), tmp_path, {
+            "LAZYTOOLS_STATE_URL": redis.url, "LAZYTOOLS_DRAIN_SECONDS": "60",
+            "LAZYTOOLS_DRAIN_GRACE_SECONDS": str(grace), "LAZYTOOLS_LOG_LEVEL": "WARNING"})
+        await replica.start()
+        process = replica.process
+        assert process is not None
+        try:
+            sent = time.monotonic()
+            process.send_signal(signal.SIGTERM)  # idle: no request in flight, none for a while
+            await eventually(lambda: _not_ready(replica))
+            # New connections are accepted and served meanwhile (sessions live in Redis: opened here too).
+            async with httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0)) as http, \
+                    Client(streamable_http_client(f"{replica.base}/mcp", http_client=http), mode="legacy") as client:
+                assert (await client.list_tools()).tools
+            with anyio.fail_after(60):
+                while process.poll() is None:
+                    await anyio.sleep(0.05)
+            assert process.returncode == 0, replica.output()[-3000:]
+            assert time.monotonic() - sent >= grace  # not before the grace was over
+        finally:
+            await replica.stop()
+
+
+async def _not_ready(replica: Replica) -> bool:
+    async with httpx2.AsyncClient(timeout=5) as http:
+        return (await http.get(f"{replica.base}/readyz")).status_code == 503

@@ -52,6 +52,7 @@ __all__ = [
     "hashed_terms",
     "install_key",
     "open_sqlite",
+    "plausible",
     "reorder",
     "summarize",
 ]
@@ -75,7 +76,9 @@ COMPANION_SHARE = 0.25
 MAX_COMPANIONS = 2
 MIN_SESSIONS = 3
 """Distinct sessions that must show a pattern (a tool called after such requests, or right after another tool)
-before it moves a tool up or suggests one: one session repeating itself teaches nothing to the others."""
+before it moves a tool up or suggests one: one session repeating itself teaches nothing to the others. A record's
+`session` is who it counts for: an OAuth user's records all carry one (server/learning.py), so it takes three
+users, not three sessions of one."""
 MAX_COUNTED = 1_000_000
 """(session, term, tool) and (session, tool, next tool) keys remembered so that a session counts once per pair (the
 oldest are forgotten first)."""
@@ -312,11 +315,33 @@ class _Decay:
     half_life: float
 
     def weight(self, at: float) -> float:
-        return float(2.0 ** ((at - self.origin) / self.half_life))
+        return _power((at - self.origin) / self.half_life)
 
     def now(self, at: float) -> float:
         """What a stored amount is worth at `at` (the amounts are at the origin's scale)."""
-        return float(2.0 ** (-(at - self.origin) / self.half_life))
+        return _power(-(at - self.origin) / self.half_life)
+
+
+_MAX_EXPONENT = 512.0
+"""Half-lives a decay exponent is clamped to (2**512 is finite): a time far off never overflows a float."""
+EARLIEST = 1_577_836_800.0
+"""2020-01-01 UTC: a record dated before it is not one lazytools made (it is skipped)."""
+MAX_SKEW = 300.0
+"""Seconds a record may be dated after this process's clock (clocks of replicas differ a little); later ones are
+skipped: a record of the far future would outweigh every other one."""
+
+
+def _power(exponent: float) -> float:
+    if not math.isfinite(exponent):
+        exponent = 0.0
+    return float(2.0 ** min(max(exponent, -_MAX_EXPONENT), _MAX_EXPONENT))
+
+
+def plausible(at: float, now: float | None = None) -> bool:
+    """Whether `at` may be the time of a record: a finite time since 2020, not later than now (plus skew)."""
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+        return False
+    return EARLIEST <= at <= (time.time() if now is None else now) + MAX_SKEW
 
 
 @dataclass(slots=True)
@@ -354,7 +379,10 @@ class UsagePrior:
         return _Decay(self.origin, self.half_life).weight(at)
 
     def add(self, record: Record) -> None:
-        """Count one record (called on the event loop for live records: a few dict updates)."""
+        """Count one record (called on the event loop for live records: a few dict updates). A record dated
+        implausibly (`plausible`: a store written by something else) is skipped."""
+        if not plausible(record.at):
+            return
         w = self._w(record.at)
         with self._lock:
             if isinstance(record, SearchRecord):
@@ -555,7 +583,9 @@ def summarize(store: UsageStore, *, now: float | None = None, half_life: float =
     tool_sessions: dict[str, dict[str, float]] = {}
     sessions: dict[str, float] = {}
     for record in calls:
-        weight = 2.0 ** (-(at - record.at) / half_life)
+        if not plausible(record.at, at):
+            continue
+        weight = _power(-(at - record.at) / half_life)
         row = per_tool.setdefault(record.tool, [0.0, 0.0])
         row[0 if record.ok else 1] += weight
         sessions[record.session] = max(sessions.get(record.session, 0.0), weight)
@@ -566,7 +596,7 @@ def summarize(store: UsageStore, *, now: float | None = None, half_life: float =
     tools = [ToolUsage(tool, row[0], row[1], sum(tool_sessions.get(tool, {}).values()) / total if total else 0.0)
              for tool, row in per_tool.items()]
     tools.sort(key=lambda t: (-t.calls, t.tool))
-    searching = {record.session for record in searches}
+    searching = {record.session for record in searches if plausible(record.at, at)}
     return UsageSummary(len(searches), len(calls), len(searching | sessions.keys()), tools, calling=len(sessions))
 
 
@@ -612,6 +642,7 @@ class UsageLog:
         self._thread: threading.Thread | None = None
         self._started = threading.Lock()
         self._dropped = False
+        self._skipped = False
         self._paused_at: float | None = None
         self._pause = PAUSE_FIRST
         self._retry_at = 0.0
@@ -694,6 +725,10 @@ class UsageLog:
         try:
             self._ready(store)
             self._write_until_stopped(store)
+        except Exception:  # a bug, not the store's trouble: said loudly, and learning stops rather than hangs
+            logger.exception("usage learning stopped: its writer thread failed; search goes on without recording")
+            self.failed = True
+            self.loaded.set()
         finally:
             store.close()
 
@@ -722,12 +757,36 @@ class UsageLog:
         self._answered()
         history_prior = UsagePrior(origin=self.prior.origin, half_life=self.prior.half_life, key=self.prior.key)
         for record in history:
-            history_prior.add(record)
+            self._learn(history_prior, record)
         self.prior.merge(history_prior)
         self._history_read = True
         self._keyed = True
         self.loaded.set()
         return True
+
+    def _same_key(self, store: UsageStore) -> bool:
+        """Adopt the store's hashing key if it changed (a Redis restarted empty gets a new one from the first
+        replica to ask: every replica reads it again here, so all hash alike again); False if the store failed."""
+        try:
+            key = store.shared_key()
+        except (OSError, sqlite3.Error) as exc:
+            self._failed(exc)
+            return False
+        if key is not None and key != self.prior.key:
+            logger.warning("the shared usage store holds a new hashing key (it lost its data?): using it")
+            self.prior.key = key
+        return True
+
+    def _learn(self, prior: UsagePrior, record: Record) -> None:
+        """Add a record read from the store: one that cannot be counted (the store holds what something else
+        wrote) is skipped, said once, and never stops the thread."""
+        try:
+            prior.add(record)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            if not self._skipped:
+                self._skipped = True
+                logger.warning("a usage record in the store could not be counted (%s: %s): such records are "
+                               "skipped", type(exc).__name__, exc)
 
     def _failed(self, exc: BaseException) -> None:
         now = time.monotonic()
@@ -768,6 +827,8 @@ class UsageLog:
             return
         if not self._ready(store):
             return
+        if self.shared and not self._same_key(store):
+            return
         for _ in range(NEWER_PAGES):
             try:
                 records = store.newer(NEWER_PAGE)
@@ -776,7 +837,7 @@ class UsageLog:
                 return
             self._answered()
             for record in records:
-                self.prior.add(record)
+                self._learn(self.prior, record)
             if len(records) < NEWER_PAGE:
                 return
 

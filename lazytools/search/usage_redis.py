@@ -27,7 +27,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from .usage import LOAD_LIMIT, CallRecord, Record, SearchRecord, UsageStore, UsageUnavailableError
+from .usage import LOAD_LIMIT, CallRecord, Record, SearchRecord, UsageStore, UsageUnavailableError, plausible
 
 __all__ = ["MAX_ENTRY_BYTES", "SHARED_KEEP", "RedisUsageStore", "open_redis"]
 
@@ -79,8 +79,8 @@ def _text(value: Any) -> str:
 
 
 def _time(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError("not a time")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not plausible(float(value)):
+        raise ValueError("not a plausible time")
     return float(value)
 
 
@@ -101,7 +101,7 @@ def _parse(kind: str, raw: bytes) -> Record | None:
             return None
         return CallRecord(at=_time(data["a"]), session=_text(data["s"]), tool=_text(data["n"]), ok=ok,
                           search=_optional(data.get("f")), terms=_names(data["t"]), after=_optional(data.get("b")))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError, OverflowError):
         return None
 
 

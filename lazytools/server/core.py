@@ -112,6 +112,7 @@ class LazyServer(Server[Any]):
         )
         if front is not None and passing is not None:
             front.attach(SessionClients(self.store))
+            front.check_updates(self.may_hear)
             # Added, not passed: the constructor warns about these 2026-deprecated features.
             self.add_request_handler("logging/setLevel", types.SetLevelRequestParams, passing.set_level)
             self.add_notification_handler("notifications/roots/list_changed", types.NotificationParams,
@@ -178,6 +179,17 @@ class LazyServer(Server[Any]):
         )
 
     # -- sessions -------------------------------------------------------------------------------------------
+
+    async def may_hear(self, key: str, uri: str) -> bool:
+        """Whether session `key` may still hear of `uri`'s updates: the policy in force (re-read when its file
+        changed) lets the principal that subscribed see it. A subscription to a resource the policy hides since
+        is left, as the resource no longer exists for that principal."""
+        state = self.store.get(key)
+        client = state.client if state is not None else None
+        principal = client.principal if isinstance(client, SessionClient) else None
+        if principal is None or self.front is None:
+            return True
+        return self.gate.access(principal).resource(uri, self.front.uri_server(uri))
 
     def session_for(self, ctx: ServerRequestContext[Any, Any]) -> SessionState | None:
         """This request's session state, created on first sight; None where the protocol allows no session."""

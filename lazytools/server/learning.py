@@ -3,11 +3,13 @@ the calls succeeded, handed to the usage log (`search.usage`) without waiting fo
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Sequence
 
 from ..entry import ToolEntry
+from ..identity import current_principal
 from ..search.usage import MAX_SEARCH_TERMS, CallRecord, SearchRecord, UsageLog
 from .sessions import LastSearch, SessionState
 
@@ -20,6 +22,18 @@ MAX_LINKED = 24
 search limit's highest default (20) and the suggestions after them."""
 
 
+def _source(log: UsageLog, state: SessionState) -> str:
+    """Who a record counts for among the distinct ones a pattern needs (`search.usage.MIN_SESSIONS`): an OAuth user
+    (a keyed hash of their issuer and subject) however many sessions they open, as sessions cost nothing; any other
+    caller by session: over stdio and loopback it is the machine's own user, and holders of the shared token are
+    one team that the operator trusts alike (docs/search.md, "What learning trusts")."""
+    principal = current_principal()
+    if principal is None or principal.kind != "oauth":
+        return state.key
+    digest = hashlib.blake2b(principal.key.encode(), digest_size=8, key=log.prior.key).hexdigest()
+    return f"user:{digest}"
+
+
 def record_search(log: UsageLog, state: SessionState, query: str, returned: Sequence[ToolEntry],
                   enabled: Sequence[ToolEntry]) -> None:
     """One search of `state`'s session: its terms, what it returned and enabled. Each returned tool remembers it,
@@ -28,7 +42,7 @@ def record_search(log: UsageLog, state: SessionState, query: str, returned: Sequ
         return  # tool_names or a group alone, or a search that matched nothing, says nothing worth keeping
     terms = log.prior.terms(query)[:MAX_SEARCH_TERMS]
     search_id = uuid.uuid4().hex
-    log.record(SearchRecord(id=search_id, at=time.time(), session=state.key, terms=terms,
+    log.record(SearchRecord(id=search_id, at=time.time(), session=_source(log, state), terms=terms,
                             returned=tuple(entry.name for entry in returned),
                             enabled=tuple(entry.name for entry in enabled), request=query))
     for entry in returned:
@@ -43,8 +57,8 @@ def record_call(log: UsageLog, state: SessionState, tool: str, ok: bool) -> None
     """A call of catalog tool `tool` in `state`'s session and whether it succeeded, with the search that found it
     and the tool called before it."""
     search_id, terms = _finding(state, tool)
-    log.record(CallRecord(at=time.time(), session=state.key, tool=tool, ok=ok, search=search_id, terms=terms,
-                          after=state.last_called))
+    log.record(CallRecord(at=time.time(), session=_source(log, state), tool=tool, ok=ok, search=search_id,
+                          terms=terms, after=state.last_called))
     state.last_called = tool
 
 

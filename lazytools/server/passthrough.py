@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 from ..errors import LazyToolsError, UnknownPromptError, UnknownResourceError
+from ..identity import Principal, current_principal
 from ..origin import LOG_LEVELS, CallOrigin, Clients, ClientSide, calling
 from ..sdk import CallNext, HandlerResult
 from .access import Access
@@ -122,6 +123,9 @@ class SessionClient:
         self._connection = connection
         self.level: types.LoggingLevel | None = None
         """Set by the client's `logging/setLevel`; None lets every level through (the spec's default)."""
+        self.principal: Principal | None = None
+        """Who subscribed to resources for this session last: each `resources/updated` is checked against what
+        the policy in force lets it see (a resource the policy hides since is left)."""
 
     @property
     def capabilities(self) -> types.ClientCapabilities | None:
@@ -257,6 +261,7 @@ class PassThrough:
             raise MCPError(code=types.INVALID_REQUEST, message="Subscriptions need a session")
         with _boundary():
             self._check_uri(str(params.uri))
+            client.principal = current_principal()
             await self.front.subscribe(str(params.uri), client)
         return types.EmptyResult()
 

@@ -34,7 +34,16 @@ from .surface import is_stateless_era
 if TYPE_CHECKING:
     from .core import LazyServer
 
-__all__ = ["OWNER_SCOPE_KEY", "RECORD_SCOPE_KEY", "SUBSCRIPTIONS_CHANGED", "UNRECORDED_SCOPE_KEY", "SharedSessions"]
+__all__ = [
+    "MAX_SUBSCRIPTIONS",
+    "MAX_SUBSCRIPTION_CHARS",
+    "MAX_SUBSCRIPTION_URI",
+    "OWNER_SCOPE_KEY",
+    "RECORD_SCOPE_KEY",
+    "SUBSCRIPTIONS_CHANGED",
+    "UNRECORDED_SCOPE_KEY",
+    "SharedSessions",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +62,18 @@ holding its GET stream follows them (`SharedSessions.listening`)."""
 
 _MAX_URIS = 256
 """URIs kept per upstream in a session's record (the newest): the routing memory that follows it to any replica."""
-_MAX_SUBSCRIPTIONS = 64
-"""Resource subscriptions kept in a session's record (the newest): each is an upstream subscription per replica."""
+_MAX_URI_CHARS = 32 * 1024
+"""Characters of URIs kept per upstream in a session's record (the newest): URIs may be long, and the record is
+read by every request of the session."""
+MAX_SUBSCRIPTIONS = 64
+"""Resource subscriptions a session may hold (each is an upstream subscription per replica): one more is refused."""
+MAX_SUBSCRIPTION_URI = 8192
+"""Characters of a URI a session may subscribe to: the bound of the URIs the gateway remembers per session
+(`sources.gateway.offerings.MAX_NAMED_URI`)."""
+MAX_SUBSCRIPTION_CHARS = 16 * 1024
+"""Characters of all of a session's subscribed URIs together: past it, subscribing is refused. Without it a
+session's record (read by every request, kept in Redis until it expires) grew to megabytes and, under a Redis
+`maxmemory` policy, pushed other sessions' records out."""
 _RETRY_SUBSCRIBE = 30.0
 """Seconds before a replica tries again to subscribe for a session where subscribing failed (the upstream is down,
 or no longer serves the URI): requests of the session are not slowed by a failing upstream each time."""
@@ -94,7 +113,10 @@ class SharedSessions:
             self.server.front.check_updates(self.wanted)
 
     async def wanted(self, key: str, uri: str) -> bool:
-        """Whether session `key` still subscribes to `uri` (its record says so, wherever it unsubscribed)."""
+        """Whether session `key` still subscribes to `uri` (its record says so, wherever it unsubscribed) and may
+        still see it (`LazyServer.may_hear`)."""
+        if not await self.server.may_hear(key, uri):
+            return False
         if (key, uri) in self._subscribing:
             return True
         try:
@@ -131,6 +153,8 @@ class SharedSessions:
             if front is not None:
                 front.restore_uri_memory(record.key, record.uris)
             subscribing, unsubscribing = _subscription_of(ctx)
+            if subscribing is not None:
+                _check_room(record.subscriptions, subscribing)
             if front is not None and state.client is not None:
                 with calling(origin_of(ctx, state.client)):  # routes URIs the session's own results named
                     await self._follow(front, state.client, record, skip=unsubscribing)
@@ -186,6 +210,8 @@ class SharedSessions:
         """This replica's upstream subscriptions for the session as its record has them: the URIs it subscribed to
         on any replica are subscribed here too (at this replica's own connections, as the policy allows), the ones
         it left anywhere are left here."""
+        if isinstance(client, SessionClient):
+            client.principal = self.server.gate.principal()  # who this session's subscriptions are checked for
         held = front.subscribed(record.key)
         wanted = set(record.subscriptions)
         if held == wanted:
@@ -301,6 +327,38 @@ def _strings(value: Any) -> tuple[str, ...] | None:
 _LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
 
 
+def _room_for(subscriptions: list[str], uri: str) -> str | None:
+    """Why session subscriptions `subscriptions` have no room for `uri` (None: they have, or hold it already)."""
+    if uri in subscriptions:
+        return None
+    if len(uri) > MAX_SUBSCRIPTION_URI:
+        return f"the URI is longer than {MAX_SUBSCRIPTION_URI} characters"
+    if len(subscriptions) >= MAX_SUBSCRIPTIONS:
+        return f"the session holds {MAX_SUBSCRIPTIONS} subscriptions already (unsubscribe from one first)"
+    if sum(map(len, subscriptions)) + len(uri) > MAX_SUBSCRIPTION_CHARS:
+        return (f"the session's subscribed URIs would exceed {MAX_SUBSCRIPTION_CHARS} characters together "
+                "(unsubscribe from one first)")
+    return None
+
+
+def _check_room(subscriptions: list[str], uri: str) -> None:
+    reason = _room_for(subscriptions, uri)
+    if reason is not None:
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Subscription refused: {reason}")
+
+
+def _newest(uris: list[str], chars: int) -> list[str]:
+    """The newest of `uris` (oldest first) that fit in `chars` characters together."""
+    kept: list[str] = []
+    total = 0
+    for uri in reversed(uris):
+        total += len(uri)
+        if total > chars:
+            break
+        kept.append(uri)
+    return kept[::-1]
+
+
 def _subscription_of(ctx: ServerRequestContext[Any, Any]) -> tuple[str | None, str | None]:
     """The URI a `resources/subscribe` or `resources/unsubscribe` request names: (subscribing, unsubscribing)."""
     if ctx.method not in ("resources/subscribe", "resources/unsubscribe") or ctx.params is None:
@@ -339,9 +397,11 @@ def _change(before: _Snapshot, after: _Snapshot, limit: int, subscribing: str | 
         for name, new in named_now.items():
             if new:
                 kept = [uri for uri in record.uris.get(name, []) if uri not in new]
-                record.uris[name] = [*kept, *new][-_MAX_URIS:]
-        if subscribing is not None and subscribing not in record.subscriptions:
-            record.subscriptions = [*record.subscriptions, subscribing][-_MAX_SUBSCRIPTIONS:]
+                record.uris[name] = _newest([*kept, *new][-_MAX_URIS:], _MAX_URI_CHARS)
+        if subscribing is not None and _room_for(record.subscriptions, subscribing) is None:
+            # (checked again on the newest record: concurrent subscribes of one session never pass the bounds;
+            # one that lost the race is left upstream by the replicas, as the record does not hold it)
+            record.subscriptions = [*record.subscriptions, subscribing]
         if unsubscribing is not None:
             record.subscriptions = [uri for uri in record.subscriptions if uri != unsubscribing]
         if search_changed:

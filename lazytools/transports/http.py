@@ -377,7 +377,8 @@ def http_server(app: ASGIApp, settings: Settings) -> uvicorn.Server:
     readiness = getattr(state, "readiness", None) or Readiness()
     sessions = getattr(state, "sessions", None)
     on_drained = sessions.close_streams if isinstance(sessions, SharedSessionManager) else None
-    return DrainingServer(config, readiness, getattr(state, "inflight", None), settings.drain_seconds, on_drained)
+    return DrainingServer(config, readiness, getattr(state, "inflight", None), settings.drain_seconds, on_drained,
+                          grace=settings.drain_grace_seconds)
 
 
 def _url_host(host: str) -> str:

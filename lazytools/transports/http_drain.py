@@ -1,9 +1,10 @@
 """Readiness (`/readyz`) and drain on SIGTERM, for a load balancer that rolls replicas without a failed call.
 
 `/healthz` says the process is alive; `/readyz` says it should get traffic: 503 while starting, while draining, and
-while the shared store (when configured) does not answer. On SIGTERM readiness turns 503 at once; requests keep
-being served until none is in flight and none has started for a moment (the balancer has noticed), or until
-`drain_seconds`; then the server stops as uvicorn does.
+while the shared store (when configured) does not answer. On SIGTERM readiness turns 503 at once; connections keep
+being accepted and requests served for at least `grace` seconds (the balancer's checks see the 503 meanwhile), then
+until none is in flight and none has started for a moment, or until `drain_seconds`; then the server stops as
+uvicorn does.
 """
 
 from __future__ import annotations
@@ -73,8 +74,11 @@ class DrainingServer(GuardedServer):
     """uvicorn's server, that on SIGTERM drains before it stops (a second signal, or SIGINT, stops at once)."""
 
     def __init__(self, config: uvicorn.Config, readiness: Readiness, inflight: InFlight | None, drain_seconds: float,
-                 on_drained: Callable[[], Awaitable[None]] | None = None) -> None:
+                 on_drained: Callable[[], Awaitable[None]] | None = None, *, grace: float = 0.0) -> None:
         super().__init__(config)
+        self.grace = min(grace, drain_seconds)
+        """Seconds after SIGTERM during which the replica serves whatever comes (the balancer has not seen the 503
+        yet), however quiet it is."""
         self.readiness = readiness
         self.inflight = inflight
         self.drain_seconds = drain_seconds
@@ -102,11 +106,13 @@ class DrainingServer(GuardedServer):
         loop.call_soon_threadsafe(start)
 
     async def _drained_then_exit(self, sig: int, frame: FrameType | None) -> None:
-        deadline = time.monotonic() + self.drain_seconds
+        begun = time.monotonic()
+        deadline = begun + self.drain_seconds
         inflight = self.inflight
         while time.monotonic() < deadline and not self.should_exit:
-            quiet = inflight is None or (inflight.count == 0 and time.monotonic() - inflight.last_started >= _QUIET)
-            if quiet:
+            now = time.monotonic()
+            quiet = inflight is None or (inflight.count == 0 and now - inflight.last_started >= _QUIET)
+            if quiet and now - begun >= self.grace:
                 break
             await asyncio.sleep(0.05)
         if inflight is not None and inflight.count:

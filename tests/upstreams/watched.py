@@ -1,6 +1,6 @@
 """A real SDK server whose resources change, shared by several lazytools replicas over streamable HTTP.
 
-`Watched(name)` lists `watch://<name>/a` and `watch://<name>/b`, accepts `resources/subscribe` per upstream session
+`Watched(name)` lists `watch://<name>/a` and `watch://<name>/b` and templates `watch://<name>/t/{item}`, accepts `resources/subscribe` per upstream session
 (each replica's connection is one), and `change(uri)` sends `notifications/resources/updated` to every upstream
 session subscribed to `uri`, as a server watching files does. `subscribers(uri)` says how many upstream sessions
 are subscribed now: what lazytools holds at its upstream.
@@ -30,6 +30,7 @@ class Watched:
         `Mcp-Session-Id`, each with the session object to notify."""
         self.server: Server[Any] = Server(
             name, version="1.0", on_list_tools=self._tools, on_call_tool=self._call, on_list_resources=self._list, on_read_resource=self._read,
+            on_list_resource_templates=self._templates,
             on_subscribe_resource=self._subscribe, on_unsubscribe_resource=self._unsubscribe)
 
     def subscribers(self, uri: str) -> int:
@@ -57,6 +58,10 @@ class Watched:
     async def _list(self, ctx: Ctx, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[types.Resource(uri=uri, name=uri.rsplit("/", 1)[1])
                                                     for uri in self.uris])
+
+    async def _templates(self, ctx: Ctx, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[
+            types.ResourceTemplate(uri_template=f"watch://{self.name}/t/{{item}}", name="item")])
 
     async def _read(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
