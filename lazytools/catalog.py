@@ -21,8 +21,9 @@ class Group:
     name: str
     summary: str = ""
     about: str = ""
-    """Everything the source says of itself (an upstream's configured description, its own description and
-    instructions), which search reads to tell which server a request is about; `summary` is its one line."""
+    """What is said of the source (an upstream's configured description, else, when its config lets them be read,
+    its own title, description and instructions), which search reads to tell which server a request is about;
+    `summary` is its one line."""
 
 
 def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:

@@ -97,7 +97,8 @@ def shared_usage_report(url: str, *, prefix: str, timeout: float, limit: int) ->
 
 
 def _usage_text(summary: UsageSummary, where: str, *, limit: int) -> str:
-    lines = [f"{summary.searches} searches, {summary.calls} tool calls in {summary.sessions} sessions ({where}).",
+    lines = [f"{summary.searches} searches, {summary.calls} tool calls in {summary.sessions} sessions that searched or "
+             f"called, {summary.calling} of which called a tool ({where}).",
              "Calls decay by half every 30 days.", "",
              f"{'calls':>8} {'failed':>7} {'sessions':>8}  tool"]
     for tool in summary.tools[:limit]:

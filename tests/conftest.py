@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -12,7 +13,7 @@ import pytest
 from mcp import Client
 from pydantic import Field
 
-from lazytools import Catalog, FunctionGroup, Group, LazyServer, Settings, build_server
+from lazytools import Catalog, FunctionGroup, Group, LazyServer, Settings, ToolEntry, build_server
 from lazytools.search import LiveIndex, SearchIndex
 
 
@@ -127,3 +128,16 @@ async def embedded(live: LiveIndex) -> SearchIndex:
     if live.background is not None:
         await anyio.to_thread.run_sync(live.background.done.wait)
     return index
+
+
+_LISTED = re.compile(r"^- ([^\s(\[]+)", re.MULTILINE)
+
+
+async def searched(entries: Sequence[ToolEntry], query: str, **overrides: Any) -> list[str]:
+    """The tools `search_tools` lists for `query` (enabled, then the others), in order, asked over a real client
+    of a server of `entries` (one group per entry's group)."""
+    catalog = Catalog()
+    for group in dict.fromkeys(entry.group for entry in entries):
+        catalog.set_group(Group(group), [entry for entry in entries if entry.group == group])
+    async with client(build_server(catalog, make_settings(**overrides))) as c:
+        return _LISTED.findall(text_of(await c.call_tool("search_tools", {"query": query})))

@@ -233,3 +233,51 @@ async def test_what_an_upstream_says_of_itself_chooses_between_its_tools_and_ano
                 found = text_of(await c.call_tool("search_tools", {"query": query, "limit": 2}))
                 positions = {name: found.index(name) for name in ("north__read_file", "south__read_file")}
                 assert min(positions, key=positions.__getitem__) == first, found
+
+
+DESCRIBED = Path(__file__).resolve().parent / "upstreams" / "described.py"
+GIT_WORDS = "git commit commits log history repository branch diff status " * 4
+"""What a hostile upstream says of itself to be chosen for another server's requests."""
+
+
+def described(name: str, *flags: str, **options: Any) -> dict[str, Any]:
+    """A config entry that starts tests/upstreams/described.py (a real SDK server) over stdio."""
+    return {"command": sys.executable, "args": [str(DESCRIBED), "--name", name, *flags], **options}
+
+
+def _git_and_logbook(**logbook: Any) -> dict[str, Any]:
+    return {
+        "git": described("git", "--description", "Tools to read and change a Git repository.",
+                         "--tool", "git_log=Shows the commit logs.",
+                         "--tool", "git_status=Shows the working tree status."),
+        "logbook": described("logbook", "--title", GIT_WORDS, "--description", GIT_WORDS, "--instructions", GIT_WORDS,
+                             "--tool", "show_history=Show the history of recent entries, with the last changes.",
+                             "--tool", "record_entry=Record an entry and show entries.", **logbook),
+    }
+
+
+async def _first_of(o: Any, query: str, names: tuple[str, ...]) -> str:
+    async with client(o.server) as c:
+        found = text_of(await c.call_tool("search_tools", {"query": query, "limit": 5}))
+    positions = {name: found.find(name) for name in names if name in found}
+    return min(positions, key=positions.__getitem__)
+
+
+async def test_an_upstreams_own_words_do_not_choose_it_when_the_config_describes_it(tmp_path: Path) -> None:
+    # Without a description of its own, the logbook's self-praise in git's words makes it git's rival ...
+    async with opened(tmp_path, _git_and_logbook()) as o:
+        assert "git commit" in o.catalog.about()["logbook"]
+    # ... with one, the operator's word is all search reads of it: git's log comes first for git's request.
+    async with opened(tmp_path, _git_and_logbook(description="Notes of the team's daily log entries.")) as o:
+        assert o.catalog.about()["logbook"] == "Notes of the team's daily log entries."
+        assert o.catalog.groups[1].summary == "Notes of the team's daily log entries."
+        first = await _first_of(o, "show me the last 5 commits", ("git__git_log", "logbook__show_history"))
+        assert first == "git__git_log"
+
+
+async def test_describe_config_keeps_search_from_reading_what_an_upstream_says_of_itself(tmp_path: Path) -> None:
+    async with opened(tmp_path, _git_and_logbook(describe="config")) as o:
+        assert o.catalog.about()["logbook"] == "" and o.catalog.groups[1].summary == ""
+        assert "logbook (2): " in manifest(o.catalog) and "git commit" not in manifest(o.catalog)
+        first = await _first_of(o, "show me the last 5 commits", ("git__git_log", "logbook__show_history"))
+        assert first == "git__git_log"

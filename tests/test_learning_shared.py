@@ -199,7 +199,8 @@ async def test_usage_command_reads_redis_when_a_state_url_is_set(tmp_path: Path,
         monkeypatch.setenv("LAZYTOOLS_STATE_URL", redis.url)
         assert await anyio.to_thread.run_sync(main, ["usage"]) == 0  # main runs its own event loop
         out = capsys.readouterr().out
-        assert out.startswith("4 searches, 9 tool calls in 4 sessions (Redis, lazytools:usage:*)"), out
+        assert out.startswith("4 searches, 9 tool calls in 4 sessions that searched or called, 4 of which called a tool "
+                              "(Redis, lazytools:usage:*)"), out
         pins = out.split("ALWAYS_AVAILABLE_TOOLS=")[1].strip().split(",")
         assert sorted(pins) == ["search_notes", "send_email"]
     assert await anyio.to_thread.run_sync(main, ["usage"]) == 1  # Redis gone: one line, no traceback

@@ -78,7 +78,8 @@ def test_type_aliases_and_lazytools_options() -> None:
     a, b = servers["a"], servers["b"]
     assert a.type == "http" and b.type == "http"
     assert a.defer_loading is False and b.defer_loading is True and a.timeout == 5 and a.tool_prefix == "al"
-    assert a.description == "Alpha."
+    assert a.description == "Alpha." and a.describe == "server"
+    assert parse({"mcpServers": {"c": {"command": "x", "describe": "config"}}})["c"].describe == "config"
     assert a.allows("get_user") and not a.allows("get_secret") and not a.allows("delete_user")
     by_public = parse({"mcpServers": {"gh": {"command": "x", "exclude": ["gh__delete_*"]}}})["gh"]
     assert not by_public.allows("delete_repo") and by_public.allows("create_repo")  # public names work too
@@ -157,6 +158,7 @@ def test_unset_variable_names_server_field_and_variable() -> None:
     ({"mcpServers": {"a": {"url": "ftp://h/x"}}}, "field url: Value error, must be an http"),
     ({"mcpServers": {"a": {"command": "x", "prefix": "a__b"}}}, "field prefix:"),
     ({"mcpServers": {"a": {"command": "x", "include": "t"}}}, "field include: Input should be a valid list"),
+    ({"mcpServers": {"a": {"command": "x", "describe": "nobody"}}}, "field describe: Input should be 'server' or"),
     ({"mcpServers": {"a b": {"command": "x"}, "a_b": {"command": "y"}}}, "'a b' and 'a_b' would share"),
     ({"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "y"}}}, "server 'a' is defined twice"),
 ])

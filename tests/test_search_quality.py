@@ -220,6 +220,30 @@ def test_remember_and_forget_reach_the_memory_server_not_a_translation_memory() 
     assert {"memory/delete_entities", "memory/delete_observations"} & set(forgotten)
 
 
+def test_remember_and_forget_said_in_chinese_reach_the_memory_server() -> None:
+    # The English words of 记住 ("remember") and 忘记 ("forget") are read as the English verbs are (phrases.py).
+    search, _ = _served_dev_set()
+    assert {"memory/create_entities", "memory/add_observations"} & set(search("记住我的生日是五月十日")[:LIMIT])
+    assert {"memory/delete_entities", "memory/delete_observations"} & set(search("忘记关于Alice的一切")[:LIMIT])
+
+
+def test_a_question_about_what_is_remembered_reads_memory() -> None:
+    # "what do you remember about ..." asks what memory holds: a read or a search of it, not a store.
+    search, _ = _served_dev_set()
+    returned = search("what do you remember about my project deadlines?")[:LIMIT]
+    assert returned[0] in ("memory/read_graph", "memory/search_nodes", "memory/open_nodes"), returned
+    assert "memory/add_observations" not in returned[:2], returned
+    assert {"memory/create_entities", "memory/add_observations"} & set(search("remember my deadline is Friday")[:2])
+
+
+def test_adding_numbers_finds_a_tool_that_sums() -> None:
+    # "add" with a number after it is arithmetic, not adding a card or a comment.
+    search, _ = _served_dev_set()
+    for request in ("add 17 and 25", "what is 17 plus 25"):
+        assert {"everything/get-sum", "calculator/calculate"} & set(search(request)[:LIMIT]), request
+    assert "trello/add_card_to_list" in search("add a card to the Done list in Trello")[:LIMIT]
+
+
 def test_an_unstated_step_takes_its_place_though_the_request_never_names_it() -> None:
     # misses.jsonl pq01 / pq08: a forecast needs coordinates and the request names no place tool, so the geocoder
     # of the forecast's server scores nothing for it; it takes the last place all the same.

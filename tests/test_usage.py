@@ -209,3 +209,19 @@ def test_usage_command_on_a_damaged_store_says_so_in_one_line(tmp_path: Path, ca
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("lazytools: Cannot read ") and err.count("\n") == 1, err
     assert (tmp_path / "usage.sqlite3").exists()  # the report leaves the server's file where it is
+
+
+def test_usage_command_counts_the_sessions_that_only_searched(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    now = time.time()
+    log = UsageLog(open_sqlite(tmp_path))
+    for session in ("s1", "s2", "s3"):
+        log.record(_search(session, "roll back the deployment", ("k/rollout",), now, session=session))
+    log.record(_call("k/rollout", "roll back the deployment", now, session="s1"))
+    assert log.flushed()
+    log.close()
+    monkeypatch.setenv("LAZYTOOLS_CACHE_DIR", str(tmp_path))
+    assert main(["usage"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 searches, 1 tool calls in 3 sessions that searched or called, 1 of which called a tool "
+                          f"({tmp_path / 'usage.sqlite3'})."), out

@@ -136,6 +136,7 @@ class SearchIndex:
         self.vocabulary = Vocabulary([term for term in self._bm25.vocabulary if term not in self._rendered])
         table = default_related_words() if related is None else related
         self._expansions = catalog_expansions(table, self.vocabulary)
+        self._words = table
         self._names = NameMatcher([(e.name, e.upstream_name or e.name) for e in self.entries])
         name_keys = [name_terms(entry_words, known) for entry_words in words]
         self._name_words = NameWords(name_keys)
@@ -189,7 +190,7 @@ class SearchIndex:
     def query_terms(self, query: str) -> dict[str, float]:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
         related words)."""
-        return weighted_terms(query, self.vocabulary, self._expansions, rendered=self._rendered)
+        return weighted_terms(query, self.vocabulary, self._expansions, rendered=self._rendered, words=self._words)
 
     def _mentioned(self, terms: set[str]) -> list[str]:
         """The groups a query with these terms names ("post it on Slack", "github issues"): all of a group

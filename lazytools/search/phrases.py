@@ -15,7 +15,16 @@ from collections.abc import Mapping, Sequence
 
 from .analysis import STOP_WORDS, stem
 
-__all__ = ["PHRASAL_VERBS", "QUESTIONS", "VERB_OBJECTS", "VERB_SENSES", "meant_words", "read_phrases"]
+__all__ = [
+    "ASKED_SENSES",
+    "NUMBER_SENSES",
+    "PHRASAL_VERBS",
+    "QUESTIONS",
+    "VERB_OBJECTS",
+    "VERB_SENSES",
+    "meant_words",
+    "read_phrases",
+]
 
 PHRASAL_VERBS: Mapping[str, str] = {
     # Making and starting.
@@ -113,6 +122,28 @@ VERB_SENSES: Mapping[str, str] = {
 """Informal verbs that mean one action wherever they stand; they keep their own word too ("ping" a person is a
 message, "ping" a host is the tool named ping)."""
 
+NUMBER_SENSES: Mapping[str, str] = {
+    "add": "sum calculate",
+    "plus": "sum calculate",
+    "subtract": "calculate",
+    "minus": "calculate",
+    "multiply": "calculate product",
+    "times": "calculate product",
+    "divide": "calculate",
+}
+"""Words of arithmetic when a number follows ("add 17 and 25", "17 plus 25"); they keep their own word ("add" a
+card, "add" two numbers with a tool named add)."""
+
+ASKED_SENSES: Mapping[str, str] = {
+    "remember": "memory knowledge read search",
+    "recall": "memory knowledge read search",
+}
+"""What a verb of VERB_SENSES means in a question ("what do you remember about ...", "do you recall ..."): what is
+remembered is read, not stored."""
+
+_ASKING = frozenset("what which who whom when where why how do does did".split())
+"""Words that open a question."""
+
 
 def _stems(words: str) -> tuple[str, ...]:
     return tuple(stem(word) for word in words.split())
@@ -123,6 +154,8 @@ _PHRASAL = {(stem(verb), particle): _stems(meaning) for verb, particle, meaning 
 _OBJECTS = {stem(verb): (frozenset(_stems(objects)), _stems(meaning))
             for verb, (objects, meaning) in VERB_OBJECTS.items()}
 _SENSES = {stem(verb): _stems(meaning) for verb, meaning in VERB_SENSES.items()}
+_ASKED = {stem(verb): _stems(meaning) for verb, meaning in ASKED_SENSES.items()}
+_NUMBERS = {stem(word): _stems(meaning) for word, meaning in NUMBER_SENSES.items()}
 _QUESTIONS = {tuple(words.split()): _stems(meaning) for words, meaning in QUESTIONS.items()}
 _LOOKAHEAD = 3
 """An object is looked for among the next few words ("drop a quick message")."""
@@ -145,6 +178,7 @@ def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[
     meant: list[str] = []
     replaced: set[str] = set()
     opening = True  # no word that says anything yet: a question word here asks the question
+    asking = bool(words) and words[0] in _ASKING
     for position, word in enumerate(words):
         if questions and opening and word in ("how", "where", "what"):
             asked = _question(words, position)
@@ -153,6 +187,7 @@ def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[
                 replaced.update(stem(other) for other in asked[1:])
             if word != "what":
                 continue
+        in_question = asking and opening  # the first word that says something, in a question
         opening = opening and word in STOP_WORDS
         verb = stem(word)
         following = words[position + 1] if position + 1 < len(words) else ""
@@ -169,12 +204,17 @@ def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[
             if any(other in objects for other in ahead):
                 meant.extend(meaning)
                 replaced.add(verb)
-        if verb in _SENSES:
+        if verb in _NUMBERS and following.isdigit():
+            meant.extend(_NUMBERS[verb])
+        if in_question and verb in _ASKED:
+            meant.extend(_ASKED[verb])
+        elif verb in _SENSES:
             meant.extend(_SENSES[verb])
     return meant, frozenset(replaced)
 
 
 _PLAIN = {stem(word): word for meanings in (PHRASAL_VERBS.values(), QUESTIONS.values(), VERB_SENSES.values(),
+                                            ASKED_SENSES.values(), NUMBER_SENSES.values(),
                                             (meaning for _, meaning in VERB_OBJECTS.values()))
           for meaning in meanings for word in meaning.split()}
 """A meaning's stem -> the word it was written as (an encoder reads words, not stems)."""

@@ -75,24 +75,25 @@ def catalog_expansions(related: RelatedWords, vocabulary: Vocabulary, cache_size
 
 
 def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | None = None, *,
-                   rendered: Container[str] = frozenset()) -> dict[str, float]:
+                   rendered: Container[str] = frozenset(), words: Container[str] = frozenset()) -> dict[str, float]:
     """Index terms for `query`, each with its weight (repeated words add up, as in BM25), then the catalog's words
     related to them (`expansions`) that the query does not already have, each at its best weight. `rendered`: terms
-    only tools' translations hold, matched when the query has them and never otherwise."""
+    only tools' translations hold, matched when the query has them and never otherwise. `words`: stems of real
+    words (the related-words table's), never taken for a typo: "notes" is no misspelt "nodes"."""
     weights: dict[str, float] = {}
 
     def add(term: str, weight: float) -> None:
         weights[term] = weights.get(term, 0.0) + weight
 
-    words = split_words(query)
-    meant, replaced = read_phrases(words)
-    terms = [term for term in terms_of(words) if term not in replaced]
+    typed = split_words(query)
+    meant, replaced = read_phrases(typed)
+    terms = [term for term in terms_of(typed) if term not in replaced]
     guess = len(terms) <= MAX_TERMS_TO_CORRECT
     for term in terms:
         if term in vocabulary or term in rendered:
             add(term, 1.0)
         elif guess:
-            fixes = vocabulary.corrections(term)[:2]
+            fixes = [] if term in words else vocabulary.corrections(term)[:2]
             for fix in fixes:
                 add(fix, TYPO_WEIGHT)
             if not fixes:
@@ -109,9 +110,14 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
         if word in vocabulary and word not in weights:
             weights[word] = PHRASE_WEIGHT
     if has_cjk(query):
-        for word in terms_of(split_words(english_rendering(query))):
+        glosses = split_words(english_rendering(query))
+        for word in terms_of(glosses):
             if (word in vocabulary or word in rendered) and word not in weights:
                 weights[word] = CROSSLANG_WEIGHT
+        # The glosses are read as English is: 记住 "remember" stores a fact in memory, 忘记 "forget" deletes it.
+        for word in read_phrases(glosses, questions=False)[0]:
+            if word in vocabulary and word not in weights:
+                weights[word] = PHRASE_WEIGHT
     if expansions is not None:
         extra: dict[str, float] = {}
         for term in set(terms):

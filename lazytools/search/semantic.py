@@ -68,7 +68,9 @@ def _readable(text: str) -> str:
     English, and a Chinese request must meet the English tools it asks for. An opening question's meaning is left
     out: the encoder reads a question in its context ("how many open issues" is no count tool)."""
     english = english_rendering(text)
-    meant = " ".join(meant_words(split_words(text), questions=False))
+    # The English words' phrases too: 记住 "remember" stores a fact in memory as "remember" does.
+    meant = " ".join(dict.fromkeys(word for said in (text, english)
+                                   for word in meant_words(split_words(said), questions=False)))
     if meant:
         text = f"{text} ({meant})"
     return f"{text} ({english})" if english else text

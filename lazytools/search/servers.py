@@ -1,11 +1,12 @@
 """Choosing the server: which server a request, or one need of it, is about, and its best tool for it.
 
-A server is read as one document of three fields: its name, what it says of itself (the config's `description`,
-its own description and its `instructions`) and the words most of its tools share. A need's server is the one
-with the best sum of two shares: its best tool's score (a share of the need's best tool) and SERVER_TEXT_WEIGHT
-times its document's score (a share of the best server's). When that server is not the one of the need's best
-tool, the server's best tool for the need scores SERVER_LIFT more: "export the meeting minutes as a PDF" is about
-the server whose description says "file editing", not about the database whose `export` tool scored first.
+A server is read as one document of three fields: its name, what is said of it (`Group.about`: the config's
+`description`, else what the server says of itself when its config lets that be read) and the words most of its
+tools share. A need's server is the one with the best sum of two shares: its best tool's score (a share of the
+need's best tool) and SERVER_TEXT_WEIGHT times its document's score (a share of the best server's). When that
+server is not the one of the need's best tool, the server's best tool for the need scores SERVER_LIFT more: "export
+the meeting minutes as a PDF" is about the server whose description says "file editing", not about the database
+whose `export` tool scored first.
 
 Only the best tool of the chosen server moves, and only in the need that chose it. Lifting all of a server's
 tools, or lifting by a whole request's best server, pulled a task of several needs towards one server and its

@@ -562,8 +562,11 @@ class UsageSummary:
     searches: int
     calls: int
     sessions: int
+    """Sessions that searched or called a tool."""
     tools: list[ToolUsage]
     """Most called first."""
+    calling: int = 0
+    """Of `sessions`, those that called a tool: each tool's session share is of these."""
 
     def always_available(self) -> list[str]:
         """The tools worth listing from the start: used in many sessions, at most MAX_PINS."""
@@ -593,7 +596,8 @@ def summarize(store: UsageStore, *, now: float | None = None, half_life: float =
     tools = [ToolUsage(tool, row[0], row[1], sum(tool_sessions.get(tool, {}).values()) / total if total else 0.0)
              for tool, row in per_tool.items()]
     tools.sort(key=lambda t: (-t.calls, t.tool))
-    return UsageSummary(len(searches), len(calls), len(sessions), tools)
+    searching = {record.session for record in searches if plausible(record.at, at)}
+    return UsageSummary(len(searches), len(calls), len(searching | sessions.keys()), tools, calling=len(sessions))
 
 
 _STOP = object()

@@ -5,7 +5,7 @@ Accepted shapes, in a JSON file that may carry comments and trailing commas (VS 
     {"mcpServers": {NAME: {"command", "args", "env", "cwd"} | {"url", "headers"}}}      Claude Desktop, Cursor
     {"servers":    {NAME: {"type": "stdio" | "http" | "sse", ...}}}                      VS Code
 
-Per server, lazytools also reads `description`, `defer_loading`, `include`, `exclude`, `timeout`, `prefix`,
+Per server, lazytools also reads `description`, `describe`, `defer_loading`, `include`, `exclude`, `timeout`, `prefix`,
 `scope` and `disabled`, and for HTTP servers `identity` (send each user's own credentials: docs/team.md). String values expand `${VAR}`, `${env:VAR}` and `${VAR:-default}` from the environment
 (configtext.py). Anything wrong is a `ConfigError` that names the file, the server and the field.
 """
@@ -67,7 +67,10 @@ class _Server(BaseModel):
     name: str
     """The key in the config file: the group name in the catalog and in search results."""
     description: str | None = None
-    """Overrides the description the server gives of itself in the search_tools manifest."""
+    """Stands for what the server says of itself, in the search_tools manifest and in search's choice of server."""
+    describe: Literal["server", "config"] = "server"
+    """`config`: nothing the server says of itself (its title, description, instructions) is read, only
+    `description` when given; for a server not trusted to describe itself honestly."""
     prefix: str | None = None
     """Public tool names are `prefix__tool`; defaults to the server name made safe."""
     defer_loading: bool | None = None

@@ -43,22 +43,33 @@ async def list_tools(client: Client) -> list[types.Tool]:
     return tools
 
 
+def _reads_own_words(config: ServerConfig) -> bool:
+    """Whether what the upstream says of itself is read: not when the operator's word stands for it (a config
+    `description`), nor with `"describe": "config"`. An untrusted server words it as it likes: in another server's
+    domain words, to be chosen for that server's requests, or as orders to the model."""
+    return not (config.description and config.description.strip()) and config.describe != "config"
+
+
 def summary_of(config: ServerConfig, client: Client) -> str:
-    """The upstream's group summary: the config's description, else the first sentence it says of itself."""
+    """The upstream's group summary: the config's description, else the first sentence it says of itself (its
+    description, instructions or title), when its config lets that be read."""
     info = client.server_info
-    for text in (config.description, info.description if info else None, client.instructions,
-                 info.title if info else None):
+    texts = [config.description]
+    if _reads_own_words(config):
+        texts += [info.description if info else None, client.instructions, info.title if info else None]
+    for text in texts:
         if text and text.strip():
             return first_sentence(text, limit=200)
     return ""
 
 
 def about_of(config: ServerConfig, client: Client) -> str:
-    """Everything the upstream says of itself, for search: the config's description, its own description and title,
-    and its instructions, each bounded."""
+    """What search reads of the upstream: the config's description when it has one, else everything the upstream
+    says of itself (its title, description and instructions, each bounded) when its config lets that be read."""
     info = client.server_info
-    texts = (config.description, info.title if info else None, info.description if info else None,
-             client.instructions)
+    texts = [config.description]
+    if _reads_own_words(config):
+        texts += [info.title if info else None, info.description if info else None, client.instructions]
     return "\n\n".join(dict.fromkeys(text.strip()[:MAX_ABOUT_CHARS] for text in texts if text and text.strip()))
 
 
