@@ -38,6 +38,11 @@ async def replicas(shared: MemoryShared) -> AsyncIterator[list[str]]:
         yield urls
 
 
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}}
+"""A handshake-era client's first request."""
+
+
 async def post(http: httpx2.AsyncClient, url: str, body: dict[str, Any], key: str | None = None) -> httpx2.Response:
     headers = {**HEADERS, **({"mcp-session-id": key} if key else {})}
     return await http.post(url + "/mcp", content=json.dumps(body), headers=headers)
@@ -52,8 +57,7 @@ async def listed(http: httpx2.AsyncClient, url: str, key: str) -> list[str]:
 async def test_any_replica_serves_any_request_and_delete_ends_the_session_everywhere() -> None:
     shared = MemoryShared(ttl=60)
     async with replicas(shared) as (a, b), httpx2.AsyncClient(timeout=30) as http:
-        opened = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+        opened = await post(http, a, INITIALIZE)
         key = opened.headers["mcp-session-id"]
         record = await shared.load(key)
         assert record is not None and record.surface == "dynamic" and record.client_params is not None
@@ -85,8 +89,7 @@ async def test_readiness_follows_the_store_and_a_dead_store_is_a_clear_503() -> 
         not_ready = await http.get(a + "/readyz")
         assert not_ready.status_code == 503 and not_ready.json()["status"] == "session store unreachable"
         assert (await http.get(a + "/healthz")).status_code == 200
-        refused = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+        refused = await post(http, a, INITIALIZE)
         assert refused.status_code == 503 and "mcp-session-id" not in refused.headers
         assert "session store (Redis) unavailable" in refused.json()["error"]["message"]
         shared.up = True
@@ -165,14 +168,12 @@ async def test_an_initialize_whose_record_was_not_written_is_an_error_and_leaves
     shared = _CreateFailsOnce()
     server = build_server(small_catalog(), make_settings(max_sessions=1))
     SharedSessions(server, shared).install()
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}}
     async with running_http(build_app(server, server.settings, state=shared)) as url, \
             httpx2.AsyncClient(timeout=30) as http:
-        failed = await post(http, url, initialize)
+        failed = await post(http, url, INITIALIZE)
         assert "session store (Redis) unavailable" in decode(failed)["error"]["message"]
         # The one session this replica may hold was not kept for a session no replica knows: the next one opens.
-        opened = await post(http, url, initialize)
+        opened = await post(http, url, INITIALIZE)
         assert opened.status_code == 200 and "result" in decode(opened), opened.text
         assert await shared.load(opened.headers["mcp-session-id"]) is not None
 
@@ -180,8 +181,7 @@ async def test_an_initialize_whose_record_was_not_written_is_an_error_and_leaves
 async def test_learning_links_in_a_record_that_are_not_well_formed_are_ignored() -> None:
     shared = MemoryShared(ttl=60)
     async with replicas(shared) as (a, b), httpx2.AsyncClient(timeout=30) as http:
-        opened = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+        opened = await post(http, a, INITIALIZE)
         key = opened.headers["mcp-session-id"]
         record = await shared.load(key)
         assert record is not None

@@ -9,6 +9,7 @@ import threading
 from collections.abc import AsyncIterator
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import mcp_types as types
 import pytest
@@ -90,6 +91,17 @@ async def test_drain_gives_up_after_its_timeout_and_says_so(caplog: pytest.LogCa
     assert "1 request(s) still unanswered" in caplog.text
 
 
+async def _flush_until_the_pipe_is_full(writer: PipeWriter, message: str, tg: anyio.abc.TaskGroup) -> None:
+    """Write `message` and start flushing it in `tg`; return once the pipe is full and the flush waits for room."""
+    await writer.write(message)
+    tg.start_soon(writer.flush)
+    for _ in range(10_000):
+        await anyio.sleep(0)
+        if 0 < len(writer._pending) < len(message):  # noqa: SLF001
+            break
+    assert 0 < len(writer._pending) < len(message)  # noqa: SLF001
+
+
 async def test_the_pipe_writer_sends_whole_messages_even_when_a_flush_is_cancelled(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Written without a thread: a message larger than the pipe waits on the event loop for the reader, and a flush
@@ -102,13 +114,7 @@ async def test_the_pipe_writer_sends_whole_messages_even_when_a_flush_is_cancell
     first, second = "a" * 300_000 + "\n", "b" * 10 + "\n"
     try:
         async with anyio.create_task_group() as tg:
-            await writer.write(first)
-            tg.start_soon(writer.flush)
-            for _ in range(10_000):  # until the pipe is full and the flush waits for room
-                await anyio.sleep(0)
-                if 0 < len(writer._pending) < len(first):  # noqa: SLF001
-                    break
-            assert 0 < len(writer._pending) < len(first)  # noqa: SLF001
+            await _flush_until_the_pipe_is_full(writer, first, tg)
             tg.cancel_scope.cancel()
         await writer.write(second)
         received = bytearray()
@@ -149,13 +155,7 @@ async def test_a_cancelled_flush_finishes_the_message_a_reader_is_reading() -> N
     reader.start()
     try:
         async with anyio.create_task_group() as tg:
-            await writer.write(message)
-            tg.start_soon(writer.flush)
-            for _ in range(10_000):  # until the pipe is full and the flush waits for room
-                await anyio.sleep(0)
-                if 0 < len(writer._pending) < len(message):  # noqa: SLF001
-                    break
-            assert 0 < len(writer._pending) < len(message)  # noqa: SLF001
+            await _flush_until_the_pipe_is_full(writer, message, tg)
             tg.cancel_scope.cancel()
             go.set()  # the client keeps reading
         assert not writer._pending  # noqa: SLF001
