@@ -127,3 +127,10 @@ async def stop_process(process: subprocess.Popen[bytes], grace: float = 30.0) ->
         if process.poll() is None:
             process.kill()
     return await anyio.to_thread.run_sync(process.wait)
+
+
+def ranked_afresh(index: Any) -> Any:
+    """`index` (a `SearchIndex`) with its kept answers forgotten: a test that changes a ranking rule with monkeypatch
+    then searches again must not be answered with what was ranked under the old rule."""
+    index._recent.clear()
+    return index

@@ -135,3 +135,20 @@ def test_bm25f_by_its_formula() -> None:
     assert e[0] == e[2] == 0 and e[1] > 0
     assert scores(postings, ["zzz"]).tolist() == [0.0] * 4
     assert scores(BM25FPostings([], {"name": 1.0}), ["a"]).size == 0
+
+
+def test_scoring_all_terms_at_once_adds_them_as_one_by_one_does_to_the_last_bit() -> None:
+    index = SearchIndex(realistic())
+    postings = index._bm25
+    rng = np.random.default_rng(3)
+    vocabulary = postings.vocabulary
+    for _ in range(200):
+        chosen = rng.choice(vocabulary, size=int(rng.integers(1, 25)), replace=False)
+        terms = {str(term): float(rng.choice([1.0, 0.7, 0.5, 0.35 * rng.random()])) for term in chosen}
+        terms["no such term"] = 1.0
+        one_by_one = np.zeros(postings.size)
+        for term, weight in terms.items():
+            postings.accumulate(one_by_one, term, weight)
+        at_once = postings.scores(terms)
+        assert at_once.dtype == np.float64 and np.array_equal(at_once, one_by_one)
+    assert np.array_equal(postings.scores({}), np.zeros(postings.size))

@@ -13,6 +13,7 @@ from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit
 
 from .conftest import searched
 from .fixtures.catalogs import memory_and_files, realistic, tool
+from .helpers import ranked_afresh
 
 
 def scores(index: SearchIndex, query: str) -> dict[str, float]:
@@ -248,7 +249,7 @@ def test_group_named_in_query_multiplies_its_tools_scores(monkeypatch: pytest.Mo
     query = "list issues on github"
     boosted = scores(INDEX, query)["github__list_issues"]
     monkeypatch.setattr(index_module, "GROUP_BOOST", 0.0)
-    assert boosted == pytest.approx(1.5 * scores(INDEX, query)["github__list_issues"])
+    assert boosted == pytest.approx(1.5 * scores(ranked_afresh(INDEX), query)["github__list_issues"])
 
 
 def test_group_filter_keeps_only_that_group() -> None:
@@ -482,9 +483,9 @@ def test_a_long_task_keeps_the_tool_of_its_shortest_step(monkeypatch: pytest.Mon
     monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", fusion.CLAUSE_WEIGHT)
     # With the short requests' clause weight, covering the clauses alone still brings it back (its clause is the
     # one no GitHub tool answers); without either it sinks.
-    assert "slack__post_message" in names(INDEX, LONG_TASK)
+    assert "slack__post_message" in names(ranked_afresh(INDEX), LONG_TASK)
     monkeypatch.setattr(index_module, "COVERAGE_WEIGHT", 0.0)
-    assert "slack__post_message" not in names(INDEX, LONG_TASK)
+    assert "slack__post_message" not in names(ranked_afresh(INDEX), LONG_TASK)
 
 
 def test_requests_of_few_clauses_keep_the_short_clause_weight(monkeypatch: pytest.MonkeyPatch) -> None:

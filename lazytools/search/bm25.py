@@ -83,6 +83,25 @@ class BM25FPostings:
     def vocabulary(self) -> list[str]:
         return list(self._postings)
 
+    def scores(self, terms: Mapping[str, float]) -> npt.NDArray[np.float64]:
+        """Every document's score for weighted terms: the sum `accumulate` makes term by term, in one pass.
+
+        `np.bincount` adds its weights in the order given, so each document's contributions are added in the terms'
+        order, as `accumulate` adds them: the scores are the same to the last bit (a test checks it), for a few numpy
+        calls per query instead of four per term."""
+        ids: list[npt.NDArray[np.int64]] = []
+        contributions: list[npt.NDArray[np.float64]] = []
+        for term, weight in terms.items():
+            posting = self._postings.get(term)
+            if posting is not None:
+                ids.append(posting[0])
+                contributions.append((self.idf[term] * weight) * posting[1])
+        if not ids:
+            return np.zeros(self.size, dtype=np.float64)
+        summed: npt.NDArray[np.float64] = np.bincount(np.concatenate(ids), np.concatenate(contributions),
+                                                      minlength=self.size)
+        return summed
+
     def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
         """Add `term`'s BM25F contribution (times `weight`) to `scores`; False if no document has it."""
         posting = self._postings.get(term)

@@ -58,6 +58,7 @@ from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .needs import Need, answered_needs
 from .query import catalog_expansions, clauses, weighted_terms
+from .recent import RecentAnswers
 from .related import RelatedWords, default_related_words
 from .semantic import query_vectors
 from .servers import ServerIndex
@@ -92,6 +93,10 @@ main tools."""
 PRODUCER_TOP = 2
 """A producer takes the last place when one of this many best results needs it (`inputs`) and none is picked;
 the top 1 or 3 lifted less on the dev set's halves (docs/search-log.md)."""
+
+RECENT_QUERIES = 256
+"""Answers an index keeps for queries asked again (the same request from many clients, a client's retry): the
+same results at the cost of a lookup."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +149,7 @@ class SearchIndex:
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
         group_names = set(self._groups.tolist())
         self._group_masks = {group: self._groups == group for group in group_names}
+        self._group_positions = {group: np.flatnonzero(mask) for group, mask in self._group_masks.items()}
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
         self._servers = ServerIndex(
             [entry.group for entry in self.entries], servers or {},
@@ -157,6 +163,7 @@ class SearchIndex:
         self._rendered_tools = np.array([bool(entry_words["english"]) for entry_words in words], dtype=bool)
         self.semantic_weight = semantic_weight
         self._allowed: npt.NDArray[np.bool_] | None = None
+        self._recent: RecentAnswers[Results] = RecentAnswers(RECENT_QUERIES)
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None
         if embedder is not None:
@@ -170,6 +177,7 @@ class SearchIndex:
         The scores are those of the whole index, so an allowed tool ranks as it would for everyone."""
         view = copy.copy(self)
         view._allowed = np.fromiter((allowed(entry) for entry in self.entries), dtype=bool, count=len(self.entries))
+        view._recent = RecentAnswers(RECENT_QUERIES)  # its answers are not the whole index's
         return view
 
     @property
@@ -186,6 +194,7 @@ class SearchIndex:
             raise ValueError(f"{vectors.shape} vectors for {len(self.entries)} tools of {embedder.dimensions}")
         self.embedder = embedder
         self._vectors = vectors
+        self._recent.clear()  # answers given by BM25 alone (a search running now keys its answer as such)
 
     def query_terms(self, query: str) -> dict[str, float]:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
@@ -220,18 +229,19 @@ class SearchIndex:
         if whole is None:
             whole = self._bm25_scores(query)
         scores = with_clauses(whole, parts, clause_weight(len(parts)))
+        if scores is whole:
+            scores = whole.copy()  # the caller's array is not boosted in place
+        # Multiplied only where boosted (x * 1.0 is x): a pass over every tool for each boost was most of this.
         if mentioned:
-            scores = scores * np.where(self._in_groups(mentioned), 1.0 + GROUP_BOOST, 1.0)
-        return scores * np.where(self._name_words.covered(terms), 1.0 + NAME_WORDS_BOOST, 1.0)
+            scores[np.concatenate([self._group_positions[group] for group in mentioned])] *= 1.0 + GROUP_BOOST
+        scores[self._name_words.covering(terms)] *= 1.0 + NAME_WORDS_BOOST
+        return scores
 
     def _bm25_scores(self, query: str) -> ScoreArray:
         return self._scores_of(self.query_terms(query))
 
     def _scores_of(self, terms: Mapping[str, float]) -> ScoreArray:
-        scores = np.zeros(len(self.entries), dtype=np.float64)
-        for term, weight in terms.items():
-            self._bm25.accumulate(scores, term, weight)
-        return scores
+        return self._bm25.scores(terms)
 
     def search(self, query: str, *, limit: int = 5, groups: Sequence[str] | None = None) -> list[Hit]:
         """Tools matching `query`, best first; `groups` restricts them to those groups."""
@@ -242,7 +252,16 @@ class SearchIndex:
     ) -> Results:
         """`search`'s hits, and for a request of several needs how well the hits answer each (see `needs`):
         by default only with embeddings, since without them no need is ever named (`needs=True` measures them
-        anyway, for the benchmark that shows why)."""
+        anyway, for the benchmark that shows why). The answers to the last RECENT_QUERIES queries are kept."""
+        key = (query, limit, None if groups is None else tuple(groups), needs, self._vectors is not None,
+               self.semantic_weight)
+        known = self._recent.get(key)
+        if known is None:
+            known = self._find(query, limit=limit, groups=groups, needs=needs)
+            self._recent.put(key, known)
+        return Results(list(known.hits), known.needs)  # a caller may reorder its list, not the one kept
+
+    def _find(self, query: str, *, limit: int, groups: Sequence[str] | None, needs: bool | None) -> Results:
         if not self.entries or limit <= 0:
             return Results([])
         clause_texts = clauses(query)

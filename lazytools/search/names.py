@@ -98,10 +98,18 @@ class NameWords:
 
     def covered(self, terms: Iterable[str]) -> npt.NDArray[np.bool_]:
         """True for each tool whose name has at least MIN_NAME_WORDS terms, all of them in `terms`."""
-        found = np.zeros(self._size, dtype=np.int64)
-        for term in set(terms):
-            ids = self._postings.get(term)
-            if ids is not None:
-                found[ids] += 1
-        covered: npt.NDArray[np.bool_] = (found == self._needed) & (self._needed >= MIN_NAME_WORDS)
+        covered = np.zeros(self._size, dtype=bool)
+        covered[self.covering(terms)] = True
         return covered
+
+    def covering(self, terms: Iterable[str]) -> npt.NDArray[np.intp]:
+        """The positions `covered` marks, in order: only the tools the terms reach are compared, not every tool."""
+        reached = [ids for term in set(terms) if (ids := self._postings.get(term)) is not None]
+        if not reached:
+            return np.zeros(0, dtype=np.intp)
+        found = np.zeros(self._size, dtype=np.int64)
+        for ids in reached:
+            found[ids] += 1
+        touched = np.concatenate(reached)
+        needed = self._needed[touched]
+        return np.unique(touched[(found[touched] == needed) & (needed >= MIN_NAME_WORDS)]).astype(np.intp)

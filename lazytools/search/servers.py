@@ -89,10 +89,7 @@ class ServerIndex:
 
     def scores(self, terms: Mapping[str, float]) -> ScoreArray:
         """Each server's document score for weighted query terms, in `names` order."""
-        scores = np.zeros(len(self.names), dtype=np.float64)
-        for term, weight in terms.items():
-            self._bm25.accumulate(scores, term, weight)
-        return scores
+        return self._bm25.scores(terms)
 
     def lift(self, scores: ScoreArray, terms: Callable[[], Mapping[str, float]]) -> ScoreArray:
         """`scores` (one need's, every tool's) with the best tool of the server this need is about lifted by
