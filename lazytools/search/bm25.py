@@ -98,9 +98,8 @@ class BM25FPostings:
                 contributions.append((self.idf[term] * weight) * posting[1])
         if not ids:
             return np.zeros(self.size, dtype=np.float64)
-        summed: npt.NDArray[np.float64] = np.bincount(np.concatenate(ids), np.concatenate(contributions),
-                                                      minlength=self.size)
-        return summed
+        summed = np.bincount(np.concatenate(ids), np.concatenate(contributions), minlength=self.size)
+        return np.asarray(summed, dtype=np.float64)  # float64 already (float weights): no copy
 
     def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
         """Add `term`'s BM25F contribution (times `weight`) to `scores`; False if no document has it."""
