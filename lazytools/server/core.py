@@ -47,6 +47,7 @@ from .metatools import (
     SEARCH_TOOLS,
     SearchOutcome,
     invoke_tool_definition,
+    quick_search,
     resolve_invocation,
     search_schema,
     search_tools,
@@ -432,10 +433,11 @@ class LazyServer(Server[Any]):
                                 prior=self.usage.prior if self.usage is not None else None,
                                 visible=visible.__contains__, limits=self.limits)  # learned suggestions: only what this principal may see
 
-        # Off the event loop: a sentence encoder takes milliseconds of CPU per query, and checking a hostile
-        # client's arguments can take longer; other sessions keep going meanwhile.
+        # Off the event loop unless quick (`quick_search`: BM25 over a small catalog, a short query): a sentence
+        # encoder takes milliseconds of CPU per query, and checking a hostile client's arguments can take longer;
+        # other sessions keep going meanwhile.
         with _tracer.start_as_current_span("lazytools search", attributes={"lazytools.surface": view.surface}) as span:
-            outcome = await anyio.to_thread.run_sync(search)
+            outcome = search() if quick_search(index, arguments) else await anyio.to_thread.run_sync(search)
             span.set_attribute("lazytools.search.returned", len(outcome.returned))
         if self.metrics is not None:
             self.metrics.found(state.key if state is not None else None, [entry.name for entry in outcome.returned])

@@ -16,6 +16,7 @@ from ..manifest import manifest
 from ..modes import Surface
 from ..safetext import clip
 from ..search import SearchIndex
+from ..search.crosslang import has_cjk
 from ..search.needs import Need
 from ..search.selection import RELEVANCE_FLOOR, Selection, select
 from ..search.usage import UsagePrior
@@ -31,6 +32,7 @@ __all__ = [
     "SearchOutcome",
     "check_group",
     "invoke_tool_definition",
+    "quick_search",
     "resolve_invocation",
     "search_schema",
     "search_tools",
@@ -186,6 +188,26 @@ def search_tools(
 
 
 _SEARCH_KEYS = frozenset({"query", "group", "tool_names", "limit"})
+
+QUICK_SEARCH_TOOLS = 500
+QUICK_QUERY_CHARS = 300
+"""A BM25 search of at most this many tools for a query of at most this many characters costs a few tenths of a
+millisecond (about a millisecond at worst on a busy machine): less than the worker-thread round trip it would
+otherwise take, which was most of a served search's cost over HTTP."""
+
+
+def quick_search(index: SearchIndex, arguments: Any) -> bool:
+    """Whether search_tools with these arguments may run on the event loop: well-formed small arguments, a query
+    short and without CJK text (the first such text reads the Chinese dictionary, about half a second), and a
+    BM25-only index of a small catalog. Anything else runs in a worker thread, where a slow search stalls no other
+    session."""
+    if index.semantic or len(index) > QUICK_SEARCH_TOOLS or type(arguments) is not dict:
+        return False
+    query, names = arguments.get("query", ""), arguments.get("tool_names", [])
+    return (arguments.keys() <= _SEARCH_KEYS and type(query) is str and len(query) <= QUICK_QUERY_CHARS
+            and (query.isascii() or not has_cjk(query)) and type(arguments.get("group", "")) is str
+            and type(arguments.get("limit", 1)) is int and type(names) is list and len(names) <= MAX_TOOL_NAMES
+            and all(type(name) is str and len(name) <= 256 for name in names))
 
 
 def _search_arguments(arguments: Any, max_limit: int, default_limit: int,

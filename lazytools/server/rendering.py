@@ -100,7 +100,7 @@ def _matches_text(
         lines.append(f"- {_signature_of(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}"
                      f"{why.get(entry.name, '')}")
         if surface == "proxy":
-            schema = schema_text(entry.input_schema)
+            schema = _schema_of(entry)
             if shown + len(schema) > RESULT_SCHEMA_CHARS:
                 schema = (f"(not shown: this result already holds {shown:,} characters of schemas; "
                           f"search_tools(tool_names=[\"{entry.name}\"]) shows it)")
@@ -130,22 +130,34 @@ _DEPTH = 4
 """Nested arrays and options deeper than this read "any"."""
 
 
-_SIGNATURES: dict[int, tuple[ToolEntry, str]] = {}
-_SIGNATURES_KEPT = 20_000
+_RENDERED: dict[tuple[int, bool], tuple[ToolEntry, str]] = {}
+_RENDERED_KEPT = 20_000
 
 
 def _signature_of(entry: ToolEntry) -> str:
     """`signature(entry)`, remembered per entry object (a tenth of a served search at 10,000 tools was spent
-    rebuilding the same lines). The entry is kept with its line, so its id cannot be reused while remembered; a
-    changed tool is a new entry object."""
-    known = _SIGNATURES.get(id(entry))
+    rebuilding the same lines)."""
+    return _remembered(entry, False)
+
+
+def _schema_of(entry: ToolEntry) -> str:
+    """`schema_text` of the entry's input schema, remembered per entry object (its JSON was a tenth of a proxy
+    search served over HTTP)."""
+    return _remembered(entry, True)
+
+
+def _remembered(entry: ToolEntry, schema: bool) -> str:
+    """The entry's signature or schema text, made once. The entry is kept with its text, so its id cannot be reused
+    while remembered; a changed tool is a new entry object (its schema is not changed in place)."""
+    key = (id(entry), schema)
+    known = _RENDERED.get(key)
     if known is not None and known[0] is entry:
         return known[1]
-    if len(_SIGNATURES) >= _SIGNATURES_KEPT:
-        _SIGNATURES.clear()
-    line = signature(entry)
-    _SIGNATURES[id(entry)] = (entry, line)
-    return line
+    if len(_RENDERED) >= _RENDERED_KEPT:
+        _RENDERED.clear()
+    text = schema_text(entry.input_schema) if schema else signature(entry)
+    _RENDERED[key] = (entry, text)
+    return text
 
 
 def signature(entry: ToolEntry) -> str:
