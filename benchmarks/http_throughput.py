@@ -1,6 +1,7 @@
 """Stateless `tools/call` throughput over HTTP: a bare MCP SDK server and lazytools, side by side in one run.
 
     python -m benchmarks.http_throughput [--seconds 5] [--connections 16] [--threads 2] [--rounds 5]
+        [--compare-with TREE [--compare-call invoke|search]]
 
 Both servers run as child processes on 127.0.0.1 and get 2026-07-28 `tools/call` requests (no session, no
 handshake) from the same load generator: `wrk` when it is installed (`apt-get install wrk`; it costs the machine far
@@ -218,13 +219,17 @@ def _lazytools_command(port: int, root: Path) -> list[str]:
 
 
 def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int = 5, threads: int = 2,
-                          progress: Callable[[str], None] | None = None, compare_with: Path | None = None) -> str:
+                          progress: Callable[[str], None] | None = None, compare_with: Path | None = None,
+                          compare_call: str = "invoke") -> str:
     """lazytools against the bare SDK server: the median ratio of interleaved rounds, each round's requests per
     second, and server CPU per request (steadier on a shared machine). `compare_with`: another lazytools source
-    tree (a checkout of main, say), served beside this one and loaded in the same rounds with the same call."""
+    tree (a checkout of main, say), served beside this one and loaded in the same rounds with the same call:
+    `invoke_tool` of the trivial tool, or (`compare_call="search"`) search_tools."""
     load = _wrk if shutil.which("wrk") else _python_load
     generator = f"wrk -t{threads} -c{connections}" if load is _wrk else f"a Python client, {connections} connections"
-    other = f"lazytools from {compare_with}" if compare_with is not None else None
+    other = None
+    if compare_with is not None:
+        other = f"lazytools from {compare_with}" + (", search_tools" if compare_call == "search" else "")
     names = ("bare SDK", "lazytools", THREADED, SEARCH, *((other,) if other is not None else ()))
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}  # server CPU microseconds per request
@@ -242,7 +247,7 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
             port = _free_port()
             env = {**os.environ, "PYTHONPATH": str(compare_with.resolve())}
             targets[other] = (*stack.enter_context(_child(_lazytools_command(port, root), port, root, env)),
-                              LAZYTOOLS_CALL)
+                              SEARCH_CALL if compare_call == "search" else LAZYTOOLS_CALL)
         for url, _, body in targets.values():
             _check(url, body)
             load(url, body, 1, connections, threads)  # warm-up: imports, caches, the first connections
@@ -297,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
                         "(default 5)")
     parser.add_argument("--compare-with", type=Path, metavar="TREE", help="a second lazytools source tree (e.g. an "
                         "export of main) served beside this one and loaded in the same rounds")
+    parser.add_argument("--compare-call", choices=("invoke", "search"), default="invoke",
+                        help="what the second tree is loaded with: invoke_tool of the trivial tool (default) or "
+                        "search_tools, to compare with the search_tools line")
     parser.add_argument("--serve-bare", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_bare is not None:
@@ -304,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(throughput_benchmarks(args.seconds, args.connections, args.rounds, args.threads,
                                 progress=lambda line: print(line, file=sys.stderr, flush=True),
-                                compare_with=args.compare_with))
+                                compare_with=args.compare_with, compare_call=args.compare_call))
     return 0
 
 

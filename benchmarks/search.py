@@ -1,5 +1,11 @@
 """Search latency on synthetic catalogs of 100, 1,000 and 10,000 tools (BM25, and BM25 + embeddings if installed).
 
+    python -m benchmarks.search [--sizes 1000,10000] [--queries 400] [--rounds 3] [--compare-with TREE]
+
+run alone prints the served CPU figures (below) per size, side by side in one run; `--compare-with TREE` measures a
+second lazytools source tree (an export of main) in the same rounds, alternating, for a before/after on one machine
+at one time. `python -m benchmarks` prints them in its search section, with wall-clock figures.
+
 The catalogs are generated here, from a fixed seed, in the shape of real MCP servers: `server__verb_object`
 names, one-sentence descriptions, a few described parameters. Queries mix the kinds a model sends: short
 keyword queries, exact names, typos and long multi-need requests.
@@ -12,10 +18,17 @@ once with no usage history and once with a learned prior of 3,000 past searches 
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
+import json
+import os
 import random
+import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -29,7 +42,8 @@ from lazytools.settings import Settings
 
 from .stats import percentiles
 
-__all__ = ["learned_prior", "search_benchmarks", "served_cpu", "synthetic_catalog", "synthetic_queries"]
+__all__ = ["learned_prior", "main", "search_benchmarks", "served_cpu", "served_figures", "synthetic_catalog",
+           "synthetic_queries"]
 
 _VERBS = "get list create update delete search find send read write move copy run start stop sync export import".split()
 _OBJECTS = (
@@ -190,3 +204,68 @@ def search_benchmarks(quick: bool) -> str:
     if not semantic:
         lines.append("(semantic mode not measured: .venv/bin/pip install -e '.[semantic]')")
     return "\n".join(lines)
+
+
+def served_figures(sizes: list[int], queries: int = 400) -> dict[int, tuple[float, float, float]]:
+    """Per catalog size, `served_cpu`'s three CPU p50s (ms): the index alone, served with no history, served with a
+    learned prior."""
+    figures = {}
+    for size in sizes:
+        entries = synthetic_catalog(size)
+        figures[size] = served_cpu(entries, SearchIndex(entries), synthetic_queries(entries, max(queries, 257)))
+    return figures
+
+
+_CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import lazytools  # from the tree compared, before this tree's benchmarks are put in front
+sys.path.insert(0, sys.argv[2])
+from benchmarks.search import served_figures
+print(json.dumps(served_figures([int(n) for n in sys.argv[3].split(",")], int(sys.argv[4]))))
+"""
+
+
+def _measured_in(tree: Path, sizes: list[int], queries: int) -> dict[int, tuple[float, float, float]]:
+    """`served_figures` in a child process that imports lazytools from `tree` (and these benchmarks)."""
+    here = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(tree.resolve()), str(here),
+                           ",".join(map(str, sizes)), str(queries)],
+                          capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": ""})
+    return {int(size): (a, b, c) for size, (a, b, c) in json.loads(done.stdout).items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.search",
+                                     description="search_tools as served: CPU p50 per query beside the index alone")
+    parser.add_argument("--sizes", default="1000,10000", help="catalog sizes, comma-separated (default 1000,10000)")
+    parser.add_argument("--queries", type=int, default=400, help="distinct queries per size (at least 257, more "
+                        "than the served path's caches keep; default 400)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each tree, alternating (default 3)")
+    parser.add_argument("--compare-with", type=Path, metavar="TREE", help="a second lazytools source tree (an "
+                        "export of main) measured in the same rounds")
+    args = parser.parse_args(argv)
+    sizes = [int(size) for size in args.sizes.split(",")]
+    here = Path(__file__).resolve().parent.parent
+    trees = {"this tree": here, **({str(args.compare_with): args.compare_with} if args.compare_with else {})}
+    runs: dict[str, list[dict[int, tuple[float, float, float]]]] = {name: [] for name in trees}
+    for number in range(args.rounds):
+        for name in list(trees) if number % 2 == 0 else list(reversed(trees)):
+            print(f"round {number + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
+            runs[name].append(_measured_in(trees[name], sizes, args.queries))
+    print(f"## search_tools as served: CPU ms per query, p50 over {max(args.queries, 257)} queries (best of 3 passes "
+          f"each), synthetic catalogs, {args.rounds} rounds; load average at the end: {os.getloadavg()[0]:.1f}")
+    print(f"{'tree':<28} {'tools':>6}  {'index alone':>16}  {'served':>16}  {'served, learned':>16}")
+    for name, rounds in runs.items():
+        for size in sizes:
+            cells = []
+            for column in range(3):
+                values = [run[size][column] for run in rounds]
+                cells.append(f"{statistics.median(values):.3f} ({min(values):.2f}-{max(values):.2f})")
+            print(f"{name[:28]:<28} {size:>6}  " + "  ".join(f"{cell:>16}" for cell in cells))
+    print("each cell: the median of the rounds (their range)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

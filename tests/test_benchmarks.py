@@ -250,3 +250,15 @@ def test_every_benchmark_starts_lazytools_with_learning_off() -> None:
     spelled = [path.name for path in root.glob("*.py")
                if path.name != "__init__.py" and re.search(r'"-m",\s*"lazytools"', path.read_text())]
     assert spelled == []
+
+
+@pytest.mark.process
+def test_the_served_search_command_measures_both_trees_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.search import main as search_main
+
+    tree = Path(__file__).resolve().parent.parent  # this tree again, as the tree compared
+    assert search_main(["--sizes", "120", "--queries", "257", "--rounds", "1", "--compare-with", str(tree)]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"^(this tree|\S+)\s+(120)\s+([\d.]+) \(.*?\)\s+([\d.]+) \(.*?\)\s+([\d.]+) \(", out, flags=re.M)
+    assert [(name == "this tree", size) for name, size, *_ in rows] == [(True, "120"), (False, "120")]
+    assert all(0 < float(figure) < 1_000 for *_, a, b, c in rows for figure in (a, b, c))
