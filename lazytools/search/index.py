@@ -305,11 +305,11 @@ class SearchIndex:
             candidates &= self._allowed
         if len(clause_texts) >= LONG_TASK_CLAUSES:
             picked = self._covering(scores, candidates, limit, parts, need_similarities)
+        elif self._rendered_tools.any() and not has_cjk(query):
+            # Twice the limit, so that a tool answering something else can move up past a moved one.
+            picked = self._native_first(self._ranked(scores, candidates, 2 * limit), named.keys())[:limit]
         else:
             picked = self._ranked(scores, candidates, limit)
-            if self._rendered_tools.any() and not has_cjk(query):
-                # Twice the limit, so that a tool answering something else can move up past a moved one.
-                picked = self._native_first(self._ranked(scores, candidates, 2 * limit), named.keys())[:limit]
         picked, delivered = self._with_deliverable(query, picked, candidates, limit)
         picked = self._with_producer(picked, limit, keep=delivered, groups=groups)
         hits = [Hit(self.entries[i], float(scores[i])) for i in picked]

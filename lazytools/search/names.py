@@ -60,13 +60,16 @@ class NameMatcher:
                 found[position] = max(found.get(position, 0), tier)
 
         text = " ".join(query.split()).strip("'\"`")
-        mark(self._lower.get(text.lower(), set()) | self._compact.get(_compact(text), set()), EXACT)
+        compact = _compact(text)
+        mark(self._lower.get(text.lower(), set()) | self._compact.get(compact, set()), EXACT)
         for token in _IDENTIFIER.findall(text):
             token = token.strip(".-")
-            if _looks_like_identifier(token):
-                mark(self._lower.get(token.lower(), set()), MENTION)
-        if " " not in text and len(_compact(text)) >= MIN_PREFIX:
-            mark(self._prefixed(_compact(text)), PREFIX)
+            # A name first (a dict lookup), then whether it is written as one: most words of a request are neither.
+            named = self._lower.get(token.lower())
+            if named is not None and _looks_like_identifier(token):
+                mark(named, MENTION)
+        if " " not in text and len(compact) >= MIN_PREFIX:
+            mark(self._prefixed(compact), PREFIX)
         return found
 
     def _prefixed(self, prefix: str) -> set[int]:
