@@ -425,7 +425,7 @@ class SearchIndex:
             if matched.size > wanted:
                 # The `wanted` best; among tools tied with the last of them, the first in catalog order (`matched`
                 # is in that order), so that a larger limit only adds results after these.
-                threshold = negated[np.argpartition(negated, wanted - 1)[wanted - 1]]
+                threshold = np.partition(negated, wanted - 1)[wanted - 1]  # the value alone: no index array
                 above = matched[negated < threshold]
                 tied = matched[negated == threshold][: wanted - above.size]
                 pool = np.concatenate([above, tied])

@@ -98,6 +98,8 @@ class NameWords:
             for term in terms:
                 postings.setdefault(term, []).append(position)
         self._postings = {term: np.asarray(ids, dtype=np.int64) for term, ids in postings.items()}
+        # Each tool's word count where it has enough words to be named so, else -1 (no count of found words is).
+        self._wanted = np.where(self._needed >= MIN_NAME_WORDS, self._needed, -1)
 
     def covered(self, terms: Iterable[str]) -> npt.NDArray[np.bool_]:
         """True for each tool whose name has at least MIN_NAME_WORDS terms, all of them in `terms`."""
@@ -106,13 +108,11 @@ class NameWords:
         return covered
 
     def covering(self, terms: Iterable[str]) -> npt.NDArray[np.intp]:
-        """The positions `covered` marks, in order: only the tools the terms reach are compared, not every tool."""
+        """The positions `covered` marks, in order."""
         reached = [ids for term in set(terms) if (ids := self._postings.get(term)) is not None]
         if not reached:
             return np.zeros(0, dtype=np.intp)
         found = np.zeros(self._size, dtype=np.int64)
         for ids in reached:
             found[ids] += 1
-        touched = np.concatenate(reached)
-        needed = self._needed[touched]
-        return np.unique(touched[(found[touched] == needed) & (needed >= MIN_NAME_WORDS)]).astype(np.intp)
+        return np.flatnonzero(found == self._wanted)
