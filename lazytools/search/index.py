@@ -6,7 +6,8 @@ Ranking, in order of precedence:
    the catalog's own vocabulary, a request's separate needs scored one by one too, tools of a group the query
    names or whose name's words it holds boosted, in each need the best tool of the server that need is about (by
    what the server says of itself, see `servers`) lifted when BM25 alone preferred another server, and (with the
-   semantic extra) fused with embedding similarity.
+   semantic extra) fused with embedding similarity, where a request of one need lifts the tools of the servers
+   whose tools, together, are closest to it.
 3. a deliverable: a request that names where its result goes ("save it as notes.md", "export it to a CSV") gives
    the best tool for that its last place, unless a result already writes there (see `steps`);
 4. a prerequisite: when one of the two best results needs an id or coordinates that another tool of its server
@@ -159,6 +160,7 @@ class SearchIndex:
         self._allowed: npt.NDArray[np.bool_] | None = None
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None
+        self._server_vectors: Vectors | None = None
         if embedder is not None:
             self.use_embeddings(embedder, embed_finite(embedder, self.embedding_texts()))
 
@@ -184,6 +186,7 @@ class SearchIndex:
         Safe while other threads search: the embedder is set before the vectors that switch fusion on."""
         if vectors.shape != (len(self.entries), embedder.dimensions):
             raise ValueError(f"{vectors.shape} vectors for {len(self.entries)} tools of {embedder.dimensions}")
+        self._server_vectors = self._servers.centroids(vectors)
         self.embedder = embedder
         self._vectors = vectors
 
@@ -264,9 +267,14 @@ class SearchIndex:
         if vectors is not None and embedder is not None:
             # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which
             # made it 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
-            similarities = np.einsum(
-                "ij,kj->ki", vectors, query_vectors(embedder, query, clause_texts)
-            ).astype(np.float64)
+            asked = query_vectors(embedder, query, clause_texts)
+            similarities = np.einsum("ij,kj->ki", vectors, asked).astype(np.float64)
+            servers = self._server_vectors
+            if not clause_texts and servers is not None:
+                # A request of one need is about a server: every tool of the servers it is closest to gains
+                # (see `servers`); a request of several needs lost the tool of one need to another's siblings.
+                similarities[0] = self._servers.lift_similarity(
+                    similarities[0], np.einsum("ij,j->i", servers, asked[0]).astype(np.float64))
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
