@@ -149,6 +149,19 @@ def test_phrasal_verbs_and_idioms_mean_their_action_not_their_words() -> None:
     assert "kick" not in index.query_terms("kicked off the pipeline")  # the verb read through its stem, then left out
 
 
+def test_reacting_to_something_adds_a_reaction_and_react_alone_stays_a_word() -> None:
+    # Snowball keeps "react" and "reaction" apart (the related words join them, but only at a share of a typed
+    # word, so the React docs' own word won); "react to" is the phrase that means a reaction.
+    index = SearchIndex([
+        tool("add_issue_comment", "Add a comment to an existing issue."),
+        tool("update_issue", "Update an existing issue: its title, body, labels or state."),
+        tool("add_issue_reaction", "Add an emoji reaction to an issue."),
+        tool("react_docs", "Look up the React documentation: hooks, components and APIs."),
+    ])
+    assert names(index, "react to the issue with a thumbs up")[0] == "add_issue_reaction"
+    assert names(index, "the React docs on hooks")[0] == "react_docs"
+
+
 def test_a_question_word_asks_for_what_it_names_where_the_request_opens_with_it() -> None:
     index = SearchIndex([
         tool("insert_many", "Insert many documents into a collection."),
