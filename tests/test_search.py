@@ -12,7 +12,7 @@ from lazytools.search.query import clauses
 from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit_distance, split_compound
 
 from .conftest import searched
-from .fixtures.catalogs import memory_and_files, realistic, tool
+from .fixtures.catalogs import _never, memory_and_files, realistic, tool
 
 
 def scores(index: SearchIndex, query: str) -> dict[str, float]:
@@ -474,6 +474,32 @@ def test_a_geocoder_is_suggested_beside_tools_that_require_coordinates() -> None
     assert [e.name for e in index.producers([by_name["ReverseGeocodeTool"]])] == ["ForwardGeocodeTool"]
     assert index.producers([by_name["elevation"]]) == []
     assert index.producers([by_name["ForwardGeocodeTool"]]) == []
+
+
+def _described(name: str, group: str, **parameters: str) -> ToolEntry:
+    """A tool whose required parameters are described (name -> description)."""
+    return ToolEntry(name=name, group=group, description=f"{name} tool.", call=_never,
+                     input_schema={"type": "object", "required": list(parameters),
+                                   "properties": {p: {"type": "string", "description": d}
+                                                  for p, d in parameters.items()}})
+
+
+def test_a_parameter_described_as_coordinates_needs_the_geocoder_in_english_or_chinese() -> None:
+    tools = [
+        _described("maps_direction_driving", "amap", origin="出发点经度，纬度，坐标格式为：经度，纬度"),
+        _described("maps_geo", "amap", address="待解析的结构化地址信息"),
+        _described("maps_text_search", "amap", keywords="搜索关键词"),
+        _described("route", "osm", start="Start point as coordinates (lon,lat)"),
+        _described("geocode", "osm", q="A place name"),
+        _described("maps_directions", "google", origin="Starting point address or coordinates"),  # an address too
+        _described("maps_geocode", "google", address="The address to geocode"),
+    ]
+    index = SearchIndex(tools)
+    by_name = {entry.name: entry for entry in tools}
+    assert [e.name for e in index.producers([by_name["maps_direction_driving"]])] == ["maps_geo"]
+    assert [e.name for e in index.producers([by_name["route"]])] == ["geocode"]
+    assert index.producers([by_name["maps_directions"]]) == []
+    assert index.producers([by_name["maps_geo"]]) == []
 
 
 LONG_TASK = (

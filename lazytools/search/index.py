@@ -361,11 +361,14 @@ class SearchIndex:
         picked (`list_channels` for `post_message`, a geocoder for a forecast) in the last place: those tools cannot
         be called without it. The producer need not match the request's words ("the weather in Lisbon" names no
         geocoder), only be in the `groups` searched and allowed to the caller; it takes the place before
-        `keep`, the tool that writes the request's named output, rather than that one."""
+        `keep`, the tool that writes the request's named output, rather than that one. A result whose action a
+        better result already does without a producer brings none (`_callable_above`)."""
         if limit < MIN_DELIVERABLE_LIMIT:
             return picked
-        for i in picked[:PRODUCER_TOP]:
+        for rank, i in enumerate(picked[:PRODUCER_TOP]):
             producers = self._producers[i]
+            if producers and self._callable_above(i, picked[:rank]):
+                continue
             if producers and not set(producers) & set(picked):
                 wanted = producers[0]
                 outside = groups is not None and self._groups[wanted] not in groups
@@ -377,6 +380,13 @@ class SearchIndex:
                     return [*picked[:-2], wanted, keep]
                 return [*picked[:-1], wanted]
         return picked
+
+    def _callable_above(self, position: int, above: Sequence[int]) -> bool:
+        """Whether a result ranked `above` this one does what its name says with nothing to produce first: all of
+        that result's name words are this one's (Google's `maps_directions` above AMap's `maps_direction_walking`),
+        so this one's producer would take a place for an action already callable."""
+        keys = self._name_keys
+        return any(not self._producers[j] and keys[j] and keys[j] <= keys[position] for j in above)
 
     def producers(self, found: Iterable[ToolEntry], limit: int = MAX_PRODUCERS) -> list[ToolEntry]:
         """Tools that produce an id some of `found` require (`list_channels` for `post_message`), not already
