@@ -109,8 +109,10 @@ class ServerIndex:
     def centroids(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Each server's mean of its tools' `vectors` (rows in catalog order) as a unit vector, in `names` order:
         what its tools, together, are about."""
-        sums = np.zeros((len(self.names), vectors.shape[1]), dtype=np.float64)
-        np.add.at(sums, self._server_of, vectors)
+        # Summed by runs of one server in server order (reduceat): np.add.at took 0.35 s at 10,000 tools.
+        order = np.argsort(self._server_of, kind="stable")
+        starts = np.searchsorted(self._server_of[order], np.arange(len(self.names)))
+        sums = np.add.reduceat(vectors[order].astype(np.float64), starts, axis=0)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         centred: npt.NDArray[np.float32] = (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         return centred
