@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -63,10 +63,11 @@ class Routed(httpx2.AsyncHTTPTransport):
 
 
 @asynccontextmanager
-async def session(url: str, *, notifications: Notifications | None = None,
+async def session(url: str, *, notifications: Callable[[Any], Awaitable[None]] | None = None,
                   pick: Callable[[str], int] | None = None) -> AsyncIterator[Client]:
     """A Python SDK client in legacy (handshake) mode, named `mcp` (dynamic surface), every request on a new
-    connection, once its GET stream is open."""
+    connection (to the port `pick(method)` names, else wherever `url` leads), once its GET stream is open;
+    `notifications` hears what the server sends."""
     stream_open = anyio.Event()
 
     async def on_response(response: httpx2.Response) -> None:
