@@ -58,16 +58,15 @@ second of quiet: a connection that died without a reset, behind a firewall that 
 
 # A record is stored as "<rev>|<json>": reading it is one GET, the cheapest command redis-py sends (a pipeline or a
 # script costs it twice the CPU), and every request of a session reads it.
-# Writing compares the revision it was made from: returns "ok", "gone", or the newer value to redo the write on.
-# Every write publishes `<id>|<rev>` on the `changed` channel in the same script, so Redis has queued the invalidation
-# to every replica before the writer can learn that it wrote (and so before its client can).
+# Writing compares the revision it was made from: returns "gone", the newer value to redo the write on, or (written)
+# how many replicas are subscribed to `changed`. Every write publishes `<id>|<rev>` there in the same script, so Redis
+# has queued the invalidation to every replica before the writer can learn that it wrote (and so before its client).
 _WRITE_IF_REV = """
 local current = redis.call('GET', KEYS[1])
 if not current then return 'gone' end
 if string.sub(current, 1, string.find(current, '|', 1, true) - 1) ~= ARGV[1] then return current end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-redis.call('PUBLISH', ARGV[4], ARGV[5])
-return 'ok'
+return redis.call('PUBLISH', ARGV[4], ARGV[5])
 """
 
 _CREATE = """
@@ -77,8 +76,7 @@ redis.call('PUBLISH', ARGV[3], ARGV[4])
 
 _DELETE = """
 local removed = redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('PUBLISH', ARGV[1], ARGV[2])
-return removed
+return {removed, redis.call('PUBLISH', ARGV[1], ARGV[2])}
 """
 
 
@@ -271,16 +269,17 @@ class RedisState:
                 self.copies.end(key, token, _rev(value) if value is not None else None, value)
         return value
 
-    async def _delivered(self) -> None:
+    async def _delivered(self, listening: int) -> None:
         """Wait until Redis has sent the invalidation a write published to every replica's socket.
 
         Redis queues the message to subscribers before the writer's reply, but writes the replies of one event-loop
         pass in an order of its own (the writer's can go first, and a busy host can pause Redis between the two):
         a command sent after the reply is read only in a later pass, after every queued message was written (or
         left waiting on a full socket, which its replica sees as unread data). One round trip per write, so that
-        the client, who learns of the write after this, cannot reach another replica before its invalidation
-        (sent whether this replica keeps copies or not: the others may)."""
-        await self.client.ping()
+        the client, who learns of the write after this, cannot reach another replica before its invalidation.
+        None when no replica listens (local copies off everywhere)."""
+        if listening:
+            await self.client.ping()
 
     def _copied(self, key: str) -> bytes | None:
         """The local copy of the record, if there is one and nothing that could make it stale is unheard: the
@@ -335,9 +334,9 @@ class RedisState:
                     answer = await self._write(keys=[self._session(key)],
                                                args=[str(base), value, self.ttl, self._changed_channel,
                                                      f"{key}|{record.rev}"])
-                    if answer == b"ok":
+                    if isinstance(answer, int):
                         written = value
-                        await self._delivered()
+                        await self._delivered(answer)
                         return record
                     if answer == b"gone":
                         return None
@@ -350,9 +349,9 @@ class RedisState:
     async def delete(self, key: str) -> bool:
         try:
             with _bounded("session delete"), anyio.fail_after(self.timeout):
-                removed = await self._delete(keys=[self._session(key), self._events(key)],
-                                             args=[self._changed_channel, f"{key}|"])
-                await self._delivered()
+                removed, listening = await self._delete(keys=[self._session(key), self._events(key)],
+                                                        args=[self._changed_channel, f"{key}|"])
+                await self._delivered(listening)
         finally:
             if self.copies is not None:
                 self.copies.heard(key, None)
