@@ -127,6 +127,19 @@ async def test_a_record_another_writer_changed_in_redis_is_picked_up() -> None:
         await admin.set("lazytools:session:s", f"1|{changed.to_json()}")
         await admin.publish("lazytools:changed", "s|1")
         assert (await _load(a, "s")).enabled == ["reverse_text"]
+        # Messages no replica sends: the copy goes (as for a deletion), the listener goes on.
+        ended: list[str] = []
+
+        async def on_end(key: str) -> None:
+            ended.append(key)
+
+        a.on_end(on_end)
+        for junk in (b"s|\xc2\xb2", b"\xff|1", b"s", b"s|99999999999999999999999"):
+            assert await admin.publish("lazytools:changed", junk) == 2
+        await admin.publish("lazytools:ended", "after the junk")  # heard once everything before it was
+        await eventually(lambda: ended == ["after the junk"])
+        assert a.copies is not None and a.copies.trusted and len(a.copies) == 0
+        assert (await _load(a, "s")).enabled == ["reverse_text"]
         # One that does not (a tool of the operator's, another version): seen once the key is due to be confirmed
         # in Redis, a tenth of the TTL after the last time; until then the copy is served.
         changed.enabled, changed.rev = ["hash_text"], 2

@@ -310,9 +310,9 @@ class RedisState:
         return not poll.poll(0)  # nothing in the socket either
 
     def _recent(self, key: str) -> bool:
-        """Whether this replica confirmed the session in Redis (and refreshed its TTL) within a tenth of the TTL:
-        refreshing no more often makes a busy session cost one command per request at most, and none with a local
-        copy (the expiry comes between 0.9 and 1 TTL after the last use)."""
+        """Whether this replica confirmed the session in Redis (and refreshed its TTL) within a tenth of the TTL: until
+        then its local copy may be used; refreshing no more often keeps a busy session's cost to the refresh alone
+        (the expiry comes between 0.9 and 1 TTL after the last use)."""
         return self._clock() - self._refreshed.get(key, -self.ttl) < self.ttl / 10
 
     def _confirmed(self, key: str) -> None:
@@ -484,8 +484,8 @@ class RedisState:
         data = message["data"]
         if channel == self._changed_channel and self.copies is not None:
             if kind == "message":
-                key, _, rev = _text(data).partition("|")
-                self.copies.heard(key, int(rev) if rev.isdigit() else None)
+                key, _, rev = data.decode(errors="replace").partition("|")
+                self.copies.heard(key, int(rev) if rev.isascii() and rev.isdigit() else None)
             elif kind == "subscribe":
                 self._trust(pubsub)  # (re)subscribed: Redis sends every write from now on
             return
