@@ -11,6 +11,7 @@ deletion: what keeps each replica's local copies of records current, docs/scalin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import select
@@ -139,7 +140,7 @@ class RedisState:
         self.copies: LocalCopies | None = (
             LocalCopies(max_entries=_COPIES_MAX, max_bytes=_COPIES_MAX_BYTES) if local_copy else None)
         """Local copies of records, trusted only while `changed` is heard (None: every read goes to Redis)."""
-        self._watched: tuple[Any, Any, select.poll] | None = None
+        self._watched: tuple[Any, asyncio.StreamReader, select.poll] | None = None
         """The pub/sub connection `copies` is trusted with, its reader, and a poll of its socket."""
         self._heard_at = 0.0
         self._refreshed: dict[str, float] = {}
@@ -298,15 +299,17 @@ class RedisState:
         if watched is None or self._clock() - self._heard_at > _SILENCE:
             return False
         connection, reader, poll = watched
-        if connection._reader is not reader or reader.at_eof() or reader._buffer:
-            return False  # reconnected (not resubscribed yet), closed, or bytes the listener has not parsed
-        parser = connection._parser
-        pending = getattr(parser, "_buffer", None)
-        if pending:
-            return False
+        # redis-py's reader and parser buffers are not public: anything unexpected in them counts as unread data.
+        if getattr(connection, "_reader", None) is not reader:
+            return False  # reconnected, not resubscribed yet
+        if reader.at_eof() or getattr(reader, "_buffer", True):
+            return False  # closed, or bytes the listener has not parsed
+        parser = getattr(connection, "_parser", None)
+        if getattr(parser, "_buffer", None):
+            return False  # the Python parser's: part of a message
         hiredis = getattr(parser, "_reader", None)
-        if hiredis is not None and hiredis.has_data():
-            return False
+        if hiredis is not None and (not hasattr(hiredis, "has_data") or hiredis.has_data()):
+            return False  # hiredis's
         return not poll.poll(0)  # nothing in the socket either
 
     def _recent(self, key: str) -> bool:
