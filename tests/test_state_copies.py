@@ -204,3 +204,24 @@ async def test_with_the_local_copy_off_every_read_goes_to_redis() -> None:
         assert await _gets(admin) == before + 10
         written = await b.update(await _load(b, "s"), enabling("reverse_text"))
         assert written is not None and (await _load(a, "s")).enabled == ["reverse_text"]
+
+
+@pytest.mark.process
+async def test_a_pub_sub_connection_that_goes_quiet_stops_the_copies_until_redis_answers_on_it_again() -> None:
+    now = [0.0]
+    async with running_redis() as redis, AsyncRedis.from_url(redis.url) as admin, \
+            _replicas(redis.url, ttl=60, clock=lambda: now[0]) as (a, _):
+        await a.create(record("s"))
+        before = await _gets(admin)
+        await _load(a, "s")
+        assert await _gets(admin) == before  # the copy
+        now[0] += 3.5  # nothing heard on the connection for longer than 3 s (the listener pings after 1 s of quiet)
+        await _load(a, "s")  # decided before the listener can run again: from Redis
+        assert await _gets(admin) == before + 1
+
+        async def copied_again() -> bool:  # once a pong was heard at the new time
+            gets = await _gets(admin)
+            await _load(a, "s")
+            return await _gets(admin) == gets
+
+        await eventually(copied_again)
