@@ -4,7 +4,9 @@
 dynamic-surface session, then a proxy-surface one); each kind of request is sent `--requests` times on one session
 after a few to settle, and Redis's `INFO commandstats` counts what they cost. Commands a script runs inside Redis
 (the compare-and-set write's `GET` and `SET`) are counted by Redis as its own commands: the round trips are the
-`GET` of the record and the `EVALSHA` of the write. Usage records (`XADD` by the writer thread) are not counted.
+`GET` of the record and the `EVALSHA` of the write (and the `PING` after it: state/redis.py, `_delivered`). Usage
+records (`XADD` by the writer thread) are not counted; the pub/sub listener's `PING` after a second without messages
+(local copies on) may add a few to the `PING`s. Each surface is measured with `LAZYTOOLS_STATE_LOCAL_COPY` off and on.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from tests.test_learning import QUERY, notes_catalog
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 OTHER_QUERY = "send an email to a friend"
-COUNTED = ("get", "evalsha", "eval", "set", "publish", "expire")
+COUNTED = ("get", "evalsha", "eval", "set", "publish", "expire", "ping")
 
 Body = dict[str, Any]
 
@@ -63,12 +65,13 @@ async def _counts(admin: AsyncRedis) -> dict[str, int]:
     return {name.removeprefix("cmdstat_"): stats["calls"] for name, stats in info.items()}
 
 
-async def measure(requests: int, scratch: Path) -> list[tuple[str, str, dict[str, float]]]:
-    rows: list[tuple[str, str, dict[str, float]]] = []
+async def measure(requests: int, scratch: Path) -> list[tuple[str, str, str, dict[str, float]]]:
+    rows: list[tuple[str, str, str, dict[str, float]]] = []
     async with running_redis() as redis, AsyncRedis.from_url(redis.url) as admin:
-        for surface in ("dynamic", "proxy"):
-            settings = make_settings(learn=True, cache_dir=scratch / surface, state_url=redis.url, transport="http",
-                                     default_surface=surface, learn_sync_interval=60)
+        for surface, local_copy in itertools.product(("dynamic", "proxy"), (False, True)):
+            settings = make_settings(learn=True, cache_dir=scratch / f"{surface}-{local_copy}", state_url=redis.url,
+                                     transport="http", default_surface=surface, learn_sync_interval=60,
+                                     state_local_copy=local_copy)
             server = build_server(notes_catalog(), settings)
             assert server.usage is not None and server.usage.loaded.wait(10)
             ids = itertools.count()
@@ -99,7 +102,7 @@ async def measure(requests: int, scratch: Path) -> list[tuple[str, str, dict[str
                         for i in range(requests):
                             await post(body(i), key)
                         after = await _counts(admin)
-                        rows.append((surface, kind, {name: (after.get(name, 0) - before.get(name, 0)) / requests
+                        rows.append((surface, "on" if local_copy else "off", kind, {name: (after.get(name, 0) - before.get(name, 0)) / requests
                                                      for name in COUNTED if after.get(name, 0) > before.get(name, 0)}))
             server.usage.close()
     return rows
@@ -111,10 +114,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lazytools-commands-") as scratch:
         rows = anyio.run(measure, args.requests, Path(scratch))
-    print("| surface | request | Redis commands per request |")
-    print("|---|---|---|")
-    for surface, kind, counts in rows:
-        print(f"| {surface} | {kind} | " + ", ".join(f"{name.upper()} {n:.2f}" for name, n in sorted(counts.items()))
+    print("| surface | local copy | request | Redis commands per request |")
+    print("|---|---|---|---|")
+    for surface, copy, kind, counts in rows:
+        print(f"| {surface} | {copy} | {kind} | " + ", ".join(f"{name.upper()} {n:.2f}" for name, n in sorted(counts.items()))
               + " |")
 
 

@@ -10,8 +10,9 @@ either `tools/call search_tools` or `tools/call reverse_text`. With 2 cores ever
 share them: requests per second then says little about more machines, so CPU seconds per request are reported too
 (summed over the replicas, and Redis and haproxy apart), from which capacity per core follows.
 
-"Redis overhead" runs two replicas without haproxy, sessions in memory in one and in Redis in the other, measures
-them in turns (`--rounds`, `--overhead-seconds` each) at 1 and 16 connections and reports the medians.
+"Redis overhead" runs three replicas without haproxy, sessions in memory in one, in Redis in the others (one reading
+every record from Redis, one with local copies of them: `LAZYTOOLS_STATE_LOCAL_COPY`), measures them in turns
+(`--rounds`, `--overhead-seconds` each) at 1 and 16 connections and reports the medians.
 "Idle sessions" opens `--idle` sessions through haproxy (initialize + initialized) and reports Redis's memory per
 session and the replicas' resident memory.
 """
@@ -180,9 +181,10 @@ async def throughput(counts: list[int], seconds: float, connections: int) -> lis
 
 
 @asynccontextmanager
-async def one_replica(state_url: str | None) -> AsyncIterator[Replica]:
+async def one_replica(state_url: str | None, **settings: str) -> AsyncIterator[Replica]:
     with tempfile.TemporaryDirectory(prefix="lazytools-bench-") as scratch:
-        env = {"LAZYTOOLS_LOG_LEVEL": "WARNING", "LAZYTOOLS_LEARN": "false", **({"LAZYTOOLS_STATE_URL": state_url} if state_url else {})}
+        env = {"LAZYTOOLS_LOG_LEVEL": "WARNING", "LAZYTOOLS_LEARN": "false",
+               **({"LAZYTOOLS_STATE_URL": state_url} if state_url else {}), **settings}
         replica = Replica(free_port(), Path(scratch), env)
         await replica.start()
         try:
@@ -192,32 +194,38 @@ async def one_replica(state_url: str | None) -> AsyncIterator[Replica]:
 
 
 async def overhead(seconds: float, rounds: int) -> list[str]:
-    """One replica with sessions in memory and one with sessions in Redis, both up at once and measured in turns
-    (the order alternating per round), at 1 connection and at 16: the medians over the rounds of p50 and of the
-    replica's CPU per request, and what Redis adds to each."""
-    lines = ["| call, connections | p50 ms memory | p50 ms Redis | added p50 ms | CPU ms/request memory | "
-             "CPU ms/request Redis (replica + redis-server) | added CPU ms |", "|---|---|---|---|---|---|---|"]
-    async with running_redis() as redis, one_replica(None) as memory, one_replica(redis.url) as shared:
+    """One replica with sessions in memory, one with sessions in Redis read by every request
+    (`LAZYTOOLS_STATE_LOCAL_COPY=false`) and one with local copies of the records, all up at once and measured in
+    turns (the order rotating per round), at 1 connection and at 16: the medians over the rounds of p50 and of the
+    replica's CPU per request (plus redis-server's), and what Redis adds to each."""
+    labels = ("memory", "Redis", "Redis+copy")
+    lines = ["| call, connections | p50 ms memory | p50 ms Redis | p50 ms Redis+copy | added p50 ms Redis | "
+             "added p50 ms Redis+copy | CPU ms/request memory | CPU ms/request Redis | CPU ms/request Redis+copy "
+             "(replica + redis-server) |", "|---|---|---|---|---|---|---|---|---|"]
+    async with running_redis() as redis, one_replica(None) as memory, \
+            one_replica(redis.url, LAZYTOOLS_STATE_LOCAL_COPY="false") as shared, \
+            one_replica(redis.url, LAZYTOOLS_STATE_LOCAL_COPY="true") as copied:
         setups = []
-        for label, replica in (("memory", memory), ("Redis", shared)):
+        for label, replica in zip(labels, (memory, shared, copied), strict=True):
             endpoint = f"{replica.base}/mcp"
             assert replica.process is not None
             pids = {"replica": [replica.process.pid]}
-            if label == "Redis" and redis.process is not None:
+            if label != "memory" and redis.process is not None:
                 pids["redis"] = [redis.process.pid]
             setups.append((label, endpoint, await open_sessions(endpoint, 16), pids))
         for call in CALLS:
             for connections in (1, 16):
-                got: dict[str, list[Load]] = {"memory": [], "Redis": []}
+                got: dict[str, list[Load]] = {label: [] for label in labels}
                 for turn in range(rounds):
-                    for label, endpoint, keys, pids in setups[:: 1 if turn % 2 == 0 else -1]:
+                    for label, endpoint, keys, pids in setups[turn % 3:] + setups[:turn % 3]:
                         got[label].append(measure(endpoint, keys, call, seconds, connections, pids))
                 p50 = {label: _median([load.p50_ms for load in loads]) for label, loads in got.items()}
                 cpu = {label: _median([sum(load.cpu_per_request_ms.values()) for load in loads])
                        for label, loads in got.items()}
                 lines.append(f"| {call}, {connections} | {p50['memory']:.2f} | {p50['Redis']:.2f} | "
-                             f"{p50['Redis'] - p50['memory']:+.2f} | {cpu['memory']:.2f} | {cpu['Redis']:.2f} | "
-                             f"{cpu['Redis'] - cpu['memory']:+.2f} |")
+                             f"{p50['Redis+copy']:.2f} | {p50['Redis'] - p50['memory']:+.2f} | "
+                             f"{p50['Redis+copy'] - p50['memory']:+.2f} | {cpu['memory']:.2f} | {cpu['Redis']:.2f} | "
+                             f"{cpu['Redis+copy']:.2f} |")
     return lines
 
 

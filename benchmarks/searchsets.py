@@ -25,7 +25,8 @@ from lazytools.settings import Settings
 from lazytools.sources.jsonl import load_jsonl_catalog, read_servers, servers_beside
 
 DATA = Path(__file__).parent / "data" / "multiserver"
-SETS = ("queries", "confirm", "deliverables", "prereqs", "everyday", "crosslang", "phrasing", "questions", "misses")
+SETS = ("queries", "confirm", "deliverables", "prereqs", "everyday", "crosslang", "phrasing", "questions", "misses",
+        "crossserver")
 """The dev sets, each `<name>.jsonl` beside the dev catalog (`tools.jsonl`)."""
 METATOOL = Path("/work/shared/eval-data/metatool")
 METATOOL_EVERY = 7

@@ -215,6 +215,12 @@ class Settings(BaseSettings):
     state_prefix: str = Field(
         default="lazytools:", min_length=1, max_length=64,
         description="Prefix of every key lazytools writes in Redis (several deployments can share one database).")
+    state_local_copy: bool = Field(
+        default=True,
+        description="With a state URL: each replica keeps a local copy of the session records it reads, used while "
+                    "Redis's invalidations are heard and re-read every tenth of the idle timeout, so a request that "
+                    "changes nothing sends Redis no command (docs/scaling.md). Off: every request reads its record "
+                    "from Redis.")
     replica_idle_timeout: float = Field(
         default=300.0, gt=0,
         description="With a state URL: seconds a replica keeps its part of a session (the connection, per-session "

@@ -8,17 +8,14 @@ other session ever hears of it.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
-import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from redis.asyncio import Redis as AsyncRedis
 
@@ -26,6 +23,7 @@ from lazytools.server.shared import MAX_SUBSCRIPTION_CHARS, MAX_SUBSCRIPTION_URI
 
 from .cluster import Cluster, cluster
 from .helpers import eventually, running_http
+from .test_replicas import session
 from .upstreams.watched import Watched
 
 pytestmark = pytest.mark.process  # redis-server, haproxy and lazytools replicas
@@ -46,39 +44,9 @@ class Updates:
             self.heard[uri] = self.heard.get(uri, 0) + 1
 
 
-class Routed(httpx2.AsyncHTTPTransport):
-    """The GET stream to `route["get"]`'s port, every other request to `route["post"]`'s."""
-
-    def __init__(self, route: dict[str, int]) -> None:
-        super().__init__()
-        self.route = route
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        port = self.route["get" if request.method == "GET" else "post"]
-        request.url = request.url.copy_with(port=port)
-        return await super().handle_async_request(request)
-
-
-@asynccontextmanager
-async def session(url: str, updates: Updates, route: dict[str, int] | None = None) -> AsyncIterator[Client]:
-    """A Python SDK client in legacy (handshake) mode, every request on a new connection, once its GET stream is
-    open (on the replica `route` names, or wherever haproxy sends it)."""
-    stream_open = anyio.Event()
-
-    async def on_response(response: httpx2.Response) -> None:
-        if response.request.method == "GET" and response.status_code == 200:
-            stream_open.set()
-
-    async with httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0),
-                                  transport=Routed(route) if route is not None else None,
-                                  event_hooks={"response": [on_response]},
-                                  timeout=httpx2.Timeout(60, read=300)) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode="legacy",
-                          client_info=types.Implementation(name="mcp", version="1.0"),
-                          message_handler=updates) as client:
-            with anyio.fail_after(30):
-                await stream_open.wait()
-            yield client
+def routed(route: dict[str, int]) -> Callable[[str], int]:
+    """The GET stream to `route["get"]`'s port, every other request to `route["post"]`'s (read at each request)."""
+    return lambda method: route["get" if method == "GET" else "post"]
 
 
 @asynccontextmanager
@@ -113,9 +81,9 @@ async def test_updates_follow_a_session_across_replicas_and_stop_where_it_unsubs
         route1 = {"get": second.port, "post": first.port}
         route2 = {"get": third.port, "post": first.port}
         heard1, heard2, heard3 = Updates(), Updates(), Updates()
-        one = await stack.enter_async_context(session(c.url, heard1, route1))
-        two = await stack.enter_async_context(session(c.url, heard2, route2))
-        await stack.enter_async_context(session(c.url, heard3))  # a third session, which never subscribes
+        one = await stack.enter_async_context(session(c.url, notifications=heard1, pick=routed(route1)))
+        two = await stack.enter_async_context(session(c.url, notifications=heard2, pick=routed(route2)))
+        await stack.enter_async_context(session(c.url, notifications=heard3))  # a third session, which never subscribes
         await eventually(lambda: lists(one, a), timeout=60)  # every replica's upstream connection is up
 
         # Subscribed through the first replica; the replica holding the GET stream follows from the record.
@@ -165,7 +133,7 @@ async def test_a_session_that_only_listens_hears_updates_after_its_replica_died_
         first, second, third = c.replicas
         route = {"get": third.port, "post": first.port}
         heard = Updates()
-        async with session(c.url, heard, route) as client:
+        async with session(c.url, notifications=heard, pick=routed(route)) as client:
             await eventually(lambda: lists(client, a), timeout=60)
             await subscribe(client, a)
             await eventually(lambda: watched.subscribers(a) == 2)  # the first, and the third, holding the stream
@@ -193,7 +161,7 @@ async def test_subscriptions_past_the_bounds_are_refused_and_keep_the_record_sma
     async with watched_cluster(tmp_path, size=2) as (watched, c):
         first, second = c.replicas
         heard = Updates()
-        async with session(c.url, heard, {"get": second.port, "post": first.port}) as client:
+        async with session(c.url, notifications=heard, pick=routed({"get": second.port, "post": first.port})) as client:
             await eventually(lambda: lists(client, watched.uris[0]), timeout=60)
             uris = [f"watch://watch/t/{i}" for i in range(MAX_SUBSCRIPTIONS)]
             for uri in uris:

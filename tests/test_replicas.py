@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -63,10 +63,11 @@ class Routed(httpx2.AsyncHTTPTransport):
 
 
 @asynccontextmanager
-async def session(url: str, *, notifications: Notifications | None = None,
+async def session(url: str, *, notifications: Callable[[Any], Awaitable[None]] | None = None,
                   pick: Callable[[str], int] | None = None) -> AsyncIterator[Client]:
     """A Python SDK client in legacy (handshake) mode, named `mcp` (dynamic surface), every request on a new
-    connection, once its GET stream is open."""
+    connection (to the port `pick(method)` names, else wherever `url` leads), once its GET stream is open;
+    `notifications` hears what the server sends."""
     stream_open = anyio.Event()
 
     async def on_response(response: httpx2.Response) -> None:
@@ -163,6 +164,41 @@ async def test_delete_is_seen_by_every_replica() -> None:
             for url in (first, second, third):
                 gone = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
                 assert gone.status_code == 404, (url, gone.text)
+
+
+async def test_a_search_on_one_replica_is_seen_by_the_next_request_on_another_every_time() -> None:
+    # Each replica keeps local copies of the records it served (docs/scaling.md): a search on the first must be in
+    # the very next tools/list on the second, which had a copy of the record before it.
+    async with cluster(2, env={"LAZYTOOLS_MAX_ENABLED": "2"}) as c:
+        first, second = [replica.port for replica in c.replicas]
+        target = [first]
+        async with session(c.url, pick=lambda method: second if method == "GET" else target[0]) as client:
+            previous = None
+            for i in range(40):
+                tool = TEXT_TOOLS[i % len(TEXT_TOOLS)]
+                target[0] = first
+                found = await client.call_tool("search_tools", {"tool_names": [tool]})
+                assert not found.is_error, text_of(found)
+                target[0] = second
+                assert await tool_names(client) == [*META, *([previous] if previous else []), tool], i
+                previous = tool
+
+
+async def test_a_delete_on_one_replica_ends_the_session_on_another_that_just_served_it() -> None:
+    async with cluster(2) as c, httpx2.AsyncClient(timeout=30) as http:
+        first, second = [f"{replica.base}/mcp" for replica in c.replicas]
+        for i in range(15):
+            headers = {"accept": "application/json, text/event-stream"}
+            opened = await http.post(first, headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+            headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+            for url in (second, second, first):  # both hold a copy of the record now
+                listed = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+                assert listed.status_code == 200, listed.text
+            assert (await http.delete(first, headers=headers)).status_code == 200
+            gone = await http.post(second, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+            assert gone.status_code == 404, (i, gone.text)
 
 
 # -- failures ---------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from lazytools.search.query import clauses
 from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit_distance, split_compound
 
 from .conftest import searched
-from .fixtures.catalogs import memory_and_files, realistic, tool
+from .fixtures.catalogs import _never, memory_and_files, realistic, tool
 from .helpers import ranked_afresh
 
 
@@ -148,6 +148,19 @@ def test_phrasal_verbs_and_idioms_mean_their_action_not_their_words() -> None:
     assert names(index, "tear down the staging namespace")[0] == "delete_namespace"
     assert names(index, "pull up the logs of the api pod")[0] == "pod_logs"
     assert "kick" not in index.query_terms("kicked off the pipeline")  # the verb read through its stem, then left out
+
+
+def test_reacting_to_something_adds_a_reaction_and_react_alone_stays_a_word() -> None:
+    # Snowball keeps "react" and "reaction" apart (the related words join them, but only at a share of a typed
+    # word, so the React docs' own word won); "react to" is the phrase that means a reaction.
+    index = SearchIndex([
+        tool("add_issue_comment", "Add a comment to an existing issue."),
+        tool("update_issue", "Update an existing issue: its title, body, labels or state."),
+        tool("add_issue_reaction", "Add an emoji reaction to an issue."),
+        tool("react_docs", "Look up the React documentation: hooks, components and APIs."),
+    ])
+    assert names(index, "react to the issue with a thumbs up")[0] == "add_issue_reaction"
+    assert names(index, "the React docs on hooks")[0] == "react_docs"
 
 
 def test_a_question_word_asks_for_what_it_names_where_the_request_opens_with_it() -> None:
@@ -462,6 +475,32 @@ def test_a_geocoder_is_suggested_beside_tools_that_require_coordinates() -> None
     assert [e.name for e in index.producers([by_name["ReverseGeocodeTool"]])] == ["ForwardGeocodeTool"]
     assert index.producers([by_name["elevation"]]) == []
     assert index.producers([by_name["ForwardGeocodeTool"]]) == []
+
+
+def _described(name: str, group: str, **parameters: str) -> ToolEntry:
+    """A tool whose required parameters are described (name -> description)."""
+    return ToolEntry(name=name, group=group, description=f"{name} tool.", call=_never,
+                     input_schema={"type": "object", "required": list(parameters),
+                                   "properties": {p: {"type": "string", "description": d}
+                                                  for p, d in parameters.items()}})
+
+
+def test_a_parameter_described_as_coordinates_needs_the_geocoder_in_english_or_chinese() -> None:
+    tools = [
+        _described("maps_direction_driving", "amap", origin="出发点经度，纬度，坐标格式为：经度，纬度"),
+        _described("maps_geo", "amap", address="待解析的结构化地址信息"),
+        _described("maps_text_search", "amap", keywords="搜索关键词"),
+        _described("route", "osm", start="Start point as coordinates (lon,lat)"),
+        _described("geocode", "osm", q="A place name"),
+        _described("maps_directions", "google", origin="Starting point address or coordinates"),  # an address too
+        _described("maps_geocode", "google", address="The address to geocode"),
+    ]
+    index = SearchIndex(tools)
+    by_name = {entry.name: entry for entry in tools}
+    assert [e.name for e in index.producers([by_name["maps_direction_driving"]])] == ["maps_geo"]
+    assert [e.name for e in index.producers([by_name["route"]])] == ["geocode"]
+    assert index.producers([by_name["maps_directions"]]) == []
+    assert index.producers([by_name["maps_geo"]]) == []
 
 
 LONG_TASK = (

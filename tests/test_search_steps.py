@@ -60,3 +60,24 @@ def test_the_producer_of_a_top_result_takes_the_last_place() -> None:
     assert five[0] == "post_message" and five[4] == "list_channels"
     two = [hit.entry.name for hit in index.search("post a message", limit=2)]
     assert "list_channels" not in two
+
+
+def test_no_producer_for_an_action_a_better_result_already_does_without_one() -> None:
+    def maps(name: str, group: str, description: str, *required: str) -> ToolEntry:
+        return ToolEntry(name=name, group=group, description=description, call=_never,
+                         input_schema={"type": "object", "properties": {p: {"type": "string"} for p in required},
+                                       "required": list(required)})
+
+    fillers = [maps(f"walk_log_{i}", "diary", f"Two places to visit, list {i}.") for i in range(6)]
+    plain = maps("maps_directions", "roads", "Walking directions between two places.", "origin")
+    needing = maps("maps_directions_trail", "trails", "Trail directions.", "latitude",
+                   "longitude")
+    geocoder = maps("geocode", "trails", "Coordinates of an address.", "address")
+    # The trails server's directions need its geocoder; ranked second under the roads server's directions, which
+    # need nothing, it brings none: the fifth place stays with what the request's words found.
+    index = SearchIndex([plain, needing, geocoder, *fillers])
+    five = [hit.entry.name for hit in index.search("directions between two places", limit=5)]
+    assert five[:2] == ["maps_directions", "maps_directions_trail"] and "geocode" not in five
+    # Alone at the top, it brings its geocoder into the last place.
+    alone = SearchIndex([needing, geocoder, *fillers])
+    assert [hit.entry.name for hit in alone.search("directions between two places", limit=5)][-1] == "geocode"

@@ -6,7 +6,8 @@ Ranking, in order of precedence:
    the catalog's own vocabulary, a request's separate needs scored one by one too, tools of a group the query
    names or whose name's words it holds boosted, in each need the best tool of the server that need is about (by
    what the server says of itself, see `servers`) lifted when BM25 alone preferred another server, and (with the
-   semantic extra) fused with embedding similarity.
+   semantic extra) fused with embedding similarity, where a request of one need lifts the tools of the servers
+   whose tools, together, are closest to it.
 3. a deliverable: a request that names where its result goes ("save it as notes.md", "export it to a CSV") gives
    the best tool for that its last place, unless a result already writes there (see `steps`);
 4. a prerequisite: when one of the two best results needs an id or coordinates that another tool of its server
@@ -166,6 +167,7 @@ class SearchIndex:
         self._recent: RecentAnswers[Results] = RecentAnswers(RECENT_QUERIES)
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None
+        self._server_vectors: Vectors | None = None
         if embedder is not None:
             self.use_embeddings(embedder, embed_finite(embedder, self.embedding_texts()))
 
@@ -192,6 +194,7 @@ class SearchIndex:
         Safe while other threads search: the embedder is set before the vectors that switch fusion on."""
         if vectors.shape != (len(self.entries), embedder.dimensions):
             raise ValueError(f"{vectors.shape} vectors for {len(self.entries)} tools of {embedder.dimensions}")
+        self._server_vectors = self._servers.centroids(vectors)
         self.embedder = embedder
         self._vectors = vectors
         self._recent.clear()  # answers given by BM25 alone (a search running now keys its answer as such)
@@ -283,9 +286,14 @@ class SearchIndex:
         if vectors is not None and embedder is not None:
             # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which
             # made it 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
-            similarities = np.einsum(
-                "ij,kj->ki", vectors, query_vectors(embedder, query, clause_texts)
-            ).astype(np.float64)
+            asked = query_vectors(embedder, query, clause_texts)
+            similarities = np.einsum("ij,kj->ki", vectors, asked).astype(np.float64)
+            servers = self._server_vectors
+            if not clause_texts and servers is not None:
+                # A request of one need is about a server: every tool of the servers it is closest to gains
+                # (see `servers`); a request of several needs lost the tool of one need to another's siblings.
+                similarities[0] = self._servers.lift_similarity(
+                    similarities[0], np.einsum("ij,j->i", servers, asked[0]).astype(np.float64))
             # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on
             # MetaTool, where a fifth of the right tools score below 0.2), so every tool is ranked.
             candidates[:] = True
@@ -372,11 +380,14 @@ class SearchIndex:
         picked (`list_channels` for `post_message`, a geocoder for a forecast) in the last place: those tools cannot
         be called without it. The producer need not match the request's words ("the weather in Lisbon" names no
         geocoder), only be in the `groups` searched and allowed to the caller; it takes the place before
-        `keep`, the tool that writes the request's named output, rather than that one."""
+        `keep`, the tool that writes the request's named output, rather than that one. A result whose action a
+        better result already does without a producer brings none (`_callable_above`)."""
         if limit < MIN_DELIVERABLE_LIMIT:
             return picked
-        for i in picked[:PRODUCER_TOP]:
+        for rank, i in enumerate(picked[:PRODUCER_TOP]):
             producers = self._producers[i]
+            if producers and self._callable_above(i, picked[:rank]):
+                continue
             if producers and not set(producers) & set(picked):
                 wanted = producers[0]
                 outside = groups is not None and self._groups[wanted] not in groups
@@ -388,6 +399,13 @@ class SearchIndex:
                     return [*picked[:-2], wanted, keep]
                 return [*picked[:-1], wanted]
         return picked
+
+    def _callable_above(self, position: int, above: Sequence[int]) -> bool:
+        """Whether a result ranked `above` this one does what its name says with nothing to produce first: all of
+        that result's name words are this one's (Google's `maps_directions` above AMap's `maps_direction_walking`),
+        so this one's producer would take a place for an action already callable."""
+        keys = self._name_keys
+        return any(not self._producers[j] and keys[j] and keys[j] <= keys[position] for j in above)
 
     def producers(self, found: Iterable[ToolEntry], limit: int = MAX_PRODUCERS) -> list[ToolEntry]:
         """Tools that produce an id some of `found` require (`list_channels` for `post_message`), not already

@@ -8,8 +8,10 @@ tool brings its producers as suggestions. A producer is read from names alone: a
 and a verb that finds or makes one (list, search, get, find, resolve, connect).
 
 Coordinates are produced the same way: a tool that requires latitude and longitude (or `coordinates`), such as
-every Open-Meteo forecast, needs a geocoder of its server first (`geocoding`, `ForwardGeocodeTool`): a tool of
-the group whose name holds "geo"/"geocode" and that does not itself require coordinates (a reverse geocoder does).
+every Open-Meteo forecast, or a parameter its description says is coordinates and not an address (in English or
+Chinese: AMap's routes take "经纬度"), needs a geocoder of its server first (`geocoding`, `ForwardGeocodeTool`,
+`maps_geo`): a tool of the group whose name holds "geo"/"geocode" and that does not itself require coordinates (a
+reverse geocoder does).
 
 Producers are appended after the results (at most two per search); and when one of the two best results needs a
 producer and no result is one, its first producer takes the last of the results (`SearchIndex.find`): replacing
@@ -39,9 +41,32 @@ _GEOCODERS = frozenset({stem("geocode"), "geo"})
 """A coordinates producer's name holds one of these stems (geocode, geocoding, maps_geo)."""
 
 
-def _needs_coordinates(required: Sequence[str]) -> bool:
+_COORDINATE_WORDS = ("coordinates", "latitude", "longitude", "经纬度", "经度", "纬度", "坐标")
+"""A required parameter whose description says one of these (and no address) takes coordinates: AMap's
+`maps_direction_driving` takes `origin`, "出发点经纬度" (the starting point's longitude and latitude)."""
+_ADDRESS_WORDS = ("address", "地址", "名称", "name")
+"""...unless it also says it takes an address or a name: Google's `maps_directions` takes "address or
+coordinates"."""
+
+
+def _needs_coordinates(required: Sequence[str], properties: Mapping[str, Any] | None = None) -> bool:
+    """Whether a tool with these required parameters (and these `properties` of its schema) takes coordinates."""
     names = {name.lower() for name in required}
-    return bool(names & _LATITUDE and names & _LONGITUDE) or "coordinates" in names
+    if names & _LATITUDE and names & _LONGITUDE or "coordinates" in names:
+        return True
+    if not properties:
+        return False
+    for name in required:
+        described = properties.get(name)
+        text = str(described.get("description", "")).lower() if isinstance(described, Mapping) else ""
+        if any(word in text for word in _COORDINATE_WORDS) and not any(word in text for word in _ADDRESS_WORDS):
+            return True
+    return False
+
+
+def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    properties = schema.get("properties")
+    return properties if isinstance(properties, Mapping) else {}
 
 
 def _required(schema: Mapping[str, Any]) -> list[str]:
@@ -90,9 +115,10 @@ def input_producers(entries: Sequence[ToolEntry]) -> list[tuple[int, ...]]:
             candidates = set.intersection(*(set(index.get(word, ())) for word in thing))
             found += [other for other in sorted(candidates)
                       if other != position and parameter not in required[other] and other not in found]
-        if _needs_coordinates(required[position]):
+        if _needs_coordinates(required[position], _properties(entry.input_schema)):
             found += [other for other in by_group[entry.group]
-                      if other != position and other not in found and not _needs_coordinates(required[other])
+                      if other != position and other not in found
+                      and not _needs_coordinates(required[other], _properties(entries[other].input_schema))
                       and {stem(word) for word in split_words(entries[other].upstream_name or entries[other].name)}
                       & _GEOCODERS]
         producers.append(tuple(found))

@@ -66,6 +66,7 @@ PHRASAL_VERBS: Mapping[str, str] = {
     "send off": "send",
     "send out": "send",
     "shoot off": "send",
+    "react to": "reaction emoji",
     "back up": "backup export copy",
     "check out": "checkout",
     "wrap up": "complete finish",

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import secrets
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, cast
 
 from redis import Redis
@@ -27,6 +27,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from ..state.redis import redis_trouble
 from .usage import LOAD_LIMIT, CallRecord, Record, SearchRecord, UsageStore, UsageUnavailableError, plausible
 
 __all__ = ["MAX_ENTRY_BYTES", "SHARED_KEEP", "RedisUsageStore", "open_redis"]
@@ -42,12 +43,8 @@ _PAGE = 10_000
 """Entries per command when reading history: one reply stays a few MB."""
 
 
-@contextmanager
-def _bounded(what: str) -> Iterator[None]:
-    try:
-        yield
-    except (RedisError, OSError) as exc:
-        raise UsageUnavailableError(f"usage store (Redis) unavailable during {what}: {type(exc).__name__}") from exc
+def _bounded(what: str) -> AbstractContextManager[None]:
+    return redis_trouble(UsageUnavailableError, "usage store", what)
 
 
 def _search_entry(record: SearchRecord) -> str:
