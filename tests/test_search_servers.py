@@ -22,6 +22,7 @@ from lazytools.search.servers import SERVER_LIFT, ServerIndex
 from lazytools.sources.functions import FunctionGroup
 
 from .conftest import client, make_settings, text_of
+from .helpers import ranked_afresh
 
 COOKBOOK = "The family cookbook: recipes, ingredients and weekly meal plans."
 ACCOUNTS = "Contracts, invoices and receipts of the company."
@@ -200,6 +201,7 @@ def test_with_embeddings_a_one_need_request_prefers_the_tools_of_the_server_it_i
     # first for a car request (server one's comes first in catalog order without the lift).
     assert bookings("book a sedan") == ["two_booking", "one_booking"]
     monkeypatch.setattr(servers_module, "SERVER_SIMILARITY_WEIGHT", 0.0)
+    ranked_afresh(index)
     assert bookings("book a sedan") == ["one_booking", "two_booking"]
 
 
