@@ -3,6 +3,7 @@ event loop: the same answers as a fresh search, never another principal's, anoth
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -13,7 +14,14 @@ from lazytools.search.embedders import embed_finite
 from lazytools.search.index import RECENT_QUERIES
 from lazytools.search.recent import RecentAnswers
 from lazytools.search.related import RelatedWords
-from lazytools.server.metatools import QUICK_QUERY_CHARS, QUICK_SEARCH_TOOLS, quick_search
+from lazytools.search.vocabulary import Vocabulary
+from lazytools.server.metatools import (
+    QUICK_QUERY_CHARS,
+    QUICK_QUERY_NEEDS,
+    QUICK_QUERY_WORDS,
+    QUICK_SEARCH_TOOLS,
+    quick_search,
+)
 
 from .conftest import client, make_settings, small_catalog, text_of
 from .fixtures.catalogs import tool
@@ -119,6 +127,7 @@ async def test_two_sessions_searching_alike_each_get_their_own_tools_enabled() -
 
 def test_a_quick_search_is_small_bm25_over_a_small_catalog() -> None:
     small = SearchIndex(list(small_catalog()))
+    small.vocabulary.prepare()
     assert quick_search(small, {"query": "weather forecast", "limit": 5})
     assert quick_search(small, {"tool_names": ["get_forecast"]}) and quick_search(small, {"group": "weather"})
     assert not quick_search(small, {"query": "w" * (QUICK_QUERY_CHARS + 1)})
@@ -127,7 +136,59 @@ def test_a_quick_search_is_small_bm25_over_a_small_catalog() -> None:
     assert not quick_search(small, {"query": ["weather"]}) and not quick_search(small, ["weather"])
     assert not quick_search(small, {"tool_names": ["x"] * 51})
     large = SearchIndex([tool(f"tool_{n}", f"Does thing {n}.") for n in range(QUICK_SEARCH_TOOLS + 1)])
+    large.vocabulary.prepare()
     assert not quick_search(large, {"query": "thing"})
     embedder = fake_embedder()
     semantic = SearchIndex(vehicles(), embedder=embedder)
     assert not quick_search(semantic, {"query": "sedan hire"})
+
+
+def test_a_quick_search_needs_the_spelling_table_built() -> None:
+    index = SearchIndex(list(small_catalog()))
+    assert not index.vocabulary.prepared
+    assert not quick_search(index, {"query": "weather forecast"})  # the first typo would build it on the loop
+    index.vocabulary.prepare()
+    assert index.vocabulary.prepared and quick_search(index, {"query": "weather forecast"})
+    assert quick_search(index.restricted(lambda entry: True), {"query": "weather forecast"})  # views share it
+
+
+async def test_the_served_index_is_built_with_its_spelling_table() -> None:
+    live = LiveIndex(small_catalog())
+    index = await live.ready()
+    assert index.vocabulary.prepared
+    assert index.vocabulary.corrections("forcast") == ["forecast"]
+
+
+async def test_a_served_typo_never_builds_the_spelling_table_on_the_event_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    built_in: list[int] = []
+    build = Vocabulary._delete_index
+
+    def spy(self: Vocabulary) -> dict[str, list[str]]:
+        if self._by_delete is None:  # about to be built
+            built_in.append(threading.get_ident())
+        return build(self)
+
+    monkeypatch.setattr(Vocabulary, "_delete_index", spy)
+    loop_thread = threading.get_ident()
+    server = build_server(small_catalog(), make_settings())
+    async with client(server) as session:
+        found = text_of(await session.call_tool("search_tools", {"query": "wether forcast"}))
+    assert "get_forecast" in found  # the typo was corrected
+    assert built_in and loop_thread not in built_in
+
+
+def test_a_quick_query_is_short_in_words_and_needs() -> None:
+    index = SearchIndex(list(small_catalog()))
+    index.vocabulary.prepare()
+    assert quick_search(index, {"query": "convert a temperature"})  # the HTTP benchmark's query
+    assert quick_search(index, {"query": "get the weather in Paris and email it to Bob"})  # two needs
+    words = " ".join(["weather"] * QUICK_QUERY_WORDS)
+    assert quick_search(index, {"query": words})
+    assert not quick_search(index, {"query": words + " forecast"})
+    glued = "then call " + "__".join(["a"] * QUICK_QUERY_WORDS)  # one word of many identifier parts
+    assert len(glued) <= QUICK_QUERY_CHARS and not quick_search(index, {"query": glued})
+    many = ", ".join(["add 1 and 2"] * 20)
+    assert len(many) <= QUICK_QUERY_CHARS and not quick_search(index, {"query": many})
+    needs = ", then ".join(["read the weather forecast"] * (QUICK_QUERY_NEEDS + 1))
+    assert len(needs.split()) <= QUICK_QUERY_WORDS and not quick_search(index, {"query": needs})

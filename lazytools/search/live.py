@@ -48,6 +48,9 @@ class LiveIndex:
 
     def _build(self, entries: list[ToolEntry], servers: dict[str, str]) -> SearchIndex:
         index = SearchIndex(entries, servers=servers)
+        # Built here, in the worker thread, so the first typo of a query on the event loop (`quick_search`) costs
+        # a look-up, not the table.
+        index.vocabulary.prepare()
         if self._semantic:
             from .semantic import BackgroundVectors
 

@@ -52,9 +52,20 @@ class Vocabulary:
     def __contains__(self, term: object) -> bool:
         return term in self.terms
 
+    @property
+    def prepared(self) -> bool:
+        """Whether the near-miss table is built: until then the first correction builds it (tens of ms at 500
+        tools), which the server must not do on its event loop."""
+        return self._by_delete is not None
+
+    def prepare(self) -> None:
+        """Build the near-miss table now (the server does, in the thread that builds its index)."""
+        self._delete_index()
+
     def _delete_index(self) -> dict[str, list[str]]:
         # Symmetric deletes (the SymSpell idea): two words one edit apart share a string with one letter
-        # removed, so near misses are dictionary look-ups instead of a scan. Built on first use only.
+        # removed, so near misses are dictionary look-ups instead of a scan. Built on first use or `prepare`:
+        # an index built for one batch of queries may never need it.
         if self._by_delete is None:
             index: dict[str, list[str]] = {}
             for term in self._sorted:
