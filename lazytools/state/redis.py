@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import select
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -38,8 +39,11 @@ __all__ = ["RedisState", "redis_trouble"]
 
 logger = logging.getLogger(__name__)
 
-_WRITE_ATTEMPTS = 8
-"""Writes redone on a newer revision at most this often (concurrent requests of one session)."""
+_BACKOFF_FIRST = 0.002
+_BACKOFF_MAX = 0.05
+"""Seconds a write waits, at random up to this (doubling from `_BACKOFF_FIRST`), before it is redone on the newer
+revision another request of the session wrote first: concurrent writers of one session spread out instead of
+colliding again. Redone until one write of it lands or the store's timeout would pass."""
 
 _MAX_EVENTS = 1000
 """GET-stream events kept per session for resumption (the oldest go first)."""
@@ -59,12 +63,16 @@ second of quiet: a connection that died without a reset, behind a firewall that 
 
 # A record is stored as "<rev>|<json>": reading it is one GET, the cheapest command redis-py sends (a pipeline or a
 # script costs it twice the CPU), and every request of a session reads it.
-# Writing compares the revision it was made from: returns "gone", the newer value to redo the write on, or (written)
-# how many replicas are subscribed to `changed`. Every write publishes `<id>|<rev>` there in the same script, so Redis
+# Writing compares the revision it was made from: returns "gone" (publishing `<id>|` on `changed`, so every replica
+# drops its copy of a record Redis lost), the newer value to redo the write on, or (written) how many replicas are
+# subscribed to `changed`. Every write publishes `<id>|<rev>` there in the same script, so Redis
 # has queued the invalidation to every replica before the writer can learn that it wrote (and so before its client).
 _WRITE_IF_REV = """
 local current = redis.call('GET', KEYS[1])
-if not current then return 'gone' end
+if not current then
+  redis.call('PUBLISH', ARGV[4], ARGV[6])
+  return 'gone'
+end
 if string.sub(current, 1, string.find(current, '|', 1, true) - 1) ~= ARGV[1] then return current end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 return redis.call('PUBLISH', ARGV[4], ARGV[5])
@@ -327,27 +335,36 @@ class RedisState:
         key = record.key
         token = self.copies.begin(key) if self.copies is not None else 0
         written: str | None = None
+        deadline = anyio.current_time() + self.timeout
+        pause = _BACKOFF_FIRST
         try:
             with _bounded("session update"), anyio.fail_after(self.timeout):
-                for _ in range(_WRITE_ATTEMPTS):
+                while True:
                     base = record.rev
                     change(record)
                     record.rev = base + 1
                     value = _value(record)
                     answer = await self._write(keys=[self._session(key)],
                                                args=[str(base), value, self.ttl, self._changed_channel,
-                                                     f"{key}|{record.rev}"])
+                                                     f"{key}|{record.rev}", f"{key}|"])
                     if isinstance(answer, int):
                         written = value
                         await self._delivered(answer)
                         return record
                     if answer == b"gone":
+                        self._refreshed.pop(key, None)  # the next read asks Redis, and answers that it is gone
                         return None
                     record = _record(answer)  # another request wrote first: redo on its record
+                    wait = random.uniform(0, pause)  # spreads the writers out; not a secret
+                    if anyio.current_time() + wait >= deadline:
+                        break
+                    await anyio.sleep(wait)
+                    pause = min(pause * 2, _BACKOFF_MAX)
         finally:
             if self.copies is not None:
                 self.copies.end(key, token, record.rev, written.encode() if written is not None else None)
-        raise StateUnavailableError("session store (Redis): too many concurrent writes to one session")
+        raise StateUnavailableError(
+            f"session store (Redis): other requests of this session kept writing first for {self.timeout:g} s")
 
     async def delete(self, key: str) -> bool:
         try:
