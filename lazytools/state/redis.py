@@ -6,7 +6,7 @@ the same Redis without a second pool. Every operation is bounded by `timeout` an
 
 Keys (under `prefix`): `session:<id>` (`<rev>|<record JSON>`), `events:<id>` (a stream); channels `push:<id>` (one
 session's GET stream), `ended` (deleted sessions) and `changed` (`<id>|<rev>` for every record write, `<id>|` for a
-deletion: what keeps each replica's local copies of records current, docs/scaling.md).
+deletion, or a write that found the record gone: what keeps each replica's local copies of records current, docs/scaling.md).
 """
 
 from __future__ import annotations
