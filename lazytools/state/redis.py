@@ -45,6 +45,8 @@ _BACKOFF_MAX = 0.05
 revision another request of the session wrote first: concurrent writers of one session spread out instead of
 colliding again. Redone until one write of it lands or the store's timeout would pass."""
 
+_CONTENDED = "session store (Redis): other requests of this session kept writing first for {:g} s"
+
 _MAX_EVENTS = 1000
 """GET-stream events kept per session for resumption (the oldest go first)."""
 
@@ -87,6 +89,14 @@ _DELETE = """
 local removed = redis.call('DEL', KEYS[1], KEYS[2])
 return {removed, redis.call('PUBLISH', ARGV[1], ARGV[2])}
 """
+
+
+class _Turn:
+    """The writes of one session on this replica: one at a time."""
+
+    def __init__(self) -> None:
+        self.lock = anyio.Lock()
+        self.waiting = 0
 
 
 def _value(record: SessionRecord) -> str:
@@ -153,6 +163,7 @@ class RedisState:
         self._heard_at = 0.0
         self._refreshed: dict[str, float] = {}
         self._held: dict[str, Deliver] = {}
+        self._writers: dict[str, _Turn] = {}
         self._ended: list[Callable[[str], Awaitable[None]]] = []
         self._pubsub: PubSub | None = None
         self._listening = anyio.Event()
@@ -332,6 +343,27 @@ class RedisState:
         self._refreshed[key] = self._clock()
 
     async def update(self, record: SessionRecord, change: Update) -> SessionRecord | None:
+        # This replica's writes of one session go one at a time (only other replicas' can race them), each waiting
+        # at most the timeout for its turn.
+        turn = self._writers.get(record.key)
+        if turn is None:
+            turn = self._writers[record.key] = _Turn()
+        turn.waiting += 1
+        try:
+            with anyio.move_on_after(self.timeout) as waited:
+                await turn.lock.acquire()
+            if waited.cancelled_caught:
+                raise StateUnavailableError(_CONTENDED.format(self.timeout))
+            try:
+                return await self._update(record, change)
+            finally:
+                turn.lock.release()
+        finally:
+            turn.waiting -= 1
+            if turn.waiting == 0:
+                del self._writers[record.key]
+
+    async def _update(self, record: SessionRecord, change: Update) -> SessionRecord | None:
         key = record.key
         token = self.copies.begin(key) if self.copies is not None else 0
         written: str | None = None
@@ -363,8 +395,7 @@ class RedisState:
         finally:
             if self.copies is not None:
                 self.copies.end(key, token, record.rev, written.encode() if written is not None else None)
-        raise StateUnavailableError(
-            f"session store (Redis): other requests of this session kept writing first for {self.timeout:g} s")
+        raise StateUnavailableError(_CONTENDED.format(self.timeout))
 
     async def delete(self, key: str) -> bool:
         try:
