@@ -57,11 +57,32 @@ def _split_words(text: str) -> tuple[str, ...]:
     words: list[str] = []
     # Compatibility forms read as plain letters: full-width "ｃｏｎｖｅｒｔ" as "convert", "ﬁle" as "file".
     for chunk in _WORDS.findall(unicodedata.normalize("NFKC", text)):
-        if _CJK_RUN.match(chunk):
-            words.extend([chunk] if len(chunk) == 1 else [chunk[i : i + 2] for i in range(len(chunk) - 1)])
-        else:
-            words.extend(_singular(part).lower() for part in _IDENTIFIER_PARTS.findall(chunk))
+        words.extend(_chunks.get(chunk) or _chunk_words(chunk))
     return tuple(words)
+
+
+MAX_CACHED_CHUNKS = 65_536
+"""Distinct words (runs of letters and digits) whose split `_chunk_words` keeps; past it the cache starts afresh."""
+MAX_CACHED_CHUNK_CHARS = 64
+"""Longer runs are split each time: the cache's memory stays bounded whatever requests hold."""
+_chunks: dict[str, tuple[str, ...]] = {}
+
+
+def _chunk_words(chunk: str) -> tuple[str, ...]:
+    """The words of one run `_WORDS` found, kept per distinct run: requests repeat the same few thousand words,
+    while whole requests rarely repeat (the per-text cache above misses on every new one)."""
+    words = _chunks.get(chunk)
+    if words is not None:
+        return words
+    if _CJK_RUN.match(chunk):
+        words = (chunk,) if len(chunk) == 1 else tuple(chunk[i : i + 2] for i in range(len(chunk) - 1))
+    else:
+        words = tuple(_singular(part).lower() for part in _IDENTIFIER_PARTS.findall(chunk))
+    if len(chunk) <= MAX_CACHED_CHUNK_CHARS:
+        if len(_chunks) >= MAX_CACHED_CHUNKS:
+            _chunks.clear()
+        _chunks[chunk] = words
+    return words
 
 
 def _singular(part: str) -> str:
@@ -76,7 +97,12 @@ def stem(word: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """Search terms of `text`: split, lower-cased, without stop words, stemmed."""
-    return terms_of(split_words(text))
+    return list(_tokenized(text))
+
+
+@lru_cache(maxsize=256)  # one served search reads its request's terms several times (needs, server terms, usage)
+def _tokenized(text: str) -> tuple[str, ...]:
+    return tuple(stem(word) for word in _split_words(text) if word not in STOP_WORDS)
 
 
 def terms_of(words: list[str]) -> list[str]:

@@ -105,8 +105,26 @@ _KEY_BYTES = 32
 def hashed_terms(query: str, key: bytes = _TEST_KEY) -> tuple[str, ...]:
     """The query's index terms (stems, stop words dropped), each as a 64-bit hash keyed with `key`: what the store
     keeps. Pseudonymous, not anonymous: whoever holds the key can hash a word list and match the terms."""
-    terms = dict.fromkeys(tokenize(query))
-    return tuple(hashlib.blake2b(term.encode(), digest_size=8, key=key).hexdigest() for term in terms)
+    return tuple(_term_hash(term, key) for term in dict.fromkeys(tokenize(query)))
+
+
+MAX_CACHED_HASHES = 65_536
+"""Distinct (key, term) hashes `_term_hash` keeps; past it the cache starts afresh."""
+MAX_CACHED_TERM_CHARS = 64
+"""Longer terms are hashed each time, so the cache's memory stays bounded."""
+_hashes: dict[tuple[bytes, str], str] = {}
+
+
+def _term_hash(term: str, key: bytes) -> str:
+    """One term's keyed hash, kept per distinct term: a request's words recur across requests that differ."""
+    found = _hashes.get((key, term))
+    if found is None:
+        found = hashlib.blake2b(term.encode(), digest_size=8, key=key).hexdigest()
+        if len(term) <= MAX_CACHED_TERM_CHARS:
+            if len(_hashes) >= MAX_CACHED_HASHES:
+                _hashes.clear()
+            _hashes[(key, term)] = found
+    return found
 
 
 def install_key(path: Path) -> bytes:
@@ -369,6 +387,8 @@ class UsagePrior:
     _eligible: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False)
     """Per term hash: the tools of `called_after` that enough sessions showed, as `boosts` reads them; dropped when
     the term's counts change (most of the prior's lookup time was re-checking every tool's sessions)."""
+    _next: dict[str, tuple[float, tuple[tuple[str, float], ...]]] = field(default_factory=dict, repr=False)
+    """Per tool: `_following`'s answer, dropped when its counts change."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def terms(self, query: str) -> tuple[str, ...]:
@@ -412,6 +432,8 @@ class UsagePrior:
         tools[tool] = tools.get(tool, 0.0) + weight
         if kind == "t":
             self._eligible.pop(key, None)
+        else:
+            self._next.pop(key, None)
         self._seen_in((kind, key, tool))
         if len(tools) > MAX_TOOLS_PER_TERM:
             gone = min(tools, key=tools.__getitem__)
@@ -437,28 +459,29 @@ class UsagePrior:
         self.called_after = {term: tools for term, tools in self.called_after.items() if term in kept}
         self.sessions = {key: n for key, n in self.sessions.items() if key[0] != "t" or key[1] in kept}
         self._eligible.clear()
+        self._next.clear()
 
     def merge(self, other: UsagePrior) -> None:
-        """Add `other`'s counts (of the same origin and half-life) to these."""
+        """Add `other`'s counts (of the same origin and half-life) to these. `other` is used up: the smaller side's
+        counts are added to the larger's tables, which this prior then keeps. The lock, which searches on the event
+        loop take to read the prior, is held only for that smaller side: a history of 200,000 records merged at
+        start costs them no wait, only the few records made meanwhile are added under it."""
         with self._lock:
-            for mine, theirs in ((self.searches_with, other.searches_with), (self.called, other.called),
-                                 (self.failed, other.failed)):
-                for key, value in theirs.items():
-                    mine[key] = mine.get(key, 0.0) + value
-            for nested, other_nested in ((self.called_after, other.called_after),
-                                         (self.followed_by, other.followed_by)):
-                for key, inner in other_nested.items():
-                    row = nested.setdefault(key, {})
-                    for tool, value in inner.items():
-                        row[tool] = row.get(tool, 0.0) + value
-            for pair, seen in other.sessions.items():
-                self.sessions[pair] = self.sessions.get(pair, 0) + seen
-            for counted in other._counted:
-                self._counted[counted] = None
-            self.search_count += other.search_count
+            if self._size() <= other._size():
+                _add_counts(other, self)
+                self.searches_with, self.called_after, self.followed_by = (other.searches_with, other.called_after,
+                                                                           other.followed_by)
+                self.called, self.failed, self.sessions = other.called, other.failed, other.sessions
+                self._counted, self.search_count = other._counted, other.search_count
+            else:
+                _add_counts(self, other)
             self._eligible.clear()
+            self._next.clear()
             if len(self.searches_with) > MAX_TERMS:
                 self._prune()
+
+    def _size(self) -> int:
+        return len(self._counted) + len(self.sessions) + len(self.searches_with)
 
     def __bool__(self) -> bool:
         return bool(self.called)
@@ -501,17 +524,29 @@ class UsagePrior:
         picked: dict[str, tuple[float, str]] = {}
         with self._lock:
             for name in found:
-                nexts = self.followed_by.get(name)
-                if not nexts:
+                following = self._next.get(name)
+                if following is None:
+                    following = self._next[name] = self._following(name)
+                summed, eligible = following
+                if not eligible:
                     continue
-                total = sum(nexts.values()) * scale
-                for tool, count in nexts.items():
+                total = summed * scale
+                for tool, count in eligible:
                     value = count * scale
-                    if (tool not in shown and value >= COMPANION_MIN and value >= COMPANION_SHARE * total
-                            and self.sessions.get(("f", name, tool), 0) >= MIN_SESSIONS):
+                    if tool not in shown and value >= COMPANION_MIN and value >= COMPANION_SHARE * total:
                         if value > picked.get(tool, (0.0, ""))[0]:
                             picked[tool] = (value, name)
         return [(tool, picked[tool][1]) for tool in sorted(picked, key=lambda tool: -picked[tool][0])]
+
+    def _following(self, name: str) -> tuple[float, tuple[tuple[str, float], ...]]:
+        """(the calls right after `name`, summed; those of the tools enough sessions showed): what `companions`
+        reads, kept per tool until its counts change (the lock is held)."""
+        nexts = self.followed_by.get(name)
+        if not nexts:
+            return 0.0, ()
+        eligible = tuple((tool, count) for tool, count in nexts.items()
+                         if self.sessions.get(("f", name, tool), 0) >= MIN_SESSIONS)
+        return sum(nexts.values()), eligible
 
     def ranked_calls(self, *, at: float | None = None) -> list[tuple[str, float, float]]:
         """(tool, decayed successful calls, decayed failed calls), most called first."""
@@ -520,6 +555,24 @@ class UsagePrior:
             tools = set(self.called) | set(self.failed)
             rows = [(tool, self.called.get(tool, 0.0) * scale, self.failed.get(tool, 0.0) * scale) for tool in tools]
         return sorted(rows, key=lambda row: (-row[1], row[0]))
+
+
+def _add_counts(into: UsagePrior, source: UsagePrior) -> None:
+    """Add `source`'s counts to `into`'s tables (the caller holds what locks it needs)."""
+    for mine, theirs in ((into.searches_with, source.searches_with), (into.called, source.called),
+                         (into.failed, source.failed)):
+        for key, value in theirs.items():
+            mine[key] = mine.get(key, 0.0) + value
+    for nested, other_nested in ((into.called_after, source.called_after), (into.followed_by, source.followed_by)):
+        for key, inner in other_nested.items():
+            row = nested.setdefault(key, {})
+            for tool, value in inner.items():
+                row[tool] = row.get(tool, 0.0) + value
+    for pair, seen in source.sessions.items():
+        into.sessions[pair] = into.sessions.get(pair, 0) + seen
+    for counted in source._counted:
+        into._counted[counted] = None
+    into.search_count += source.search_count
 
 
 def reorder(
@@ -532,13 +585,22 @@ def reorder(
         return list(range(len(hits)))
     best = max(score for _, score in hits)
     line = floor * best
-    adjusted: list[tuple[float, int]] = []
-    for position, (name, score) in enumerate(hits):
-        lifted = score * (1.0 + weight * boosts.get(name, 0.0)) if score > 0 else score
-        if best > 0 and score < line:
-            lifted = min(lifted, math.nextafter(line, -math.inf))
-        adjusted.append((-lifted, position))
-    return [position for _, position in sorted(adjusted)]
+    below = math.nextafter(line, -math.inf)
+    clip = best > 0
+    keys: list[float] = []
+    for name, score in hits:
+        boost = boosts.get(name)
+        # A tool without a boost keeps its score (score * 1.0; one below the floor is already below it), so only
+        # the few boosted tools are computed.
+        if boost and score > 0:
+            lifted = score * (1.0 + weight * boost)
+            if clip and score < line:
+                lifted = min(lifted, below)
+            keys.append(-lifted)
+        else:
+            keys.append(-score)
+    # A stable sort by key keeps equal keys in position order: what sorting (key, position) pairs gave.
+    return sorted(range(len(keys)), key=keys.__getitem__)
 
 
 PIN_SESSION_SHARE = 0.25
