@@ -122,10 +122,9 @@ VERB_SENSES: Mapping[str, str] = {
     "summarise": "read",
     # Letter case: "uppercase this", "make it lowercase" (and 大写 / 小写, whose glosses say these) ask for a
     # case conversion, where a tool's parameter named `uppercase` (a password's letters) only shares the word.
+    # Not "capitalize": its stem is capitalization's and capital's ("market capitalization" is no case).
     "uppercase": "case convert upper",
     "lowercase": "case convert lower",
-    "capitalize": "case convert title",
-    "capitalise": "case convert title",
 }
 """Informal verbs that mean one action wherever they stand; they keep their own word too ("ping" a person is a
 message, "ping" a host is the tool named ping)."""
