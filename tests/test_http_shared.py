@@ -5,12 +5,14 @@ haproxy and processes: tests/test_replicas.py.)"""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 
 from lazytools.server.core import build_server
 from lazytools.server.shared import SharedSessions
@@ -27,9 +29,9 @@ HEADERS = {"accept": "application/json, text/event-stream", "content-type": "app
 
 
 @asynccontextmanager
-async def replicas(shared: MemoryShared) -> AsyncIterator[list[str]]:
+async def replicas(shared: MemoryShared, **settings: Any) -> AsyncIterator[list[str]]:
     urls: list[str] = []
-    servers = [build_server(small_catalog(), make_settings()) for _ in range(2)]
+    servers = [build_server(small_catalog(), make_settings(**settings)) for _ in range(2)]
     for server in servers:
         SharedSessions(server, shared).install()
     async with running_http(build_app(servers[0], servers[0].settings, state=shared)) as first, \
@@ -236,3 +238,17 @@ async def test_learning_links_are_written_to_the_record_only_when_they_change(tm
         assert record.last_search is not None and record.last_search["id"] == first_id
     assert server.usage is not None and server.usage.flushed()
     server.usage.close()
+
+
+async def test_sessions_refused_for_the_cap_are_warned_about_once_a_minute(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="lazytools.transports.http_shared")
+    async with replicas(MemoryShared(ttl=60), max_sessions=1) as (a, b), httpx2.AsyncClient(timeout=30) as http:
+        held = (await post(http, a, INITIALIZE)).headers["mcp-session-id"]
+        other = (await post(http, b, INITIALIZE)).headers["mcp-session-id"]
+        for _ in range(3):
+            assert (await post(http, a, INITIALIZE)).status_code == 503  # a new session
+            refused = await post(http, a, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, other)  # adopted
+            assert refused.status_code == 503, refused.text
+        assert (await post(http, a, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, held)).status_code == 200
+    warned = [r.getMessage() for r in caplog.records if "LAZYTOOLS_MAX_SESSIONS=1" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith("1 session(s) refused"), warned

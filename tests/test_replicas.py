@@ -28,6 +28,7 @@ from redis.asyncio import Redis as AsyncRedis
 from .cluster import Cluster, Replica, cluster, free_port, haproxy_config, require, running_redis
 from .conftest import text_of
 from .helpers import eventually, tool_names
+from .test_http import decode
 from .test_interop import node_client  # noqa: F401  (the fixture: node and the pinned TypeScript SDK)
 
 pytestmark = pytest.mark.process  # every test here starts redis-server, haproxy and lazytools replicas
@@ -199,6 +200,92 @@ async def test_a_delete_on_one_replica_ends_the_session_on_another_that_just_ser
             assert (await http.delete(first, headers=headers)).status_code == 200
             gone = await http.post(second, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
             assert gone.status_code == 404, (i, gone.text)
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}}
+JSON_OR_SSE = {"accept": "application/json, text/event-stream"}
+
+
+async def raw_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """A session opened at `url` over plain HTTP: the headers its next requests carry."""
+    opened = await http.post(url, headers=JSON_OR_SSE, json=INITIALIZE)
+    assert opened.status_code == 200, opened.text
+    headers = {**JSON_OR_SSE, "mcp-session-id": opened.headers["mcp-session-id"]}
+    done = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert done.status_code == 202, done.text
+    return headers
+
+
+async def test_concurrent_first_requests_of_a_session_at_a_replica_that_never_held_it_are_all_served() -> None:
+    # The first of them rebuilds the session's connection here; the others wait for it instead of reaching a
+    # transport that is not connected yet (which answered 500).
+    async with cluster(2) as c, httpx2.AsyncClient(timeout=60, limits=httpx2.Limits(max_connections=100)) as http:
+        first, second = [f"{replica.base}/mcp" for replica in c.replicas]
+        statuses: list[int] = []
+        for _ in range(5):
+            headers = await raw_session(http, first)
+
+            async def listed(i: int) -> None:
+                response = await http.post(second, headers=headers,
+                                           json={"jsonrpc": "2.0", "id": 10 + i, "method": "tools/list"})
+                statuses.append(response.status_code)
+                if response.status_code == 200:
+                    assert [tool["name"] for tool in decode(response)["result"]["tools"]] == META
+
+            async with anyio.create_task_group() as tg:
+                for i in range(8):
+                    tg.start_soon(listed, i)
+        assert statuses == [200] * 40, statuses
+        assert "No read stream writer" not in c.replicas[1].output()
+
+
+async def test_twenty_concurrent_searches_of_one_session_on_two_replicas_all_succeed() -> None:
+    # Each writes the session's record; a write made from a revision another one replaced is redone on the newer
+    # one (after a short random pause), never refused while the store answers.
+    async with cluster(2, env={"LAZYTOOLS_MAX_ENABLED": "32"}) as c, \
+            httpx2.AsyncClient(timeout=60, limits=httpx2.Limits(max_connections=100)) as http:
+        urls = [f"{replica.base}/mcp" for replica in c.replicas]
+        headers = await raw_session(http, urls[0])
+        listed = await http.post(urls[1], headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert listed.status_code == 200, listed.text  # held on both: only the writes race
+        failures: list[str] = []
+
+        async def search(i: int) -> None:
+            response = await http.post(urls[i % 2], headers=headers, json={
+                "jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
+                "params": {"name": "search_tools", "arguments": {"tool_names": [TEXT_TOOLS[i % len(TEXT_TOOLS)]]}}})
+            answer = decode(response) if response.status_code == 200 else None
+            if answer is None or "result" not in answer or answer["result"].get("isError"):
+                failures.append(f"{response.status_code} {response.text[:300]}")
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(search, i)
+        assert failures == []
+        final = await http.post(urls[1], headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        assert sorted(tool["name"] for tool in decode(final)["result"]["tools"]) == sorted([*META, *TEXT_TOOLS])
+
+
+async def test_after_redis_is_emptied_a_search_is_the_session_gone_answer_and_every_replica_lets_go() -> None:
+    # FLUSHALL, or a failover to an empty Redis: no replica hears of it. A write that finds the session gone is
+    # not a success, and no replica serves the session from its copy after it.
+    async with cluster(2) as c, httpx2.AsyncClient(timeout=30) as http, AsyncRedis.from_url(c.redis.url) as admin:
+        first, second = [f"{replica.base}/mcp" for replica in c.replicas]
+        headers = await raw_session(http, first)
+        for url in (first, second, first, second):  # both hold a copy of the record now
+            listed = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            assert listed.status_code == 200, listed.text
+        await admin.flushall()
+        searched = await http.post(first, headers=headers, json={
+            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "search_tools", "arguments": {"tool_names": ["reverse_text"]}}})
+        answer = decode(searched) if searched.status_code == 200 else None
+        assert searched.status_code == 404 or (
+            answer is not None and "Session not found" in answer.get("error", {}).get("message", "")), searched.text
+        for url in (first, second):
+            gone = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+            assert gone.status_code == 404, (url, gone.text)
 
 
 # -- failures ---------------------------------------------------------------------------------------------------------

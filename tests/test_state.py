@@ -250,3 +250,25 @@ async def test_a_replica_with_other_settings_is_warned_about_loudly(caplog: pyte
                 await check_replicas_agree(state, first)
                 warned = [r.getMessage() for r in caplog.records if "REPLICAS DISAGREE" in r.getMessage()]
                 assert len(warned) == 2 and replica_fingerprint(other) in warned[1], warned
+
+
+@pytest.mark.process
+async def test_twenty_concurrent_writes_of_one_session_on_two_replicas_are_all_kept() -> None:
+    names = [f"tool_{i}" for i in range(20)]
+    async with running_redis() as redis, RedisState(redis.url, ttl=60).running() as a, \
+            RedisState(redis.url, ttl=60).running() as b:
+        await a.create(record("s1"))
+        loaded = [await (a, b)[i % 2].load("s1") for i in range(len(names))]  # all made from the same revision
+        written: list[SessionRecord | None] = []
+
+        async def write(i: int) -> None:
+            base = loaded[i]
+            assert base is not None
+            written.append(await (a, b)[i % 2].update(base, enabling(names[i], limit=len(names))))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(names)):
+                tg.start_soon(write, i)
+        assert len(written) == len(names) and all(each is not None for each in written)
+        final = await b.peek("s1")
+        assert final is not None and sorted(final.enabled) == sorted(names) and final.rev == len(names)

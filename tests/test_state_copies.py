@@ -225,3 +225,21 @@ async def test_a_pub_sub_connection_that_goes_quiet_stops_the_copies_until_redis
             return await _gets(admin) == gets
 
         await eventually(copied_again)
+
+
+@pytest.mark.process
+async def test_a_write_that_finds_the_session_gone_drops_every_replicas_copy() -> None:
+    # Redis emptied without a restart (FLUSHALL, a failover to an empty replica): no replica hears of it, and each
+    # serves its copy until the next confirmation. A write finds the key gone: from then on no replica serves it.
+    now = [0.0]
+    async with running_redis() as redis, AsyncRedis.from_url(redis.url) as admin, \
+            _replicas(redis.url, ttl=60, clock=lambda: now[0]) as (a, b):
+        await a.create(record("s"))
+        await _load(a, "s")
+        await _load(b, "s")
+        await admin.flushall()
+        assert await b.load("s") is not None  # the copy, within a tenth of the TTL
+        assert await a.update(await _load(a, "s"), enabling("reverse_text")) is None
+        assert await a.load("s") is None
+        await eventually(lambda: b.copies is not None and b.copies.get("s") is None)
+        assert await b.load("s") is None

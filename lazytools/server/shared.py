@@ -78,6 +78,7 @@ _RETRY_SUBSCRIBE = 30.0
 """Seconds before a replica tries again to subscribe for a session where subscribing failed (the upstream is down,
 or no longer serves the URI): requests of the session are not slowed by a failing upstream each time."""
 _FAILED_MAX = 10_000
+_GONE = "Session not found (it ended or expired)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +145,7 @@ class SharedSessions:
                 return result
             record = self._loaded(ctx) or await self.store.load(connection.session_id)
             if record is None:
-                raise MCPError(code=types.INVALID_REQUEST, message="Session not found (it ended or expired)")
+                raise MCPError(code=types.INVALID_REQUEST, message=_GONE)
             state = self.server.session_for(ctx)
             if state is None:
                 return await call_next(ctx)
@@ -171,8 +172,10 @@ class SharedSessions:
                 if unsubscribing not in record.subscriptions:
                     unsubscribing = None
                 if after != before or subscribing is not None or unsubscribing is not None:
-                    await self.store.update(record, _change(before, after, self.server.settings.max_enabled,
-                                                            subscribing, unsubscribing))
+                    written = await self.store.update(record, _change(before, after, self.server.settings.max_enabled,
+                                                                      subscribing, unsubscribing))
+                    if written is None:  # ended or lost from the store while this ran: nothing it did counts
+                        raise MCPError(code=types.INVALID_REQUEST, message=_GONE)
                 if subscribing is not None or unsubscribing is not None:
                     await self.store.publish(record.key, {"method": SUBSCRIPTIONS_CHANGED})
             finally:

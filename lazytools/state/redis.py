@@ -6,7 +6,7 @@ the same Redis without a second pool. Every operation is bounded by `timeout` an
 
 Keys (under `prefix`): `session:<id>` (`<rev>|<record JSON>`), `events:<id>` (a stream); channels `push:<id>` (one
 session's GET stream), `ended` (deleted sessions) and `changed` (`<id>|<rev>` for every record write, `<id>|` for a
-deletion: what keeps each replica's local copies of records current, docs/scaling.md).
+deletion, or a write that found the record gone: what keeps each replica's local copies of records current, docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import select
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -38,8 +39,13 @@ __all__ = ["RedisState", "redis_trouble"]
 
 logger = logging.getLogger(__name__)
 
-_WRITE_ATTEMPTS = 8
-"""Writes redone on a newer revision at most this often (concurrent requests of one session)."""
+_BACKOFF_FIRST = 0.002
+_BACKOFF_MAX = 0.05
+"""Seconds a write waits, at random up to this (doubling from `_BACKOFF_FIRST`), before it is redone on the newer
+revision another request of the session wrote first: concurrent writers of one session spread out instead of
+colliding again. Redone until one write of it lands or the store's timeout would pass."""
+
+_CONTENDED = "session store (Redis): other requests of this session kept writing first for {:g} s"
 
 _MAX_EVENTS = 1000
 """GET-stream events kept per session for resumption (the oldest go first)."""
@@ -59,12 +65,16 @@ second of quiet: a connection that died without a reset, behind a firewall that 
 
 # A record is stored as "<rev>|<json>": reading it is one GET, the cheapest command redis-py sends (a pipeline or a
 # script costs it twice the CPU), and every request of a session reads it.
-# Writing compares the revision it was made from: returns "gone", the newer value to redo the write on, or (written)
-# how many replicas are subscribed to `changed`. Every write publishes `<id>|<rev>` there in the same script, so Redis
+# Writing compares the revision it was made from: returns "gone" (publishing `<id>|` on `changed`, so every replica
+# drops its copy of a record Redis lost), the newer value to redo the write on, or (written) how many replicas are
+# subscribed to `changed`. Every write publishes `<id>|<rev>` there in the same script, so Redis
 # has queued the invalidation to every replica before the writer can learn that it wrote (and so before its client).
 _WRITE_IF_REV = """
 local current = redis.call('GET', KEYS[1])
-if not current then return 'gone' end
+if not current then
+  redis.call('PUBLISH', ARGV[4], ARGV[6])
+  return 'gone'
+end
 if string.sub(current, 1, string.find(current, '|', 1, true) - 1) ~= ARGV[1] then return current end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 return redis.call('PUBLISH', ARGV[4], ARGV[5])
@@ -79,6 +89,14 @@ _DELETE = """
 local removed = redis.call('DEL', KEYS[1], KEYS[2])
 return {removed, redis.call('PUBLISH', ARGV[1], ARGV[2])}
 """
+
+
+class _Turn:
+    """The writes of one session on this replica: one at a time."""
+
+    def __init__(self) -> None:
+        self.lock = anyio.Lock()
+        self.waiting = 0
 
 
 def _value(record: SessionRecord) -> str:
@@ -145,6 +163,7 @@ class RedisState:
         self._heard_at = 0.0
         self._refreshed: dict[str, float] = {}
         self._held: dict[str, Deliver] = {}
+        self._writers: dict[str, _Turn] = {}
         self._ended: list[Callable[[str], Awaitable[None]]] = []
         self._pubsub: PubSub | None = None
         self._listening = anyio.Event()
@@ -324,30 +343,59 @@ class RedisState:
         self._refreshed[key] = self._clock()
 
     async def update(self, record: SessionRecord, change: Update) -> SessionRecord | None:
+        # This replica's writes of one session go one at a time (only other replicas' can race them), each waiting
+        # at most the timeout for its turn.
+        turn = self._writers.get(record.key)
+        if turn is None:
+            turn = self._writers[record.key] = _Turn()
+        turn.waiting += 1
+        try:
+            with anyio.move_on_after(self.timeout) as waited:
+                await turn.lock.acquire()
+            if waited.cancelled_caught:
+                raise StateUnavailableError(_CONTENDED.format(self.timeout))
+            try:
+                return await self._update(record, change)
+            finally:
+                turn.lock.release()
+        finally:
+            turn.waiting -= 1
+            if turn.waiting == 0:
+                del self._writers[record.key]
+
+    async def _update(self, record: SessionRecord, change: Update) -> SessionRecord | None:
         key = record.key
         token = self.copies.begin(key) if self.copies is not None else 0
         written: str | None = None
+        deadline = anyio.current_time() + self.timeout
+        pause = _BACKOFF_FIRST
         try:
             with _bounded("session update"), anyio.fail_after(self.timeout):
-                for _ in range(_WRITE_ATTEMPTS):
+                while True:
                     base = record.rev
                     change(record)
                     record.rev = base + 1
                     value = _value(record)
                     answer = await self._write(keys=[self._session(key)],
                                                args=[str(base), value, self.ttl, self._changed_channel,
-                                                     f"{key}|{record.rev}"])
+                                                     f"{key}|{record.rev}", f"{key}|"])
                     if isinstance(answer, int):
                         written = value
                         await self._delivered(answer)
                         return record
                     if answer == b"gone":
+                        self._refreshed.pop(key, None)  # the next read asks Redis, and answers that it is gone
                         return None
                     record = _record(answer)  # another request wrote first: redo on its record
+                    wait = random.uniform(0, pause)  # spreads the writers out; not a secret
+                    if anyio.current_time() + wait >= deadline:
+                        break
+                    await anyio.sleep(wait)
+                    pause = min(pause * 2, _BACKOFF_MAX)
         finally:
             if self.copies is not None:
                 self.copies.end(key, token, record.rev, written.encode() if written is not None else None)
-        raise StateUnavailableError("session store (Redis): too many concurrent writes to one session")
+        raise StateUnavailableError(_CONTENDED.format(self.timeout))
 
     async def delete(self, key: str) -> bool:
         try:

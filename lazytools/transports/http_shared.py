@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
 
@@ -50,6 +50,9 @@ from .http_guard import jsonrpc_error
 __all__ = ["SharedSessionManager"]
 
 logger = logging.getLogger(__name__)
+
+_REFUSAL_LOG_EVERY = 60.0
+"""Seconds between warnings that sessions were refused for `max_sessions`."""
 
 
 class _SharedOutbound:
@@ -93,6 +96,8 @@ class _Held:
     """One session's connection on this replica."""
 
     transport: StreamableHTTPServerTransport
+    started: anyio.Event = field(default_factory=anyio.Event)
+    """Set once the connection is up (or failed to come up): requests of the session that arrive meanwhile wait."""
     local: Outbound | None = None
     connection: Connection | None = None
     principal: Principal = ANONYMOUS
@@ -128,6 +133,8 @@ class SharedSessionManager:
         self._held: dict[str, _Held] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._lifespan_state: Any = None
+        self._refusals = 0
+        self._refusal_logged_at = -_REFUSAL_LOG_EVERY
         state.on_end(self._ended_elsewhere)
 
     def __len__(self) -> int:
@@ -189,7 +196,12 @@ class SharedSessionManager:
         if scope["method"] == "DELETE" and key not in self._held:
             await _ended(scope, receive, send)  # deleted from the store above; nothing of it is here
             return
-        held = self._held.get(key) or await self._adopt(record)
+        try:
+            held = await self._held_for(record)
+        except StateUnavailableError as exc:
+            logger.warning("session %s: %s", key[:8], exc)
+            await jsonrpc_error(503, f"{exc}; try again shortly", code=types.INTERNAL_ERROR)(scope, receive, send)
+            return
         if held is None:
             await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
@@ -245,6 +257,7 @@ class SharedSessionManager:
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A request without a session (initialize): a new session, recorded in the store by the server."""
         if len(self._held) >= self.max_sessions:
+            self._refused()
             await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
         if not await self.state.ping():
@@ -257,7 +270,12 @@ class SharedSessionManager:
         key = uuid4().hex
         logger.info("session %s: opened here", key[:8])
         scope[OWNER_SCOPE_KEY] = _requestor(scope)
-        held = await self._start(key, None)
+        held = self._start(key, None)
+        await held.started.wait()
+        if held.connection is None:
+            await jsonrpc_error(500, "Internal Server Error: the session did not start",
+                                code=types.INTERNAL_ERROR)(scope, receive, send)
+            return
         status: int | None = None
 
         async def watch(message: Any) -> None:
@@ -278,25 +296,54 @@ class SharedSessionManager:
                     with anyio.CancelScope(shield=True):
                         await held.transport.terminate()
 
-    async def _adopt(self, record: SessionRecord) -> _Held | None:
+    async def _held_for(self, record: SessionRecord) -> _Held | None:
+        """The session's connection here, once it is up: the one held, or one rebuilt from the record. None when this
+        replica holds as many sessions as it may."""
+        for _ in range(2):  # a start that failed under a waiting request: that request starts its own
+            held = self._held.get(record.key)
+            if held is not None and held.transport.is_terminated:
+                del self._held[record.key]  # ended (idle) and its task not done yet: a new connection
+                held = None
+            held = held or self._adopt(record)
+            if held is None:
+                return None
+            await held.started.wait()
+            if held.connection is not None and self._held.get(record.key) is held:
+                return held
+        raise StateUnavailableError("the session's connection did not start on this replica")
+
+    def _adopt(self, record: SessionRecord) -> _Held | None:
         """This replica's connection for a session it did not hold: rebuilt from the record, already initialized."""
         if len(self._held) >= self.max_sessions:
+            self._refused()
             return None
         logger.info("session %s: served here from the store", record.key[:8])
-        return await self._start(record.key, record)
+        return self._start(record.key, record)
 
-    async def _start(self, key: str, record: SessionRecord | None) -> _Held:
+    def _refused(self) -> None:
+        """A session refused for `max_sessions`: said once a minute at most (a full replica refuses many)."""
+        self._refusals += 1
+        now = anyio.current_time()
+        if now - self._refusal_logged_at >= _REFUSAL_LOG_EVERY:
+            logger.warning("%d session(s) refused in the last minute: this replica holds LAZYTOOLS_MAX_SESSIONS=%d "
+                           "sessions (see docs/scaling.md for sizing it and LAZYTOOLS_REPLICA_IDLE_TIMEOUT)",
+                           self._refusals, self.max_sessions)
+            self._refusals = 0
+            self._refusal_logged_at = now
+
+    def _start(self, key: str, record: SessionRecord | None) -> _Held:
+        """The session's connection, held from now on and started in the background; `started` is set once it is
+        up (requests of the session that arrive before then wait for it, never reach a transport not connected)."""
         transport = StreamableHTTPServerTransport(
             mcp_session_id=key, is_json_response_enabled=self.json_response, event_store=self.state.events(key),
             security_settings=self.security_settings, idle_timeout=self.idle_timeout)
         held = _Held(transport)
         self._held[key] = held
         assert self._task_group is not None, "run() is not running"
-        await self._task_group.start(self._serve, key, held, record)
+        self._task_group.start_soon(self._serve, key, held, record)
         return held
 
-    async def _serve(self, key: str, held: _Held, record: SessionRecord | None, *,
-                     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def _serve(self, key: str, held: _Held, record: SessionRecord | None) -> None:
         transport = held.transport
         try:
             async with transport.connect() as (read_stream, write_stream):
@@ -307,7 +354,7 @@ class SharedSessionManager:
                 held.connection = connection
                 if record is not None:
                     _restore(connection, record)
-                task_status.started()
+                held.started.set()
                 idle = transport.idle_scope if transport.idle_scope is not None else anyio.CancelScope()
                 with idle:
                     await serve_connection(self.server, dispatcher, connection=connection,
@@ -317,6 +364,7 @@ class SharedSessionManager:
         finally:
             if self._held.get(key) is held:
                 del self._held[key]
+            held.started.set()  # a failed start: whoever waits sees no connection
             if not transport.is_terminated:
                 with anyio.CancelScope(shield=True):
                     await transport.terminate()
