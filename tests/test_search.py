@@ -179,6 +179,29 @@ def test_a_question_word_asks_for_what_it_names_where_the_request_opens_with_it(
     assert index.query_terms("someone asked how many users came") == index.query_terms("someone asked users came many")
 
 
+def test_letter_case_words_ask_for_a_case_conversion() -> None:
+    # "uppercase" is also a parameter of a password or UUID generator; the request asks to convert the case.
+    index = SearchIndex([
+        tool("convert_case", "Convert text or an identifier to snake_case, camelCase, CONSTANT_CASE or Title Case."),
+        tool("generate_uuid", "Generate random UUIDs.", uppercase="Upper-case letters"),
+        tool("generate_password", "Generate a random password.", uppercase="Include upper-case letters"),
+        tool("diff_texts", "Compare two texts line by line."),
+    ])
+    assert names(index, "make this text uppercase")[0] == "convert_case"
+    assert names(index, "convert it to lowercase")[0] == "convert_case"
+    assert names(index, "把这段文字转换成大写")[0] == "convert_case"
+
+
+def test_how_far_along_asks_for_progress_not_a_distance() -> None:
+    index = SearchIndex([
+        tool("check_crawl_status", "Check the status and progress of a crawl job."),
+        tool("distance_matrix", "Travel distance and time between origins and destinations."),
+        tool("crawl", "Crawl a website from a start URL."),
+    ])
+    assert names(index, "how far along is my crawl of docs.example.com")[0] == "check_crawl_status"
+    assert names(index, "how far is it from Lyon to Geneva")[0] == "distance_matrix"
+
+
 def test_everyday_wordings_mean_their_action() -> None:
     # "remember that ..." stores, "forget ..." deletes, "summarise a file" reads it, "what changed" is a diff.
     index = SearchIndex([

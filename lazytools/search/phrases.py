@@ -88,6 +88,7 @@ QUESTIONS: Mapping[str, str] = {
     "how tall": "height elevation",
     "how old": "age date",
     "where": "location place address",
+    "how far along": "status progress",  # a job's progress ("how far along is my crawl"), not a distance
     "what changed": "diff status log",
     "what has changed": "diff status log",
     "what s changed": "diff status log",
@@ -119,6 +120,11 @@ VERB_SENSES: Mapping[str, str] = {
     "forget": "delete remove memory knowledge",
     "summarize": "read",
     "summarise": "read",
+    # Letter case: "uppercase this", "make it lowercase" (and 大写 / 小写, whose glosses say these) ask for a
+    # case conversion, where a tool's parameter named `uppercase` (a password's letters) only shares the word.
+    # Not "capitalize": its stem is capitalization's and capital's ("market capitalization" is no case).
+    "uppercase": "case convert upper",
+    "lowercase": "case convert lower",
 }
 """Informal verbs that mean one action wherever they stand; they keep their own word too ("ping" a person is a
 message, "ping" a host is the tool named ping)."""
