@@ -8,7 +8,7 @@ import pytest
 
 from lazytools import Catalog, Group, ToolEntry
 from lazytools.search import LiveIndex, SearchIndex, split_words, stem, tokenize
-from lazytools.search.query import clauses
+from lazytools.search.query import NUMBER_WEIGHT, clauses
 from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit_distance, split_compound
 
 from .conftest import searched
@@ -200,6 +200,33 @@ def test_how_far_along_asks_for_progress_not_a_distance() -> None:
     ])
     assert names(index, "how far along is my crawl of docs.example.com")[0] == "check_crawl_status"
     assert names(index, "how far is it from Lyon to Geneva")[0] == "distance_matrix"
+
+
+def test_all_caps_asks_for_a_case_conversion() -> None:
+    index = SearchIndex([
+        tool("convert_case", "Convert text or an identifier to snake_case, camelCase, CONSTANT_CASE or Title Case."),
+        tool("generate_uuid", "Generate random UUIDs.", uppercase="Upper-case letters"),
+        tool("diff_texts", "Compare two texts line by line."),
+    ])
+    assert names(index, "make this text all caps")[0] == "convert_case"
+
+
+def test_numbers_of_a_request_do_not_match_the_numbers_of_an_example() -> None:
+    # "15% of 80" shares "15" with a cron example; it asks for a percentage.
+    index = SearchIndex([
+        tool("describe_cron", "Explain a cron expression, e.g. '*/15 9-17 * * 1-5' -> every 15 minutes."),
+        tool("percentage_change", "Calculate the percentage increase or decrease from an old value to a new one."),
+    ])
+    assert names(index, "what's 15% of 80")[0] == "percentage_change"
+    assert index.query_terms("what's 15% of 80")["15"] == NUMBER_WEIGHT
+
+
+def test_what_is_inside_a_file_reads_it_though_show_me_leads_into_the_question() -> None:
+    index = SearchIndex([
+        tool("read_text_file", "Read a text file, optionally only a range of lines."),
+        tool("apply_discount", "Apply a discount to a price and show the savings."),
+    ])
+    assert names(index, "show me what's inside config.yaml")[0] == "read_text_file"
 
 
 def test_everyday_wordings_mean_their_action() -> None:

@@ -1,6 +1,6 @@
 """Search quality floors on the bundled catalog, with queries written by hand for it (not from any benchmark).
 
-`fixtures/bundled_queries.jsonl` holds 52 requests a user might make of the example tools: short keywords,
+`fixtures/bundled_queries.jsonl` holds 60 requests a user might make of the example tools: short keywords,
 plain questions, and long requests that need two tools. It was written before the search was tuned, as a
 second set unlike MetaTool's (developer and everyday utilities, tools with JSON schemas), so a change that
 helps one benchmark at the cost of ordinary catalogs shows up here. The floors are the figures measured when
@@ -62,8 +62,9 @@ def test_every_labelled_tool_is_in_the_bundled_catalog(tmp_path: Path) -> None:
 def test_bundled_queries_stay_above_their_floor(
     tmp_path: Path, semantic: bool, recall_at_1: float, recall_at_5: float, mrr: float
 ) -> None:
-    # Measured as served (limit 5): BM25 R@1 .712, R@5 .933, MRR@5 .833; with the semantic extra .865, 1.000,
-    # .946.
+    # Measured as served (limit 5): BM25 R@1 .683, R@5 .925, MRR@5 .814; with the semantic extra .867, 1.000,
+    # .947 (b52-b59: a newcomer's everyday wordings and variants, added after their fixes; b59 ranks format_json
+    # third, as before).
     result = scores(tmp_path, semantic=semantic)
     assert result.recall(1) >= recall_at_1
     assert result.recall(5) >= recall_at_5

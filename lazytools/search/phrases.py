@@ -74,6 +74,8 @@ PHRASAL_VERBS: Mapping[str, str] = {
     "bump up": "increase update",
     "scale up": "scale increase",
     "scale down": "scale decrease",
+    # Letter case said as a phrase: "all caps" is upper case ("caps" alone is a limit: "rate caps").
+    "all caps": "uppercase case convert upper",
 }
 """A verb and its particle -> the words of the action they mean."""
 
@@ -92,6 +94,9 @@ QUESTIONS: Mapping[str, str] = {
     "what changed": "diff status log",
     "what has changed": "diff status log",
     "what s changed": "diff status log",
+    # What a named file or document holds is read ("show me what's inside config.yaml").
+    "what s inside": "read content",
+    "what is inside": "read content",
 }
 """A question's words -> what it asks for ("how far" a distance, "where" a place); the adjective leaves the query
 ("many" would match `insert-many`, "far" and "long" nothing useful). Read only where the request or one of its
@@ -125,6 +130,8 @@ VERB_SENSES: Mapping[str, str] = {
     # Not "capitalize": its stem is capitalization's and capital's ("market capitalization" is no case).
     "uppercase": "case convert upper",
     "lowercase": "case convert lower",
+    # "15%" is read as "15 percent" (query.py): a percentage, a word tools write in full.
+    "percent": "percentage calculate",
 }
 """Informal verbs that mean one action wherever they stand; they keep their own word too ("ping" a person is a
 message, "ping" a host is the tool named ping)."""
@@ -150,6 +157,9 @@ remembered is read, not stored."""
 
 _ASKING = frozenset("what which who whom when where why how do does did".split())
 """Words that open a question."""
+_LEADS = frozenset(("show",))
+"""A verb that leads into a question without saying anything itself: "show me what's inside". Not "tell": reading
+the question after "can you tell me" moved a MetaTool request's second tool out of its top 5."""
 
 
 def _stems(words: str) -> tuple[str, ...]:
@@ -192,12 +202,13 @@ def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[
             if asked in _QUESTIONS:
                 meant.extend(_QUESTIONS[asked])
                 replaced.update(stem(other) for other in asked[1:])
+                replaced.update(stem(lead) for lead in words[:position] if lead in _LEADS)
             if word != "what":
                 continue
         in_question = asking and opening  # the first word that says something, in a question
-        opening = opening and word in STOP_WORDS
         verb = stem(word)
         following = words[position + 1] if position + 1 < len(words) else ""
+        opening = opening and (word in STOP_WORDS or (word in _LEADS and following == "me"))
         if (verb, following) in _PHRASAL:
             meaning = _PHRASAL[verb, following]
             meant.extend(meaning)

@@ -17,8 +17,10 @@ from .vocabulary import Vocabulary
 __all__ = [
     "ACRONYM_WEIGHT",
     "CROSSLANG_WEIGHT",
+    "MAX_AMOUNT_DIGITS",
     "MAX_RELATED",
     "MAX_TERMS_TO_CORRECT",
+    "NUMBER_WEIGHT",
     "PHRASE_WEIGHT",
     "PREFIX_WEIGHT",
     "SYNONYM_WEIGHT",
@@ -38,6 +40,12 @@ PHRASE_WEIGHT = 0.7
 """Each word of what a phrasal verb or idiom means ("create", "start" for "spin up"); the verb's own word is left
 out."""
 PREFIX_WEIGHT = 0.5
+NUMBER_WEIGHT = 0.3
+"""A short bare number is an amount of the request, not a word of the tool it wants ("15% of 80" matched a cron
+example's "*/15" and "9-17"); it counts this much."""
+MAX_AMOUNT_DIGITS = 3
+"""Longer runs of digits are identifiers and count in full: an arXiv id's "2401" names the arXiv tools whose
+examples hold it (dropping those cost a deliverable on the dev set)."""
 CROSSLANG_WEIGHT = 0.7
 """Each English word of a Chinese request's words (crosslang.py), so it finds tools described in English."""
 MAX_RELATED = 10
@@ -57,6 +65,7 @@ _CLAUSE_BREAK = re.compile(
     re.IGNORECASE,
 )
 MIN_CLAUSE_TERMS = 2
+_PERCENT = re.compile(r"(?<=\d)\s*%")
 
 
 Expansions = Callable[[str], Sequence[tuple[str, float]]]
@@ -85,11 +94,15 @@ def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | 
     def add(term: str, weight: float) -> None:
         weights[term] = weights.get(term, 0.0) + weight
 
-    typed = split_words(query)
+    typed = split_words(_PERCENT.sub(" percent ", query))
     meant, replaced = read_phrases(typed)
     terms = [term for term in terms_of(typed) if term not in replaced]
     guess = len(terms) <= MAX_TERMS_TO_CORRECT
     for term in terms:
+        if term.isdigit() and len(term) <= MAX_AMOUNT_DIGITS:
+            if term in vocabulary:
+                add(term, NUMBER_WEIGHT)
+            continue
         if term in vocabulary or term in rendered:
             add(term, 1.0)
         elif guess:
