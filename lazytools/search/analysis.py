@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 
 import snowballstemmer
@@ -102,9 +103,9 @@ def tokenize(text: str) -> list[str]:
 
 @lru_cache(maxsize=256)  # one served search reads its request's terms several times (needs, server terms, usage)
 def _tokenized(text: str) -> tuple[str, ...]:
-    return tuple(stem(word) for word in _split_words(text) if word not in STOP_WORDS)
+    return tuple(terms_of(_split_words(text)))
 
 
-def terms_of(words: list[str]) -> list[str]:
+def terms_of(words: Iterable[str]) -> list[str]:
     """Search terms of words `split_words` gave: without stop words, stemmed."""
     return [stem(word) for word in words if word not in STOP_WORDS]
