@@ -36,7 +36,7 @@ import mcp_types as types
 from lazytools.catalog import Catalog, Group
 from lazytools.entry import ToolEntry
 from lazytools.search import SearchIndex, build_index
-from lazytools.search.usage import CallRecord, SearchRecord, UsagePrior
+from lazytools.learning.prior import CallRecord, SearchRecord, UsagePrior
 from lazytools.server.metatools import search_tools
 from lazytools.settings import Settings
 

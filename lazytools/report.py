@@ -11,7 +11,7 @@ from .modes import Surface
 from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
-from .search.usage import SqliteUsageStore, UsageSummary, summarize
+from .learning.prior import SqliteUsageStore, UsageSummary, summarize
 from .server.core import LazyServer
 from .server.metatools import check_group
 from .server.rendering import ranking_text
@@ -84,7 +84,7 @@ def usage_report(directory: Path, *, limit: int) -> str:
 
 def shared_usage_report(url: str, *, prefix: str, timeout: float, limit: int) -> str:
     """`usage_report` of the usage replicas keep in Redis (a state URL is set)."""
-    from .search.usage_redis import RedisUsageStore
+    from .learning.redis_store import RedisUsageStore
 
     store = RedisUsageStore(url, prefix=prefix, timeout=timeout)
     try:

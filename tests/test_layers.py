@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "catalog": 2,
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
+    "learning": 5,  # learning from use: the usage log, its stores and prior; search reads it through search.prior
     "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5, "server.surface": 5,
     "server.learning": 5, "server.rendering": 5, "server.access": 5,
     "server.metatools": 6, "server.principals": 6, "server.audited": 6, "server.limited": 6, "server.metrics": 6,

@@ -13,7 +13,7 @@ import pytest
 
 from lazytools import Catalog, FunctionGroup, Group, LazyServer, build_server
 from lazytools.report import usage_report
-from lazytools.search.usage import (
+from lazytools.learning.prior import (
     CallRecord,
     SqliteUsageStore,
     UsageLog,

@@ -13,10 +13,12 @@ import time
 import numpy as np
 import pytest
 
-from lazytools.search import analysis, usage
+from lazytools.learning import prior as usage
+from lazytools.search import analysis
 from lazytools.search.analysis import split_words, tokenize
 from lazytools.search.servers import _firsts
-from lazytools.search.usage import CallRecord, SearchRecord, UsagePrior, hashed_terms
+from lazytools.learning.prior import CallRecord, SearchRecord, UsagePrior, hashed_terms
+from lazytools.search.prior import LEARN_WEIGHT, reorder
 
 _WORDS = ("deploy", "Deployments", "getUserPRs", "snake_case_name", "kube-ctl", "天气预报", "ｃｏｎｖｅｒｔ", "URLs",
           "the", "v2", "HTTPServer", "calendar", "notes", "x" * 100)
@@ -201,14 +203,14 @@ def test_readers_never_see_a_half_merged_prior() -> None:
 
 
 def _reorder_every_hit(hits: list[tuple[str, float]], boosts: dict[str, float], floor: float) -> list[int]:
-    """`usage.reorder` computed for every hit, boosted or not."""
+    """`reorder` computed for every hit, boosted or not."""
     if not boosts:
         return list(range(len(hits)))
     best = max(score for _, score in hits)
     line = floor * best
     adjusted: list[tuple[float, int]] = []
     for position, (name, score) in enumerate(hits):
-        lifted = score * (1.0 + usage.LEARN_WEIGHT * boosts.get(name, 0.0)) if score > 0 else score
+        lifted = score * (1.0 + LEARN_WEIGHT * boosts.get(name, 0.0)) if score > 0 else score
         if best > 0 and score < line:
             lifted = min(lifted, math.nextafter(line, -math.inf))
         adjusted.append((-lifted, position))
@@ -225,4 +227,4 @@ def test_reorder_computing_only_boosted_tools_orders_as_computing_every_one() ->
         hits = [(f"t{n}", score) for n, score in enumerate(scores)]
         boosts = {f"t{n}": rng.choice([0.0, 1.0, rng.random()]) for n in rng.sample(range(size), rng.randrange(size + 1))}
         floor = rng.choice([0.0, 0.3, 0.5, 1.0])
-        assert usage.reorder(hits, boosts, floor=floor) == _reorder_every_hit(hits, boosts, floor)
+        assert reorder(hits, boosts, floor=floor) == _reorder_every_hit(hits, boosts, floor)

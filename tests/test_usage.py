@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from lazytools.cli import main
-from lazytools.search.usage import (
-    LEARN_WEIGHT,
+from lazytools.learning.prior import (
     CallRecord,
     SearchRecord,
     SqliteUsageStore,
@@ -18,8 +17,8 @@ from lazytools.search.usage import (
     UsagePrior,
     hashed_terms,
     open_sqlite,
-    reorder,
 )
+from lazytools.search.prior import LEARN_WEIGHT, reorder
 
 DAY = 86_400.0
 

@@ -16,7 +16,7 @@ from .fusion import LONG_TASK_CLAUSES
 from .index import Hit, SearchIndex
 from .needs import Need, unanswered
 from .query import clauses
-from .usage import MAX_COMPANIONS, UsagePrior, reorder
+from .prior import MAX_COMPANIONS, Prior, reorder
 
 __all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
 
@@ -73,7 +73,7 @@ def select(
     floor: float = RELEVANCE_FLOOR,
     enable_at_most: int | None = None,
     pinned: Collection[str] = (),
-    prior: UsagePrior | None = None,
+    prior: Prior | None = None,
     visible: Callable[[str], bool] | None = None,
 ) -> Selection:
     """The tools `named` (exact names) and those matching `query` (within `group`), or without a query the
@@ -81,7 +81,7 @@ def select(
     always listed); the rest are suggested, so a result never says more tools were enabled than were.
 
     With a usage `prior` (learning from use), tools called after similar requests move up among the matches
-    that clear the floor (`usage.reorder`: never past it), and tools usually called right after a match are
+    that clear the floor (`prior.reorder`: never past it), and tools usually called right after a match are
     suggested; `visible` (a tool name → whether this session may see it) filters those suggestions."""
     found: list[ToolEntry] = list(named)
     weaker: list[ToolEntry] = []

@@ -32,7 +32,7 @@ from ..policy.limits import MemoryRateLimiter, RateLimiter
 from ..safetext import clip
 from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
-from ..search.usage import KEY_FILE, UsageLog, open_sqlite
+from ..learning.prior import KEY_FILE, UsageLog, open_sqlite
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call
@@ -148,7 +148,7 @@ class LazyServer(Server[Any]):
         if settings.learn:
             # History is read and records are written on the log's own thread; search reads its prior.
             if settings.state_url is not None:  # replicas learn from each other's use (docs/scaling.md)
-                from ..search.usage_redis import open_redis  # redis is imported only where a state URL is set
+                from ..learning.redis_store import open_redis  # redis is imported only where a state URL is set
 
                 self.usage = UsageLog(open_redis(settings.state_url.get_secret_value(), prefix=settings.state_prefix,
                                                  timeout=settings.state_timeout, keep=settings.learn_shared_keep),

@@ -1,5 +1,5 @@
 """Learning from use, the server's side: what each session searched for, which tools it then called, and whether
-the calls succeeded, handed to the usage log (`search.usage`) without waiting for it."""
+the calls succeeded, handed to the usage log (`lazytools.learning`) without waiting for it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ..entry import ToolEntry
 from ..identity import current_principal
-from ..search.usage import MAX_SEARCH_TERMS, CallRecord, SearchRecord, UsageLog
+from ..learning.prior import MAX_SEARCH_TERMS, CallRecord, SearchRecord, UsageLog
 from .sessions import LastSearch, SessionState
 
 __all__ = ["MAX_LINKED", "MAX_REMEMBERED", "record_call", "record_search"]
@@ -23,7 +23,7 @@ search limit's highest default (20) and the suggestions after them."""
 
 
 def _source(log: UsageLog, state: SessionState) -> str:
-    """Who a record counts for among the distinct ones a pattern needs (`search.usage.MIN_SESSIONS`): an OAuth user
+    """Who a record counts for among the distinct ones a pattern needs (`learning.prior.MIN_SESSIONS`): an OAuth user
     (a keyed hash of their issuer and subject) however many sessions they open, as sessions cost nothing; any other
     caller by session: over stdio and loopback it is the machine's own user, and holders of the shared token are
     one team that the operator trusts alike (docs/search.md, "What learning trusts")."""

@@ -21,7 +21,7 @@ from ..search.crosslang import has_cjk
 from ..search.needs import Need
 from ..search.query import clauses
 from ..search.selection import RELEVANCE_FLOOR, Selection, select
-from ..search.usage import UsagePrior
+from ..search.prior import Prior
 from ..validation import Limits, validate_arguments
 from .rendering import GROUPS_CHARS, search_text
 
@@ -152,7 +152,7 @@ def search_tools(
     floor: float = RELEVANCE_FLOOR,
     enable_at_most: int | None = None,
     pinned: Collection[str] = (),
-    prior: UsagePrior | None = None,
+    prior: Prior | None = None,
     visible: Callable[[str], bool] | None = None,
     limits: Limits | None = None,
 ) -> SearchOutcome:

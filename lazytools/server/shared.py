@@ -23,7 +23,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from ..identity import Principal, acting_as
 from ..origin import CallOrigin, ClientSide, calling
 from ..sdk import connection_of
-from ..search.usage import MAX_SEARCH_TERMS
+from ..learning.prior import MAX_SEARCH_TERMS
 from ..state import SessionRecord, SharedState, StateUnavailableError
 from ..state.outbox import collecting
 from .learning import MAX_LINKED

@@ -6,9 +6,9 @@ succeeded, the search that found it and the tool called just before it in the sa
 - for each query term (a keyed hash of its stem: the store never needs the words), how often each tool was called
   after a search holding it, against how many searches held it;
 - for each tool, which tools were called right after it.
-Search uses the first as a bounded boost among tools that already clear the relevance floor (`reorder`), and the
+Search uses the first as a bounded boost among tools that already clear the relevance floor (`search.prior.reorder`), and the
 second to suggest a tool usually called next (`companions`). The records are kept by a `UsageStore`: SQLite under
-the cache directory here, or Redis shared by replicas (`usage_redis.py`), whose records other processes add are
+the cache directory here, or Redis shared by replicas (`redis_store.py`), whose records other processes add are
 read back into the prior as they come (`UsageStore.newer`). Reads and writes happen on one writer thread
 (`UsageLog`), never on the event loop.
 """
@@ -31,13 +31,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from .analysis import tokenize
+from ..search.analysis import tokenize
 
 __all__ = [
     "HALF_LIFE_DAYS",
     "KEEP_ROWS",
     "KEY_FILE",
-    "LEARN_WEIGHT",
     "MAX_REQUEST_CHARS",
     "MAX_SEARCH_TERMS",
     "CallRecord",
@@ -53,7 +52,6 @@ __all__ = [
     "install_key",
     "open_sqlite",
     "plausible",
-    "reorder",
     "summarize",
 ]
 
@@ -61,9 +59,6 @@ logger = logging.getLogger("lazytools.usage")
 
 HALF_LIFE_DAYS = 30.0
 """A record counts half as much after this many days: what a team used last month still helps, last year's less."""
-
-LEARN_WEIGHT = 0.5
-"""A tool's score grows by at most this share from the prior (a tool always called after such requests: ×1.5)."""
 
 MIN_EVIDENCE = 0.5
 """A query term informs the prior once searches holding it add up to this much (decayed): one search of the last
@@ -73,7 +68,6 @@ COMPANION_MIN = 1.5
 """A tool is suggested after another once it was called right after it this much (decayed: two recent calls)..."""
 COMPANION_SHARE = 0.25
 """...and in at least this share of the calls that followed the other one."""
-MAX_COMPANIONS = 2
 MIN_SESSIONS = 3
 """Distinct sessions that must show a pattern (a tool called after such requests, or right after another tool)
 before it moves a tool up or suggests one: one session repeating itself teaches nothing to the others. A record's
@@ -573,34 +567,6 @@ def _add_counts(into: UsagePrior, source: UsagePrior) -> None:
     for counted in source._counted:
         into._counted[counted] = None
     into.search_count += source.search_count
-
-
-def reorder(
-    hits: Sequence[tuple[str, float]], boosts: Mapping[str, float], *, floor: float, weight: float = LEARN_WEIGHT
-) -> list[int]:
-    """Positions of `hits` (name, score; best first) in their order once the prior is applied: a tool's score grows
-    by up to `weight` of itself, but a tool below `floor` of the best score stays below it (the prior alone never
-    makes a match strong enough to be enabled), and the best-scored tool's place sets the floor as before."""
-    if not hits or not boosts:
-        return list(range(len(hits)))
-    best = max(score for _, score in hits)
-    line = floor * best
-    below = math.nextafter(line, -math.inf)
-    clip = best > 0
-    keys: list[float] = []
-    for name, score in hits:
-        boost = boosts.get(name)
-        # A tool without a boost keeps its score (score * 1.0; one below the floor is already below it), so only
-        # the few boosted tools are computed.
-        if boost and score > 0:
-            lifted = score * (1.0 + weight * boost)
-            if clip and score < line:
-                lifted = min(lifted, below)
-            keys.append(-lifted)
-        else:
-            keys.append(-score)
-    # A stable sort by key keeps equal keys in position order: what sorting (key, position) pairs gave.
-    return sorted(range(len(keys)), key=keys.__getitem__)
 
 
 PIN_SESSION_SHARE = 0.25
