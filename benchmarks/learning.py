@@ -24,8 +24,10 @@ from pathlib import Path
 
 from lazytools.catalog import Catalog
 from lazytools.evaluate import LabelledQuery, cutoffs_for, evaluate, read_queries
+from lazytools.learning.keys import hashed_terms
+from lazytools.learning.prior import UsagePrior
+from lazytools.learning.records import CallRecord, SearchRecord
 from lazytools.search import SearchIndex, build_index
-from lazytools.learning.prior import CallRecord, SearchRecord, UsagePrior, hashed_terms
 from lazytools.server.metatools import search_tools
 from lazytools.sources.jsonl import load_jsonl_catalog
 

@@ -35,8 +35,9 @@ import mcp_types as types
 
 from lazytools.catalog import Catalog, Group
 from lazytools.entry import ToolEntry
+from lazytools.learning.prior import UsagePrior
+from lazytools.learning.records import CallRecord, SearchRecord
 from lazytools.search import SearchIndex, build_index
-from lazytools.learning.prior import CallRecord, SearchRecord, UsagePrior
 from lazytools.server.metatools import search_tools
 from lazytools.settings import Settings
 

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalog import Catalog
+from .learning.sqlite import SqliteUsageStore
+from .learning.summary import UsageSummary, summarize
 from .modes import Surface
 from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
-from .learning.prior import SqliteUsageStore, UsageSummary, summarize
 from .server.core import LazyServer
 from .server.metatools import check_group
 from .server.rendering import ranking_text

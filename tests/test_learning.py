@@ -9,18 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 
 from lazytools import Catalog, FunctionGroup, Group, LazyServer, build_server
+from lazytools.learning.keys import hashed_terms
+from lazytools.learning.log import UsageLog
+from lazytools.learning.records import CallRecord
+from lazytools.learning.sqlite import SqliteUsageStore, open_sqlite
+from lazytools.learning.summary import summarize
 from lazytools.report import usage_report
-from lazytools.learning.prior import (
-    CallRecord,
-    SqliteUsageStore,
-    UsageLog,
-    hashed_terms,
-    open_sqlite,
-    summarize,
-)
 
 from .conftest import client, make_settings, text_of
 
@@ -67,8 +65,8 @@ async def _use(server: LazyServer, *, sessions: int) -> None:
         async with client(server) as session:
             found = text_of(await session.call_tool("search_tools", {"query": QUERY}))
             # send_email shares no word with the request; after three sessions that sent an email right after
-            # searching their notes, it is suggested with search_notes (learnt live, before anything is written),
-            # labelled as learnt rather than relevant.
+            # searching their notes, it is suggested with search_notes (counted on the log's writer thread once
+            # each session ends, before the next starts), labelled as learnt rather than relevant.
             assert "search_notes" in found and ("send_email" in found) == (number >= 3)
             assert ("often called after search_notes" in found) == (number >= 3)
             assert not (await session.call_tool("search_notes", {"words": "budget"})).is_error
@@ -76,6 +74,7 @@ async def _use(server: LazyServer, *, sessions: int) -> None:
             assert not (await session.call_tool("send_email", {"to": f"friend-{number}@example.com"})).is_error
             if number == 0:
                 assert (await session.call_tool("send_email", {"to": "nobody"})).is_error
+        assert server.usage is None or await anyio.to_thread.run_sync(server.usage.flushed)
 
 
 @pytest.mark.anyio

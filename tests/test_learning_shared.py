@@ -26,7 +26,9 @@ from redis.asyncio import Redis as AsyncRedis
 from lazytools import LazyServer, build_server
 from lazytools.app import open_state
 from lazytools.cli import main
-from lazytools.learning.prior import CallRecord, SearchRecord, UsagePrior, hashed_terms
+from lazytools.learning.keys import hashed_terms
+from lazytools.learning.prior import UsagePrior
+from lazytools.learning.records import CallRecord, SearchRecord
 from lazytools.learning.redis_store import MAX_ENTRY_BYTES, RedisUsageStore
 from lazytools.server.shared import SharedSessions
 from lazytools.transports.http import build_app

@@ -13,12 +13,14 @@ import time
 import numpy as np
 import pytest
 
-from lazytools.learning import prior as usage
+from lazytools.learning import keys as usage
+from lazytools.learning.keys import hashed_terms
+from lazytools.learning.prior import UsagePrior
+from lazytools.learning.records import CallRecord, SearchRecord
 from lazytools.search import analysis
 from lazytools.search.analysis import split_words, tokenize
-from lazytools.search.servers import _firsts
-from lazytools.learning.prior import CallRecord, SearchRecord, UsagePrior, hashed_terms
 from lazytools.search.prior import LEARN_WEIGHT, reorder
+from lazytools.search.servers import _firsts
 
 _WORDS = ("deploy", "Deployments", "getUserPRs", "snake_case_name", "kube-ctl", "天气预报", "ｃｏｎｖｅｒｔ", "URLs",
           "the", "v2", "HTTPServer", "calendar", "notes", "x" * 100)
@@ -112,6 +114,10 @@ def _answers(prior: UsagePrior, at: float) -> tuple[object, ...]:
             prior.ranked_calls(at=at), prior.search_count)
 
 
+def _distinct(prior: UsagePrior) -> dict[tuple[str, str, str], int]:
+    return {pattern: len(seen) for pattern, seen in prior.sources.by_pattern.items()}
+
+
 @pytest.mark.parametrize(("mine", "theirs"), [(5, 400), (400, 5), (0, 300), (200, 200)])
 def test_a_merged_prior_answers_as_one_that_counted_every_record(mine: int, theirs: int) -> None:
     start = time.time() - 3_600
@@ -130,7 +136,8 @@ def test_a_merged_prior_answers_as_one_that_counted_every_record(mine: int, thei
     at = time.time()
     assert _answers(merged, at) == _answers(alone, at)
     assert merged.searches_with == alone.searches_with and merged.called_after == alone.called_after
-    assert merged.followed_by == alone.followed_by and merged.sessions == alone.sessions
+    assert merged.followed_by == alone.followed_by
+    assert _distinct(merged) == _distinct(alone)
 
 
 def test_merging_a_history_holds_the_lock_only_for_the_few_live_records() -> None:
@@ -142,10 +149,11 @@ def test_merging_a_history_holds_the_lock_only_for_the_few_live_records() -> Non
         prior.add(record)
     for record in _records(300, 2, start):
         history.add(record)
-    tables = history.called_after, history.sessions, history._counted
+    tables = history.called_after, history.sources.by_pattern, history.counted._by_source
     prior.merge(history)
-    assert (prior.called_after, prior.sessions, prior._counted) == tables
-    assert prior.called_after is tables[0] and prior.sessions is tables[1] and prior._counted is tables[2]
+    assert prior.called_after is tables[0] and prior.sources.by_pattern is tables[1]
+    assert prior.counted._by_source is tables[2]
+    assert len(prior.counted) == sum(len(keys) for keys in tables[2].values())
 
 
 def test_kept_companions_follow_new_calls() -> None:

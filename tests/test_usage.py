@@ -9,15 +9,11 @@ from pathlib import Path
 import pytest
 
 from lazytools.cli import main
-from lazytools.learning.prior import (
-    CallRecord,
-    SearchRecord,
-    SqliteUsageStore,
-    UsageLog,
-    UsagePrior,
-    hashed_terms,
-    open_sqlite,
-)
+from lazytools.learning.keys import hashed_terms
+from lazytools.learning.log import UsageLog
+from lazytools.learning.prior import UsagePrior
+from lazytools.learning.records import CallRecord, SearchRecord
+from lazytools.learning.sqlite import SqliteUsageStore, open_sqlite
 from lazytools.search.prior import LEARN_WEIGHT, reorder
 
 DAY = 86_400.0
@@ -140,8 +136,8 @@ def test_usage_log_writes_on_its_thread_and_reads_history_back(tmp_path: Path) -
         log.record(_search(session, "roll back the deployment", ("k/rollout",), now, request="roll back the deployment",
                            session=session))
         log.record(_call("k/rollout", "roll back the deployment", now, session=session))
-    assert log.prior.boosts(hashed_terms("roll back the deployment"))  # learnt at once, before any write
     assert log.flushed()
+    assert log.prior.boosts(hashed_terms("roll back the deployment"))  # counted on the writer thread
     log.close()
     with sqlite3.connect(tmp_path / "usage.sqlite3") as db:
         assert db.execute("SELECT request FROM searches").fetchall() == [(None,)] * 3  # the text was kept out

@@ -5,7 +5,7 @@ every add (XADD MAXLEN), each entry one compact JSON record and the id of the pr
 the 32-byte key every replica hashes query terms (and session ids) with, made once by the first replica (SET NX).
 None of them expires: their size is bounded by the caps, not by a TTL.
 
-It runs on the usage log's writer thread (`learning.prior.UsageLog`), so it uses redis-py's synchronous client: the
+It runs on the usage log's writer thread (`learning.log.UsageLog`), so it uses redis-py's synchronous client: the
 session store's asyncio pool (`state.redis.RedisState.client`) belongs to the event loop and cannot be used from
 another thread. The connection is set up the same way: the same URL and timeout, a command on a connection Redis
 closed sent again once, and Redis trouble turned into `UsageUnavailableError` (never with the URL: it may hold a
@@ -28,7 +28,7 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from ..state.redis import redis_trouble
-from .prior import LOAD_LIMIT, CallRecord, Record, SearchRecord, UsageStore, UsageUnavailableError, plausible
+from .records import LOAD_LIMIT, CallRecord, Record, SearchRecord, UsageStore, UsageUnavailableError, plausible
 
 __all__ = ["MAX_ENTRY_BYTES", "SHARED_KEEP", "RedisUsageStore", "open_redis"]
 

@@ -15,8 +15,8 @@ from ..entry import ToolEntry
 from .fusion import LONG_TASK_CLAUSES
 from .index import Hit, SearchIndex
 from .needs import Need, unanswered
-from .query import clauses
 from .prior import MAX_COMPANIONS, Prior, reorder
+from .query import clauses
 
 __all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
 

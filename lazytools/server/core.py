@@ -26,13 +26,15 @@ from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..identity import named_principal
+from ..learning.keys import KEY_FILE
+from ..learning.log import UsageLog
+from ..learning.sqlite import open_sqlite
 from ..modes import Surface
 from ..policy.file import PolicyFile
 from ..policy.limits import MemoryRateLimiter, RateLimiter
 from ..safetext import clip
 from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
-from ..learning.prior import KEY_FILE, UsageLog, open_sqlite
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call

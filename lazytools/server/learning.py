@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from ..entry import ToolEntry
 from ..identity import current_principal
-from ..learning.prior import MAX_SEARCH_TERMS, CallRecord, SearchRecord, UsageLog
+from ..learning.log import UsageLog
+from ..learning.records import MAX_SEARCH_TERMS, CallRecord, SearchRecord
 from .sessions import LastSearch, SessionState
 
 __all__ = ["MAX_LINKED", "MAX_REMEMBERED", "record_call", "record_search"]

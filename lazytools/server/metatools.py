@@ -19,9 +19,9 @@ from ..search import SearchIndex
 from ..search.analysis import split_words
 from ..search.crosslang import has_cjk
 from ..search.needs import Need
+from ..search.prior import Prior
 from ..search.query import clauses
 from ..search.selection import RELEVANCE_FLOOR, Selection, select
-from ..search.prior import Prior
 from ..validation import Limits, validate_arguments
 from .rendering import GROUPS_CHARS, search_text
 
