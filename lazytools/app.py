@@ -25,6 +25,7 @@ import mcp_types as types
 from .audit import open_audit
 from .catalog import Catalog, Group
 from .errors import ConfigError
+from .learning.log import open_usage
 from .policy.limits import RateLimiter, RedisRateLimiter
 from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
@@ -138,7 +139,9 @@ async def open_server(settings: Settings, *, state: RedisState | None = None) ->
         limiter = RedisRateLimiter(state.client, prefix=settings.state_prefix)
     try:
         async with _open_sources(settings) as (catalog, front):
-            server = build_server(catalog, settings, front=front, audit=audit, limiter=limiter)
+            # Learning from use is opened here and handed in: search reads it only through search.prior.Prior.
+            server = build_server(catalog, settings, front=front, audit=audit, limiter=limiter,
+                                  usage=open_usage(settings))
             try:
                 yield server
             finally:

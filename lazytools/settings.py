@@ -106,6 +106,20 @@ class Settings(BaseSettings):
         default=2.0, gt=0, le=3600,
         description="With a state URL (usage kept in Redis, shared by replicas): seconds between two reads of what "
                     "the other replicas recorded, which then counts here too.")
+    learn_max_counted: int = Field(
+        default=1_000_000, ge=100, le=100_000_000,
+        description="Patterns (a tool called after a search term, a tool called after another) remembered as "
+                    "counted, so that each user or session counts once per pattern; past it the source active "
+                    "least recently is forgotten whole.")
+    learn_max_per_source: int = Field(
+        default=20_000, ge=10, le=10_000_000,
+        description="Patterns one user (OAuth) or session may be counted for: past it its new patterns are not "
+                    "counted, so a flood of made-up requests cannot make learning forget what that user did.")
+    learn_min_principals: int = Field(
+        default=3, ge=1, le=1_000,
+        description="Distinct users or sessions besides the one searching that must have shown a pattern before "
+                    "a result ranks by it or labels it as learnt from past sessions (a k-anonymity floor): a "
+                    "result never tells a user what fewer others searched for.")
     learn_shared_keep: int = Field(
         default=200_000, ge=100, le=10_000_000,
         description="With a state URL: searches, and calls, that Redis keeps for learning (each; the oldest go "

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import httpx2
 import mcp_types as types
 import pytest
@@ -471,6 +472,7 @@ async def test_learning_counts_an_oauth_user_once_however_many_sessions_they_ope
                 assert not (await client.call_tool("search_notes", {"words": "budget"})).is_error
                 await client.call_tool("search_tools", {"tool_names": ["send_email"]})
                 assert not (await client.call_tool("send_email", {"to": "friend@example.com"})).is_error
+            assert server.usage is not None and await anyio.to_thread.run_sync(server.usage.flushed)
             return found
 
         async with running_http(build_app(server, settings), port=port):

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from .keys import install_key
-from .prior import UsagePrior
+from ..settings import Settings
+from .keys import KEY_FILE, install_key
+from .prior import PriorView, UsagePrior
 from .records import MAX_REQUEST_CHARS, MAX_SEARCH_TERMS, CallRecord, Record, SearchRecord, UsageStore
 
-__all__ = ["QUEUE_LIMIT", "UsageLog"]
+__all__ = ["QUEUE_LIMIT", "UsageLog", "open_usage"]
 
 logger = logging.getLogger("lazytools.usage")
 
@@ -98,14 +99,23 @@ class UsageLog:
             self._thread.start()
             atexit.register(self.close)
 
+    def stored_source(self, source: str) -> str:
+        """What records of `source` (server/learning.py) carry as their session once recorded."""
+        if self.shared:
+            return hashlib.blake2b(source.encode(), digest_size=8, key=self.prior.key).hexdigest()
+        return source
+
+    def seen_by(self, source: str) -> PriorView:
+        """The prior as `source` may read it (others' patterns only above the floor: `UsagePrior.seen_by`)."""
+        return self.prior.seen_by(self.stored_source(source))
+
     def record(self, record: Record) -> None:
         if self.failed or not self._keyed:
             return  # a shared store's key is not known yet: terms hashed now would match nobody's
         if self.shared:
             # Other replicas' operators read this store: a session is known by a keyed hash of its id (the id is
             # a credential of the live session), the same on every replica that serves it.
-            session = hashlib.blake2b(record.session.encode(), digest_size=8, key=self.prior.key).hexdigest()
-            record = replace(record, session=session)
+            record = replace(record, session=self.stored_source(record.session))
         if isinstance(record, SearchRecord):
             # Bounded in bytes, not only in rows: a query of thousands of words stores its start.
             request = record.request[:MAX_REQUEST_CHARS] if self.keep_requests and record.request else None
@@ -303,3 +313,26 @@ class UsageLog:
                 waiter.set()
             if stop:
                 return
+
+
+def open_usage(settings: Settings) -> UsageLog | None:
+    """The usage log `settings` ask for (`LAZYTOOLS_LEARN`), started: in Redis shared by replicas with a state
+    URL (docs/scaling.md), else in SQLite under the cache directory; None with learning off."""
+    if not settings.learn:
+        return None
+    prior = UsagePrior(min_others=settings.learn_min_principals, max_counted=settings.learn_max_counted,
+                       max_per_source=settings.learn_max_per_source)
+    if settings.state_url is not None:
+        from .redis_store import open_redis  # redis is imported only where a state URL is set
+
+        log = UsageLog(open_redis(settings.state_url.get_secret_value(), prefix=settings.state_prefix,
+                                  timeout=settings.state_timeout, keep=settings.learn_shared_keep),
+                       keep_requests=settings.learn_request_text, shared=True, poll=settings.learn_sync_interval,
+                       prior=prior)
+    else:
+        from .sqlite import open_sqlite
+
+        log = UsageLog(open_sqlite(settings.embedding_cache_dir()), keep_requests=settings.learn_request_text,
+                       key_file=settings.embedding_cache_dir() / KEY_FILE, prior=prior)
+    log.start()
+    return log

@@ -26,22 +26,21 @@ from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..identity import named_principal
-from ..learning.keys import KEY_FILE
-from ..learning.log import UsageLog
-from ..learning.sqlite import open_sqlite
+from ..learning.log import UsageLog, open_usage
 from ..modes import Surface
 from ..policy.file import PolicyFile
 from ..policy.limits import MemoryRateLimiter, RateLimiter
 from ..safetext import clip
 from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
+from ..search.prior import Prior
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call
 from .access import Access, AccessMiddleware, Gate
 from .audited import AuditMiddleware
 from .clients import client_table
-from .learning import record_call, record_search
+from .learning import record_call, record_search, source_of
 from .limited import RateLimitMiddleware
 from .metatools import (
     INVOKE_TOOL,
@@ -84,7 +83,8 @@ class LazyServer(Server[Any]):
 
     def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
                  front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
-                 limiter: RateLimiter | None = None, metrics: Metrics | None = None) -> None:
+                 limiter: RateLimiter | None = None, metrics: Metrics | None = None,
+                 usage: UsageLog | None = None) -> None:
         # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
         self.events = LocalSubscriptionBus()
         self.store: SessionStore = store if store is not None else MemorySessionStore()
@@ -146,21 +146,9 @@ class LazyServer(Server[Any]):
             self.middleware.append(OriginMiddleware(self.session_for))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
                                cache_dir=settings.embedding_cache_dir())
-        self.usage: UsageLog | None = None
-        if settings.learn:
-            # History is read and records are written on the log's own thread; search reads its prior.
-            if settings.state_url is not None:  # replicas learn from each other's use (docs/scaling.md)
-                from ..learning.redis_store import open_redis  # redis is imported only where a state URL is set
-
-                self.usage = UsageLog(open_redis(settings.state_url.get_secret_value(), prefix=settings.state_prefix,
-                                                 timeout=settings.state_timeout, keep=settings.learn_shared_keep),
-                                      keep_requests=settings.learn_request_text, shared=True,
-                                      poll=settings.learn_sync_interval)
-            else:
-                self.usage = UsageLog(open_sqlite(settings.embedding_cache_dir()),
-                                      keep_requests=settings.learn_request_text,
-                                      key_file=settings.embedding_cache_dir() / KEY_FILE)
-            self.usage.start()
+        # History is read and records are written on the log's own thread; search reads its prior. The assembly
+        # root opens it (app.py); a server built without one opens the one the settings ask for.
+        self.usage: UsageLog | None = usage if usage is not None else open_usage(settings)
         self._table = client_table(settings.client_surfaces)
         self._definitions: dict[tuple[int, Surface, Access], list[types.Tool]] = {}
         self._always_available = self._check_pinned(settings.always_available_tools)
@@ -250,6 +238,13 @@ class LazyServer(Server[Any]):
         """The group of a tool the request's principal may call; None for any other name (metrics)."""
         catalog = self.gate.access().catalog
         return catalog.get(tool).group if tool in catalog else None
+
+    def _prior(self, state: SessionState | None) -> Prior | None:
+        """The usage prior as this request's user (or session) may read it: others' use above the floor only."""
+        if self.usage is None:
+            return None
+        source = source_of(self.usage, state)
+        return self.usage.seen_by(source) if source is not None else self.usage.prior
 
     def _upstream_of(self, method: str, target: str) -> str | None:
         """The server (or in-process group) that serves a tool, prompt or resource; None when unknown."""
@@ -432,7 +427,7 @@ class LazyServer(Server[Any]):
                                 default_limit=settings.search_limit, max_limit=settings.search_max_limit,
                                 bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
                                 enable_at_most=settings.max_enabled, pinned=self.pinned,
-                                prior=self.usage.prior if self.usage is not None else None,
+                                prior=self._prior(state),
                                 visible=visible.__contains__, limits=self.limits)  # learned suggestions: only what this principal may see
 
         # Off the event loop unless quick (`quick_search`: BM25 over a small catalog, a short query): a sentence
@@ -501,9 +496,9 @@ class LazyServer(Server[Any]):
 
 def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
                  front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
-                 limiter: RateLimiter | None = None) -> LazyServer:
-    """The server; `policy` and `limiter` default to what `settings` name (a policy file, a rate limit in
-    memory), a caller may pass its own (a Redis limiter, app.py)."""
+                 limiter: RateLimiter | None = None, usage: UsageLog | None = None) -> LazyServer:
+    """The server; `policy`, `limiter` and `usage` default to what `settings` name (a policy file, a rate limit in
+    memory, the usage log), a caller may pass its own (a Redis limiter, the log app.py opened)."""
     reserved = META_TOOL_NAMES & set(catalog.names())
     if reserved:
         raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
@@ -514,7 +509,7 @@ def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | 
     # Metrics are served over HTTP only (GET /metrics): over stdio nobody could read them, so nothing counts them.
     counted = settings.metrics and settings.transport == "http"
     return LazyServer(catalog, settings, store=store, front=front, audit=audit, policy=policy, limiter=limiter,
-                      metrics=Metrics() if counted else None)
+                      metrics=Metrics() if counted else None, usage=usage)
 
 
 def _error(message: str) -> types.CallToolResult:

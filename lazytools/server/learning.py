@@ -14,7 +14,7 @@ from ..learning.log import UsageLog
 from ..learning.records import MAX_SEARCH_TERMS, CallRecord, SearchRecord
 from .sessions import LastSearch, SessionState
 
-__all__ = ["MAX_LINKED", "MAX_REMEMBERED", "record_call", "record_search"]
+__all__ = ["MAX_LINKED", "MAX_REMEMBERED", "record_call", "record_search", "source_of"]
 
 MAX_REMEMBERED = 200
 """Tools per session whose finding search is remembered (the oldest are forgotten first)."""
@@ -23,16 +23,22 @@ MAX_LINKED = 24
 search limit's highest default (20) and the suggestions after them."""
 
 
-def _source(log: UsageLog, state: SessionState) -> str:
+def source_of(log: UsageLog, state: SessionState | None) -> str | None:
     """Who a record counts for among the distinct ones a pattern needs (`learning.prior.MIN_SESSIONS`): an OAuth user
     (a keyed hash of their issuer and subject) however many sessions they open, as sessions cost nothing; any other
     caller by session: over stdio and loopback it is the machine's own user, and holders of the shared token are
     one team that the operator trusts alike (docs/search.md, "What learning trusts")."""
     principal = current_principal()
     if principal is None or principal.kind != "oauth":
-        return state.key
+        return state.key if state is not None else None
     digest = hashlib.blake2b(principal.key.encode(), digest_size=8, key=log.prior.key).hexdigest()
     return f"user:{digest}"
+
+
+def _source(log: UsageLog, state: SessionState) -> str:
+    source = source_of(log, state)
+    assert source is not None  # a session's state is given
+    return source
 
 
 def record_search(log: UsageLog, state: SessionState, query: str, returned: Sequence[ToolEntry],
