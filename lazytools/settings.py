@@ -311,6 +311,10 @@ class Settings(BaseSettings):
         description="Policy file (TOML, or JSON when it ends in .json): which principals may see and call which "
                     "servers, tools, prompts and resources, argument constraints, calls per minute. Re-read when it "
                     "changes; a broken edit keeps the last good policy. Unset: everyone may use everything.")
+    policy_settle: float = Field(
+        default=1.0, ge=0, le=3600,
+        description="Seconds a changed policy file must stay unmodified before it is applied, so that a file "
+                    "rewritten in place is never applied half written (replacing it atomically is still best).")
     policy_max_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024, description="Largest policy file read, in bytes.")
     rate_limit: int = Field(

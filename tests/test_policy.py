@@ -481,3 +481,57 @@ async def test_learning_counts_an_oauth_user_once_however_many_sessions_they_ope
             await pattern("alice")
             assert "often called after search_notes" not in await pattern("bob")  # two users showed it before
             assert "often called after search_notes" in await pattern("carol")  # three did
+
+
+DENYING = 'default = "allow"\n[[rules]]\nwho = ["stdio:local"]\ndeny = { tools = ["reverse_*"] }\n'
+
+
+async def test_a_policy_rewritten_in_place_is_not_applied_half_written(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor that truncates the file and writes it again leaves, for a moment, its first line alone: it parses
+    (allow everything), and 10 calls of a denied tool were served. A change applies once the file settled."""
+    from lazytools.policy import file
+
+    monkeypatch.setattr(file, "CHECK_EVERY", 0.0)  # every request looks at the file
+    server = _policy_server(tmp_path, DENYING, policy_settle=30.0)
+    path = tmp_path / "policy.toml"
+    call = {"tool_name": "reverse_text", "arguments": {"text": "ab"}}
+    async with Client(server, mode="legacy") as client:
+        assert (await client.call_tool("invoke_tool", call)).is_error
+        with open(path, "r+") as rewritten:  # in place: same inode, first line written, the rest not yet
+            rewritten.truncate(0)
+            rewritten.write('default = "allow"\n')
+        served = [not (await client.call_tool("invoke_tool", call)).is_error for _ in range(10)]
+        assert served == [False] * 10
+        path.write_text(DENYING.replace("reverse_*", "word_count"))  # now complete, and written a minute ago
+        old = path.stat().st_mtime - 60
+        os.utime(path, (old, old))
+        assert not (await client.call_tool("invoke_tool", call)).is_error  # the complete edit applies
+        counted = await client.call_tool("invoke_tool", {"tool_name": "word_count", "arguments": {"text": "a b"}})
+        assert counted.is_error
+    assert server.gate.policy is not None and server.gate.policy.policy.generation == 1  # the half file never was
+
+
+def test_a_policy_file_that_changes_between_two_reads_is_not_applied(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from lazytools.policy import file
+
+    path = tmp_path / "policy.toml"
+    path.write_text(DENYING)
+    policy = PolicyFile(path, max_bytes=4096, settle=0.0)
+    real = file._read_file
+    reads: list[int] = []
+
+    def writer_between(where: Path, max_bytes: int) -> tuple[bytes, tuple[int, int, int]]:
+        found = real(where, max_bytes)
+        reads.append(1)
+        if len(reads) == 1:
+            where.write_text(DENYING + 'calls_per_minute = 5\n')  # the writer goes on between the two reads
+        return found
+
+    path.write_text('default = "allow"\n')
+    monkeypatch.setattr(file, "_read_file", writer_between)
+    policy.reload()
+    assert policy.policy.generation == 0 and policy.policy.spec.rules  # neither read applied
+    policy.reload()
+    assert policy.policy.generation == 1 and policy.policy.spec.rules[0].calls_per_minute == 5

@@ -1,7 +1,12 @@
 """The policy file, kept current without a restart: re-read when its size, time or inode change (checked at most
 once a second), bounded in size, a regular file only (opened without blocking: a FIFO in its place is refused, not
-waited on); a read that began before the one in force is never applied; an edit that does not parse or validate keeps the last good policy, with an error
-in the log. A broken file at start-up stops the start (`ConfigError`)."""
+waited on); a read that began before the one in force is never applied; an edit that does not parse or validate
+keeps the last good policy, with an error in the log. A broken file at start-up stops the start (`ConfigError`).
+
+A file rewritten in place can be read half written, and half a policy may parse (the rules that deny come later):
+a change is applied only once the file has not been modified for `settle` seconds and two reads of it agree
+(bytes, size, time, inode). Replacing the file atomically (write a new file, then rename it over the old one) is
+still the way to edit it: docs/team.md."""
 
 from __future__ import annotations
 
@@ -74,9 +79,11 @@ def _parse(path: Path, data: bytes) -> PolicySpec:
 class PolicyFile:
     """The policy in force, from one file."""
 
-    def __init__(self, path: Path, *, max_bytes: int) -> None:
+    def __init__(self, path: Path, *, max_bytes: int, settle: float = 1.0) -> None:
         self.path = path
         self.max_bytes = max_bytes
+        self.settle = settle
+        """Seconds a changed file must stay unmodified before it is read and applied."""
         data, self._stamp = _read_file(path, max_bytes)
         self.policy = Policy(_parse(path, data))
         self._checked = time.monotonic()
@@ -108,9 +115,18 @@ class PolicyFile:
                 logger.error("policy file %s: %s; keeping the last good policy", self.path, exc)
                 self._failed = (0, 0, 0)
             return self.policy
-        if stamp != self._stamp and stamp != self._failed:
+        if stamp != self._stamp and stamp != self._failed and self._settled(stamp):
             self.reload(stamp)
         return self.policy
+
+    def _settled(self, stamp: _Stamp) -> bool:
+        """Whether the file was last modified `settle` seconds ago or more (a writer may still be at it before);
+        a time far from now either way (a copied file, another clock) counts as settled."""
+        age = time.time() - stamp[0] / 1e9
+        if abs(age) < self.settle:
+            logger.debug("policy file %s changed %.2f s ago: applied once it settles", self.path, age)
+            return False
+        return True
 
     def reload(self, stamp: _Stamp | None = None) -> None:
         with self._lock:
@@ -118,6 +134,11 @@ class PolicyFile:
             number = self._reads
         try:
             data, stamp = _read_file(self.path, self.max_bytes)
+            again, second = _read_file(self.path, self.max_bytes)
+            if again != data or second != stamp:
+                # Being written now: neither read is known complete. The next look (a second on) reads it again.
+                logger.info("policy file %s changed while it was read; read again shortly", self.path)
+                return
             spec = _parse(self.path, data)
         except (ConfigError, OSError) as exc:
             logger.error("%s; keeping the last good policy", exc)

@@ -503,7 +503,7 @@ def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | 
     if reserved:
         raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
     if policy is None and settings.policy is not None:
-        policy = PolicyFile(settings.policy, max_bytes=settings.policy_max_bytes)
+        policy = PolicyFile(settings.policy, max_bytes=settings.policy_max_bytes, settle=settings.policy_settle)
     if limiter is None and (settings.rate_limit or policy is not None):
         limiter = MemoryRateLimiter()
     # Metrics are served over HTTP only (GET /metrics): over stdio nobody could read them, so nothing counts them.
