@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from .counted import MAX_COUNTED, MAX_PER_SOURCE, Counted, Sources
 from .keys import TEST_KEY, hashed_terms
 from .records import CallRecord, Decay, Record, SearchRecord, plausible
+from .together import Together
 
 __all__ = ["HALF_LIFE_DAYS", "MIN_SESSIONS", "PriorView", "UsagePrior"]
 
@@ -73,6 +74,8 @@ class UsagePrior:
     max_per_source: int = MAX_PER_SOURCE
     counted: Counted = field(init=False, repr=False)
     """Per source, the patterns it was counted for (each counts once)."""
+    together: Together = field(default_factory=Together, repr=False)
+    """Per tool: the tools the same sources used among their last few calls (co-usage)."""
     sources: Sources = field(init=False, repr=False)
     """Per ("t", term, tool) and ("f", tool, next tool): the distinct sources that showed it (up to a few)."""
     _eligible: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False)
@@ -129,6 +132,7 @@ class UsagePrior:
         after = record.after
         if after is not None and after != record.tool and self.counted.first(source, ("f", after, record.tool)):
             self._credit("f", self.followed_by, after, record.tool, w, source)
+        self.together.add(source, record.tool, w, self.counted.first, self.sources.add, self.sources.drop)
 
     def _credit(self, kind: str, table: dict[str, dict[str, float]], key: str, tool: str, weight: float,
                 source: str) -> None:
@@ -169,6 +173,7 @@ class UsagePrior:
                 _add_counts(self, other)
             self.sources.merge(other.sources)
             self.counted.merge(other.counted, other_older=True)
+            self.together.merge(other.together)
             self._eligible.clear()
             self._next.clear()
             if len(self.searches_with) > MAX_TERMS:
@@ -251,6 +256,27 @@ class UsagePrior:
                         picked[tool] = (value, name)
         return [(tool, picked[tool][1]) for tool in sorted(picked, key=lambda tool: -picked[tool][0])]
 
+    def co_used(self, found: Sequence[str], *, at: float | None = None, viewer: str | None = None
+                ) -> list[tuple[str, str]]:
+        """(tool, the tool of `found` it was used together with), strongest first (not those of `found`): uses
+        together that enough sources (besides `viewer`) showed, as often as a companion's."""
+        scale = Decay(self.origin, self.half_life).now(time.time() if at is None else at)
+        shown = set(found)
+        picked: dict[str, tuple[float, str]] = {}
+        with self._lock:
+            for name in found:
+                row = self.together.with_tool.get(name)
+                if not row:
+                    continue
+                total = sum(row.values()) * scale
+                for tool, count in row.items():
+                    value = count * scale
+                    if tool in shown or value < COMPANION_MIN or value < COMPANION_SHARE * total:
+                        continue
+                    if self._shows(("c", name, tool), viewer) and value > picked.get(tool, (0.0, ""))[0]:
+                        picked[tool] = (value, name)
+        return [(tool, picked[tool][1]) for tool in sorted(picked, key=lambda tool: -picked[tool][0])]
+
     def _following(self, name: str) -> tuple[float, tuple[tuple[str, float], ...]]:
         """(the calls right after `name`, summed; those of the tools enough sources showed): what `companions`
         reads, kept per tool until its counts change (the lock is held)."""
@@ -301,3 +327,6 @@ class PriorView:
 
     def companions(self, found: Sequence[str]) -> list[tuple[str, str]]:
         return self.prior.companions(found, viewer=self.viewer)
+
+    def co_used(self, found: Sequence[str]) -> list[tuple[str, str]]:
+        return self.prior.co_used(found, viewer=self.viewer)

@@ -36,6 +36,10 @@ class Prior(Protocol):
         """(tool, the tool of `found` it is usually called right after), strongest first."""
         ...
 
+    def co_used(self, found: Sequence[str]) -> list[tuple[str, str]]:
+        """(tool, the tool of `found` past sessions used it together with), strongest first."""
+        ...
+
 
 def reorder(
     hits: Sequence[tuple[str, float]], boosts: Mapping[str, float], *, floor: float, weight: float = LEARN_WEIGHT

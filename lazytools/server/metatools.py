@@ -17,6 +17,7 @@ from ..modes import Surface
 from ..safetext import clip
 from ..search import SearchIndex
 from ..search.analysis import split_words
+from ..search.cousage import with_co_used
 from ..search.crosslang import has_cjk
 from ..search.needs import Need
 from ..search.prior import Prior
@@ -184,6 +185,9 @@ def search_tools(
     cap = enable_at_most if surface == "dynamic" else None
     selection = select(catalog, index, query=query, named=named, group=group, limit=limit, floor=floor,
                        enable_at_most=cap, pinned=pinned, prior=prior, visible=visible)
+    # After the ranking, never in place of one of its tools: what past sessions used with the top match.
+    selection = with_co_used(selection, prior, catalog, query=query, group=group, enable_at_most=cap, pinned=pinned,
+                             visible=visible)
     text = search_text(selection, unknown, query=query, group=group, limit=limit, enable_at_most=cap,
                        surface=surface, bridge=bridge)
     return SearchOutcome(text, selection)
