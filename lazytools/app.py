@@ -25,7 +25,7 @@ import mcp_types as types
 from .audit import open_audit
 from .catalog import Catalog, Group
 from .errors import ConfigError
-from .learning.log import open_usage
+from .learning.start import open_usage
 from .policy.limits import RateLimiter, RedisRateLimiter
 from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server

@@ -65,10 +65,10 @@ async def _use(server: LazyServer, *, sessions: int) -> None:
         async with client(server) as session:
             found = text_of(await session.call_tool("search_tools", {"query": QUERY}))
             # send_email shares no word with the request; after three sessions that sent an email right after
-            # searching their notes, it is suggested with search_notes (counted on the log's writer thread once
+            # searching their notes, it is listed with search_notes (counted on the log's writer thread once
             # each session ends, before the next starts), labelled as learnt rather than relevant.
             assert "search_notes" in found and ("send_email" in found) == (number >= 3)
-            assert ("often called after search_notes" in found) == (number >= 3)
+            assert ("search_notes, from past sessions" in found) == (number >= 3)
             assert not (await session.call_tool("search_notes", {"words": "budget"})).is_error
             await session.call_tool("search_tools", {"tool_names": ["send_email"]})
             assert not (await session.call_tool("send_email", {"to": f"friend-{number}@example.com"})).is_error
@@ -98,8 +98,9 @@ async def test_what_sessions_called_is_recorded_and_a_new_server_learns_from_it(
     async with client(second) as session:
         found = text_of(await session.call_tool("search_tools", {"query": "look through my notes for budget ideas"}))
     head, _, suggested = found.partition("Also possibly relevant")
-    assert "search_notes" in head and "send_email" in suggested  # suggested as the tool called next, not enabled
-    assert "often called after search_notes, from past sessions" in suggested
+    # Used with search_notes in every session: a place after the ranked ones (co-usage), labelled as learnt.
+    assert "search_notes" in head and "send_email" in head and "send_email" not in suggested
+    assert "often used together with search_notes, from past sessions" in head
     assert "often used for such requests" in head  # search_notes' place owes something to past sessions
     second.usage.close()
 

@@ -31,8 +31,8 @@ from .test_learning import QUERY, learning_server, notes_catalog
 
 pytestmark = pytest.mark.anyio
 
-NEXT = "often called after search_notes"
-"""The label of send_email suggested after search_notes, learnt from past sessions."""
+NEXT = "search_notes, from past sessions"
+"""The end of send_email's label, learnt from past sessions: called after, or used together with, search_notes."""
 RANKED = "often used for such requests"
 
 
@@ -71,13 +71,13 @@ def test_past_the_cap_the_least_recently_active_source_is_forgotten_whole() -> N
     prior = UsagePrior(max_counted=100, max_per_source=40)
     for source in range(10):  # 10 sources of 20 patterns: twice the cap
         for number in range(20):
-            prior.add(CallRecord(prior.origin, f"s{source}", f"tool{number}", True, terms=(f"t{source}",)))
+            prior.add(CallRecord(prior.origin, f"s{source}", "tool", True, terms=(f"t{source}-{number}",)))
     assert len(prior.counted) <= 100
     assert list(prior.counted.sources()) == [f"s{n}" for n in range(5, 10)]  # the oldest went first, whole
     assert prior.counted.forgotten == 5
-    prior.add(CallRecord(prior.origin, "s5", "tool99", True, terms=("t5",)))  # active again: last to go
+    prior.add(CallRecord(prior.origin, "s5", "tool", True, terms=("t5-99",)))  # active again: last to go
     assert list(prior.counted.sources()) == ["s7", "s8", "s9", "s5"]  # one over the cap: s6 left
-    prior.add(CallRecord(prior.origin, "s10", "tool0", True, terms=("t10",)))
+    prior.add(CallRecord(prior.origin, "s10", "tool", True, terms=("t10-0",)))
     assert list(prior.counted.sources()) == ["s7", "s8", "s9", "s5", "s10"]  # room again: none left
 
 

@@ -80,7 +80,8 @@ async def test_what_sessions_did_on_one_replica_ranks_and_suggests_on_another(tm
             found = text_of(await session.call_tool("search_tools", {"query": RELATED}))
         head, _, suggested = found.partition("Also possibly relevant")
         assert "search_notes" in head and "often used for such requests" in head, found
-        assert "send_email" in suggested and "often called after search_notes, from past sessions" in suggested
+        # Used with search_notes in every session: a place after the ranked ones (co-usage), labelled as learnt.
+        assert "send_email" in head and "often used together with search_notes, from past sessions" in head
         first.usage.close()
         second.usage.close()
 
@@ -186,7 +187,7 @@ async def test_a_call_served_by_another_replica_than_its_search_is_linked_to_it_
                 found = text_of(await session.call_tool("search_tools", {"query": RELATED}))
             head, _, suggested = found.partition("Also possibly relevant")
             assert "search_notes" in head and "often used for such requests" in head, (base, found)
-            assert "often called after search_notes, from past sessions" in suggested and "send_email" in suggested
+            assert "often used together with search_notes, from past sessions" in head and "send_email" in head
 
 
 async def test_usage_command_reads_redis_when_a_state_url_is_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

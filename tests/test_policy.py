@@ -477,10 +477,10 @@ async def test_learning_counts_an_oauth_user_once_however_many_sessions_they_ope
 
         async with running_http(build_app(server, settings), port=port):
             for _ in range(4):
-                assert "often called after search_notes" not in await pattern("mallory")
+                assert "search_notes, from past sessions" not in await pattern("mallory")
             await pattern("alice")
-            assert "often called after search_notes" not in await pattern("bob")  # two users showed it before
-            assert "often called after search_notes" in await pattern("carol")  # three did
+            assert "search_notes, from past sessions" not in await pattern("bob")  # two users showed it before
+            assert "search_notes, from past sessions" in await pattern("carol")  # three did
 
 
 DENYING = 'default = "allow"\n[[rules]]\nwho = ["stdio:local"]\ndeny = { tools = ["reverse_*"] }\n'

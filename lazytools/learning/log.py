@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..settings import Settings
-from .keys import KEY_FILE, install_key
-from .prior import PriorView, UsagePrior
+from .keys import install_key
+from .prior import UsagePrior
 from .records import MAX_REQUEST_CHARS, MAX_SEARCH_TERMS, CallRecord, Record, SearchRecord, UsageStore
+from .view import PriorView
 
-__all__ = ["QUEUE_LIMIT", "UsageLog", "open_usage"]
+__all__ = ["QUEUE_LIMIT", "UsageLog"]
 
 logger = logging.getLogger("lazytools.usage")
 
@@ -314,25 +314,3 @@ class UsageLog:
             if stop:
                 return
 
-
-def open_usage(settings: Settings) -> UsageLog | None:
-    """The usage log `settings` ask for (`LAZYTOOLS_LEARN`), started: in Redis shared by replicas with a state
-    URL (docs/scaling.md), else in SQLite under the cache directory; None with learning off."""
-    if not settings.learn:
-        return None
-    prior = UsagePrior(min_others=settings.learn_min_principals, max_counted=settings.learn_max_counted,
-                       max_per_source=settings.learn_max_per_source)
-    if settings.state_url is not None:
-        from .redis_store import open_redis  # redis is imported only where a state URL is set
-
-        log = UsageLog(open_redis(settings.state_url.get_secret_value(), prefix=settings.state_prefix,
-                                  timeout=settings.state_timeout, keep=settings.learn_shared_keep),
-                       keep_requests=settings.learn_request_text, shared=True, poll=settings.learn_sync_interval,
-                       prior=prior)
-    else:
-        from .sqlite import open_sqlite
-
-        log = UsageLog(open_sqlite(settings.embedding_cache_dir()), keep_requests=settings.learn_request_text,
-                       key_file=settings.embedding_cache_dir() / KEY_FILE, prior=prior)
-    log.start()
-    return log

@@ -22,8 +22,9 @@ from .counted import MAX_COUNTED, MAX_PER_SOURCE, Counted, Sources
 from .keys import TEST_KEY, hashed_terms
 from .records import CallRecord, Decay, Record, SearchRecord, plausible
 from .together import Together
+from .view import PriorView
 
-__all__ = ["HALF_LIFE_DAYS", "MIN_SESSIONS", "PriorView", "UsagePrior"]
+__all__ = ["HALF_LIFE_DAYS", "MIN_SESSIONS", "UsagePrior"]
 
 HALF_LIFE_DAYS = 30.0
 """A record counts half as much after this many days: what a team used last month still helps, last year's less."""
@@ -307,26 +308,3 @@ def _add_counts(into: UsagePrior, source: UsagePrior) -> None:
             for tool, value in inner.items():
                 row[tool] = row.get(tool, 0.0) + value
     into.search_count += source.search_count
-
-
-@dataclass(frozen=True, slots=True)
-class PriorView:
-    """`UsagePrior` as one source reads it (`search.prior.Prior`): others' patterns only above the floor."""
-
-    prior: UsagePrior
-    viewer: str | None
-
-    def __bool__(self) -> bool:
-        return bool(self.prior)
-
-    def terms(self, query: str) -> tuple[str, ...]:
-        return self.prior.terms(query)
-
-    def boosts(self, terms: Sequence[str]) -> dict[str, float]:
-        return self.prior.boosts(terms, viewer=self.viewer)
-
-    def companions(self, found: Sequence[str]) -> list[tuple[str, str]]:
-        return self.prior.companions(found, viewer=self.viewer)
-
-    def co_used(self, found: Sequence[str]) -> list[tuple[str, str]]:
-        return self.prior.co_used(found, viewer=self.viewer)

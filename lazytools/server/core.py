@@ -26,7 +26,8 @@ from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..identity import named_principal
-from ..learning.log import UsageLog, open_usage
+from ..learning.log import UsageLog
+from ..learning.start import open_usage
 from ..modes import Surface
 from ..policy.file import PolicyFile
 from ..policy.limits import MemoryRateLimiter, RateLimiter
