@@ -66,6 +66,9 @@ class IdP:
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
     codes: dict[str, dict[str, str]] = field(default_factory=dict)
     never: anyio.Event = field(default_factory=anyio.Event)
+    exchange_gate: anyio.Event | None = None
+    """When set to an event, token exchanges wait for it (counted in `exchange_waiting`): a slow issuer."""
+    exchange_waiting: int = 0
 
     @property
     def issuer(self) -> str:
@@ -170,6 +173,9 @@ class IdP:
             except jwt.PyJWTError:
                 return JSONResponse({"error": "invalid_grant"}, status_code=400)
             self.exchanges.append(form)
+            if self.exchange_gate is not None:
+                self.exchange_waiting += 1
+                await self.exchange_gate.wait()
             token = self.sign({"sub": subject["sub"], "act": {"sub": EXCHANGE_CLIENT[0]}},
                               audience=form.get("audience"), scope=form.get("scope", ""))
             return JSONResponse({"access_token": token, "token_type": "Bearer", "expires_in": 300,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import anyio.abc
 import anyio.to_thread
 import httpx2
@@ -52,7 +53,7 @@ class Stack:
 
 
 @asynccontextmanager
-async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
+async def stack(tmp_path: Path, **overrides: Any) -> AsyncIterator[Stack]:
     forward, exchange = Recorder(), Recorder()
     async with running_idp() as idp, running_http(forward.app()) as one, running_http(exchange.app()) as two:
         config = tmp_path / "mcp.json"
@@ -65,7 +66,7 @@ async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
         url = f"http://127.0.0.1:{port}/mcp"
         settings = make_settings(config=config, transport="http", port=port, auth_issuer=idp.issuer,
                                  auth_audience=url, auth_client_id=EXCHANGE_CLIENT[0],
-                                 auth_client_secret=EXCHANGE_CLIENT[1])
+                                 auth_client_secret=EXCHANGE_CLIENT[1], **overrides)
         audit_path = tmp_path / "audit.jsonl"
         audit = open_audit(str(audit_path))
         assert audit is not None
@@ -77,8 +78,8 @@ async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
         audit.close()
 
 
-async def _call(url: str, token: str, tool: str, *, mode: str) -> str:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+async def _call(url: str, token: str, tool: str, *, mode: str, timeout: float = 5.0) -> str:
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
             result = await client.call_tool("invoke_tool", {"tool_name": tool, "arguments": {}})
     assert not result.is_error, result
@@ -125,6 +126,37 @@ async def test_exchange_sends_a_token_for_the_upstreams_audience_cached_per_user
         other = await _call(s.url, bob, "xch__whoami", mode="legacy")
         assert jwt.decode(other.removeprefix("Bearer "), options={"verify_signature": False})["sub"] == "bob"
         assert len(s.idp.exchanges) == 2
+
+
+async def test_first_calls_waiting_for_their_exchange_keep_their_credentials(tmp_path: Path) -> None:
+    """96 sessions of 96 users make their first call at once while the issuer holds every exchange: each new
+    session's sweep saw the others' credentials without a connection yet and forgot them ("this user's connection
+    has ended": the issue saw 15 of 96 fail; with every exchange held, 24 of 24 did); none may fail."""
+    users = 96
+    # The issuer holds every exchange until all 96 wait: the timeouts are the test's, not the machine's speed.
+    async with stack(tmp_path, auth_fetch_timeout=600.0, connect_timeout=600.0, call_timeout=600.0,
+                     session_idle_timeout=3600.0) as s:
+        s.idp.exchange_gate = anyio.Event()
+        results: dict[int, str | BaseException] = {}
+
+        async def first_call(number: int) -> None:
+            token = s.idp.sign(audience=s.url, sub=f"user{number}")
+            try:
+                # The client waits as long as the issuer holds the exchange: the test's bound, not the machine's.
+                results[number] = await _call(s.url, token, "xch__whoami", mode="legacy", timeout=600.0)
+            except Exception as exc:  # every failure is counted below
+                results[number] = exc
+
+        async with anyio.create_task_group() as group:
+            for number in range(users):
+                group.start_soon(first_call, number)
+            await eventually(lambda: s.idp.exchange_waiting == users, timeout=300)  # all waiting at once
+            s.idp.exchange_gate.set()
+        failed = {number: repr(result)[:120] for number, result in results.items() if not isinstance(result, str)}
+        assert len(results) == users and failed == {}
+        subjects = {jwt.decode(text.removeprefix("Bearer "), options={"verify_signature": False})["sub"]
+                    for text in results.values() if isinstance(text, str)}
+        assert subjects == {f"user{number}" for number in range(users)}  # each got their own token
 
 
 async def test_a_user_without_a_token_of_their_own_cannot_reach_it(tmp_path: Path) -> None:

@@ -113,8 +113,10 @@ async def test_one_user_flooding_made_up_words_cannot_count_their_pattern_again(
     # A small memory, as a busy server's fills: mallory's flood fills her share, never her earlier pattern.
     async with oauth_server(tmp_path, learn_max_counted=150, learn_max_per_source=60) as use:
         await use("mallory", QUERY)  # type: ignore[operator]
-        for number in range(25):  # made-up words, each a new (term, tool) pattern to remember
-            await use("mallory", f"search notes qzv{number} wxk{number} plo{number}", then_email=False)  # type: ignore[operator]
+        for number in range(40):  # made-up words: 400 new patterns to remember, past the memory of 150
+            letters = chr(97 + number // 26) + chr(97 + number % 26)  # letters only: digits would split off
+            words = " ".join(f"{stem}{letters}" for stem in ("qzv", "wxk", "plo", "jyb", "fuh"))
+            await use("mallory", f"search notes {words}", then_email=False)  # type: ignore[operator]
         for _ in range(3):
             await use("mallory", QUERY)  # type: ignore[operator]
         await use("alice", QUERY)  # type: ignore[operator]

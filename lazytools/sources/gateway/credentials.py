@@ -56,6 +56,9 @@ class _Credentials:
         self.exchanger = exchanger
         self.request = request
         self.used = time.monotonic()
+        self.pending = 0
+        """First calls between making these and their connection existing (the token exchange may take a while):
+        a sweep meanwhile would see no connection yet and forget them."""
 
     async def token(self) -> str:
         principal = self.principal
@@ -102,8 +105,13 @@ class UserUpstreams:
             self.credentials[(shared.name, key)] = found
         found.principal = principal  # its latest token (a refreshed one replaces an expiring one)
         found.used = time.monotonic()
-        await found.token()  # a refused exchange fails this call now, not the connection's handshake later
-        return await self._scoped.instance(shared, key, auth=UserAuth(self, shared.name, key))
+        found.pending += 1
+        try:
+            await found.token()  # a refused exchange fails this call now, not the connection's handshake later
+            return await self._scoped.instance(shared, key, auth=UserAuth(self, shared.name, key))
+        finally:
+            found.pending -= 1
+            found.used = time.monotonic()
 
     def _request_of(self, config: HttpServer) -> ExchangeRequest | None:
         identity = config.identity
@@ -125,6 +133,8 @@ class UserUpstreams:
         sessions that have ended (their connections stopped with them)."""
         now = time.monotonic()
         for (server, key), credentials in list(self.credentials.items()):
+            if credentials.pending:
+                continue  # a call is waiting for its token or its connection: both are about to exist
             if key.startswith(USER_OWNER):
                 if now - credentials.used > self._idle:
                     del self.credentials[(server, key)]
