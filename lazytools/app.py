@@ -28,8 +28,8 @@ from .errors import ConfigError
 from .policy.limits import RateLimiter, RedisRateLimiter
 from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
+from .server.middleware.shared_sessions import SharedSessions
 from .server.passthrough import Front
-from .server.shared import SharedSessions
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool

@@ -15,7 +15,7 @@ import httpx2
 import pytest
 
 from lazytools.server.core import build_server
-from lazytools.server.shared import SharedSessions
+from lazytools.server.middleware.shared_sessions import SharedSessions
 from lazytools.state import MemoryShared, SessionRecord, StateUnavailableError
 from lazytools.transports.http import build_app
 

@@ -28,7 +28,7 @@ from lazytools.app import open_state
 from lazytools.cli import main
 from lazytools.search.usage import CallRecord, SearchRecord, UsagePrior, hashed_terms
 from lazytools.search.usage_redis import MAX_ENTRY_BYTES, RedisUsageStore
-from lazytools.server.shared import SharedSessions
+from lazytools.server.middleware.shared_sessions import SharedSessions
 from lazytools.transports.http import build_app
 
 from .cluster import Redis, free_port, running_redis

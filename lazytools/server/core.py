@@ -37,10 +37,8 @@ from ..settings import Settings
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call
 from .access import Access, AccessMiddleware, Gate
-from .audited import AuditMiddleware
 from .clients import client_table
 from .learning import record_call, record_search
-from .limited import RateLimitMiddleware
 from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
@@ -54,8 +52,10 @@ from .metatools import (
     search_tools_definition,
 )
 from .metrics import Metrics, MetricsMiddleware
+from .middleware.audit import AuditMiddleware
+from .middleware.principal import PrincipalMiddleware
+from .middleware.rate_limit import RateLimitMiddleware
 from .passthrough import Front, OriginMiddleware, PassThrough, SessionClient, SessionClients
-from .principals import PrincipalMiddleware
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged

@@ -35,7 +35,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from ..identity import SCOPE_KEY, Principal
 from ..safetext import redact_session_ids
 from ..server.metrics import Metrics
-from ..server.shared import SharedSessions
+from ..server.middleware.shared_sessions import SharedSessions
 from ..settings import Settings
 from ..state import SharedState
 from .http_auth import edge_auth

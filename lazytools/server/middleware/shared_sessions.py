@@ -20,19 +20,19 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from ..identity import Principal, acting_as
-from ..origin import CallOrigin, ClientSide, calling
-from ..sdk import connection_of
-from ..search.usage import MAX_SEARCH_TERMS
-from ..state import SessionRecord, SharedState, StateUnavailableError
-from ..state.outbox import collecting
-from .learning import MAX_LINKED
-from .passthrough import Front, SessionClient, origin_of
-from .sessions import LastSearch, SessionState
-from .surface import is_stateless_era
+from ...identity import Principal, acting_as
+from ...origin import CallOrigin, ClientSide, calling
+from ...sdk import connection_of
+from ...search.usage import MAX_SEARCH_TERMS
+from ...state import SessionRecord, SharedState, StateUnavailableError
+from ...state.outbox import collecting
+from ..learning import MAX_LINKED
+from ..passthrough import Front, SessionClient, origin_of
+from ..sessions import LastSearch, SessionState
+from ..surface import is_stateless_era
 
 if TYPE_CHECKING:
-    from .core import LazyServer
+    from ..core import LazyServer
 
 __all__ = [
     "MAX_SUBSCRIPTIONS",
