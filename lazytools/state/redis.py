@@ -30,8 +30,8 @@ from redis.exceptions import AuthenticationError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .bus import Deliver
-from .copies import LocalCopies
 from .events import RedisSessionEvents
+from .local_copies import LocalCopies
 from .records import SessionRecord
 from .store import StateUnavailableError, Update
 
