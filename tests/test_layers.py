@@ -36,7 +36,7 @@ LAYERS: dict[str, int] = {
     "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5, "server.surface": 5,
     "server.learning": 5, "server.rendering": 5, "server.access": 5,
     "server.metatools": 6, "server.middleware": 6, "server.metrics": 6,
-    "server": 7, "server.core": 7, "server.middleware.shared_sessions": 7,
+    "server": 7, "server.core": 7, "server.middleware.shared_sessions": 7, "server.middleware.origin": 7,
     "transports": 8,
     "app": 9, "report": 9, "evaluate": 9,  # the assembly root and what the CLI runs besides serving
     "cli": 10, "__main__": 10, "__init__": 10,

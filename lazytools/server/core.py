@@ -36,7 +36,7 @@ from ..search.usage import KEY_FILE, UsageLog, open_sqlite
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call
-from .access import Access, AccessMiddleware, Gate
+from .access import Access, Gate
 from .clients import client_table
 from .learning import record_call, record_search
 from .metatools import (
@@ -51,11 +51,14 @@ from .metatools import (
     search_tools,
     search_tools_definition,
 )
-from .metrics import Metrics, MetricsMiddleware
+from .metrics import Metrics
+from .middleware.access import AccessMiddleware
 from .middleware.audit import AuditMiddleware
+from .middleware.metrics import MetricsMiddleware
+from .middleware.origin import OriginMiddleware
 from .middleware.principal import PrincipalMiddleware
 from .middleware.rate_limit import RateLimitMiddleware
-from .passthrough import Front, OriginMiddleware, PassThrough, SessionClient, SessionClients
+from .passthrough import Front, PassThrough, SessionClient, SessionClients
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
@@ -122,11 +125,11 @@ class LazyServer(Server[Any]):
         self.catalog = catalog
         self.settings = settings
         self.limits = Limits.of(settings)
-        # Around every request, outermost first: the SDK's span, who the request acts for (principals.py), what
-        # they may see (access.py), metrics, the audit line that names them (audited.py), their rate limit
-        # (limited.py: a refused call is audited too), and innermost, for requests an upstream may serve, their
-        # origin, so upstream progress, logs and requests reach the client that asked (passthrough.py). A layer
-        # whose feature is off is left out: each one costs every request its await and its bookkeeping.
+        # Around every request, outermost first (middleware/): the SDK's span, who the request acts for, what
+        # they may see, metrics, the audit line that names them, their rate limit (a refused call is audited
+        # too), and innermost, for requests an upstream may serve, their origin, so upstream progress, logs and
+        # requests reach the client that asked. A layer whose feature is off is left out: each one costs every
+        # request its await and its bookkeeping.
         self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
         if policy is not None:  # without a policy every principal's Access is the whole catalog, ready at once
             self.middleware.append(AccessMiddleware(self.gate))
