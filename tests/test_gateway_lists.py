@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 
-from lazytools.sources.gateway import front as front_module
+from lazytools.sources.gateway import prompts as front_module
 from lazytools.sources.gateway.offerings import MAX_PAGES
 
 from .upstreams.helpers import opened

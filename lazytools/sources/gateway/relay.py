@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from ...origin import CallOrigin, Clients, ClientSide, current_origin
 
-__all__ = ["USER_OWNER", "Inflight", "Relay"]
+__all__ = ["USER_OWNER", "Inflight", "Relay", "deliver"]
 
 logger = logging.getLogger(__name__)
 
@@ -183,3 +183,11 @@ class Relay:
             return await client.request(request, result_type)
         except MCPError as exc:
             return exc.error
+
+
+async def deliver(client: ClientSide, notification: types.ServerNotification) -> None:
+    """Tell `client`; a client that went away must not keep the others from hearing."""
+    try:
+        await client.notify(notification)
+    except Exception as exc:
+        logger.debug("session %s: notification not delivered: %s", client.key[:8], exc)
