@@ -115,7 +115,7 @@ def test_an_import_for_type_checking_only_is_not_a_dependency() -> None:
 
 
 def test_the_server_imports_no_source() -> None:
-    """The server serves what sources expose through its own contracts (origin.py, passthrough.Front), so it
+    """The server serves what sources expose through its own contracts (origin.py, passthrough.UpstreamFeatures), so it
     imports nothing of `sources/`, even for type checking."""
     for path in sorted((PACKAGE / "server").rglob("*.py")):
         module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)

@@ -58,7 +58,7 @@ from .middleware.metrics import MetricsMiddleware
 from .middleware.origin import OriginMiddleware
 from .middleware.principal import PrincipalMiddleware
 from .middleware.rate_limit import RateLimitMiddleware
-from .passthrough import Front, PassThrough, SessionClient, SessionClients
+from .passthrough import PassThrough, SessionClient, SessionClients, UpstreamFeatures
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
@@ -84,7 +84,7 @@ class LazyServer(Server[Any]):
     """A low-level MCP server that shows a small tool surface and grows it per session."""
 
     def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
+                 front: UpstreamFeatures | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
                  limiter: RateLimiter | None = None, metrics: Metrics | None = None) -> None:
         # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
         self.events = LocalSubscriptionBus()
@@ -501,7 +501,7 @@ class LazyServer(Server[Any]):
 
 
 def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
+                 front: UpstreamFeatures | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
                  limiter: RateLimiter | None = None) -> LazyServer:
     """The server; `policy` and `limiter` default to what `settings` name (a policy file, a rate limit in
     memory), a caller may pass its own (a Redis limiter, app.py)."""

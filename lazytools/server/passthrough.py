@@ -21,8 +21,8 @@ from .access import Access
 from .sessions import SessionState, SessionStore
 from .surface import is_stateless_era
 
-__all__ = ["FORWARDED", "RESOURCE_NOT_FOUND", "Front", "PassThrough", "SessionClient",
-           "SessionClients", "SessionOf", "origin_of"]
+__all__ = ["FORWARDED", "RESOURCE_NOT_FOUND", "PassThrough", "SessionClient",
+           "SessionClients", "SessionOf", "UpstreamFeatures", "origin_of"]
 
 RESOURCE_NOT_FOUND = -32002
 """The spec's error code for resources/read of an unknown URI."""
@@ -49,7 +49,7 @@ class UpstreamStatus(Protocol):
 
 
 @runtime_checkable
-class Front(Protocol):
+class UpstreamFeatures(Protocol):
     """What the server serves of upstream servers besides their tools (a source may expose one as `front`;
     `sources/gateway/front.py` is the one): prompts, completions, resources and their subscriptions, and what
     upstreams hear of client sessions (their opening and closing, log levels, roots changes)."""
@@ -167,7 +167,7 @@ class PassThrough:
     """The server's handlers for what upstreams offer besides tools (gateway only): prompts, resources, logging
     levels, roots changes. Each forwarded request runs as its origin (`OriginMiddleware`), like a tool call."""
 
-    def __init__(self, front: Front, session_of: SessionOf,
+    def __init__(self, front: UpstreamFeatures, session_of: SessionOf,
                  access: Callable[[], Access], refused: Callable[[str], None] = lambda kind: None) -> None:
         self.front = front
         self._session_of = session_of
