@@ -22,7 +22,7 @@ MAX_LINKED = 24
 search limit's highest default (20) and the suggestions after them."""
 
 
-def _source(log: UsageLog, state: SessionState) -> str:
+def _counted_as(log: UsageLog, state: SessionState) -> str:
     """Who a record counts for among the distinct ones a pattern needs (`search.usage.MIN_SESSIONS`): an OAuth user
     (a keyed hash of their issuer and subject) however many sessions they open, as sessions cost nothing; any other
     caller by session: over stdio and loopback it is the machine's own user, and holders of the shared token are
@@ -42,7 +42,7 @@ def record_search(log: UsageLog, state: SessionState, query: str, returned: Sequ
         return  # tool_names or a group alone, or a search that matched nothing, says nothing worth keeping
     terms = log.prior.terms(query)[:MAX_SEARCH_TERMS]
     search_id = uuid.uuid4().hex
-    log.record(SearchRecord(id=search_id, at=time.time(), session=_source(log, state), terms=terms,
+    log.record(SearchRecord(id=search_id, at=time.time(), session=_counted_as(log, state), terms=terms,
                             returned=tuple(entry.name for entry in returned),
                             enabled=tuple(entry.name for entry in enabled), request=query))
     for entry in returned:
@@ -57,7 +57,7 @@ def record_call(log: UsageLog, state: SessionState, tool: str, ok: bool) -> None
     """A call of catalog tool `tool` in `state`'s session and whether it succeeded, with the search that found it
     and the tool called before it."""
     search_id, terms = _finding(state, tool)
-    log.record(CallRecord(at=time.time(), session=_source(log, state), tool=tool, ok=ok, search=search_id,
+    log.record(CallRecord(at=time.time(), session=_counted_as(log, state), tool=tool, ok=ok, search=search_id,
                           terms=terms, after=state.last_called))
     state.last_called = tool
 
