@@ -28,20 +28,15 @@ logger = logging.getLogger(__name__)
 class Front:
     """Every upstream's prompts and resources under one server, and the client sessions they reach."""
 
-    def __init__(self, upstreams: list[Upstream], relay: Relay, scoped: SessionUpstreams | None = None) -> None:
+    def __init__(self, upstreams: list[Upstream], relay: Relay, scoped: SessionUpstreams | None = None,
+                 levels: LogLevels | None = None) -> None:
         self.upstreams = upstreams
         self.relay = relay
         self.scoped = scoped
         self.prompts = Prompts(upstreams)
         self.resources = ResourceRoutes(upstreams)
         self.subscriptions = ResourceSubscriptions(self.resources, relay)
-        self.levels = LogLevels(upstreams, relay)
-        for upstream in upstreams:
-            upstream.on_offerings_changed = self.offerings_changed
-            upstream.on_resource_updated = self.subscriptions.resource_updated
-            upstream.wanted_level = self.levels.shared
-        if scoped is not None:
-            scoped.level_of = self.levels.of
+        self.levels = levels if levels is not None else LogLevels(upstreams, relay)
 
     def attach(self, clients: Clients) -> None:
         """The server's sessions: where upstream messages outside a call go."""

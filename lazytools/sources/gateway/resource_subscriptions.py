@@ -38,7 +38,7 @@ class ResourceSubscriptions:
         if not upstream.offerings.subscribe:
             raise LazyToolsError(f"Upstream server {upstream.name!r} does not offer resource subscriptions")
         # The connection that serves this session: its own for `"scope": "session"`, else the shared one.
-        per_session = upstream.per_session
+        per_session = upstream.hooks.per_session
         connection = await per_session(upstream, client.key) if per_session is not None else upstream
         keys = self._subscribers.get(uri, {})
         if keys.get(client.key) is connection:
