@@ -98,7 +98,7 @@ async def _middleware_times(verifier: Any, token: str, rounds: int) -> list[floa
     from mcp.server.context import ServerRequestContext
 
     from lazytools.identity import SCOPE_KEY, current_principal, named_principal
-    from lazytools.server.principals import PrincipalMiddleware
+    from lazytools.server.middleware.principal import PrincipalMiddleware
 
     access = await verifier.verify_token(token)
     request = Request({"type": "http", SCOPE_KEY: access.principal, "headers": []})

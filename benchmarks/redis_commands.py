@@ -25,7 +25,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from lazytools import build_server
 from lazytools.app import open_state
-from lazytools.server.shared import SharedSessions
+from lazytools.server.middleware.shared_sessions import SharedSessions
 from lazytools.transports.http import build_app
 from tests.cluster import running_redis
 from tests.conftest import make_settings

@@ -29,8 +29,8 @@ from .learning.start import open_usage
 from .policy.limits import RateLimiter, RedisRateLimiter
 from .safetext import redact_secrets_in_logs, redact_session_ids
 from .server.core import LazyServer, build_server
-from .server.passthrough import Front
-from .server.shared import SharedSessions
+from .server.middleware.shared_sessions import SharedSessions
+from .server.passthrough import UpstreamFeatures
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool
@@ -112,19 +112,19 @@ async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
 
 
 @asynccontextmanager
-async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Front | None]]:
+async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, UpstreamFeatures | None]]:
     """The catalog, and the front a source exposes, if one does (a gateway's prompts, resources, client side)."""
     if settings.semantic:
         from .search.embedders import check_embedder
 
         check_embedder(settings.embedder)
     catalog = Catalog()
-    front: Front | None = None
+    front: UpstreamFeatures | None = None
     async with AsyncExitStack() as stack:
         for source in sources_for(settings):
             opened = await stack.enter_async_context(source.open(catalog))
             exposed = getattr(opened, "front", None)
-            if isinstance(exposed, Front):
+            if isinstance(exposed, UpstreamFeatures):
                 front = exposed
         yield catalog, front
 

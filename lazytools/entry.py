@@ -73,11 +73,6 @@ class ToolEntry:
     first."""
 
     @property
-    def source_name(self) -> str | None:
-        """`upstream_name` under its earlier name, so that code written against that name goes on working."""
-        return self.upstream_name
-
-    @property
     def summary(self) -> str:
         """The first sentence of the description, escaped, for compact listings."""
         return _summary(self.description)

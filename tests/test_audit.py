@@ -1,4 +1,4 @@
-"""The audit trail (audit.py, server/audited.py): one JSON line per audited request, with who, what and how it
+"""The audit trail (audit.py, server/middleware/audit.py): one JSON line per audited request, with who, what and how it
 ended; argument values only when configured; never on stdout."""
 
 from __future__ import annotations

@@ -83,9 +83,3 @@ async def test_tools_list_stays_bounded_when_enabled_tools_have_huge_description
     assert len(enabled) == 20
     assert all(len(tool.description or "") < DESCRIPTION_CHARS + 100 for tool in enabled)
     assert all((tool.description or "").endswith("more characters not sent)") for tool in enabled)
-
-
-def test_the_upstream_name_reads_under_its_earlier_name_too() -> None:
-    entry = ToolEntry(name="fs__read", group="fs", description="Read a file.", input_schema={"type": "object"},
-                      call=_never, upstream_name="read")
-    assert entry.source_name == entry.upstream_name == "read"

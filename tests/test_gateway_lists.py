@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 
-from lazytools.sources.gateway import front as front_module
+from lazytools.sources.gateway import prompts as front_module
 from lazytools.sources.gateway.offerings import MAX_PAGES
 
 from .upstreams.helpers import opened
@@ -105,8 +105,8 @@ async def test_prompts_are_looked_up_by_public_name_in_an_index(tmp_path: Path,
         # A change of the upstream's prompts renews the index, once.
         upstream = o.gateway["p"]
         upstream.offerings = replace(upstream.offerings, prompts=(types.Prompt(name="fresh"),))
-        assert upstream.on_offerings_changed is not None
-        await upstream.on_offerings_changed(upstream)
+        assert upstream.hooks.offerings_changed is not None
+        await upstream.hooks.offerings_changed(upstream)
         with pytest.raises(MCPError, match="Unknown prompt"):
             await client.get_prompt("p__p50")
         assert (await client.get_prompt("p__fresh")).messages[0].content == types.TextContent(text="p prompt fresh")

@@ -15,7 +15,7 @@ import httpx2
 import pytest
 
 from lazytools.server.core import build_server
-from lazytools.server.shared import SharedSessions
+from lazytools.server.middleware.shared_sessions import SharedSessions
 from lazytools.state import MemoryShared, SessionRecord, StateUnavailableError
 from lazytools.transports.http import build_app
 
@@ -241,7 +241,7 @@ async def test_learning_links_are_written_to_the_record_only_when_they_change(tm
 
 
 async def test_sessions_refused_for_the_cap_are_warned_about_once_a_minute(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="lazytools.transports.http_shared")
+    caplog.set_level(logging.WARNING, logger="lazytools.transports.http_shared_sessions")
     async with replicas(MemoryShared(ttl=60), max_sessions=1) as (a, b), httpx2.AsyncClient(timeout=30) as http:
         held = (await post(http, a, INITIALIZE)).headers["mcp-session-id"]
         other = (await post(http, b, INITIALIZE)).headers["mcp-session-id"]

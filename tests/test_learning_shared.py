@@ -30,7 +30,7 @@ from lazytools.learning.keys import hashed_terms
 from lazytools.learning.prior import UsagePrior
 from lazytools.learning.records import CallRecord, SearchRecord
 from lazytools.learning.redis_store import MAX_ENTRY_BYTES, RedisUsageStore
-from lazytools.server.shared import SharedSessions
+from lazytools.server.middleware.shared_sessions import SharedSessions
 from lazytools.transports.http import build_app
 
 from .cluster import Redis, free_port, running_redis

@@ -364,11 +364,11 @@ async def test_one_sessions_blocking_calls_hold_only_its_share_of_the_tool_threa
 
 def test_only_the_features_turned_on_sit_in_the_middleware_chain(tmp_path) -> None:
     from lazytools.audit import open_audit
-    from lazytools.server.access import AccessMiddleware
-    from lazytools.server.audited import AuditMiddleware
-    from lazytools.server.limited import RateLimitMiddleware
-    from lazytools.server.metrics import MetricsMiddleware
-    from lazytools.server.principals import PrincipalMiddleware
+    from lazytools.server.middleware.access import AccessMiddleware
+    from lazytools.server.middleware.audit import AuditMiddleware
+    from lazytools.server.middleware.metrics import MetricsMiddleware
+    from lazytools.server.middleware.principal import PrincipalMiddleware
+    from lazytools.server.middleware.rate_limit import RateLimitMiddleware
 
     def layers(**settings: object) -> list[str]:
         audit = open_audit(str(tmp_path / "audit.log"), values=False) if settings.pop("audit", False) else None

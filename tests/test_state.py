@@ -218,7 +218,7 @@ async def test_a_wrong_password_or_no_redis_is_one_clear_line_without_the_passwo
         for url in (f"redis://:S3cretPW@127.0.0.1:{port}/0", f"redis://:S3cretPW@127.0.0.1:{free_port()}/0"):
             caplog.clear()
             settings = make_settings(transport="http", state_url=url, state_timeout=1.0)
-            with caplog.at_level(logging.DEBUG, logger="lazytools.state.redis"):
+            with caplog.at_level(logging.DEBUG, logger="lazytools.state"):
                 async with open_state(settings) as state:
                     assert not await state.ping()
                     # The pub/sub listener retries meanwhile: three failures, warned about once.

@@ -1,4 +1,4 @@
-"""Local copies of session records (lazytools/state/copies.py, used by state/redis.py): bounded, never older than
+"""Local copies of session records (lazytools/state/local_copies.py, used by state/redis.py): bounded, never older than
 what was heard, and on a real redis-server (tests/cluster.py) never used while an invalidation could be missed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from redis.asyncio import Redis as AsyncRedis
 
 from lazytools.state import SessionRecord
-from lazytools.state.copies import LocalCopies
+from lazytools.state.local_copies import LocalCopies
 from lazytools.state.redis import RedisState
 
 from .cluster import running_redis

@@ -5,7 +5,7 @@ search_tools' description, invoke_tool and tools/call resolve names in it, and u
 it), of the search index (results and suggestions), and its decisions on prompts, resources, templates and
 arguments. A tool the principal may not call is, on every route, a tool that does not exist. Without a policy
 file the Access is the whole catalog. Accesses are cached per set of rules; `AccessMiddleware` builds one in a
-worker thread before a request reads it.
+worker thread before a request reads it (middleware/access.py).
 """
 
 from __future__ import annotations
@@ -13,9 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
-
-import anyio.to_thread
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from ..catalog import Catalog
 from ..entry import ToolEntry
@@ -26,7 +23,7 @@ from ..policy.rules import Grant
 from ..search import SearchIndex
 from ..uris import UnsafeUriError, uri_forms
 
-__all__ = ["Access", "AccessMiddleware", "Gate"]
+__all__ = ["Access", "Gate"]
 
 
 class Access:
@@ -134,18 +131,3 @@ class Gate:
         if found is None:
             found = self._cache[grant] = Access(catalog, grant, self)
         return found
-
-
-class AccessMiddleware:
-    """`ServerMiddleware`: makes the request's Access ready before its handler reads it, in a worker thread when
-    that means work (a policy file to look at or read, a principal's view to build: a quarter of a second for
-    1,000 rules that all apply), so the event loop never does it."""
-
-    def __init__(self, gate: Gate) -> None:
-        self.gate = gate
-
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        principal = self.gate.principal()
-        if not self.gate.warm(principal):
-            await anyio.to_thread.run_sync(self.gate.access, principal)
-        return await call_next(ctx)

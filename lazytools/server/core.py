@@ -38,11 +38,9 @@ from ..search.prior import Prior
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call
-from .access import Access, AccessMiddleware, Gate
-from .audited import AuditMiddleware
+from .access import Access, Gate
 from .clients import client_table
 from .learning import record_call, record_search, source_of
-from .limited import RateLimitMiddleware
 from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
@@ -55,9 +53,14 @@ from .metatools import (
     search_tools,
     search_tools_definition,
 )
-from .metrics import Metrics, MetricsMiddleware
-from .passthrough import Front, OriginMiddleware, PassThrough, SessionClient, SessionClients
-from .principals import PrincipalMiddleware
+from .metrics import Metrics
+from .middleware.access import AccessMiddleware
+from .middleware.audit import AuditMiddleware
+from .middleware.metrics import MetricsMiddleware
+from .middleware.origin import OriginMiddleware
+from .middleware.principal import PrincipalMiddleware
+from .middleware.rate_limit import RateLimitMiddleware
+from .passthrough import PassThrough, SessionClient, SessionClients, UpstreamFeatures
 from .results import deliverable
 from .sessions import MemorySessionStore, SessionState, SessionStore
 from .subscriptions import LocalSubscriptionBus, ToolsListChanged
@@ -83,7 +86,7 @@ class LazyServer(Server[Any]):
     """A low-level MCP server that shows a small tool surface and grows it per session."""
 
     def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
+                 front: UpstreamFeatures | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
                  limiter: RateLimiter | None = None, metrics: Metrics | None = None,
                  usage: UsageLog | None = None) -> None:
         # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
@@ -125,11 +128,11 @@ class LazyServer(Server[Any]):
         self.catalog = catalog
         self.settings = settings
         self.limits = Limits.of(settings)
-        # Around every request, outermost first: the SDK's span, who the request acts for (principals.py), what
-        # they may see (access.py), metrics, the audit line that names them (audited.py), their rate limit
-        # (limited.py: a refused call is audited too), and innermost, for requests an upstream may serve, their
-        # origin, so upstream progress, logs and requests reach the client that asked (passthrough.py). A layer
-        # whose feature is off is left out: each one costs every request its await and its bookkeeping.
+        # Around every request, outermost first (middleware/): the SDK's span, who the request acts for, what
+        # they may see, metrics, the audit line that names them, their rate limit (a refused call is audited
+        # too), and innermost, for requests an upstream may serve, their origin, so upstream progress, logs and
+        # requests reach the client that asked. A layer whose feature is off is left out: each one costs every
+        # request its await and its bookkeeping.
         self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
         if policy is not None:  # without a policy every principal's Access is the whole catalog, ready at once
             self.middleware.append(AccessMiddleware(self.gate))
@@ -496,7 +499,7 @@ class LazyServer(Server[Any]):
 
 
 def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: Front | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
+                 front: UpstreamFeatures | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
                  limiter: RateLimiter | None = None, usage: UsageLog | None = None) -> LazyServer:
     """The server; `policy`, `limiter` and `usage` default to what `settings` name (a policy file, a rate limit in
     memory, the usage log), a caller may pass its own (a Redis limiter, the log app.py opened)."""

@@ -35,7 +35,7 @@ def source_of(log: UsageLog, state: SessionState | None) -> str | None:
     return f"user:{digest}"
 
 
-def _source(log: UsageLog, state: SessionState) -> str:
+def _counted_as(log: UsageLog, state: SessionState) -> str:
     source = source_of(log, state)
     assert source is not None  # a session's state is given
     return source
@@ -49,7 +49,7 @@ def record_search(log: UsageLog, state: SessionState, query: str, returned: Sequ
         return  # tool_names or a group alone, or a search that matched nothing, says nothing worth keeping
     terms = log.prior.terms(query)[:MAX_SEARCH_TERMS]
     search_id = uuid.uuid4().hex
-    log.record(SearchRecord(id=search_id, at=time.time(), session=_source(log, state), terms=terms,
+    log.record(SearchRecord(id=search_id, at=time.time(), session=_counted_as(log, state), terms=terms,
                             returned=tuple(entry.name for entry in returned),
                             enabled=tuple(entry.name for entry in enabled), request=query))
     for entry in returned:
@@ -64,7 +64,7 @@ def record_call(log: UsageLog, state: SessionState, tool: str, ok: bool) -> None
     """A call of catalog tool `tool` in `state`'s session and whether it succeeded, with the search that found it
     and the tool called before it."""
     search_id, terms = _finding(state, tool)
-    log.record(CallRecord(at=time.time(), session=_source(log, state), tool=tool, ok=ok, search=search_id,
+    log.record(CallRecord(at=time.time(), session=_counted_as(log, state), tool=tool, ok=ok, search=search_id,
                           terms=terms, after=state.last_called))
     state.last_called = tool
 

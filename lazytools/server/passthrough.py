@@ -1,6 +1,6 @@
 """The server's side of passing upstream features through: what it needs from a front of upstream servers, each
 session as upstreams see it, and each request's origin (its progress, its own channel for logs and requests to the
-client), set once per request by `OriginMiddleware`."""
+client), set once per request by `OriginMiddleware` (middleware/origin.py)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,13 @@ from mcp.shared.message import ServerMessageMetadata
 
 from ..errors import LazyToolsError, UnknownPromptError, UnknownResourceError
 from ..identity import Principal, current_principal
-from ..origin import LOG_LEVELS, CallOrigin, Clients, ClientSide, calling
-from ..sdk import CallNext, HandlerResult
+from ..origin import LOG_LEVELS, CallOrigin, Clients, ClientSide
 from .access import Access
 from .sessions import SessionState, SessionStore
 from .surface import is_stateless_era
 
-__all__ = ["FORWARDED", "RESOURCE_NOT_FOUND", "Front", "OriginMiddleware", "PassThrough", "SessionClient",
-           "SessionClients", "origin_of"]
+__all__ = ["FORWARDED", "RESOURCE_NOT_FOUND", "PassThrough", "SessionClient",
+           "SessionClients", "SessionOf", "UpstreamFeatures", "origin_of"]
 
 RESOURCE_NOT_FOUND = -32002
 """The spec's error code for resources/read of an unknown URI."""
@@ -50,7 +49,7 @@ class UpstreamStatus(Protocol):
 
 
 @runtime_checkable
-class Front(Protocol):
+class UpstreamFeatures(Protocol):
     """What the server serves of upstream servers besides their tools (a source may expose one as `front`;
     `sources/gateway/front.py` is the one): prompts, completions, resources and their subscriptions, and what
     upstreams hear of client sessions (their opening and closing, log levels, roots changes)."""
@@ -164,26 +163,11 @@ def origin_of(ctx: ServerRequestContext[Any, Any], client: ClientSide | None) ->
     )
 
 
-class OriginMiddleware:
-    """`ServerMiddleware`: each request that an upstream may serve runs as its origin (`lazytools.origin`), so
-    what the upstream sends meanwhile (progress, logs, requests for the client) goes back to that request."""
-
-    def __init__(self, session_of: SessionOf) -> None:
-        self._session_of = session_of
-
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.request_id is None or ctx.method not in FORWARDED:
-            return await call_next(ctx)
-        state = self._session_of(ctx)
-        with calling(origin_of(ctx, state.client if state is not None else None)):
-            return await call_next(ctx)
-
-
 class PassThrough:
     """The server's handlers for what upstreams offer besides tools (gateway only): prompts, resources, logging
     levels, roots changes. Each forwarded request runs as its origin (`OriginMiddleware`), like a tool call."""
 
-    def __init__(self, front: Front, session_of: SessionOf,
+    def __init__(self, front: UpstreamFeatures, session_of: SessionOf,
                  access: Callable[[], Access], refused: Callable[[str], None] = lambda kind: None) -> None:
         self.front = front
         self._session_of = session_of

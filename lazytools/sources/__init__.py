@@ -22,7 +22,7 @@ __all__ = ["Source", "StaticSource"]
 class Source(Protocol):
     """A source of tools: `open(catalog)` fills its groups and keeps them current until the context ends.
 
-    What `open` yields may have a `front` (`server.passthrough.Front`): the server then serves what the source
+    What `open` yields may have a `front` (`server.passthrough.UpstreamFeatures`): the server then serves what the source
     offers besides tools (the gateway's prompts and resources) and tells it of client sessions."""
 
     def open(self, catalog: Catalog) -> AbstractAsyncContextManager[object]: ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .bus import MemoryBus, SessionBus
 from .events import GET_STREAM, MemorySessionEvents, RedisSessionEvents
 from .records import SessionRecord
-from .shared import MemoryShared, SharedState
+from .shared_state import MemoryShared, SharedState
 from .store import MemoryStateStore, StateStore, StateUnavailableError
 
 __all__ = [

@@ -23,7 +23,7 @@ class SessionRecord:
     """The handshake era version negotiated at initialize."""
     client_params: dict[str, Any] | None = None
     """What the server reads again of the client's `initialize` params: its name and version, its capability flags
-    (bounded: server/shared.py)."""
+    (bounded: server/middleware/shared_sessions.py)."""
     enabled: list[str] = field(default_factory=list)
     """Tools enabled by search, in the order they were enabled."""
     used_at: dict[str, int] = field(default_factory=dict)

@@ -35,14 +35,14 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from ..identity import SCOPE_KEY, Principal
 from ..safetext import redact_session_ids
 from ..server.metrics import Metrics
-from ..server.shared import SharedSessions
+from ..server.middleware.shared_sessions import SharedSessions
 from ..settings import Settings
 from ..state import SharedState
 from .http_auth import edge_auth
 from .http_drain import DrainingServer, InFlight, Readiness
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
 from .http_limits import fd_bounded, guarded_protocol
-from .http_shared import SharedSessionManager
+from .http_shared_sessions import SharedSessionManager
 
 __all__ = ["MCP_PATH", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
@@ -240,7 +240,7 @@ async def _healthz(request: Request) -> JSONResponse:
 def build_app(server: Server[Any], settings: Settings, *, state: SharedState | None = None) -> Starlette:
     """The ASGI app for `server`: streamable HTTP at `/mcp`, liveness at `/healthz`, readiness at `/readyz`.
 
-    With `state`, handshake-era sessions live in that shared store (http_shared.py) instead of this process."""
+    With `state`, handshake-era sessions live in that shared store (http_shared_sessions.py) instead of this process."""
     redact_session_ids()
     # Host and Origin are checked by HTTPGuard for every route, so the SDK's own check (with narrower defaults
     # that would refuse a Host without a port) stays off; it still checks Content-Type and Accept.

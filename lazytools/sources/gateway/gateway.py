@@ -21,9 +21,10 @@ from .config import GatewayConfig, HttpServer, Identity, load_config
 from .credentials import UserUpstreams
 from .front import Front
 from .lifecycle import Backoff
+from .log_levels import LogLevels
 from .relay import Relay
 from .scoped import SessionUpstreams
-from .upstream import Upstream
+from .upstream import Hooks, Upstream
 
 __all__ = ["Backoff", "Gateway", "GatewaySource", "open_gateway"]
 
@@ -77,18 +78,23 @@ async def open_gateway(
     if not config.servers:
         logger.warning("%s lists no enabled servers", config.path or "the config")
     relay = Relay()
-    upstreams = [Upstream(server, catalog=catalog, settings=settings, backoff=backoff or Backoff(), chain=chain,
-                          relay=relay) for server in config.servers.values()]
+    # Filled below, once what each upstream tells and routes to exists; the front and its parts hold this list.
+    upstreams: list[Upstream] = []
     failed: Exception | None = None
     async with anyio.create_task_group() as tg:
+        levels = LogLevels(upstreams, relay)
         scoped = SessionUpstreams(tg, settings, relay, backoff=backoff or Backoff(), chain=chain,
-                                  limit=settings.max_session_upstreams)
+                                  limit=settings.max_session_upstreams, level_of=levels.of)
         users = UserUpstreams(scoped, settings, _exchanger(settings, config))
-        for upstream in upstreams:
-            if upstream.config.scope == "session":
-                upstream.per_session = scoped.instance
-            if isinstance(upstream.config, HttpServer) and upstream.config.identity is not None:
-                upstream.per_user = users.instance
+        front = Front(upstreams, relay, scoped, levels)
+        for server in config.servers.values():
+            per_user = isinstance(server, HttpServer) and server.identity is not None
+            hooks = Hooks(per_session=scoped.instance if server.scope == "session" else None,
+                          per_user=users.instance if per_user else None,
+                          offerings_changed=front.offerings_changed,
+                          resource_updated=front.subscriptions.resource_updated, wanted_level=levels.shared)
+            upstreams.append(Upstream(server, catalog=catalog, settings=settings, backoff=backoff or Backoff(),
+                                      chain=chain, relay=relay, hooks=hooks))
         # Each first attempt has its own connect_timeout deadline; stopping a hung process after it can take a few
         # more seconds, which start-up need not wait for.
         if upstreams:
@@ -101,7 +107,7 @@ async def open_gateway(
                     await upstream.started.wait()
             for upstream in upstreams:
                 await upstream.started.wait()
-        gateway = Gateway(upstreams, Front(upstreams, relay, scoped))
+        gateway = Gateway(upstreams, front)
         _log_start(gateway, catalog)
         try:
             yield gateway

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from ...origin import CallOrigin, Clients, ClientSide, current_origin
 
-__all__ = ["USER_OWNER", "Inflight", "Relay"]
+__all__ = ["USER_OWNER", "ClientAsks", "Inflight", "Relay", "deliver"]
 
 logger = logging.getLogger(__name__)
 
@@ -183,3 +183,35 @@ class Relay:
             return await client.request(request, result_type)
         except MCPError as exc:
             return exc.error
+
+
+@dataclass(frozen=True, slots=True)
+class ClientAsks:
+    """One upstream's requests for the client side, as the SDK client's callbacks: sampling, elicitation, roots,
+    each put to the client whose call is in flight (`Relay.ask`)."""
+
+    relay: Relay
+    server: str
+    inflight: Inflight
+    owner: str | None
+
+    async def sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
+        result_type = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
+        return await self.relay.ask(self.server, self.inflight, self.owner, types.CreateMessageRequest(params=params),
+                                    result_type)
+
+    async def elicitation(self, context: Any, params: types.ElicitRequestParams) -> Any:
+        return await self.relay.ask(self.server, self.inflight, self.owner, types.ElicitRequest(params=params),
+                                    types.ElicitResult)
+
+    async def list_roots(self, context: Any) -> Any:
+        return await self.relay.ask(self.server, self.inflight, self.owner, types.ListRootsRequest(),
+                                    types.ListRootsResult)
+
+
+async def deliver(client: ClientSide, notification: types.ServerNotification) -> None:
+    """Tell `client`; a client that went away must not keep the others from hearing."""
+    try:
+        await client.notify(notification)
+    except Exception as exc:
+        logger.debug("session %s: notification not delivered: %s", client.key[:8], exc)

@@ -22,7 +22,7 @@ from ...errors import UpstreamUnavailableError
 from ...settings import Settings
 from .lifecycle import Backoff
 from .relay import Relay
-from .upstream import Upstream
+from .upstream import Hooks, Upstream
 
 __all__ = ["SessionUpstreams"]
 
@@ -33,7 +33,7 @@ class SessionUpstreams:
     """The per-session connections of an open gateway, at most `limit` at once."""
 
     def __init__(self, tg: anyio.abc.TaskGroup, settings: Settings, relay: Relay, *, backoff: Backoff, chain: str,
-                 limit: int) -> None:
+                 limit: int, level_of: Callable[[str], types.LoggingLevel | None] = lambda key: None) -> None:
         self._tg = tg
         self._settings = settings
         self._relay = relay
@@ -41,8 +41,8 @@ class SessionUpstreams:
         self._chain = chain
         self.limit = limit
         self._live: dict[tuple[str, str], tuple[Upstream, anyio.CancelScope]] = {}
-        self.level_of: Callable[[str], types.LoggingLevel | None] = lambda key: None
-        """The log level a session asked for (the front sets it): its own connections get that level."""
+        self.level_of = level_of
+        """The log level a session asked for (log_levels.py): its own connections get that level."""
 
     def __len__(self) -> int:
         return len(self._live)
@@ -61,10 +61,9 @@ class SessionUpstreams:
                                                         "most LAZYTOOLS_MAX_SESSION_UPSTREAMS allows; try again "
                                                         "when a session ends")
         # Its own catalog: the shared connection's entries are the ones served; this one only answers.
+        hooks = Hooks(resource_updated=shared.hooks.resource_updated, wanted_level=partial(self.level_of, key))
         upstream = Upstream(shared.config, catalog=Catalog(), settings=self._settings, backoff=self._backoff,
-                            chain=self._chain, relay=self._relay, owner=key, auth=auth)
-        upstream.on_resource_updated = shared.on_resource_updated
-        upstream.wanted_level = partial(self.level_of, key)
+                            chain=self._chain, relay=self._relay, owner=key, auth=auth, hooks=hooks)
         scope = anyio.CancelScope()
         self._live[(shared.name, key)] = (upstream, scope)
         self._tg.start_soon(self._run, upstream, scope, name=f"upstream {shared.name} for session {key[:8]}")

@@ -41,7 +41,12 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from ..identity import ANONYMOUS, SCOPE_KEY, Principal
-from ..server.shared import OWNER_SCOPE_KEY, RECORD_SCOPE_KEY, SUBSCRIPTIONS_CHANGED, UNRECORDED_SCOPE_KEY
+from ..server.middleware.shared_sessions import (
+    OWNER_SCOPE_KEY,
+    RECORD_SCOPE_KEY,
+    SUBSCRIPTIONS_CHANGED,
+    UNRECORDED_SCOPE_KEY,
+)
 from ..state import GET_STREAM, SessionRecord, SharedState, StateUnavailableError
 from ..state.events import message_of
 from ..state.outbox import defer

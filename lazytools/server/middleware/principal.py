@@ -12,8 +12,8 @@ from typing import Any
 
 from mcp.server.context import ServerRequestContext
 
-from ..identity import ANONYMOUS, SCOPE_KEY, Principal, acting_as
-from ..sdk import CallNext, HandlerResult
+from ...identity import ANONYMOUS, SCOPE_KEY, Principal, acting_as
+from ...sdk import CallNext, HandlerResult
 
 __all__ = ["PrincipalMiddleware", "principal_of"]
 

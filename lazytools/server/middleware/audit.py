@@ -11,11 +11,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from ..audit import AuditEvent, AuditLog
-from ..identity import current_principal
-from ..safetext import clip
-from ..sdk import CallNext, HandlerResult
-from .metatools import INVOKE_TOOL
+from ...audit import AuditEvent, AuditLog
+from ...identity import current_principal
+from ...safetext import clip
+from ...sdk import CallNext, HandlerResult
+from ..metatools import INVOKE_TOOL
 
 __all__ = ["AUDITED_METHODS", "AuditMiddleware"]
 

@@ -20,19 +20,19 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from ..identity import Principal, acting_as
-from ..learning.records import MAX_SEARCH_TERMS
-from ..origin import CallOrigin, ClientSide, calling
-from ..sdk import connection_of
-from ..state import SessionRecord, SharedState, StateUnavailableError
-from ..state.outbox import collecting
-from .learning import MAX_LINKED
-from .passthrough import Front, SessionClient, origin_of
-from .sessions import LastSearch, SessionState
-from .surface import is_stateless_era
+from ...identity import Principal, acting_as
+from ...origin import CallOrigin, ClientSide, calling
+from ...sdk import connection_of
+from ...learning.records import MAX_SEARCH_TERMS
+from ...state import SessionRecord, SharedState, StateUnavailableError
+from ...state.outbox import collecting
+from ..learning import MAX_LINKED
+from ..passthrough import SessionClient, UpstreamFeatures, origin_of
+from ..sessions import LastSearch, SessionState
+from ..surface import is_stateless_era
 
 if TYPE_CHECKING:
-    from .core import LazyServer
+    from ..core import LazyServer
 
 __all__ = [
     "MAX_SUBSCRIPTIONS",
@@ -209,7 +209,7 @@ class SharedSessions:
         with acting_as(principal), calling(CallOrigin(client=state.client)):
             await self._follow(front, state.client, record, skip=None)
 
-    async def _follow(self, front: Front, client: ClientSide, record: SessionRecord, *, skip: str | None) -> None:
+    async def _follow(self, front: UpstreamFeatures, client: ClientSide, record: SessionRecord, *, skip: str | None) -> None:
         """This replica's upstream subscriptions for the session as its record has them: the URIs it subscribed to
         on any replica are subscribed here too (at this replica's own connections, as the policy allows), the ones
         it left anywhere are left here."""

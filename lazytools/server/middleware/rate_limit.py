@@ -11,9 +11,9 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from ..errors import RateLimitedError
-from ..policy.limits import RateLimiter
-from .access import Gate
+from ...errors import RateLimitedError
+from ...policy.limits import RateLimiter
+from ..access import Gate
 
 __all__ = ["LIMITED_METHODS", "RATE_LIMITED", "RateLimitMiddleware"]
 
