@@ -21,9 +21,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from ...identity import Principal, acting_as
+from ...learning.records import MAX_SEARCH_TERMS
 from ...origin import CallOrigin, ClientSide, calling
 from ...sdk import connection_of
-from ...learning.records import MAX_SEARCH_TERMS
 from ...state import SessionRecord, SharedState, StateUnavailableError
 from ...state.outbox import collecting
 from ..learning import MAX_LINKED
