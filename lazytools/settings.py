@@ -258,6 +258,18 @@ class Settings(BaseSettings):
         default=False,
         description="Accept opaque (non-JWT) tokens by asking the issuer's RFC 7662 introspection endpoint, with "
                     "LAZYTOOLS_AUTH_CLIENT_ID and _SECRET.")
+    auth_introspection_concurrency: int = Field(
+        default=4, ge=1,
+        description="Most introspection requests in flight at once; a token that would start one more is refused "
+                    "unchecked (503, try again): made-up opaque tokens cannot flood the issuer or this server.")
+    auth_introspection_rate: float = Field(
+        default=10.0, gt=0,
+        description="Introspection requests a second, on average (bursts up to "
+                    "LAZYTOOLS_AUTH_INTROSPECTION_CONCURRENCY); past it a new token is refused unchecked (503).")
+    auth_refusal_cache_seconds: float = Field(
+        default=30.0, ge=0,
+        description="Seconds a refused token stays refused without being checked again (10,000 remembered at "
+                    "most); refusals because the issuer was busy or unreachable are not remembered. 0: off.")
     auth_introspection_url: str | None = Field(
         default=None, description="The introspection endpoint, when the issuer's metadata does not give one.")
     auth_client_id: str | None = Field(
