@@ -192,6 +192,16 @@ class Settings(BaseSettings):
         default=10.0, gt=0,
         description="Seconds an HTTP client has to send a request's headers, from its first byte (or from the "
                     "connection); then the connection is closed.")
+    max_header_bytes: int = Field(
+        default=64 * 1024, ge=8 * 1024,
+        description="Largest request line and headers of an HTTP request, in bytes (as nginx's "
+                    "large_client_header_buffers); past it the client gets 431 and the connection is closed.")
+    max_header_count: int = Field(
+        default=100, ge=16, description="Most header fields in an HTTP request; past it the client gets 431.")
+    http_implementation: Literal["auto", "httptools", "h11"] = Field(
+        default="auto",
+        description="uvicorn's HTTP parser: auto (httptools when installed, else h11), httptools or h11; the "
+                    "limits above hold for each.")
     body_timeout: float = Field(
         default=15.0, gt=0,
         description="Seconds an HTTP client has to send a request's body once its headers are in; then it gets 408.")

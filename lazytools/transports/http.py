@@ -8,6 +8,7 @@ sees the static proxy surface; 2026-07-28 requests (routed by the SDK on `MCP-Pr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,6 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..identity import SCOPE_KEY, Principal
 from ..safetext import redact_session_ids
@@ -41,7 +43,7 @@ from ..state import SharedState
 from .http_auth import edge_auth
 from .http_drain import DrainingServer, InFlight, Readiness
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
-from .http_limits import fd_bounded, guarded_protocol
+from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_shared import SharedSessionManager
 
 __all__ = ["MCP_PATH", "McpEndpoint", "build_app", "http_server", "serve_http"]
@@ -300,6 +302,8 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
                            MCP_SESSION_ID_HEADER],
             expose_headers=[MCP_SESSION_ID_HEADER, "www-authenticate"],
         ))
+    # Before anything reads a header (CORS, Host, the token): too many of them is a 431 (http_limits.py).
+    middleware.insert(0, Middleware(HeaderCount, max_count=settings.max_header_count))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
                            body_timeout=settings.body_timeout, readiness=readiness)
     inflight = InFlight(endpoint)
@@ -335,15 +339,32 @@ class _App(Starlette):
         await super().__call__(scope, receive, send)
 
 
+def _protocol_class(name: str) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol class by name: `auto` is httptools when it is installed, else h11."""
+    if name == "h11":
+        return H11Protocol
+    if name == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # needs httptools installed
+
+        return HttpToolsProtocol
+    return AutoHTTPProtocol
+
+
 def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, header_timeout: float = 10.0,
-                    max_connections: int = 512) -> uvicorn.Config:
-    # Headers within a deadline and a cap on open connections (http_limits.py): slowloris cannot starve us.
+                    max_connections: int = 512, max_header_bytes: int = 64 * 1024,
+                    implementation: str = "auto") -> uvicorn.Config:
+    # Headers within a deadline and a size, a cap on open connections (http_limits.py): slowloris cannot starve
+    # us, nor endless headers fill the memory.
     connections, backlog = fd_bounded(max_connections)
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=guarded_protocol(AutoHTTPProtocol, header_timeout=header_timeout, max_connections=connections),
+        http=guarded_protocol(_protocol_class(implementation), header_timeout=header_timeout,
+                              max_connections=connections, max_header_bytes=max_header_bytes),
+        # h11 holds a header block whole until it ends; its own cap stays above ours (which answers 431, where h11
+        # answers 400) by more than one read of the socket.
+        h11_max_incomplete_event_size=max_header_bytes + 512 * 1024,
         backlog=backlog,
         lifespan="on",
         # uvicorn's own logging config writes access lines to stdout; ours sends everything to stderr.
@@ -372,7 +393,8 @@ def http_server(app: ASGIApp, settings: Settings) -> uvicorn.Server:
     """The uvicorn server for `app` on settings.host:settings.port, with lazytools' connection limits (and, for
     an app of `build_app`, readiness and drain on SIGTERM)."""
     config = _uvicorn_config(app, settings.host, settings.port, settings.log_level,
-                             header_timeout=settings.header_timeout, max_connections=settings.max_connections)
+                             header_timeout=settings.header_timeout, max_connections=settings.max_connections,
+                             max_header_bytes=settings.max_header_bytes, implementation=settings.http_implementation)
     state = getattr(app, "state", None)
     readiness = getattr(state, "readiness", None) or Readiness()
     sessions = getattr(state, "sessions", None)
