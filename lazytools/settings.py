@@ -184,6 +184,11 @@ class Settings(BaseSettings):
     session_idle_timeout: float = Field(
         default=1800.0, gt=0, description="Seconds before an idle HTTP session expires and its state is freed.")
     max_sessions: int = Field(default=10_000, ge=1, description="Most HTTP sessions held at once.")
+    max_sessions_per_principal: int = Field(
+        default=100, ge=1,
+        description="Most HTTP sessions one OAuth user (a token's subject) holds at once, across replicas with "
+                    "LAZYTOOLS_STATE_URL; past it their initialize gets 429 until one ends (DELETE, idle timeout). "
+                    "Each initialize also counts against the user's calls per minute.")
     max_body_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024, description="Largest HTTP request body accepted, in bytes.")
     json_response: bool = Field(

@@ -129,7 +129,8 @@ class ReasonedBearer(BearerAuthBackend):
             conn.scope[REFUSAL_KEY] = Refusal("the token has expired")
             return None
         # The verifier checked `aud` against this server already; the SDK's resource check is the same one.
-        return await super().authenticate(conn)
+        checked: tuple[AuthCredentials, BaseUser] | None = await super().authenticate(conn)
+        return checked
 
 
 class PrincipalOnScope:
