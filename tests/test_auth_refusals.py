@@ -139,3 +139,24 @@ async def test_refusals_are_logged_at_a_bounded_rate(caplog: pytest.LogCaptureFi
                 assert answer.status_code == 401
         lines = [r for r in caplog.records if r.name == "lazytools.auth.verifier"]
         assert 1 <= len(lines) <= 20, len(lines)  # ten a minute; a minute may turn during the loop
+
+
+async def test_a_subject_made_to_forge_log_lines_is_escaped_in_every_line(caplog: pytest.LogCaptureFixture) -> None:
+    """Before: the rate limiter wrote `principal.key` as it came, newlines and ANSI escapes included."""
+    forged = "mallory\n2026-12-01 00:00:00 INFO lazytools: admin logged in\x1b[2K\u202e"
+    async with served(rate_limit=1, max_sessions_per_principal=1) as s:
+        token = s.idp.sign(audience=s.url, sub=forged)
+        with caplog.at_level(logging.INFO):
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+                async with Client(streamable_http_client(s.url, http_client=http), mode="legacy") as client:
+                    results = [await client.call_tool("invoke_tool", {"tool_name": "word_count",
+                                                                      "arguments": {"text": "a"}})
+                               for _ in range(2)]
+                    assert results[1].is_error  # refused by the limit of 1 a minute: its line names mallory
+                again = await http.post(s.url, json=INITIALIZE, headers=ACCEPT)
+                assert again.status_code == 429  # the rate limit again, for a new session
+        lines = [r.getMessage() for r in caplog.records if "mallory" in r.getMessage()]
+        assert len(lines) >= 2, [r.getMessage() for r in caplog.records]
+        for line in lines:
+            assert "\n" not in line and "\x1b" not in line and "\u202e" not in line, line
+            assert "mallory\\n2026-12-01" in line
