@@ -303,6 +303,11 @@ class Settings(BaseSettings):
     auth_subject_claim: str = Field(
         default="sub", description="Claim naming the user (dotted names reach into objects).")
     auth_groups_claim: str = Field(default="groups", description="Claim listing the user's groups.")
+    auth_groups_format: Literal["list", "space", "comma"] = Field(
+        default="list",
+        description="How the groups and roles claims list names: list (a JSON array; one string is one name), "
+                    "space or comma (one string split on spaces, or on commas). With space, a policy's group names "
+                    "that hold a space can never match (warned at start).")
     auth_roles_claim: str = Field(
         default="roles", description="Claim listing the user's roles (e.g. realm_access.roles for Keycloak).")
     auth_scope_claim: str = Field(
