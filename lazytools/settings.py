@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import logging
 import math
 import os
@@ -169,6 +170,11 @@ class Settings(BaseSettings):
         default="127.0.0.1",
         description="HTTP bind address (keep 127.0.0.1 unless you set a token and know why).")
     port: int = Field(default=8000, ge=0, le=65535, description="HTTP port.")
+    allow_unauthenticated_public: bool = Field(
+        default=False,
+        description="Serve HTTP on an address other than loopback with neither LAZYTOOLS_AUTH_TOKEN nor "
+                    "LAZYTOOLS_AUTH_ISSUER (refused without this: anyone who reaches the address could call every "
+                    "tool). For a gateway behind something that authenticates for it.")
     auth_token: SecretStr | None = Field(
         default=None,
         description="Bearer token required on HTTP requests when set (401 without it). No flag: a command line is "
@@ -438,7 +444,25 @@ class Settings(BaseSettings):
                              "https://tools.example.com/mcp)")
         if self.auth_issuer is not None and self.auth_token is not None:
             raise ValueError("auth_issuer and auth_token exclude each other: one shared token, or OAuth")
+        if self.transport == "http" and not _loopback(self.host) and self.auth_token is None \
+                and self.auth_issuer is None and not self.allow_unauthenticated_public:
+            raise ValueError(
+                f"serving HTTP on {self.host} with neither LAZYTOOLS_AUTH_TOKEN nor LAZYTOOLS_AUTH_ISSUER set would "
+                "let anyone who reaches it call every tool: set one of them (exported, so that lazytools sees it), "
+                "bind loopback (--host 127.0.0.1), or set LAZYTOOLS_ALLOW_UNAUTHENTICATED_PUBLIC=true when "
+                "something in front authenticates")
         return self
+
+
+def _loopback(host: str) -> bool:
+    """Whether only this machine can reach `host` (a name or an address)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def load_settings(env_file: Path | None = None, **overrides: Any) -> Settings:
