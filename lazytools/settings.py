@@ -194,7 +194,7 @@ class Settings(BaseSettings):
         default=100, ge=1,
         description="Most HTTP sessions one OAuth user (a token's subject) holds at once, across replicas with "
                     "LAZYTOOLS_STATE_URL; past it their initialize gets 429 until one ends (DELETE, idle timeout). "
-                    "Each initialize also counts against the user's calls per minute.")
+                    "New sessions a minute are bounded by the user's calls per minute too (counted apart).")
     max_body_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024, description="Largest HTTP request body accepted, in bytes.")
     json_response: bool = Field(

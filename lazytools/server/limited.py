@@ -42,13 +42,14 @@ class RateLimitMiddleware:
         grant = self.gate.grant(principal)
         return grant.calls_per_minute if grant is not None and grant.calls_per_minute else self.default
 
-    async def count(self, principal: Principal, what: str) -> tuple[int, Verdict] | None:
-        """Count one `what` (a method) of `principal`; (its limit, the verdict) when refused, else None."""
+    async def count(self, principal: Principal, what: str, *, counter: str = "") -> tuple[int, Verdict] | None:
+        """Count one `what` (a method) of `principal`; (its limit, the verdict) when refused, else None. A `counter`
+        counts apart from the principal's calls, against the same limit (new sessions: opening one is no call)."""
         limit = self.limit_of(principal)
         if limit is None:
             return None
         try:
-            verdict = await self.limiter.hit(principal.key, limit)
+            verdict = await self.limiter.hit(f"{counter}{principal.key}", limit)
         except Exception as exc:  # the shared store is down: serve (a limit is not worth an outage), say so
             logger.warning("rate limit not counted for %s: %s: %s", clip(principal.key), type(exc).__name__,
                            clip(str(exc)))

@@ -59,8 +59,8 @@ _SHUTDOWN_GRACE = 5
 
 
 class SessionAdmission:
-    """Who may open a session (`initialize`): it counts as a call against the principal's rate limit (in Redis with
-    replicas, so across all of them), and an OAuth principal holds at most `per_principal` sessions at once
+    """Who may open a session (`initialize`): the principal may open as many a minute as it may make calls (counted
+    apart from its calls, in Redis with replicas, so across all of them), and an OAuth principal holds at most `per_principal` sessions at once
     (counted across replicas too, with the Redis counter). Principals shared by design (the single token's user,
     anonymous on loopback) are bounded by `max_sessions` alone: one per-user cap would be everyone's."""
 
@@ -76,7 +76,7 @@ class SessionAdmission:
         """The 429 that refuses a new session of `principal` by its rate limit, or None."""
         if self.limits is None:
             return None
-        refused = await self.limits.count(principal, "initialize")
+        refused = await self.limits.count(principal, "initialize", counter="sessions:")
         if refused is None:
             return None
         limit, verdict = refused
