@@ -72,11 +72,14 @@ async def test_a_flood_of_made_up_opaque_tokens_costs_a_bounded_number_of_intros
                 assert s.idp.introspections == posts + 1
                 assert 'error_description="the token is not active (introspection)"' in \
                     again[-1].headers["www-authenticate"]
-            # The flood never reached the legitimate session's answers (how much slower they were is reported).
+            # The legitimate session kept answering, within a wide multiple of its own answers before the flood
+            # (measured here: 5-6 times, on a loaded machine; before, each made-up token cost ~41 ms of the event
+            # loop's CPU and the session's answers took 100 times as long).
             print(f"\n300 made-up tokens in {elapsed:.2f} s: {posts} introspection POSTs, statuses {statuses}; "
                   f"ping median {statistics.median(baseline) * 1000:.1f} ms before, "
                   f"{statistics.median(during) * 1000:.1f} ms during the flood")
             assert len(during) == 10
+            assert statistics.median(during) < 50 * statistics.median(baseline), (baseline, during)
 
 
 async def test_a_known_opaque_token_still_passes_when_introspection_is_on() -> None:

@@ -275,7 +275,8 @@ def _refusal_of(exc: Exception) -> Refusal:
         return Refusal(f"the token lacks the {exc.claim} claim", detail)
     for kind, description in _JWT_REASONS:
         if isinstance(exc, kind):
-            return Refusal(description, detail)
+            # A token not valid yet becomes valid by itself: not remembered as refused.
+            return Refusal(description, detail, transient=isinstance(exc, jwt.ImmatureSignatureError))
     if isinstance(exc, _NoSubject):
         return Refusal("the token has no subject (sub)", f"{detail}; LAZYTOOLS_AUTH_SUBJECT_CLAIM names the claim")
     return Refusal("the token is not valid", f"{type(exc).__name__}: {detail}")
