@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AnyHttpUrl, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -421,6 +421,15 @@ class Settings(BaseSettings):
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^/\s?#]+(/[^\s?#]*)?$", value):
             raise ValueError("must be an http:// or https:// URL without a query or fragment")
+        if value is not None:
+            # The HTTP edge reads these as pydantic URLs (the SDK's metadata routes): a URL it cannot read must be
+            # refused here, where the error names the setting, not at start-up with pydantic's words alone.
+            try:
+                AnyHttpUrl(value)
+            except ValidationError as exc:
+                reasons = "; ".join(error["msg"].removeprefix("Input should be a valid URL, ")
+                                    for error in exc.errors(include_url=False))
+                raise ValueError(f"is not a URL the server can use: {reasons}") from None
         return value
 
     @field_validator("auth_algorithms")

@@ -1,5 +1,6 @@
-"""`lazytools --transport http --host` other than loopback with no authentication refuses to start (issue #30): a
-doc block pasted with unexported variables started an open gateway on 0.0.0.0 with only a warning. Real processes."""
+"""Start-up refusals of `lazytools --transport http`, as a user meets them in real processes: a bind other than
+loopback with no authentication refuses to start (issue #30: a doc block pasted with unexported variables started an
+open gateway on 0.0.0.0 with only a warning), and a refused OAuth start names the setting and the reason (#31)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,22 @@ async def test_a_public_bind_starts_with_a_token_or_when_explicitly_allowed(tmp_
                 process.kill()
                 await process.wait()
             await process.aclose()
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("variable", "value", "reason"), [
+    ("LAZYTOOLS_AUTH_AUDIENCE", "http://tools.example.com:99999/mcp", "invalid port number"),
+    ("LAZYTOOLS_AUTH_ISSUER", "https://[::1/idp", "invalid IPv6 address"),
+])
+def test_a_refused_oauth_start_names_the_setting_and_the_reason(tmp_path: Path, variable: str, value: str,
+                                                                 reason: str) -> None:
+    """Before: "invalid settings: Input should be a valid URL, invalid port number", naming no setting."""
+    env = _env(LAZYTOOLS_AUTH_ISSUER="https://idp.example.com/realms/team",
+               LAZYTOOLS_AUTH_AUDIENCE="https://tools.example.com/mcp")
+    env[variable] = value
+    done = subprocess.run(_command(tmp_path, "127.0.0.1", _free_port()), cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    [line] = [line for line in done.stderr.splitlines() if variable in line]
+    assert reason in line, done.stderr
