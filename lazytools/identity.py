@@ -20,6 +20,7 @@ __all__ = [
     "ANONYMOUS",
     "SCOPE_KEY",
     "ClaimNames",
+    "ListFormat",
     "Principal",
     "PrincipalKind",
     "acting_as",
@@ -32,6 +33,10 @@ SCOPE_KEY = "lazytools.principal"
 """The ASGI scope key under which the HTTP edge leaves the request's `Principal`."""
 
 PrincipalKind = Literal["oauth", "token", "stdio", "anonymous"]
+
+ListFormat = Literal["list", "space", "comma"]
+"""How a groups or roles claim lists its names: a JSON array (a lone string is one name), or one string split on
+spaces or on commas."""
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -82,6 +87,9 @@ class ClaimNames:
     groups: str = "groups"
     roles: str = "roles"
     scope: str = "scope"
+    groups_format: ListFormat = "list"
+    """The shape of the groups and roles claims. `list` by default: split on spaces, the one string "Ex engineering"
+    would be the groups "Ex" and "engineering", and satisfy `group:engineering`."""
 
 
 def principal_from_claims(claims: Mapping[str, Any], names: ClaimNames = ClaimNames(), *, token: str | None = None,
@@ -103,8 +111,8 @@ def principal_from_claims(claims: Mapping[str, Any], names: ClaimNames = ClaimNa
         subject=subject,
         issuer=_text(claims.get("iss")),
         client_id=client,
-        groups=_words(_claim(claims, names.groups)),
-        roles=_words(_claim(claims, names.roles)),
+        groups=_names(_claim(claims, names.groups), names.groups_format),
+        roles=_names(_claim(claims, names.roles), names.groups_format),
         scopes=scopes,
         claims=MappingProxyType(dict(claims)),
         token=token,
@@ -131,6 +139,19 @@ def _words(value: Any) -> frozenset[str]:
     """A claim that lists names: a JSON array of strings, or one space-separated string (OAuth's `scope`)."""
     if isinstance(value, str):
         return frozenset(value.split())
+    if isinstance(value, (list, tuple)):
+        return frozenset(item for item in value if isinstance(item, str) and item)
+    return frozenset()
+
+
+def _names(value: Any, shape: ListFormat) -> frozenset[str]:
+    """The names a groups or roles claim lists, read as `shape` says."""
+    if isinstance(value, str):
+        if shape == "space":
+            return frozenset(value.split())
+        if shape == "comma":
+            return frozenset(part.strip() for part in value.split(",") if part.strip())
+        return frozenset({value}) if value else frozenset()
     if isinstance(value, (list, tuple)):
         return frozenset(item for item in value if isinstance(item, str) and item)
     return frozenset()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import logging
 import math
 import os
@@ -10,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AnyHttpUrl, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -183,6 +184,11 @@ class Settings(BaseSettings):
         default="127.0.0.1",
         description="HTTP bind address (keep 127.0.0.1 unless you set a token and know why).")
     port: int = Field(default=8000, ge=0, le=65535, description="HTTP port.")
+    allow_unauthenticated_public: bool = Field(
+        default=False,
+        description="Serve HTTP on an address other than loopback with neither LAZYTOOLS_AUTH_TOKEN nor "
+                    "LAZYTOOLS_AUTH_ISSUER (refused without this: anyone who reaches the address could call every "
+                    "tool). For a gateway behind something that authenticates for it.")
     auth_token: SecretStr | None = Field(
         default=None,
         description="Bearer token required on HTTP requests when set (401 without it). No flag: a command line is "
@@ -198,6 +204,11 @@ class Settings(BaseSettings):
     session_idle_timeout: float = Field(
         default=1800.0, gt=0, description="Seconds before an idle HTTP session expires and its state is freed.")
     max_sessions: int = Field(default=10_000, ge=1, description="Most HTTP sessions held at once.")
+    max_sessions_per_principal: int = Field(
+        default=100, ge=1,
+        description="Most HTTP sessions one OAuth user (a token's subject) holds at once, across replicas with "
+                    "LAZYTOOLS_STATE_URL; past it their initialize gets 429 until one ends (DELETE, idle timeout). "
+                    "New sessions a minute are bounded by the user's calls per minute too (counted apart).")
     max_body_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024, description="Largest HTTP request body accepted, in bytes.")
     json_response: bool = Field(
@@ -206,6 +217,16 @@ class Settings(BaseSettings):
         default=10.0, gt=0,
         description="Seconds an HTTP client has to send a request's headers, from its first byte (or from the "
                     "connection); then the connection is closed.")
+    max_header_bytes: int = Field(
+        default=64 * 1024, ge=8 * 1024,
+        description="Largest request line and headers of an HTTP request, in bytes (as nginx's "
+                    "large_client_header_buffers); past it the client gets 431 and the connection is closed.")
+    max_header_count: int = Field(
+        default=100, ge=16, description="Most header fields in an HTTP request; past it the client gets 431.")
+    http_implementation: Literal["auto", "httptools", "h11"] = Field(
+        default="auto",
+        description="uvicorn's HTTP parser: auto (httptools when installed, else h11), httptools or h11; the "
+                    "limits above hold for each.")
     body_timeout: float = Field(
         default=15.0, gt=0,
         description="Seconds an HTTP client has to send a request's body once its headers are in; then it gets 408.")
@@ -272,6 +293,18 @@ class Settings(BaseSettings):
         default=False,
         description="Accept opaque (non-JWT) tokens by asking the issuer's RFC 7662 introspection endpoint, with "
                     "LAZYTOOLS_AUTH_CLIENT_ID and _SECRET.")
+    auth_introspection_concurrency: int = Field(
+        default=4, ge=1,
+        description="Most introspection requests in flight at once; a token that would start one more is refused "
+                    "unchecked (503, try again): made-up opaque tokens cannot flood the issuer or this server.")
+    auth_introspection_rate: float = Field(
+        default=10.0, gt=0,
+        description="Introspection requests a second, on average (bursts up to "
+                    "LAZYTOOLS_AUTH_INTROSPECTION_CONCURRENCY); past it a new token is refused unchecked (503).")
+    auth_refusal_cache_seconds: float = Field(
+        default=30.0, ge=0,
+        description="Seconds a refused token stays refused without being checked again (10,000 remembered at "
+                    "most); refusals because the issuer was busy or unreachable are not remembered. 0: off.")
     auth_introspection_url: str | None = Field(
         default=None, description="The introspection endpoint, when the issuer's metadata does not give one.")
     auth_client_id: str | None = Field(
@@ -290,6 +323,11 @@ class Settings(BaseSettings):
     auth_subject_claim: str = Field(
         default="sub", description="Claim naming the user (dotted names reach into objects).")
     auth_groups_claim: str = Field(default="groups", description="Claim listing the user's groups.")
+    auth_groups_format: Literal["list", "space", "comma"] = Field(
+        default="list",
+        description="How the groups and roles claims list names: list (a JSON array; one string is one name), "
+                    "space or comma (one string split on spaces, or on commas). With space, a policy's group names "
+                    "that hold a space can never match (warned at start).")
     auth_roles_claim: str = Field(
         default="roles", description="Claim listing the user's roles (e.g. realm_access.roles for Keycloak).")
     auth_scope_claim: str = Field(
@@ -401,6 +439,15 @@ class Settings(BaseSettings):
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^/\s?#]+(/[^\s?#]*)?$", value):
             raise ValueError("must be an http:// or https:// URL without a query or fragment")
+        if value is not None:
+            # The HTTP edge reads these as pydantic URLs (the SDK's metadata routes): a URL it cannot read must be
+            # refused here, where the error names the setting, not at start-up with pydantic's words alone.
+            try:
+                AnyHttpUrl(value)
+            except ValidationError as exc:
+                reasons = "; ".join(error["msg"].removeprefix("Input should be a valid URL, ")
+                                    for error in exc.errors(include_url=False))
+                raise ValueError(f"is not a URL the server can use: {reasons}") from None
         return value
 
     @field_validator("auth_algorithms")
@@ -424,7 +471,25 @@ class Settings(BaseSettings):
                              "https://tools.example.com/mcp)")
         if self.auth_issuer is not None and self.auth_token is not None:
             raise ValueError("auth_issuer and auth_token exclude each other: one shared token, or OAuth")
+        if self.transport == "http" and not _loopback(self.host) and self.auth_token is None \
+                and self.auth_issuer is None and not self.allow_unauthenticated_public:
+            raise ValueError(
+                f"serving HTTP on {self.host} with neither LAZYTOOLS_AUTH_TOKEN nor LAZYTOOLS_AUTH_ISSUER set would "
+                "let anyone who reaches it call every tool: set one of them (exported, so that lazytools sees it), "
+                "bind loopback (--host 127.0.0.1), or set LAZYTOOLS_ALLOW_UNAUTHENTICATED_PUBLIC=true when "
+                "something in front authenticates")
         return self
+
+
+def _loopback(host: str) -> bool:
+    """Whether only this machine can reach `host` (a name or an address)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def load_settings(env_file: Path | None = None, **overrides: Any) -> Settings:

@@ -61,6 +61,7 @@ class IdP:
     groups: list[str] = field(default_factory=lambda: ["team-a"])
     jwks_mode: JwksMode = "ok"
     jwks_fetches: int = 0
+    introspections: int = 0
     opaque: dict[str, dict[str, Any]] = field(default_factory=dict)
     exchanges: list[dict[str, str]] = field(default_factory=list)
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -183,6 +184,7 @@ class IdP:
         return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
 
     async def _introspect(self, request: Request) -> JSONResponse:
+        self.introspections += 1
         if request.headers.get("authorization") != _basic(*EXCHANGE_CLIENT):
             return JSONResponse({"error": "invalid_client"}, status_code=401)
         form = await request.form()

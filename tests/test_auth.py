@@ -314,7 +314,7 @@ def test_principal_claim_names_are_configurable() -> None:
     claims = {"iss": "https://idp", "preferred_username": "erin", "realm_access": {"roles": ["admin"]},
               "scp": ["tools", "read"], "grp": "a b", "exp": 10}
     principal = principal_from_claims(claims, ClaimNames(subject="preferred_username", groups="grp",
-                                                         roles="realm_access.roles"))
+                                                         roles="realm_access.roles", groups_format="space"))
     assert principal.name == "erin" and principal.subject == "erin"
     assert principal.groups == {"a", "b"} and principal.roles == {"admin"} and principal.scopes == {"tools", "read"}
     assert principal.key == "oauth:https://idp#erin"

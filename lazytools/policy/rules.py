@@ -230,6 +230,10 @@ def _check(rule: ArgumentRule, arguments: Mapping[str, Any]) -> str | None:
         return f"argument {name!r} must be one of the values the policy allows"
     if rule.under:
         values = value if isinstance(value, list) else [value]
+        if not values:
+            # An empty list names no path, so no path outside: but the tool may read it as "everything" (its
+            # default root). Refused, as a missing argument is.
+            return f"argument {name!r} must be a path under {', '.join(rule.under)} (an empty list is none)"
         for item in values:
             if not isinstance(item, str) or not check_path(item, rule.under):
                 return f"argument {name!r} must be a path under {', '.join(rule.under)}"
@@ -298,6 +302,12 @@ class Policy:
 
 
 _Who = dict[str, frozenset[str]]
+
+
+def spaced_names(spec: PolicySpec) -> list[str]:
+    """The `group:` and `role:` selectors whose name holds whitespace: none matches a claim split on spaces."""
+    return sorted({selector for rule in spec.rules for selector in rule.who
+                   if selector.startswith(("group:", "role:")) and any(c.isspace() for c in selector)})
 
 
 def _who_sets(selectors: Sequence[str]) -> _Who:

@@ -31,6 +31,7 @@ from ..learning.start import open_usage
 from ..modes import Surface
 from ..policy.file import PolicyFile
 from ..policy.limits import MemoryRateLimiter, RateLimiter
+from ..policy.rules import spaced_names
 from ..safetext import clip
 from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
@@ -508,6 +509,12 @@ def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | 
         raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
     if policy is None and settings.policy is not None:
         policy = PolicyFile(settings.policy, max_bytes=settings.policy_max_bytes, settle=settings.policy_settle)
+    if policy is not None and settings.auth_issuer is not None and settings.auth_groups_format == "space":
+        spaced = spaced_names(policy.current().spec)
+        if spaced:
+            logger.warning("the policy names %s, but LAZYTOOLS_AUTH_GROUPS_FORMAT=space splits the claim on spaces: "
+                           "those never match, and each word is a group of its own (use list or comma)",
+                           ", ".join(clip(name) for name in spaced[:10]))
     if limiter is None and (settings.rate_limit or policy is not None):
         limiter = MemoryRateLimiter()
     # Metrics are served over HTTP only (GET /metrics): over stdio nobody could read them, so nothing counts them.

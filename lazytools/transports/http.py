@@ -8,6 +8,7 @@ sees the static proxy surface; 2026-07-28 requests (routed by the SDK on `MCP-Pr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,17 +32,21 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..errors import RateLimitedError
 from ..identity import SCOPE_KEY, Principal
-from ..safetext import redact_session_ids
+from ..policy.limits import Alive, MemorySessionCounter, RedisSessionCounter, SessionCounter
+from ..safetext import clip, redact_session_ids
 from ..server.metrics import Metrics
+from ..server.middleware.rate_limit import RATE_LIMITED, RateLimitMiddleware
 from ..server.middleware.shared_sessions import SharedSessions
 from ..settings import Settings
 from ..state import SharedState
 from .http_auth import edge_auth
 from .http_drain import DrainingServer, InFlight, Readiness
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
-from .http_limits import fd_bounded, guarded_protocol
+from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_shared_sessions import SharedSessionManager
 
 __all__ = ["MCP_PATH", "McpEndpoint", "build_app", "http_server", "serve_http"]
@@ -53,17 +58,70 @@ _SHUTDOWN_GRACE = 5
 """Seconds uvicorn waits for open streams (GET streams never end by themselves) before closing them on exit."""
 
 
+class SessionAdmission:
+    """Who may open a session (`initialize`): the principal may open as many a minute as it may make calls (counted
+    apart from its calls, in Redis with replicas, so across all of them), and an OAuth principal holds at most `per_principal` sessions at once
+    (counted across replicas too, with the Redis counter). Principals shared by design (the single token's user,
+    anonymous on loopback) are bounded by `max_sessions` alone: one per-user cap would be everyone's."""
+
+    def __init__(self, counter: SessionCounter, per_principal: int, alive: Alive,
+                 limits: RateLimitMiddleware | None) -> None:
+        self.counter = counter
+        self.per_principal = per_principal
+        self.alive = alive
+        self.limits = limits
+        self.refusals = 0
+
+    async def refused(self, principal: Principal, request_id: Any) -> JSONResponse | None:
+        """The 429 that refuses a new session of `principal` by its rate limit, or None."""
+        if self.limits is None:
+            return None
+        refused = await self.limits.count(principal, "initialize", counter="sessions:")
+        if refused is None:
+            return None
+        limit, verdict = refused
+        error = RateLimitedError(principal.name, limit, verdict.retry_after)
+        return jsonrpc_error(429, str(error), code=RATE_LIMITED, request_id=request_id,
+                             headers={"Retry-After": str(max(1, round(verdict.retry_after)))})
+
+    async def reserve(self, principal: Principal) -> str | None | bool:
+        """A reservation for the session (str), True when none is needed, False when the principal is at its cap."""
+        if principal.kind != "oauth":
+            return True
+        try:
+            reservation = await self.counter.reserve(principal.key, self.per_principal, self.alive)
+        except Exception as exc:  # the shared store is down: the session store refuses the session itself
+            logger.warning("sessions of %s not counted: %s: %s", clip(principal.key), type(exc).__name__,
+                           clip(str(exc)))
+            return True
+        if reservation is None:
+            self.refusals += 1
+            logger.info("a new session refused for %s: it holds LAZYTOOLS_MAX_SESSIONS_PER_PRINCIPAL=%d sessions",
+                        clip(principal.key), self.per_principal)
+            return False
+        return reservation
+
+    async def confirm(self, principal: Principal, reservation: str, session_id: str | None) -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.counter.confirm(principal.key, reservation, session_id)
+            except Exception as exc:
+                logger.warning("sessions of %s not counted: %s: %s", clip(principal.key), type(exc).__name__,
+                               clip(str(exc)))
+
+
 class McpEndpoint:
     """ASGI app at `/mcp`: checks a POST's body, then hands the request to the session or the stateless manager."""
 
     def __init__(self, sessions: StreamableHTTPSessionManager | SharedSessionManager,
                  stateless: StreamableHTTPSessionManager, *, max_body_bytes: int, body_timeout: float = 15.0,
-                 readiness: Readiness | None = None) -> None:
+                 readiness: Readiness | None = None, admission: SessionAdmission | None = None) -> None:
         self.sessions = sessions
         self.stateless = stateless
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
         self.readiness = readiness
+        self.admission = admission
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -98,7 +156,40 @@ class McpEndpoint:
         if MCP_SESSION_ID_HEADER not in headers and not _is_initialize(message):
             # No session and no handshake: nothing to keep between requests, so the static proxy surface.
             manager = self.stateless
+        principal = scope.get(SCOPE_KEY)
+        if self.admission is not None and MCP_SESSION_ID_HEADER not in headers and _is_initialize(message) \
+                and isinstance(principal, Principal):
+            await self._open(principal, message, body, scope, receive, send)
+            return
         await manager.handle_request(scope, _replay(body, receive), send)
+
+    async def _open(self, principal: Principal, message: Any, body: bytes, scope: Scope, receive: Receive,
+                    send: Send) -> None:
+        """A new session, if the principal's rate limit and share of sessions allow it."""
+        assert self.admission is not None
+        refusal = await self.admission.refused(principal, message.get("id"))
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        reservation = await self.admission.reserve(principal)
+        if reservation is False:
+            await jsonrpc_error(429, f"Too many open sessions for {clip(principal.name)}: at most "
+                                     f"{self.admission.per_principal} at once; end one (DELETE) or let one expire",
+                                request_id=message.get("id"), headers={"Retry-After": "60"})(scope, receive, send)
+            return
+        opened: str | None = None
+
+        async def watch(sent: Message) -> None:
+            nonlocal opened
+            if sent["type"] == "http.response.start" and sent["status"] < 400:
+                opened = Headers(raw=sent.get("headers", [])).get(MCP_SESSION_ID_HEADER)
+            await send(sent)
+
+        try:
+            await self.sessions.handle_request(scope, _replay(body, receive), watch)
+        finally:
+            if isinstance(reservation, str):
+                await self.admission.confirm(principal, reservation, opened)
 
     def _refuses_sessions(self) -> bool:
         return (self.readiness is not None and self.readiness.draining
@@ -300,8 +391,11 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
                            MCP_SESSION_ID_HEADER],
             expose_headers=[MCP_SESSION_ID_HEADER, "www-authenticate"],
         ))
+    # Before anything reads a header (CORS, Host, the token): too many of them is a 431 (http_limits.py).
+    middleware.insert(0, Middleware(HeaderCount, max_count=settings.max_header_count))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
-                           body_timeout=settings.body_timeout, readiness=readiness)
+                           body_timeout=settings.body_timeout, readiness=readiness,
+                           admission=_admission(server, settings, sessions, state))
     inflight = InFlight(endpoint)
     routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]),
               Route("/readyz", readiness.endpoint, methods=["GET"]), *identity.routes]
@@ -316,6 +410,30 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
     app.state.inflight = inflight
     app.state.sessions = sessions
     return app
+
+
+def _admission(server: Server[Any], settings: Settings,
+               sessions: StreamableHTTPSessionManager | SharedSessionManager,
+               state: SharedState | None) -> SessionAdmission:
+    """Who may open a session here: counted in the replicas' Redis when there is one, else in this process."""
+    limits = next((m for m in getattr(server, "middleware", ()) if isinstance(m, RateLimitMiddleware)), None)
+    alive: Alive
+    if isinstance(sessions, SharedSessionManager):
+        store = sessions.state
+
+        async def alive(key: str) -> bool:
+            return await store.peek(key) is not None
+    else:
+        # The SDK's manager keeps its open sessions by id (and drops each as it ends: DELETE, idle, crash).
+        held = sessions._server_instances
+
+        async def alive(key: str) -> bool:
+            return key in held
+    client = getattr(state, "client", None)
+    counter: SessionCounter = MemorySessionCounter()
+    if client is not None:
+        counter = RedisSessionCounter(client, prefix=settings.state_prefix, ttl=4 * settings.session_idle_timeout)
+    return SessionAdmission(counter, settings.max_sessions_per_principal, alive, limits)
 
 
 class _App(Starlette):
@@ -335,15 +453,32 @@ class _App(Starlette):
         await super().__call__(scope, receive, send)
 
 
+def _protocol_class(name: str) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol class by name: `auto` is httptools when it is installed, else h11."""
+    if name == "h11":
+        return H11Protocol
+    if name == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # needs httptools installed
+
+        return HttpToolsProtocol
+    return AutoHTTPProtocol
+
+
 def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, header_timeout: float = 10.0,
-                    max_connections: int = 512) -> uvicorn.Config:
-    # Headers within a deadline and a cap on open connections (http_limits.py): slowloris cannot starve us.
+                    max_connections: int = 512, max_header_bytes: int = 64 * 1024,
+                    implementation: str = "auto") -> uvicorn.Config:
+    # Headers within a deadline and a size, a cap on open connections (http_limits.py): slowloris cannot starve
+    # us, nor endless headers fill the memory.
     connections, backlog = fd_bounded(max_connections)
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=guarded_protocol(AutoHTTPProtocol, header_timeout=header_timeout, max_connections=connections),
+        http=guarded_protocol(_protocol_class(implementation), header_timeout=header_timeout,
+                              max_connections=connections, max_header_bytes=max_header_bytes),
+        # h11 holds a header block whole until it ends; its own cap stays above ours (which answers 431, where h11
+        # answers 400) by more than one read of the socket.
+        h11_max_incomplete_event_size=max_header_bytes + 512 * 1024,
         backlog=backlog,
         lifespan="on",
         # uvicorn's own logging config writes access lines to stdout; ours sends everything to stderr.
@@ -372,7 +507,8 @@ def http_server(app: ASGIApp, settings: Settings) -> uvicorn.Server:
     """The uvicorn server for `app` on settings.host:settings.port, with lazytools' connection limits (and, for
     an app of `build_app`, readiness and drain on SIGTERM)."""
     config = _uvicorn_config(app, settings.host, settings.port, settings.log_level,
-                             header_timeout=settings.header_timeout, max_connections=settings.max_connections)
+                             header_timeout=settings.header_timeout, max_connections=settings.max_connections,
+                             max_header_bytes=settings.max_header_bytes, implementation=settings.http_implementation)
     state = getattr(app, "state", None)
     readiness = getattr(state, "readiness", None) or Readiness()
     sessions = getattr(state, "sessions", None)

@@ -9,22 +9,24 @@ opened it; `create_protected_resource_routes` serves the metadata. The gate belo
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware, create_protected_resource_routes
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
+from starlette.authentication import AuthCredentials, BaseUser
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..auth.fetch import Fetcher
 from ..auth.issuer import Issuer
-from ..auth.verifier import TokenChecks, VerifiedToken, Verifier
+from ..auth.verifier import Refusal, TokenChecks, VerifiedToken, Verifier
 from ..identity import ANONYMOUS, SCOPE_KEY, ClaimNames, Principal, acting_as, named_principal
 from ..settings import Settings
 from .http_guard import jsonrpc_error
@@ -32,6 +34,8 @@ from .http_guard import jsonrpc_error
 __all__ = ["EdgeAuth", "OAuthGate", "PrincipalOnScope", "edge_auth", "verifier_for"]
 
 METADATA_ROOT = "/.well-known/oauth-protected-resource"
+REFUSAL_KEY = "lazytools.refusal"
+"""The ASGI scope key under which the bearer check leaves why it refused the request's token (a `Refusal`)."""
 
 
 @dataclass(slots=True)
@@ -54,7 +58,11 @@ def verifier_for(settings: Settings) -> Verifier:
         introspection=settings.auth_introspection, introspection_url=settings.auth_introspection_url,
         client_id=settings.auth_client_id, client_secret=secret,
         claim_names=ClaimNames(subject=settings.auth_subject_claim, groups=settings.auth_groups_claim,
-                               roles=settings.auth_roles_claim, scope=settings.auth_scope_claim),
+                               roles=settings.auth_roles_claim, scope=settings.auth_scope_claim,
+                               groups_format=settings.auth_groups_format),
+        refusal_ttl=settings.auth_refusal_cache_seconds,
+        introspection_concurrency=settings.auth_introspection_concurrency,
+        introspection_rate=settings.auth_introspection_rate,
     )
     return Verifier(issuer, checks)
 
@@ -77,7 +85,7 @@ def edge_auth(settings: Settings, protected_prefix: str | tuple[str, ...],
         routes.append(Route(METADATA_ROOT, endpoint=routes[0].endpoint, methods=["GET", "OPTIONS"]))
     return EdgeAuth(
         middleware=[
-            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier, resource_server_url=resource)),
+            Middleware(AuthenticationMiddleware, backend=ReasonedBearer(verifier, resource_server_url=resource)),
             Middleware(OAuthGate, required_scopes=list(settings.auth_scopes),
                        resource_metadata_url=build_resource_metadata_url(resource), protected_prefix=protected_prefix),
         ],
@@ -100,6 +108,30 @@ def _metadata_routes(issuer: str, audience: str, scopes: list[str]) -> list[Rout
 
     [route] = create_protected_resource_routes(resource_url=resource, authorization_servers=[AnyHttpUrl(issuer)])
     return [Route(route.path, endpoint=cors_middleware(handle, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"])]
+
+
+class ReasonedBearer(BearerAuthBackend):
+    """The SDK's bearer check, which also leaves why a token was refused on the scope (`REFUSAL_KEY`) for the gate's
+    challenge."""
+
+    def __init__(self, verifier: Verifier, *, resource_server_url: AnyHttpUrl | None = None) -> None:
+        super().__init__(verifier, resource_server_url=resource_server_url)
+        self.verifier = verifier
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
+        header = conn.headers.get("authorization")
+        if not header or not header.lower().startswith("bearer "):
+            return None
+        found = await self.verifier.check(header[7:])
+        if isinstance(found, Refusal):
+            conn.scope[REFUSAL_KEY] = found
+            return None
+        if found.expires_at and found.expires_at < int(time.time()):
+            conn.scope[REFUSAL_KEY] = Refusal("the token has expired")
+            return None
+        # The verifier checked `aud` against this server already; the SDK's resource check is the same one.
+        checked: tuple[AuthCredentials, BaseUser] | None = await super().authenticate(conn)
+        return checked
 
 
 class PrincipalOnScope:
@@ -134,10 +166,15 @@ class OAuthGate(RequireAuthMiddleware):
         user = scope.get("user")
         access = user.access_token if isinstance(user, AuthenticatedUser) else None
         if not isinstance(access, VerifiedToken):
+            refusal = scope.get(REFUSAL_KEY)
+            if isinstance(refusal, Refusal) and refusal.busy:
+                await jsonrpc_error(503, f"Service Unavailable: {refusal.description}",
+                                    headers={"Retry-After": "1"})(scope, receive, send)
+                return
             presented = any(name == b"authorization" for name, _ in scope.get("headers", ()))
+            description = refusal.description if isinstance(refusal, Refusal) else "a valid bearer token is required"
             await self._challenge(401, "invalid_token" if presented else None,
-                                  "a valid bearer token is required" if presented else "missing bearer token")(
-                scope, receive, send)
+                                  description if presented else "missing bearer token")(scope, receive, send)
             return
         missing = [name for name in self.required_scopes if name not in access.scopes]
         if missing:

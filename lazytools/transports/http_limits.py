@@ -18,17 +18,27 @@ stopped answering. `guarded_protocol` wraps uvicorn's HTTP protocol class:
   newcomer is silent for a moment between its connection and its request, and an attacker reopening evicted
   connections in a loop would otherwise evict exactly the newcomers.
 
+A request's headers (with its request line) are also bounded in size, `max_header_bytes`: uvicorn's httptools
+parser keeps every header line it is sent, so 16 connections sending 50 MiB of headers each took the process from
+120 to 933 MB before any token was checked. Past the bound the connection gets a 431 and is closed, for either
+parser; the count of header fields is bounded by `HeaderCount`, an ASGI middleware in front of every other check
+(h11 holds a whole header block before anyone sees one of its fields, bounded by the same byte cap). The 431 is
+followed by a short lingering close: the rest of what the client sends is read and dropped for a moment (at most
+`_LINGER_BYTES`), so that its 431 reaches it instead of a connection reset.
+
 The body's deadline is the ASGI app's (`McpEndpoint`), which can answer 408.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import ConfigError
 
@@ -37,7 +47,7 @@ try:
 except ImportError:  # Windows: no RLIMIT_NOFILE to fit under
     resource = None  # type: ignore[assignment]
 
-__all__ = ["LISTEN_QUEUE", "GuardedServer", "fd_bounded", "guarded_protocol"]
+__all__ = ["LISTEN_QUEUE", "GuardedServer", "HeaderCount", "fd_bounded", "guarded_protocol", "too_large"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +56,38 @@ _FD_RESERVE = 64
 LISTEN_QUEUE = 1024
 """Connections the kernel may hold before they are accepted (they cost no file descriptor of ours until then)."""
 _BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+_LINGER_SECONDS = 2.0
+_LINGER_BYTES = 1024 * 1024
+"""After a 431, what of the client's rest is read and dropped before the connection is closed."""
+
+
+def _too_large_body(why: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": f"Request Header Fields Too Large: {why}"}}).encode()
+
+
+def too_large(why: str) -> bytes:
+    """A whole 431 response (a JSON-RPC error body) that closes the connection."""
+    body = _too_large_body(why)
+    return (b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+
+
+class HeaderCount:
+    """ASGI middleware: a request with more than `max_count` header fields gets a 431, before any other check."""
+
+    def __init__(self, app: ASGIApp, *, max_count: int) -> None:
+        self.app = app
+        self.max_count = max_count
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and len(scope.get("headers", ())) > self.max_count:
+            body = _too_large_body(f"more than {self.max_count} header fields (LAZYTOOLS_MAX_HEADER_COUNT)")
+            await send({"type": "http.response.start", "status": 431, "headers": [
+                (b"content-type", b"application/json"), (b"connection", b"close")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
 
 
 def fd_bounded(max_connections: int, backlog: int = 2048) -> tuple[int, int]:
@@ -69,8 +111,8 @@ def fd_bounded(max_connections: int, backlog: int = 2048) -> tuple[int, int]:
     return max_connections, backlog
 
 
-def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
-                     max_connections: int) -> type[asyncio.Protocol]:
+def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float, max_connections: int,
+                     max_header_bytes: int = 64 * 1024) -> type[asyncio.Protocol]:
     """A subclass of uvicorn's `base` protocol (h11 or httptools: both keep the request in `self.cycle`)."""
     silent: dict[Any, None] = {}
     """Connections waiting for a request that has not sent a byte of it yet, oldest first."""
@@ -92,6 +134,9 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
         """When the current request's first byte arrived (None between requests)."""
         _lt_bytes = 0
         """Bytes of the current request received so far."""
+        _lt_dropping = False
+        """Answered 431: what the client still sends is read and dropped until the connection closes."""
+        _lt_dropped = 0
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
@@ -112,12 +157,20 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
             self._lt_arm()
 
         def data_received(self, data: bytes) -> None:
+            if self._lt_dropping:
+                self._lt_dropped += len(data)
+                if self._lt_dropped > _LINGER_BYTES:
+                    self.transport.close()
+                return
             idle.pop(self, None)
             if self._lt_began is None:
                 self._lt_began, self._lt_bytes = self.loop.time(), 0
             self._lt_bytes += len(data)
             try:
                 self._lt_received(data)
+                if self._lt_timer is not None and self._lt_bytes > max_header_bytes \
+                        and not self.transport.is_closing():
+                    self._lt_refuse_headers()
             finally:
                 cycle = self.cycle
                 if cycle is not None and cycle.more_body and not cycle.response_complete \
@@ -160,6 +213,22 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float,
             self._lt_disarm()
             closing.discard(self)
             super().connection_lost(exc)
+
+        def _lt_refuse_headers(self) -> None:
+            """Its headers are still coming past `max_header_bytes`: a 431, and the connection ends."""
+            self._lt_disarm()
+            logger.debug("431 to %s: headers over %d bytes", "%s:%d" % self.client if self.client else "?",
+                         max_header_bytes)
+            self.transport.write(too_large(f"the request line and headers are over {max_header_bytes} bytes "
+                                           "(LAZYTOOLS_MAX_HEADER_BYTES)"))
+            closing.add(self)
+            self._lt_dropping = True
+            try:
+                self.transport.write_eof()  # the 431 and a FIN; what the client still sends is read and dropped
+            except (NotImplementedError, OSError, RuntimeError):
+                self.transport.close()
+                return
+            self.loop.call_later(_LINGER_SECONDS, self.transport.close)
 
         def _lt_arm(self) -> None:
             self._lt_cycle = self.cycle

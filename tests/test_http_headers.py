@@ -1,0 +1,84 @@
+"""Request headers are bounded in size and count, for both of uvicorn's HTTP parsers (issue #30, item 2): endless
+header lines get a 431 and a closed connection long before any token check, and do not grow the process.
+
+Raw sockets on 127.0.0.1 against lazytools' own uvicorn server in this event loop; every loop is bounded.
+"""
+
+from __future__ import annotations
+
+import anyio
+import httpx2
+import pytest
+from anyio.abc import SocketStream
+
+from .test_http_limits import closed_by_server, serving
+
+IMPLEMENTATIONS = ["httptools", "h11"]
+LINE = b"X-Filler: " + b"a" * 1000 + b"\r\n"
+
+
+async def _send_until_refused(stream: SocketStream, total: int) -> None:
+    """Header lines up to `total` bytes (or until the server stops reading)."""
+    sent = 0
+    try:
+        while sent < total:
+            await stream.send(LINE * 64)
+            sent += len(LINE) * 64
+    except (anyio.BrokenResourceError, ConnectionResetError, BrokenPipeError):
+        pass
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+async def test_endless_headers_get_431_before_the_token_is_checked(implementation: str) -> None:
+    """Before: httptools kept every line (16 connections of 50 MiB each: 120 → 933 MB), h11 answered 400 at
+    16 KiB. After: 431 once the headers pass LAZYTOOLS_MAX_HEADER_BYTES, with either parser."""
+    async with serving(http_implementation=implementation, max_header_bytes=32 * 1024, header_timeout=600,
+                       auth_token="s3cret-token") as (base, port):
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        await stream.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_send_until_refused, stream, 4 * 1024 * 1024)
+            answer = await closed_by_server(stream)
+            tg.cancel_scope.cancel()
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:300]
+        assert b"LAZYTOOLS_MAX_HEADER_BYTES" in answer
+        await stream.aclose()
+        async with httpx2.AsyncClient(timeout=10) as http:  # the server goes on
+            assert (await http.get(base + "/healthz")).status_code == 200
+            # A request as large as a real one (a 16 KiB token, a few cookies) is served.
+            big = await http.post(base + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                  headers={"Authorization": "Bearer " + "t" * 16_000, "Cookie": "c=" + "v" * 8000})
+            assert big.status_code == 401  # refused by the token check, not by the header cap
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+async def test_too_many_header_fields_get_431(implementation: str) -> None:
+    async with serving(http_implementation=implementation, max_header_count=50,
+                       auth_token="s3cret-token") as (base, port):
+        async with httpx2.AsyncClient(timeout=10) as http:
+            many = {f"x-h{number}": "v" for number in range(60)}
+            answer = await http.post(base + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                     headers=many)
+            assert answer.status_code == 431, answer.text[:200]
+            assert "LAZYTOOLS_MAX_HEADER_COUNT" in answer.json()["error"]["message"]
+            answer = await http.get(base + "/healthz", headers=many)
+            assert answer.status_code == 431
+            fewer = {f"x-h{number}": "v" for number in range(30)}
+            assert (await http.get(base + "/healthz", headers=fewer)).status_code == 200
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+async def test_a_kept_alive_connection_is_bounded_on_its_next_request_too(implementation: str) -> None:
+    async with serving(http_implementation=implementation, max_header_bytes=32 * 1024,
+                       header_timeout=600) as (base, port):
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        await stream.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        with anyio.fail_after(10):
+            assert (await stream.receive()).startswith(b"HTTP/1.1 200")
+        await stream.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_send_until_refused, stream, 4 * 1024 * 1024)
+            answer = await closed_by_server(stream)
+            tg.cancel_scope.cancel()
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:300]
+        await stream.aclose()
