@@ -104,14 +104,16 @@ def sources_for(settings: Settings) -> list[Source]:
 
 
 @asynccontextmanager
-async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
-    """The catalog for these settings, with its sources connected for as long as the context is open."""
-    async with _open_sources(settings) as (catalog, _front):
+async def open_catalog(settings: Settings, *, down: list[str] | None = None) -> AsyncIterator[Catalog]:
+    """The catalog for these settings, with its sources connected for as long as the context is open; `down`, if
+    given, gets "name (why)" for each configured upstream server that is not serving once they have all started."""
+    async with _open_sources(settings, down) as (catalog, _front):
         yield catalog
 
 
 @asynccontextmanager
-async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Front | None]]:
+async def _open_sources(settings: Settings, down: list[str] | None = None
+                        ) -> AsyncIterator[tuple[Catalog, Front | None]]:
     """The catalog, and the front a source exposes, if one does (a gateway's prompts, resources, client side)."""
     if settings.semantic:
         from .search.embedders import check_embedder
@@ -125,19 +127,22 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Fron
             exposed = getattr(opened, "front", None)
             if isinstance(exposed, Front):
                 front = exposed
+            if down is not None:
+                down.extend(f"{u.name} ({u.error or 'still starting'})" for u in getattr(opened, "down", ()))
         yield catalog, front
 
 
 @asynccontextmanager
-async def open_server(settings: Settings, *, state: RedisState | None = None) -> AsyncIterator[LazyServer]:
+async def open_server(settings: Settings, *, state: RedisState | None = None,
+                      down: list[str] | None = None) -> AsyncIterator[LazyServer]:
     """The server for `settings`; with the replicas' shared `state`, rate limits are counted in its Redis (every
-    replica shares them) on its connection pool, else in this process."""
+    replica shares them) on its connection pool, else in this process. `down` as for `open_catalog`."""
     audit = open_audit(settings.audit, values=settings.audit_arguments)
     limiter: RateLimiter | None = None
     if state is not None:
         limiter = RedisRateLimiter(state.client, prefix=settings.state_prefix)
     try:
-        async with _open_sources(settings) as (catalog, front):
+        async with _open_sources(settings, down) as (catalog, front):
             server = build_server(catalog, settings, front=front, audit=audit, limiter=limiter)
             try:
                 yield server
@@ -150,11 +155,15 @@ async def open_server(settings: Settings, *, state: RedisState | None = None) ->
 
 
 INTERRUPTED = 130
-"""The exit status after Ctrl-C (SIGINT), as a shell expects of an interrupted command; SIGTERM ends with 0."""
+"""The exit status after Ctrl-C (SIGINT), as a shell expects of an interrupted command (128 + the signal)."""
+TERMINATED = 143
+"""The exit status after SIGTERM (128 + 15), as a shell reports a command the signal ended (systemd: list it in
+`SuccessExitStatus=`)."""
 
 
 async def serve(settings: Settings) -> int:
-    """Serve until the client leaves or a signal stops it; the exit status (INTERRUPTED after Ctrl-C, else 0)."""
+    """Serve until the client leaves or a signal stops it; the exit status (INTERRUPTED after Ctrl-C, TERMINATED
+    after SIGTERM, else 0)."""
     flush = configure_tracing()  # spans exported over OTLP when asked (telemetry.py), flushed at the end
     try:
         return await _serve(settings)
@@ -190,7 +199,7 @@ async def _serve(settings: Settings) -> int:
         raise failed
     if watching is not None and watching.signum is not None:
         stopped_by = watching.signum
-    return INTERRUPTED if stopped_by == signal.SIGINT else 0
+    return {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}.get(stopped_by, 0) if stopped_by else 0
 
 
 async def _serve_on(server: LazyServer, settings: Settings, state: RedisState | None) -> int | None:

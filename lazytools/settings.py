@@ -400,12 +400,14 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _limits_agree(self) -> Settings:
         if self.search_limit > self.search_max_limit:
-            raise ValueError(f"search_limit ({self.search_limit}) is above search_max_limit ({self.search_max_limit})")
+            raise ValueError(f"LAZYTOOLS_SEARCH_LIMIT ({self.search_limit}) is above LAZYTOOLS_SEARCH_MAX_LIMIT "
+                             f"({self.search_max_limit})")
         if self.auth_issuer is not None and self.auth_audience is None:
-            raise ValueError("auth_issuer needs auth_audience (this server's canonical URI, e.g. "
+            raise ValueError("LAZYTOOLS_AUTH_ISSUER needs LAZYTOOLS_AUTH_AUDIENCE (this server's canonical URI, e.g. "
                              "https://tools.example.com/mcp)")
         if self.auth_issuer is not None and self.auth_token is not None:
-            raise ValueError("auth_issuer and auth_token exclude each other: one shared token, or OAuth")
+            raise ValueError("LAZYTOOLS_AUTH_ISSUER and LAZYTOOLS_AUTH_TOKEN exclude each other: one shared token, or "
+                             "OAuth")
         return self
 
 

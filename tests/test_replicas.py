@@ -350,7 +350,7 @@ async def test_rolling_restart_under_load_fails_no_call() -> None:
             for replica in c.replicas:
                 before = calls[0]
                 await eventually(lambda: calls[0] > before + 20, timeout=120)  # load is running
-                assert await replica.stop() == 0, replica.output()[-3000:]  # SIGTERM: drain, then exit
+                assert await replica.stop() == 143, replica.output()[-3000:]  # SIGTERM: drain, then exit
                 await replica.start()
                 await c.all_ready_through_proxy()
             before = calls[0]
@@ -510,7 +510,7 @@ async def test_a_draining_replica_accepts_and_serves_through_the_grace_period_th
             with anyio.fail_after(60):
                 while process.poll() is None:
                     await anyio.sleep(0.05)
-            assert process.returncode == 0, replica.output()[-3000:]
+            assert process.returncode == 143, replica.output()[-3000:]
             assert time.monotonic() - sent >= grace  # not before the grace was over
         finally:
             await replica.stop()

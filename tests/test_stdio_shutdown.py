@@ -62,7 +62,7 @@ def _handshake() -> bytes:
     return b"".join(json.dumps(message).encode() + b"\n" for message in INIT)
 
 
-@pytest.mark.parametrize(("how", "status"), [("end of input", 0), ("SIGTERM", 0), ("SIGINT", 130)])
+@pytest.mark.parametrize(("how", "status"), [("end of input", 0), ("SIGTERM", 143), ("SIGINT", 130)])
 def test_semantic_indexing_under_way_ends_with_the_usual_status(tmp_path: Path, how: str, status: int) -> None:
     """A cold vector cache: the catalog is being embedded (onnxruntime, in a thread) when the session ends. An
     interpreter leaving while that thread is inside the model aborted (SIGABRT)."""

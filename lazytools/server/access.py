@@ -17,6 +17,7 @@ from typing import Any
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
+from ..audit import note_reason
 from ..catalog import Catalog
 from ..entry import ToolEntry
 from ..errors import PolicyRefusedError
@@ -97,6 +98,7 @@ class Gate:
 
     def refused(self, kind: str) -> None:
         self.refusals[kind] += 1
+        note_reason("denied")  # the audit line says why, whatever the client is told (a hidden tool is "unknown")
 
     def principal(self) -> Principal:
         return current_principal() or self.local

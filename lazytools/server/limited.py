@@ -11,6 +11,7 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from ..audit import note_reason
 from ..errors import RateLimitedError
 from ..policy.limits import RateLimiter
 from .access import Gate
@@ -51,6 +52,7 @@ class RateLimitMiddleware:
         if verdict.allowed:
             return await call_next(ctx)
         self.refusals += 1
+        note_reason("rate_limited")
         error = RateLimitedError(principal.name, limit, verdict.retry_after)
         logger.info("%s refused for %s: %d calls this minute, limit %d", ctx.method, principal.key, verdict.count,
                     limit)
