@@ -169,6 +169,12 @@ class Settings(BaseSettings):
         default="127.0.0.1",
         description="HTTP bind address (keep 127.0.0.1 unless you set a token and know why).")
     port: int = Field(default=8000, ge=0, le=65535, description="HTTP port.")
+    tls_cert: Path | None = Field(
+        default=None,
+        description="HTTPS: the certificate (PEM, with its chain) uvicorn serves; needs LAZYTOOLS_TLS_KEY. Without "
+                    "it, plain HTTP: terminate TLS in a proxy in front (docs/team.md).")
+    tls_key: Path | None = Field(
+        default=None, description="HTTPS: the private key (PEM) of LAZYTOOLS_TLS_CERT.")
     auth_token: SecretStr | None = Field(
         default=None,
         description="Bearer token required on HTTP requests when set (401 without it). No flag: a command line is "
@@ -405,6 +411,11 @@ class Settings(BaseSettings):
         if self.auth_issuer is not None and self.auth_audience is None:
             raise ValueError("LAZYTOOLS_AUTH_ISSUER needs LAZYTOOLS_AUTH_AUDIENCE (this server's canonical URI, e.g. "
                              "https://tools.example.com/mcp)")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("LAZYTOOLS_TLS_CERT and LAZYTOOLS_TLS_KEY go together: a certificate and its key")
+        for path in (self.tls_cert, self.tls_key):
+            if path is not None and not path.expanduser().is_file():
+                raise ValueError(f"{path} (LAZYTOOLS_TLS_CERT / LAZYTOOLS_TLS_KEY) is not a readable file")
         if self.auth_issuer is not None and self.auth_token is not None:
             raise ValueError("LAZYTOOLS_AUTH_ISSUER and LAZYTOOLS_AUTH_TOKEN exclude each other: one shared token, or "
                              "OAuth")
