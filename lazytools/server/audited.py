@@ -18,7 +18,6 @@ from ..safetext import clip
 from ..sdk import CallNext, HandlerResult
 from .limited import RATE_LIMITED
 from .metatools import INVOKE_TOOL
-from .passthrough import RESOURCE_NOT_FOUND
 
 __all__ = ["AUDITED_METHODS", "AuditMiddleware"]
 
@@ -28,8 +27,7 @@ _LONGEST = 1024
 """Characters of a name or URI written (a client may send megabytes of one)."""
 
 _REASON_OF_CODE = {types.INVALID_PARAMS: "invalid_arguments", types.INVALID_REQUEST: "invalid_request",
-                   types.METHOD_NOT_FOUND: "invalid_request", RATE_LIMITED: "rate_limited",
-                   RESOURCE_NOT_FOUND: "unknown_resource"}
+                   types.METHOD_NOT_FOUND: "invalid_request", RATE_LIMITED: "rate_limited"}
 """A JSON-RPC error's reason when nothing noted one (an SDK error, a refusal raised as such)."""
 
 Resolver = Callable[[str, str], str | None]
