@@ -201,7 +201,8 @@ async def _serve(settings: Settings) -> int:
         raise failed
     if watching is not None and watching.signum is not None:
         stopped_by = watching.signum
-    return {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}.get(stopped_by, 0) if stopped_by else 0
+    exits: dict[int, int] = {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}
+    return exits.get(stopped_by, 0) if stopped_by is not None else 0
 
 
 async def _serve_on(server: LazyServer, settings: Settings, state: RedisState | None) -> int | None:

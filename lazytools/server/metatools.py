@@ -91,7 +91,7 @@ def search_tools_definition(catalog: Catalog, max_limit: int, default_limit: int
         description=description,
         input_schema=search_schema(max_limit, default_limit),
         annotations=_READ_ONLY,
-        meta=ALWAYS_LOAD,
+        _meta=ALWAYS_LOAD,
     )
 
 
@@ -112,7 +112,7 @@ def invoke_tool_definition() -> types.Tool:
         },
         # The invoked tool may do anything, so the bridge claims nothing about side effects.
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
-        meta=ALWAYS_LOAD,
+        _meta=ALWAYS_LOAD,
     )
 
 
