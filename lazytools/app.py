@@ -210,7 +210,7 @@ async def _serve_on(server: LazyServer, settings: Settings, state: RedisState | 
     if settings.transport == "http":
         from .transports.http import serve_http
 
-        logger.info("%s", in_force(server, settings))
+        logger.info("%s", _in_force(server, settings))
         if state is None:
             return await _until_stopped(serve_http(server, settings))
         SharedSessions(server, state).install()
@@ -223,10 +223,10 @@ async def _serve_on(server: LazyServer, settings: Settings, state: RedisState | 
 
     if settings.state_url is not None:
         logger.warning("LAZYTOOLS_STATE_URL is for HTTP replicas; a stdio session lives in this process")
-    return await _until_signalled(serve_stdio(server), in_force(server, settings))
+    return await _until_signalled(serve_stdio(server), _in_force(server, settings))
 
 
-def in_force(server: LazyServer, settings: Settings) -> str:
+def _in_force(server: LazyServer, settings: Settings) -> str:
     """The start-up block: what serves and under which rules, so an operator sees a setting that did not take (a
     variable not exported, a typo'd path) in the first lines, not at the first refused session."""
     audit = settings.audit.strip()
