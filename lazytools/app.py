@@ -130,7 +130,9 @@ async def _open_sources(settings: Settings, down: list[str] | None = None
             if isinstance(exposed, Front):
                 front = exposed
             if down is not None:
-                down.extend(f"{u.name} ({u.error or 'still starting'})" for u in getattr(opened, "down", ()))
+                # The reason without the server's stderr: those lines stay on stderr, in the warning naming it.
+                down.extend(f"{u.name} ({(u.error or 'still starting').partition(' (its stderr ended with')[0]})"
+                            for u in getattr(opened, "down", ()))
         yield catalog, front
 
 

@@ -93,8 +93,9 @@ def test_upstream_stderr_is_quiet_in_search_unless_debugging_and_then_named(tmp_
     flags = ["--log-level", level] if level else []
     done = subprocess.run([sys.executable, "-m", "lazytools", "search", "--config", str(config), *flags,
                            "echo a text"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # `gone` is down: the answer lacks its tools, and says so
     assert "alpha__echo" in done.stdout and "is missing" not in done.stdout
+    assert "Not serving: gone (" in done.stdout
     if level:
         assert "[gone] toy gone:" in done.stderr and "is missing, exiting" in done.stderr
     else:
