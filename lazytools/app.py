@@ -8,14 +8,16 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -27,7 +29,7 @@ from .catalog import Catalog, Group
 from .errors import ConfigError
 from .learning.start import open_usage
 from .policy.limits import RateLimiter, RedisRateLimiter
-from .safetext import redact_secrets_in_logs, redact_session_ids
+from .safetext import clip, redact_secrets_in_logs, redact_session_ids, redact_url
 from .server.core import LazyServer, build_server
 from .server.middleware.shared_sessions import SharedSessions
 from .server.passthrough import UpstreamFeatures
@@ -105,14 +107,16 @@ def sources_for(settings: Settings) -> list[Source]:
 
 
 @asynccontextmanager
-async def open_catalog(settings: Settings) -> AsyncIterator[Catalog]:
-    """The catalog for these settings, with its sources connected for as long as the context is open."""
-    async with _open_sources(settings) as (catalog, _front):
+async def open_catalog(settings: Settings, *, down: list[str] | None = None) -> AsyncIterator[Catalog]:
+    """The catalog for these settings, with its sources connected for as long as the context is open; `down`, if
+    given, gets "name (why)" for each configured upstream server that is not serving once they have all started."""
+    async with _open_sources(settings, down) as (catalog, _front):
         yield catalog
 
 
 @asynccontextmanager
-async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, UpstreamFeatures | None]]:
+async def _open_sources(settings: Settings, down: list[str] | None = None
+                        ) -> AsyncIterator[tuple[Catalog, UpstreamFeatures | None]]:
     """The catalog, and the front a source exposes, if one does (a gateway's prompts, resources, client side)."""
     if settings.semantic:
         from .search.embedders import check_embedder
@@ -126,19 +130,24 @@ async def _open_sources(settings: Settings) -> AsyncIterator[tuple[Catalog, Upst
             exposed = getattr(opened, "front", None)
             if isinstance(exposed, UpstreamFeatures):
                 front = exposed
+            if down is not None:
+                # The reason without the server's stderr: those lines stay on stderr, in the warning naming it.
+                down.extend(f"{u.name} ({(u.error or 'still starting').partition(' (its stderr ended with')[0]})"
+                            for u in getattr(opened, "down", ()))
         yield catalog, front
 
 
 @asynccontextmanager
-async def open_server(settings: Settings, *, state: RedisState | None = None) -> AsyncIterator[LazyServer]:
+async def open_server(settings: Settings, *, state: RedisState | None = None,
+                      down: list[str] | None = None) -> AsyncIterator[LazyServer]:
     """The server for `settings`; with the replicas' shared `state`, rate limits are counted in its Redis (every
-    replica shares them) on its connection pool, else in this process."""
+    replica shares them) on its connection pool, else in this process. `down` as for `open_catalog`."""
     audit = open_audit(settings.audit, values=settings.audit_arguments)
     limiter: RateLimiter | None = None
     if state is not None:
         limiter = RedisRateLimiter(state.client, prefix=settings.state_prefix)
     try:
-        async with _open_sources(settings) as (catalog, front):
+        async with _open_sources(settings, down) as (catalog, front):
             # Learning from use is opened here and handed in: search reads it only through search.prior.Prior.
             server = build_server(catalog, settings, front=front, audit=audit, limiter=limiter,
                                   usage=open_usage(settings))
@@ -153,11 +162,15 @@ async def open_server(settings: Settings, *, state: RedisState | None = None) ->
 
 
 INTERRUPTED = 130
-"""The exit status after Ctrl-C (SIGINT), as a shell expects of an interrupted command; SIGTERM ends with 0."""
+"""The exit status after Ctrl-C (SIGINT), as a shell expects of an interrupted command (128 + the signal)."""
+TERMINATED = 143
+"""The exit status after SIGTERM (128 + 15), as a shell reports a command the signal ended (systemd: list it in
+`SuccessExitStatus=`)."""
 
 
 async def serve(settings: Settings) -> int:
-    """Serve until the client leaves or a signal stops it; the exit status (INTERRUPTED after Ctrl-C, else 0)."""
+    """Serve until the client leaves or a signal stops it; the exit status (INTERRUPTED after Ctrl-C, TERMINATED
+    after SIGTERM, else 0)."""
     flush = configure_tracing()  # spans exported over OTLP when asked (telemetry.py), flushed at the end
     try:
         return await _serve(settings)
@@ -193,7 +206,8 @@ async def _serve(settings: Settings) -> int:
         raise failed
     if watching is not None and watching.signum is not None:
         stopped_by = watching.signum
-    return INTERRUPTED if stopped_by == signal.SIGINT else 0
+    exits: dict[int, int] = {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}
+    return exits.get(stopped_by, 0) if stopped_by is not None else 0
 
 
 async def _serve_on(server: LazyServer, settings: Settings, state: RedisState | None) -> int | None:
@@ -201,7 +215,7 @@ async def _serve_on(server: LazyServer, settings: Settings, state: RedisState | 
     if settings.transport == "http":
         from .transports.http import serve_http
 
-        logger.info("serving %d tools over http", len(server.catalog))
+        logger.info("%s", _in_force(server, settings))
         if state is None:
             return await _until_stopped(serve_http(server, settings))
         SharedSessions(server, state).install()
@@ -214,36 +228,90 @@ async def _serve_on(server: LazyServer, settings: Settings, state: RedisState | 
 
     if settings.state_url is not None:
         logger.warning("LAZYTOOLS_STATE_URL is for HTTP replicas; a stdio session lives in this process")
-    return await _until_signalled(serve_stdio(server), f"serving {len(server.catalog)} tools over stdio")
+    return await _until_signalled(serve_stdio(server), _in_force(server, settings))
+
+
+def _in_force(server: LazyServer, settings: Settings) -> str:
+    """The start-up block: what serves and under which rules, so an operator sees a setting that did not take (a
+    variable not exported, a typo'd path) in the first lines, not at the first refused session."""
+    audit = settings.audit.strip()
+    audit_text = "off" if audit.lower() in ("", "off", "false", "no", "0") else audit
+    if settings.state_url is not None and settings.transport == "http":
+        sessions = f"shared in Redis at {redact_url(settings.state_url.get_secret_value())}"
+    else:
+        sessions = "in this process"
+    limit = f"{settings.rate_limit} calls a minute per principal" if settings.rate_limit else "none"
+    if settings.policy is not None:
+        limit += ", and the calls_per_minute of the policy's rules"
+    policy = str(settings.policy) if settings.policy is not None else "none: everyone may use everything"
+    lines = [f"serving {len(server.catalog)} tools over {settings.transport}",
+             f"  policy (LAZYTOOLS_POLICY): {policy}",
+             f"  audit (LAZYTOOLS_AUDIT): {audit_text}",
+             f"  sessions (LAZYTOOLS_STATE_URL): {sessions}",
+             f"  rate limit (LAZYTOOLS_RATE_LIMIT): {limit}"]
+    return "\n".join(lines)
+
+
+def _shaping(server: LazyServer) -> dict[str, Any]:
+    """What every replica sharing sessions must agree on, by the names a user sets: the settings that shape a
+    session's record, and the tools it may name (their count and a digest: thousands of names stay out of Redis)."""
+    settings = server.settings
+    names = sorted(server.catalog.names())
+    digest = hashlib.sha256(json.dumps(names).encode()).hexdigest()[:12]
+    return {"LAZYTOOLS_MAX_ENABLED": settings.max_enabled,
+            "LAZYTOOLS_ALWAYS_AVAILABLE_TOOLS": ",".join(sorted(settings.always_available_tools)),
+            "LAZYTOOLS_SESSION_IDLE_TIMEOUT": settings.session_idle_timeout,
+            "tools": f"{len(names)} tools, digest {digest}"}
 
 
 def replica_fingerprint(server: LazyServer) -> str:
-    """What every replica sharing sessions must agree on: the settings that shape a session's record, and the
-    tools it may name."""
-    settings = server.settings
-    shaping = {"max_enabled": settings.max_enabled, "always_available_tools": sorted(settings.always_available_tools),
-               "session_idle_timeout": settings.session_idle_timeout, "tools": sorted(server.catalog.names())}
-    return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
+    """A digest of `_shaping`: equal on replicas that agree."""
+    return hashlib.sha256(json.dumps(_shaping(server), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _this_replica(settings: Settings) -> str:
+    return f"{socket.gethostname()}:{settings.port} (pid {os.getpid()})"
 
 
 AGREE_EVERY = 60.0
 """Seconds between a replica's records of its fingerprint: another replica's counts as running for three times that."""
 
 
-async def check_replicas_agree(state: RedisState, server: LazyServer, warned: set[str] | None = None) -> None:
+async def check_replicas_agree(state: RedisState, server: LazyServer, warned: set[str] | None = None, *,
+                               replica: str | None = None) -> None:
     """Warn when a running replica sharing the store has other settings or tools: sessions they share would change
     as they move between them (one trims another's enabled tools, a tool missing here is dropped). Each replica
-    records its fingerprint every `AGREE_EVERY` seconds, so every running replica is compared, whichever started
-    first; each other fingerprint is warned about once (`warned`). A warning, not a refusal: a rolling upgrade that
+    records who it is (`replica`: host, port, pid) and what it runs with every `AGREE_EVERY` seconds, so every
+    running replica is compared, whichever started first; each other replica and fingerprint is warned about once
+    (`warned`), naming that replica and the settings that differ. A warning, not a refusal: a rolling upgrade that
     changes settings passes through this state on purpose."""
-    mine = replica_fingerprint(server)
+    mine, fingerprint = _shaping(server), replica_fingerprint(server)
+    me = replica if replica is not None else _this_replica(server.settings)
+    record = json.dumps({"replica": me, "fingerprint": fingerprint, "settings": mine}, sort_keys=True)
     warned = set() if warned is None else warned
-    for theirs in await state.agree(mine, alive=AGREE_EVERY * 3):
-        if theirs not in warned:
-            warned.add(theirs)
-            logger.warning("REPLICAS DISAGREE: a replica sharing LAZYTOOLS_STATE_URL runs with other settings or tools "
-                           "(fingerprint %s, here %s); sessions moving between them change. Give every replica the "
-                           "same settings and configuration (docs/scaling.md)", theirs, mine)
+    for theirs in await state.agree(record, alive=AGREE_EVERY * 3):
+        name, their_print, their_settings = _their_record(theirs)
+        if their_print == fingerprint or f"{name} {their_print}" in warned:
+            continue
+        warned.add(f"{name} {their_print}")
+        differing = [f"{key}={clip(str(their_settings[key]), 200)} there, {mine[key]} here" for key in mine
+                     if key in their_settings and their_settings[key] != mine[key]]
+        logger.warning("REPLICAS DISAGREE: replica %s, sharing LAZYTOOLS_STATE_URL, runs with %s (fingerprint %s, here "
+                       "%s on %s); sessions moving between them change. Give every replica the same settings and "
+                       "configuration (docs/scaling.md)", clip(name, 200),
+                       "; ".join(differing) or "other settings or tools", clip(their_print, 40), fingerprint, me)
+
+
+def _their_record(text: str) -> tuple[str, str, dict[str, Any]]:
+    """(replica, fingerprint, settings) of another replica's record; a bare fingerprint (a replica of an older
+    lazytools, or a record someone else wrote) names no replica and no settings."""
+    try:
+        parsed = json.loads(text)
+        if isinstance(parsed, dict) and isinstance(parsed.get("settings"), dict):
+            return str(parsed.get("replica")), str(parsed.get("fingerprint")), parsed["settings"]
+    except (ValueError, RecursionError):
+        pass
+    return "(unnamed)", text, {}
 
 
 async def _keep_agreeing(state: RedisState, server: LazyServer) -> None:
@@ -322,9 +390,11 @@ async def _until_stopped(serving: Awaitable[None]) -> int | None:
             scope.cancel()
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
-            # Noted at once: uvicorn raises the signal again as it returns, before `stop` gets its turn.
+            # Noted at once: uvicorn raises the signal again as it returns, before `stop` gets its turn; that second
+            # delivery of the same stop is neither logged nor acted on again.
             received.append(signum)
-            loop.call_soon_threadsafe(stop, signum)  # on the loop's own turn, as asyncio.Runner handles SIGINT
+            if len(received) == 1:
+                loop.call_soon_threadsafe(stop, signum)  # on the loop's own turn, as asyncio.Runner handles SIGINT
 
         previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)}
         try:

@@ -1,7 +1,7 @@
 """The audit trail: one JSON line per tool call, prompt and resource read, written off the event loop.
 
 A line says when, who (the principal), which session, what (tool, prompt or URI), which upstream served it, how it
-ended and how long it took, and the arguments' size and SHA-256 (of their compact, key-sorted JSON); the values
+ended and why (`reason`, from a fixed vocabulary: REASONS) and how long it took, and the arguments' size and SHA-256 (of their compact, key-sorted JSON); the values
 themselves only when `audit_arguments` is set, since arguments carry secrets and personal data. A writer thread
 serializes, hashes and writes, so a large argument or a slow disk never stalls a session.
 """
@@ -14,6 +14,9 @@ import logging
 import queue
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,13 +25,72 @@ from typing import Any, TextIO
 from .errors import ConfigError
 from .identity import Principal
 
-__all__ = ["AuditEvent", "AuditLog", "open_audit"]
+__all__ = ["REASONS", "AuditEvent", "AuditLog", "note_reason", "noting_reasons", "open_audit", "reason_of"]
 
 logger = logging.getLogger(__name__)
 
 _STDOUT_NAMES = frozenset({"stdout", "-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 _BACKLOG = 10_000
 """Lines waiting for the writer at most; past it a call waits for the disk rather than a line being lost."""
+
+REASONS = {
+    "ok": "served",
+    "tool_error": "the tool ran and answered with an error (isError)",
+    "denied": "the policy refused it: a tool, prompt or resource the principal may not use, or arguments it refuses",
+    "rate_limited": "the principal's calls per minute were used up",
+    "unknown_tool": "no such tool in the catalog",
+    "not_enabled": "a catalog tool called directly before search_tools enabled it in this session",
+    "unknown_prompt": "no upstream serves this prompt",
+    "unknown_resource": "no upstream serves this resource",
+    "invalid_arguments": "the arguments do not match the tool's input schema",
+    "invalid_request": "malformed params, or a session that is gone",
+    "upstream_unavailable": "the upstream server is not connected (failed to start, crashed, reconnecting)",
+    "timeout": "the upstream server did not answer within the call timeout",
+    "upstream_error": "the upstream server failed the request",
+    "state_unavailable": "the shared session store (Redis) did not answer",
+    "cancelled": "the client cancelled it or went away",
+    "internal_error": "a failure inside lazytools",
+}
+"""Every value of an audit line's `reason` (docs/team.md lists them): one word an operator can filter on."""
+
+_REASON_OF = (
+    ("PolicyRefusedError", "denied"), ("RateLimitedError", "rate_limited"), ("ToolNotEnabledError", "not_enabled"),
+    ("UnknownToolError", "unknown_tool"), ("UnknownPromptError", "unknown_prompt"),
+    ("UnknownResourceError", "unknown_resource"), ("ToolArgumentsError", "invalid_arguments"),
+    ("UpstreamTimeoutError", "timeout"), ("UpstreamUnavailableError", "upstream_unavailable"),
+    ("UpstreamError", "upstream_error"), ("ToolExecutionError", "tool_error"),
+    ("StateUnavailableError", "state_unavailable"),
+)
+"""lazytools' errors (errors.py) by class name, most specific first, and the reason each means."""
+
+_noted: ContextVar[list[str] | None] = ContextVar("lazytools_audit_reason", default=None)
+
+
+def reason_of(exc: BaseException) -> str:
+    """The reason an error of lazytools' means (`internal_error` for anything else)."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return next((reason for name, reason in _REASON_OF if name in names), "internal_error")
+
+
+def note_reason(reason: str) -> None:
+    """Say why the request being audited ends as it does, where that is known (an error converted to an isError
+    result or a JSON-RPC error loses its class). The first note wins: a tool hidden by the policy is refused as
+    `denied` before it reads as an unknown tool."""
+    assert reason in REASONS, reason
+    holder = _noted.get()
+    if holder is not None and not holder:
+        holder.append(reason)
+
+
+@contextmanager
+def noting_reasons() -> Iterator[list[str]]:
+    """Collects the reason noted while the block runs (a list, so that a note made in a copied context counts)."""
+    holder: list[str] = []
+    token = _noted.set(holder)
+    try:
+        yield holder
+    finally:
+        _noted.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +111,8 @@ class AuditEvent:
     started: float
     """Wall-clock time (seconds since the epoch) the request came in."""
     error: str | None = None
+    reason: str | None = None
+    """Why it ended so: one of REASONS (None: decided from `outcome` when written)."""
 
 
 class AuditLog:
@@ -95,6 +159,8 @@ class AuditLog:
             "target": event.target,
             "upstream": event.upstream,
             "outcome": event.outcome,
+            "reason": event.reason or ("ok" if event.outcome == "ok" else "cancelled" if event.outcome == "cancelled"
+                                       else "invalid_request" if event.outcome == "invalid" else "internal_error"),
             "duration_ms": round(event.duration_ms, 3),
         }
         if event.error is not None:

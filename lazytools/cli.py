@@ -130,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
                                      description="An MCP server that shows tools only once found.",
                                      epilog="Options go before or after the command; `lazytools COMMAND --help` "
                                             "shows a command's own.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="lazytools")
     commands.add_parser("serve", parents=[common], allow_abbrev=False, usage="%(prog)s [OPTIONS]",
                         help="serve MCP (the default)")
@@ -227,13 +227,17 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         if settings.transport == "stdio" and sys.stdin is not None and sys.stdin.isatty():
             print(_WAITING.format(command=_this_command()), file=sys.stderr, flush=True)
         return await app.serve(settings)
+    down: list[str] = []
     if args.command == "search":
-        async with app.open_catalog(settings) as catalog:
+        async with app.open_catalog(settings, down=down) as catalog:
             print(report.search_report(catalog, args.query, limit=_shown(args.limit, settings), group=args.group,
                                        semantic=settings.semantic, embedder=settings.embedder))
     elif args.command == "surface":
-        async with app.open_server(settings) as server:
+        async with app.open_server(settings, down=down) as server:
             print(report.surface_report(server))
+    if down:  # an answer without a configured server's tools is not the answer: say so where it is read
+        print(report.down_report(down))
+        return 1
     elif args.command == "usage":
         try:
             if settings.state_url is not None:  # replicas keep their usage in Redis

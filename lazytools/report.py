@@ -19,7 +19,7 @@ from .server.rendering import ranking_text
 from .server.sessions import SessionState
 from .tokens import tokenizer_name, tools_tokens
 
-__all__ = ["SurfaceCost", "UsageUnreadable", "search_report", "shared_usage_report", "surface_cost",
+__all__ = ["SurfaceCost", "UsageUnreadable", "down_report", "search_report", "shared_usage_report", "surface_cost",
            "surface_report", "usage_report"]
 
 
@@ -63,8 +63,18 @@ def surface_report(server: LazyServer) -> str:
     for surface in ("dynamic", "proxy"):
         cost = surface_cost(server, surface)
         lines.append(f"{surface:>8}: {', '.join(cost.tools)}")
-        lines.append(f"{'':>8}  {cost.tokens} tokens vs {cost.full_tokens} for every tool ({cost.share:.1%})")
+        if cost.catalog_size:
+            lines.append(f"{'':>8}  {cost.tokens} tokens vs {cost.full_tokens} for every tool ({cost.share:.1%})")
+        else:  # nothing to compare with (every upstream failed, an empty JSONL): a share would be nonsense
+            lines.append(f"{'':>8}  {cost.tokens} tokens; the catalog has no tools to compare with")
     return "\n".join(lines)
+
+
+def down_report(down: list[str]) -> str:
+    """The line a one-shot command adds when configured upstream servers are not serving: their tools are missing
+    from what it printed."""
+    return (f"Not serving: {'; '.join(clip(item, 300) for item in down)}. Their tools are missing from this answer "
+            "(stderr says more); exit status 1.")
 
 
 def usage_report(directory: Path, *, limit: int) -> str:

@@ -189,6 +189,12 @@ class Settings(BaseSettings):
         description="Serve HTTP on an address other than loopback with neither LAZYTOOLS_AUTH_TOKEN nor "
                     "LAZYTOOLS_AUTH_ISSUER (refused without this: anyone who reaches the address could call every "
                     "tool). For a gateway behind something that authenticates for it.")
+    tls_cert: Path | None = Field(
+        default=None,
+        description="HTTPS: the certificate (PEM, with its chain) uvicorn serves; needs LAZYTOOLS_TLS_KEY. Without "
+                    "it, plain HTTP: terminate TLS in a proxy in front (docs/team.md).")
+    tls_key: Path | None = Field(
+        default=None, description="HTTPS: the private key (PEM) of LAZYTOOLS_TLS_CERT.")
     auth_token: SecretStr | None = Field(
         default=None,
         description="Bearer token required on HTTP requests when set (401 without it). No flag: a command line is "
@@ -465,12 +471,19 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _limits_agree(self) -> Settings:
         if self.search_limit > self.search_max_limit:
-            raise ValueError(f"search_limit ({self.search_limit}) is above search_max_limit ({self.search_max_limit})")
+            raise ValueError(f"LAZYTOOLS_SEARCH_LIMIT ({self.search_limit}) is above LAZYTOOLS_SEARCH_MAX_LIMIT "
+                             f"({self.search_max_limit})")
         if self.auth_issuer is not None and self.auth_audience is None:
-            raise ValueError("auth_issuer needs auth_audience (this server's canonical URI, e.g. "
+            raise ValueError("LAZYTOOLS_AUTH_ISSUER needs LAZYTOOLS_AUTH_AUDIENCE (this server's canonical URI, e.g. "
                              "https://tools.example.com/mcp)")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("LAZYTOOLS_TLS_CERT and LAZYTOOLS_TLS_KEY go together: a certificate and its key")
+        for path in (self.tls_cert, self.tls_key):
+            if path is not None and not path.expanduser().is_file():
+                raise ValueError(f"{path} (LAZYTOOLS_TLS_CERT / LAZYTOOLS_TLS_KEY) is not a readable file")
         if self.auth_issuer is not None and self.auth_token is not None:
-            raise ValueError("auth_issuer and auth_token exclude each other: one shared token, or OAuth")
+            raise ValueError("LAZYTOOLS_AUTH_ISSUER and LAZYTOOLS_AUTH_TOKEN exclude each other: one shared token, or "
+                             "OAuth")
         if self.transport == "http" and not _loopback(self.host) and self.auth_token is None \
                 and self.auth_issuer is None and not self.allow_unauthenticated_public:
             raise ValueError(

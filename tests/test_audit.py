@@ -9,14 +9,31 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
-from lazytools.audit import AuditLog, open_audit
-from lazytools.errors import ConfigError
+from lazytools.audit import REASONS, AuditLog, open_audit, reason_of
+from lazytools.errors import (
+    ConfigError,
+    PolicyRefusedError,
+    RateLimitedError,
+    StateUnavailableError,
+    ToolArgumentsError,
+    ToolExecutionError,
+    ToolNotEnabledError,
+    UnknownPromptError,
+    UnknownResourceError,
+    UnknownToolError,
+    UpstreamError,
+    UpstreamTimeoutError,
+    UpstreamUnavailableError,
+)
 from lazytools.server.core import build_server
 
-from .conftest import make_settings, small_catalog
+from .conftest import make_settings, small_catalog, text_of
+from .helpers import spawned_http_server
 
 
 def _lines(log: AuditLog, path: Path) -> list[dict[str, Any]]:
@@ -102,3 +119,49 @@ async def test_a_stdio_process_audits_as_its_named_user_to_a_file(tmp_path: Path
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(line["principal"], line["method"], line["target"], line["outcome"]) for line in lines] == [
         ("frank", "invoke_tool", "hash_text", "ok")]
+
+
+@pytest.mark.process
+async def test_refusals_over_http_each_say_their_reason(tmp_path: Path) -> None:
+    """Before: a policy denial, a rate limit, an unknown tool and bad arguments were all `"outcome": "error"`,
+    alike. A real `lazytools --transport http` process with a policy and an audit file; a real SDK client."""
+    audit = tmp_path / "audit.jsonl"
+    policy = tmp_path / "policy.toml"
+    policy.write_text('default = "allow"\ncalls_per_minute = 7\n\n[[rules]]\nwho = ["*"]\n'
+                      'deny = { tools = ["hash_text"] }\n')
+    env = {"LAZYTOOLS_AUDIT": str(audit), "LAZYTOOLS_POLICY": str(policy)}
+    refused = ""
+    async with spawned_http_server(env=env) as server, \
+            Client(streamable_http_client(server.url), mode="legacy",
+                   client_info=types.Implementation(name="mcp", version="1.0")) as client:
+        await client.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "hi"}})
+        await client.call_tool("invoke_tool", {"tool_name": "no_such_tool", "arguments": {}})
+        await client.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": 5}})
+        await client.call_tool("reverse_text", {"text": "hi"})  # not enabled by a search in this session
+        hidden = await client.call_tool("invoke_tool", {"tool_name": "hash_text", "arguments": {"text": "hi"}})
+        assert "Unknown tool" in text_of(hidden)  # the client is told it does not exist; the operator why
+        for _ in range(10):
+            result = await client.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "x"}})
+            if "Rate limit" in text_of(result):
+                refused = text_of(result)
+                break
+    assert refused, "the rate limit never refused a call"
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    reasons = [(line["target"], line["outcome"], line["reason"]) for line in lines]
+    assert reasons[:5] == [("reverse_text", "ok", "ok"), ("no_such_tool", "error", "unknown_tool"),
+                           ("reverse_text", "error", "invalid_arguments"), ("reverse_text", "error", "not_enabled"),
+                           ("hash_text", "error", "denied")], reasons
+    assert reasons[5:-1] == [("reverse_text", "ok", "ok")] * (len(reasons) - 6), reasons
+    assert reasons[-1] == ("reverse_text", "error", "rate_limited"), reasons
+    assert {line["reason"] for line in lines} <= set(REASONS)
+
+
+def test_every_library_error_has_a_reason_of_the_vocabulary() -> None:
+    for error in (PolicyRefusedError("x"), RateLimitedError("p", 1, 1.0), UnknownToolError("t"),
+                  ToolNotEnabledError("t"), ToolArgumentsError("a"), UpstreamTimeoutError("s", "slow"),
+                  UpstreamUnavailableError("s", "down"), UpstreamError("s", "broke"), ToolExecutionError("e"),
+                  StateUnavailableError("r"), UnknownPromptError("p"), UnknownResourceError("u")):
+        assert reason_of(error) in REASONS and reason_of(error) != "internal_error", error
+    assert reason_of(UpstreamTimeoutError("s", "slow")) == "timeout"
+    assert reason_of(UpstreamUnavailableError("s", "down")) == "upstream_unavailable"
+    assert reason_of(RuntimeError("a bug")) == "internal_error"

@@ -93,8 +93,9 @@ def test_upstream_stderr_is_quiet_in_search_unless_debugging_and_then_named(tmp_
     flags = ["--log-level", level] if level else []
     done = subprocess.run([sys.executable, "-m", "lazytools", "search", "--config", str(config), *flags,
                            "echo a text"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # `gone` is down: the answer lacks its tools, and says so
     assert "alpha__echo" in done.stdout and "is missing" not in done.stdout
+    assert "Not serving: gone (" in done.stdout
     if level:
         assert "[gone] toy gone:" in done.stderr and "is missing, exiting" in done.stderr
     else:
@@ -204,8 +205,9 @@ def test_search_over_a_config_says_how_each_server_starts(tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
     done = subprocess.run([sys.executable, "-m", "lazytools", "--config", str(config), "search", "add two numbers"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # a configured server is down: the answer lacks its tools
     assert "alpha__add" in done.stdout and "Docker" not in done.stdout
+    assert "Not serving: broken (" in done.stdout
     lines = done.stderr.splitlines()
     assert any("starting 2 upstream servers (alpha, broken)" in line for line in lines), done.stderr
     assert any("upstream 'alpha': connected, 2 tools" in line for line in lines), done.stderr
@@ -228,3 +230,47 @@ def test_an_unparsable_state_url_is_a_clear_error_without_its_password(url: str,
     error = capsys.readouterr().err
     assert "LAZYTOOLS_STATE_URL: is not a valid Redis URL: " in error, error
     assert "S3cretPW" not in error and "Traceback" not in error
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("command", ["search", "surface"])
+def test_a_one_shot_command_with_a_server_down_says_so_on_stdout_and_exits_1(tmp_path: Path, command: str) -> None:
+    """Before: `search "time"` with the only server failed printed "No tools match 'time'." and exited 0, and
+    `surface` printed "0 tools ... (1600.0%)": an answer that read as true."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"time": {"command": str(tmp_path / "no-such-uvx"),
+                                                          "args": ["mcp-server-time"]}}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
+    argv = [sys.executable, "-m", "lazytools", "--config", str(config), command, *(["time"] if command == "search"
+                                                                                    else [])]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Not serving: time (command not found" in done.stdout, done.stdout
+    assert "%" not in done.stdout and "Traceback" not in done.stderr
+    if command == "surface":
+        assert "the catalog has no tools to compare with" in done.stdout, done.stdout
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_dash_capital_v_is_the_version(tmp_path: Path, flag: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "lazytools", flag], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0 and re.fullmatch(r"lazytools \S+\n", done.stdout), (done.stdout, done.stderr)
+
+
+@pytest.mark.process
+def test_settings_that_do_not_fit_together_are_named_as_the_user_sets_them(tmp_path: Path) -> None:
+    """Before: "auth_issuer needs auth_audience", the names of fields, which a user never writes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
+    env["LAZYTOOLS_AUTH_ISSUER"] = "https://idp.example.com"
+    done = subprocess.run([sys.executable, "-m", "lazytools", "--transport", "http"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "LAZYTOOLS_AUTH_ISSUER needs LAZYTOOLS_AUTH_AUDIENCE" in done.stderr, done.stderr
+    assert "auth_issuer" not in done.stderr and "auth_audience" not in done.stderr
+    env["LAZYTOOLS_SEARCH_LIMIT"], env["LAZYTOOLS_SEARCH_MAX_LIMIT"] = "9", "4"
+    del env["LAZYTOOLS_AUTH_ISSUER"]
+    done = subprocess.run([sys.executable, "-m", "lazytools", "search", "x"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert "LAZYTOOLS_SEARCH_LIMIT (9) is above LAZYTOOLS_SEARCH_MAX_LIMIT (4)" in done.stderr, done.stderr

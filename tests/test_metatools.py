@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
+from mcp import Client, StdioServerParameters
 
 from lazytools import Catalog, Group, ToolEntry, build_server
 from lazytools.app import bundled_catalog
+from lazytools.server.metatools import search_tools_definition
 from lazytools.server.rendering import SIGNATURE_CHARS, signature
 
 from .conftest import client, make_settings, text_of
@@ -208,3 +212,22 @@ def test_every_required_name_survives_a_long_signature() -> None:
     line = signature(entry("t", properties, [f"r{i}" for i in range(12)]))
     assert all(f"r{i}:" in line for i in range(12)), line
     assert "opt?" not in line and line.endswith(", +1 optional)")
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("client_name", ["claude-code", "mcp"])
+async def test_the_meta_tools_ask_claude_code_to_load_them_whole(tmp_path: Path, client_name: str) -> None:
+    """Claude Code defers MCP tools behind its own tool search (only names load) unless a tool's `_meta` has
+    `anthropic/alwaysLoad`: deferred, the meta-tools that find every other tool would be hidden themselves. A real
+    `lazytools` process over stdio, a real SDK client, both surfaces (the client's name picks one)."""
+    server = StdioServerParameters(command=sys.executable, args=["-m", "lazytools", "--files-root", str(tmp_path)],
+                                   cwd=str(tmp_path))
+    async with Client(server, mode="legacy", client_info=types.Implementation(name=client_name, version="1")) as client:
+        tools = (await client.list_tools()).tools
+    meta = {tool.name: tool.meta for tool in tools}
+    assert meta["search_tools"] == {"anthropic/alwaysLoad": True}, meta
+    if "invoke_tool" in meta:
+        assert meta["invoke_tool"] == {"anthropic/alwaysLoad": True}, meta
+    assert "invoke_tool" in meta or client_name == "claude-code"
+    wire = search_tools_definition(Catalog(), 20, 5, "dynamic").model_dump(by_alias=True, exclude_none=True)
+    assert wire["_meta"] == {"anthropic/alwaysLoad": True}  # the key on the wire is `_meta`

@@ -146,7 +146,7 @@ def _lazytools_stdio(config: Path, cwd: Path) -> Iterator[subprocess.Popen[str]]
 
 
 @pytest.mark.parametrize("stop", ["SIGTERM", "end of stdin"])
-async def test_lazytools_over_stdio_exits_0_and_leaves_no_upstream_running(tmp_path: Path, stop: str) -> None:
+async def test_lazytools_over_stdio_stops_cleanly_and_leaves_no_upstream_running(tmp_path: Path, stop: str) -> None:
     config, pid_dir = _three_upstreams(tmp_path)
     with _lazytools_stdio(config, tmp_path) as proc:
         pids = _upstream_pids(pid_dir)
@@ -157,17 +157,17 @@ async def test_lazytools_over_stdio_exits_0_and_leaves_no_upstream_running(tmp_p
             assert proc.stdin is not None
             proc.stdin.close()
         code = await anyio.to_thread.run_sync(lambda: proc.wait(timeout=60))
-    assert code == 0
+    assert code == (143 if stop == "SIGTERM" else 0)
     await _all_gone(pids)
 
 
-async def test_lazytools_over_http_exits_0_on_sigterm_and_leaves_no_upstream_running(tmp_path: Path) -> None:
+async def test_lazytools_over_http_exits_143_on_sigterm_and_leaves_no_upstream_running(tmp_path: Path) -> None:
     config, pid_dir = _three_upstreams(tmp_path)
     async with spawned_http_server("--config", str(config)) as server:
         pids = _upstream_pids(pid_dir)
         async with httpx2.AsyncClient() as http:
             assert (await http.get(server.url.removesuffix("/mcp") + "/healthz")).status_code == 200
     # Leaving the block sent SIGTERM. uvicorn re-raises it once it has stopped; lazytools must still stop the
-    # gateway (the stubborn upstream ignores the end of its stdin) and exit 0.
-    assert server.exit_code == 0, server.output[-3000:]
+    # gateway (the stubborn upstream ignores the end of its stdin) and exit 143 (128 + SIGTERM).
+    assert server.exit_code == 143, server.output[-3000:]
     await _all_gone(pids)

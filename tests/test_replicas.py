@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -30,6 +31,7 @@ from .conftest import text_of
 from .helpers import eventually, tool_names
 from .test_http import decode
 from .test_interop import node_client  # noqa: F401  (the fixture: node and the pinned TypeScript SDK)
+from .upstreams.faulty import entry as faulty
 
 pytestmark = pytest.mark.process  # every test here starts redis-server, haproxy and lazytools replicas
 
@@ -322,6 +324,95 @@ async def test_kill_a_replica_sessions_go_on_and_the_stream_resumes_with_last_ev
                 assert not result.is_error, text_of(result)
 
 
+def _parent(pid: int) -> int:
+    """The parent process of `pid` (field 4 of /proc/PID/stat, after the command name in parentheses)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+HAPROXY_502 = "went away before answering (haproxy 502)"
+"""From the JSON-RPC error examples/haproxy.cfg answers when a replica dies while serving a request."""
+
+
+async def test_a_call_in_flight_on_a_killed_replica_gets_a_json_rpc_error_and_is_not_run_again(
+        tmp_path: Path) -> None:
+    """Before: haproxy's own HTML 502 page (the client could only say "Server returned an error response"). A
+    tools/call the replica had received may have run (an upstream's side effects), so it is not sent to another
+    replica: the client gets a JSON-RPC error that says so. The call stalls at the upstream of whichever replica
+    haproxy picked; that replica is killed. With JSON responses: an answer streamed as SSE has its 200 sent before
+    the call ends, so a replica that dies then leaves the client resuming a stream nobody will finish
+    (docs/scaling.md, "What a killed replica costs")."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"alpha": faulty("alpha", "--tools", "echo,stall", pid_dir=tmp_path)}}))
+    stalled = tmp_path / "alpha-stalled.pid"
+    async with cluster(3, env={"LAZYTOOLS_JSON_RESPONSE": "true"}, extra=("--config", str(config))) as c, \
+            session(c.url) as client:
+
+        async def kill_the_replica_when_it_stalls() -> None:
+            await eventually(lambda: stalled.exists() and stalled.read_text().strip(), timeout=60)
+            serving = _parent(int(stalled.read_text()))
+            victim = next(r for r in c.replicas if r.process is not None and r.process.pid == serving)
+            victim.kill()
+
+        with anyio.fail_after(120):  # a call resent to another replica would stall there for ever
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(kill_the_replica_when_it_stalls)
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool("invoke_tool", {"tool_name": "alpha__stall", "arguments": {}})
+        assert HAPROXY_502 in str(raised.value), raised.value
+        assert "may or may not have run" in str(raised.value)
+        assert (tmp_path / "alpha.calls").read_text().splitlines().count("stall") == 1  # sent to one replica only
+        after = await client.call_tool("invoke_tool", {"tool_name": "alpha__echo", "arguments": {"text": "still here"}})
+        assert not after.is_error and "still here" in text_of(after), text_of(after)
+
+
+async def test_replicas_killed_under_round_robin_fail_no_request_that_starts_after_the_kill() -> None:
+    """Clients as users run them (keep-alive connections, a GET stream each) calling through haproxy round robin
+    while each replica in turn is killed with -9 and started again. A request that starts after a kill is never
+    failed; one in flight on the killed replica may be (it may have run): with haproxy's JSON-RPC error when the
+    replica had not started its answer, else (an SSE answer begun) the client resumes a stream nobody will finish
+    and its own timeout ends the call (docs/scaling.md, "What a killed replica costs")."""
+    async with cluster(3) as c:
+        calls: list[tuple[float, float, str | None]] = []  # (started, ended, why it failed)
+        stop = anyio.Event()
+
+        async def load(i: int) -> None:
+            async with httpx2.AsyncClient(timeout=httpx2.Timeout(60, read=300)) as http, \
+                    Client(streamable_http_client(c.url, http_client=http), mode="legacy",
+                           client_info=types.Implementation(name="mcp", version="1.0")) as client:
+                tools = own_tools(i)
+                await client.call_tool("search_tools", {"tool_names": tools})
+                while not stop.is_set():
+                    started, failure = time.monotonic(), None
+                    try:
+                        with anyio.fail_after(60):  # a call that never ends is a failed call too
+                            result = await client.call_tool(tools[0], {"text": f"load {i}"})
+                        if result.is_error:
+                            failure = text_of(result)
+                    except Exception as exc:  # every failed call is what this test counts
+                        failure = f"{type(exc).__name__}: {exc}"
+                    calls.append((started, time.monotonic(), failure))
+
+        kills: list[float] = []
+        async with anyio.create_task_group() as tg:
+            for i in range(6):
+                tg.start_soon(load, i)
+            await eventually(lambda: len(calls) > 30, timeout=120)
+            for victim in c.replicas:
+                kills.append(time.monotonic())
+                victim.kill()
+                before = len(calls)
+                await eventually(lambda: len(calls) > before + 60, timeout=120)  # served by the two others
+                await victim.start()
+                await c.all_ready_through_proxy()
+            stop.set()
+        failures = [(started, ended, why) for started, ended, why in calls if why is not None]
+        # Only a call in flight at a kill may fail (it reached the replica, which may have run it) ...
+        assert [f for f in failures if not any(f[0] < kill <= f[1] for kill in kills)] == [], (kills, failures)
+        # ... and then with haproxy's JSON-RPC error (never its HTML page), or by the client's own timeout.
+        assert all(HAPROXY_502 in why or why.startswith("TimeoutError") for _, _, why in failures), failures
+        assert len(calls) > 200
+
+
 async def test_rolling_restart_under_load_fails_no_call() -> None:
     async with cluster(3) as c:
         failures: list[str] = []
@@ -350,7 +441,7 @@ async def test_rolling_restart_under_load_fails_no_call() -> None:
             for replica in c.replicas:
                 before = calls[0]
                 await eventually(lambda: calls[0] > before + 20, timeout=120)  # load is running
-                assert await replica.stop() == 0, replica.output()[-3000:]  # SIGTERM: drain, then exit
+                assert await replica.stop() == 143, replica.output()[-3000:]  # SIGTERM: drain, then exit
                 await replica.start()
                 await c.all_ready_through_proxy()
             before = calls[0]
@@ -510,7 +601,7 @@ async def test_a_draining_replica_accepts_and_serves_through_the_grace_period_th
             with anyio.fail_after(60):
                 while process.poll() is None:
                     await anyio.sleep(0.05)
-            assert process.returncode == 0, replica.output()[-3000:]
+            assert process.returncode == 143, replica.output()[-3000:]
             assert time.monotonic() - sent >= grace  # not before the grace was over
         finally:
             await replica.stop()

@@ -106,7 +106,7 @@ def test_sigterm_exits_cleanly(tmp_path: Path) -> None:
             answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
             assert answers[1]["id"] == 99  # serving: now stop it
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=30) == 0
+            assert proc.wait(timeout=30) == 143
             assert "received SIGTERM" in proc.stderr.read()
         finally:
             proc.kill()

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from ..audit import note_reason
 from ..catalog import Catalog
 from ..entry import ToolEntry
 from ..errors import PolicyRefusedError
@@ -94,6 +95,7 @@ class Gate:
 
     def refused(self, kind: str) -> None:
         self.refusals[kind] += 1
+        note_reason("denied")  # the audit line says why, whatever the client is told (a hidden tool is "unknown")
 
     def principal(self) -> Principal:
         return current_principal() or self.local

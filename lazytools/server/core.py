@@ -21,7 +21,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from opentelemetry import trace
 
-from ..audit import AuditLog
+from ..audit import AuditLog, note_reason, reason_of
 from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
@@ -338,9 +338,11 @@ class LazyServer(Server[Any]):
         except LazyToolsError as exc:
             # Arguments can hold secrets: the log names the tool and the error class, never the arguments.
             logger.info("tools/call %s failed: %s", clip(name), type(exc).__name__)
+            note_reason(reason_of(exc))
             result = _error(str(exc))
         except Exception as exc:  # a bug of ours must not end the session: report it, keep serving
             logger.exception("tools/call %s: unexpected error", clip(name))
+            note_reason("internal_error")
             result = _error(f"Internal error in lazytools while calling {clip(name)}: {type(exc).__name__}: "
                             f"{clip(str(exc), 500)}")
         return deliverable(result, max_bytes=self.settings.max_result_bytes, tool=name)

@@ -70,6 +70,11 @@ def search_schema(max_limit: int, default_limit: int) -> dict[str, Any]:
     }
 
 
+ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
+"""Claude Code defers MCP tools behind its own tool search (only their names load); a tool with this `_meta` is
+loaded whole. The meta-tools are how the model finds everything else: deferring them would hide the door."""
+
+
 def search_tools_definition(catalog: Catalog, max_limit: int, default_limit: int, surface: Surface) -> types.Tool:
     how = (
         "Matches are added to your tool list; call them directly."
@@ -87,6 +92,7 @@ def search_tools_definition(catalog: Catalog, max_limit: int, default_limit: int
         description=description,
         input_schema=search_schema(max_limit, default_limit),
         annotations=_READ_ONLY,
+        _meta=ALWAYS_LOAD,
     )
 
 
@@ -107,6 +113,7 @@ def invoke_tool_definition() -> types.Tool:
         },
         # The invoked tool may do anything, so the bridge claims nothing about side effects.
         annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
+        _meta=ALWAYS_LOAD,
     )
 
 

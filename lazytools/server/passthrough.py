@@ -14,6 +14,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
+from ..audit import note_reason, reason_of
 from ..errors import LazyToolsError, UnknownPromptError, UnknownResourceError
 from ..identity import Principal, current_principal
 from ..origin import LOG_LEVELS, CallOrigin, Clients, ClientSide
@@ -281,9 +282,10 @@ def _boundary() -> Iterator[None]:
     """The library's errors as JSON-RPC errors: prompts and resources have no isError result."""
     try:
         yield
-    except UnknownResourceError as exc:
-        raise MCPError(code=RESOURCE_NOT_FOUND, message=str(exc), data={"uri": exc.args[0]}) from None
     except LazyToolsError as exc:
+        note_reason(reason_of(exc))
+        if isinstance(exc, UnknownResourceError):
+            raise MCPError(code=RESOURCE_NOT_FOUND, message=str(exc), data={"uri": exc.args[0]}) from None
         raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
 
 

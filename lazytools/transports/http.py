@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -466,7 +467,7 @@ def _protocol_class(name: str) -> type[asyncio.Protocol]:
 
 def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, header_timeout: float = 10.0,
                     max_connections: int = 512, max_header_bytes: int = 64 * 1024,
-                    implementation: str = "auto") -> uvicorn.Config:
+                    implementation: str = "auto", tls: tuple[Path, Path] | None = None) -> uvicorn.Config:
     # Headers within a deadline and a size, a cap on open connections (http_limits.py): slowloris cannot starve
     # us, nor endless headers fill the memory.
     connections, backlog = fd_bounded(max_connections)
@@ -486,6 +487,8 @@ def _uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str, *, heade
         log_level=log_level.lower(),
         access_log=log_level.upper() == "DEBUG",
         timeout_graceful_shutdown=_SHUTDOWN_GRACE,
+        ssl_certfile=str(tls[0].expanduser()) if tls is not None else None,
+        ssl_keyfile=str(tls[1].expanduser()) if tls is not None else None,
     )
 
 
@@ -497,7 +500,8 @@ async def serve_http(server: Server[Any], settings: Settings, *, state: SharedSt
     if settings.auth_issuer is not None:
         logger.info("OAuth: tokens of %s for %s (scopes: %s)", settings.auth_issuer, settings.auth_audience,
                     ", ".join(settings.auth_scopes) or "none required")
-    where = f"http://{_url_host(settings.host)}:{settings.port}" if settings.port else f"a free port of {settings.host}"
+    scheme = "https" if settings.tls_cert is not None else "http"
+    where = f"{scheme}://{_url_host(settings.host)}:{settings.port}" if settings.port else f"a free port of {settings.host}"
     logger.info("streamable HTTP at %s%s, liveness at /healthz, readiness at /readyz%s", where, MCP_PATH,
                 ", sessions in the shared store" if state is not None else "")
     await http_server(build_app(server, settings, state=state), settings).serve()
@@ -506,9 +510,12 @@ async def serve_http(server: Server[Any], settings: Settings, *, state: SharedSt
 def http_server(app: ASGIApp, settings: Settings) -> uvicorn.Server:
     """The uvicorn server for `app` on settings.host:settings.port, with lazytools' connection limits (and, for
     an app of `build_app`, readiness and drain on SIGTERM)."""
+    tls = (settings.tls_cert, settings.tls_key) if settings.tls_cert is not None and settings.tls_key is not None \
+        else None
     config = _uvicorn_config(app, settings.host, settings.port, settings.log_level,
                              header_timeout=settings.header_timeout, max_connections=settings.max_connections,
-                             max_header_bytes=settings.max_header_bytes, implementation=settings.http_implementation)
+                             max_header_bytes=settings.max_header_bytes, implementation=settings.http_implementation,
+                             tls=tls)
     state = getattr(app, "state", None)
     readiness = getattr(state, "readiness", None) or Readiness()
     sessions = getattr(state, "sessions", None)

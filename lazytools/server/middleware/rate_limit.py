@@ -11,6 +11,7 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from ...audit import note_reason
 from ...errors import RateLimitedError
 from ...identity import Principal
 from ...policy.limits import RateLimiter, Verdict
@@ -70,6 +71,7 @@ class RateLimitMiddleware:
         if refused is None:
             return await call_next(ctx)
         limit, verdict = refused
+        note_reason("rate_limited")
         error = RateLimitedError(principal.name, limit, verdict.retry_after)
         if ctx.method == "tools/call":
             return types.CallToolResult(content=[types.TextContent(text=str(error))], is_error=True)
