@@ -381,7 +381,10 @@ def base_folder(out: Path) -> Path:
     return folder
 
 
-def train(pairs: Sequence[Pair], base: Path, out: Path, threads: int) -> Path:
+def train(pairs: Sequence[Pair], base: Path, out: Path, threads: int, *, rate_peak: float = LEARNING_RATE,
+          frozen: int = 0) -> Path:
+    """One epoch over `pairs`; `frozen` > 0 keeps the embeddings and that many lowest layers as they are (the
+    backward pass then stops above them: cheaper on a loaded machine)."""
     import numpy as np
     import torch
     from transformers import AutoModel, AutoTokenizer
@@ -394,8 +397,13 @@ def train(pairs: Sequence[Pair], base: Path, out: Path, threads: int) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModel.from_pretrained(str(base))
     model.train()
+    if frozen:
+        for module in [model.embeddings, *model.encoder.layer[:frozen]]:
+            for parameter in module.parameters():
+                parameter.requires_grad_(False)
     steps = list(batches(pairs, SEED))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
+    trained = [parameter for parameter in model.parameters() if parameter.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=rate_peak, weight_decay=0.01)
     warmup = max(1, int(len(steps) * WARMUP))
 
     def rate(step: int) -> float:
@@ -427,7 +435,7 @@ def train(pairs: Sequence[Pair], base: Path, out: Path, threads: int) -> Path:
         scores = anchors @ candidates.T * SCALE
         loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(batch)))
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimizer.step()
         schedule.step()
         optimizer.zero_grad()
@@ -550,6 +558,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads for training (results depend on it)")
     parser.add_argument("--pairs", type=int, default=0,
                         help="train on this many of the pairs (a fixed sample; default all): on a loaded machine")
+    parser.add_argument("--lr", type=float, default=LEARNING_RATE, help="peak learning rate")
+    parser.add_argument("--frozen", type=int, default=0,
+                        help="keep the embeddings and this many lowest layers frozen (default 0: train all)")
     parser.add_argument("--pairs-only", action="store_true", help="build and count the pairs, train nothing")
     parser.add_argument("--ship", action="store_true", help=f"copy the int8 file to {SHIP_TO.relative_to(REPO)}")
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -580,7 +591,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     base = base_folder(args.out)
     print(f"base weights: {base}", flush=True)
-    trained = train(pairs, base, args.out, args.threads)
+    trained = train(pairs, base, args.out, args.threads, rate_peak=args.lr, frozen=args.frozen)
     trained_at = time.perf_counter()
     print(f"trained in {trained_at - started:.0f} s", flush=True)
     fp32, int8 = export(trained, args.out)
