@@ -70,4 +70,6 @@ def test_it_ranks_a_real_catalog_by_meaning() -> None:
     assert found / len(queries) >= FLOOR
 
 
-FLOOR = 0.0
+FLOOR = 0.77
+"""Measured .798 (75 of 94 single-need requests with a wanted tool in the top 5, cosine alone); the published MiniLM
+gets .755 on the same, under this floor."""
