@@ -88,10 +88,10 @@ class Settings(BaseSettings):
                     "needs the extra: `pip install -e '.[semantic]'` from the lazytools clone, with the pip of the "
                     "Python that runs lazytools.")
     embedder: str = Field(
-        default="minilm-tools+wordllama",
-        description="The semantic mode's embedder: minilm-tools+wordllama (MiniLM fine-tuned for tool retrieval, "
-                    "shipped), minilm+wordllama (the published MiniLM, the default before: set it to compare), "
-                    "minilm-tools, minilm, wordllama (fastest), or a model folder.",
+        default="minilm+wordllama",
+        description="The semantic mode's embedder: minilm+wordllama (the published MiniLM with WordLlama), "
+                    "minilm-tools+wordllama (MiniLM fine-tuned for tool retrieval, shipped for A/B: not yet better "
+                    "on every set), minilm-tools, minilm, wordllama (fastest), or a model folder.",
     )
     cache_dir: Path | None = Field(
         default=None, description="Tool-vector cache directory (default: $XDG_CACHE_HOME or ~/.cache, /lazytools).",

@@ -47,7 +47,7 @@ __all__ = [
     "unit_rows",
 ]
 
-DEFAULT_EMBEDDER = "minilm-tools+wordllama"
+DEFAULT_EMBEDDER = "minilm+wordllama"
 """The semantic mode unless a setting names another: the pair found more of the wanted tools than either encoder
 alone on every set, for a fraction of a millisecond more a query, and the fine-tuned MiniLM more than the original
 in it (the figures: docs/search.md, docs/search-log.md)."""
