@@ -21,7 +21,7 @@ import uvicorn
 from mcp import Client
 from starlette.types import ASGIApp
 
-__all__ = ["ServerChild", "eventually", "running_http", "spawned_http_server", "tool_names"]
+__all__ = ["ServerChild", "eventually", "free_port", "running_http", "spawned_http_server", "tool_names"]
 
 
 async def tool_names(client: Client) -> list[str]:
@@ -45,8 +45,10 @@ async def eventually(condition: Callable[[], Any], timeout: float = 20.0) -> Non
 async def running_http(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
                        startup_timeout: float = 10.0) -> AsyncIterator[str]:
     """Run `app` with uvicorn in this event loop (port 0: a free port); yields its base URL, stops on exit."""
+    # uvicorn closes a kept-alive connection after 5 idle seconds by default: on a busy machine a client then sent its
+    # next request on a connection closed under it (httpx ReadError). Idle connections here live as long as the test.
     config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_config=None, log_level="warning",
-                            access_log=False, timeout_graceful_shutdown=5)
+                            access_log=False, timeout_graceful_shutdown=5, timeout_keep_alive=600)
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
@@ -72,10 +74,27 @@ class ServerChild:
     """The end of that log, kept once it has stopped."""
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+_GIVEN: set[int] = set()
+"""Ports `free_port` handed out in this process: a server stopped a moment ago may still hold its port."""
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on, for a server that must be told its port before it starts.
+
+    Under pytest-xdist each worker takes only the ports whose remainder by the number of workers is its own, so two
+    workers never hand out the same port, and no process hands out one port twice."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    mine = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % workers
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port % workers == mine and port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
+
+
+_free_port = free_port  # the name the tests import
 
 
 @asynccontextmanager
@@ -84,7 +103,7 @@ async def spawned_http_server(*extra: str, log_level: str = "WARNING", env: dict
     """`python -m lazytools --transport http` on a free port of 127.0.0.1, in a scratch directory (no .env), ready
     once /healthz answers; stopped with SIGTERM (then SIGKILL if it hangs) on exit, its exit status recorded."""
     with tempfile.TemporaryDirectory(prefix="lazytools-http-") as scratch:
-        port = _free_port()
+        port = free_port()
         log = Path(scratch) / "server.log"
         clean = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
         command = [sys.executable, "-m", "lazytools", "--transport", "http", "--host", "127.0.0.1", "--port",
