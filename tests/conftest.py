@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 import mcp_types as types
 import pytest
+from lazytools_examples import _regex_runner
 from mcp import Client
 from pydantic import Field
 
@@ -82,7 +84,20 @@ def _processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
     # Learning from use is on by default and writes to the user's cache directory: tests that want it turn it on
     # with a directory of their own (`learn=True, cache_dir=tmp_path`), child processes inherit this.
     monkeypatch.setenv("LAZYTOOLS_LEARN", "false")
+    # The bundled regex tools stop a child interpreter after 3 s of wall time; on a loaded machine starting one can
+    # take that long, and a test of the result-size limit then met the timeout instead. Tests of the timeout set
+    # their own (shorter) one.
+    monkeypatch.setattr(_regex_runner, "DEFAULT_TIMEOUT_SECONDS", 300.0)
     yield
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _leaks_fail_their_own_module() -> Iterator[None]:
+    """A socket, file or process left unclosed in a reference cycle warns (ResourceWarning, an error here) when the
+    garbage collector frees it, which was whenever it next ran: in some later test. Collecting at the end of each
+    module makes the warning fail that module's last test, on every run."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture
