@@ -29,8 +29,11 @@ async def tool_names(client: Client) -> list[str]:
     return [tool.name for tool in (await client.list_tools(cache_mode="bypass")).tools]
 
 
-async def eventually(condition: Callable[[], Any], timeout: float = 20.0) -> None:
-    """Poll `condition` (a function, or a coroutine function) until it is true; fail after `timeout` seconds."""
+async def eventually(condition: Callable[[], Any], timeout: float = 120.0) -> None:
+    """Poll `condition` (a function, or a coroutine function) until it is true; fail after `timeout` seconds.
+
+    The timeout only ends a wait for what never happens: a condition that comes true returns at once, so it is
+    generous (20 s ran out on a machine at load 25 while an upstream was still starting)."""
     with anyio.fail_after(timeout):
         while True:
             value = condition()
