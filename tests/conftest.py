@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import anyio.to_thread
 import mcp_types as types
 import pytest
-from lazytools_examples import _regex_runner
 from mcp import Client
 from pydantic import Field
 
@@ -84,10 +83,6 @@ def _processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
     # Learning from use is on by default and writes to the user's cache directory: tests that want it turn it on
     # with a directory of their own (`learn=True, cache_dir=tmp_path`), child processes inherit this.
     monkeypatch.setenv("LAZYTOOLS_LEARN", "false")
-    # The bundled regex tools stop a child interpreter after 3 s of wall time; on a loaded machine starting one can
-    # take that long, and a test of the result-size limit then met the timeout instead. Tests of the timeout set
-    # their own (shorter) one.
-    monkeypatch.setattr(_regex_runner, "DEFAULT_TIMEOUT_SECONDS", 300.0)
     yield
 
 
