@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 import anyio
 import httpx2
 
-from .helpers import stop_process
+from .helpers import free_port, stop_process
 
 __all__ = ["Cluster", "Redis", "Replica", "cluster", "haproxy_config", "require", "running_redis"]
 
@@ -40,12 +39,6 @@ def require(binary: str, package: str) -> str:
         raise MissingBinaryError(f"{binary} is not installed: the replica tests need Debian's {package} package "
                                  f"(sudo apt-get install -y {package}; .ci/run installs it)")
     return found
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def _wait(condition_name: str, check: object, timeout: float, process: subprocess.Popen[bytes] | None = None,

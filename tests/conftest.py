@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
@@ -83,6 +84,15 @@ def _processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
     # with a directory of their own (`learn=True, cache_dir=tmp_path`), child processes inherit this.
     monkeypatch.setenv("LAZYTOOLS_LEARN", "false")
     yield
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _leaks_fail_their_own_module() -> Iterator[None]:
+    """A socket, file or process left unclosed in a reference cycle warns (ResourceWarning, an error here) when the
+    garbage collector frees it, which was whenever it next ran: in some later test. Collecting at the end of each
+    module makes the warning fail that module's last test, on every run."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import uvicorn
 from mcp import Client
 from starlette.types import ASGIApp
 
-__all__ = ["ServerChild", "eventually", "running_http", "spawned_http_server", "tool_names"]
+__all__ = ["ServerChild", "eventually", "free_port", "running_http", "spawned_http_server", "tool_names"]
 
 
 async def tool_names(client: Client) -> list[str]:
@@ -29,8 +29,12 @@ async def tool_names(client: Client) -> list[str]:
     return [tool.name for tool in (await client.list_tools(cache_mode="bypass")).tools]
 
 
-async def eventually(condition: Callable[[], Any], timeout: float = 20.0) -> None:
-    """Poll `condition` (a function, or a coroutine function) until it is true; fail after `timeout` seconds."""
+async def eventually(condition: Callable[[], Any], timeout: float = 120.0) -> None:
+    """Poll `condition` (a function, or a coroutine function) until it is true; fail after `timeout` seconds.
+
+    The timeout only ends a wait for what never happens: a condition that comes true returns at once, so it is
+    generous (20 s ran out on a machine at load 25 while an upstream was still starting)."""
+    pause = 0.005
     with anyio.fail_after(timeout):
         while True:
             value = condition()
@@ -38,15 +42,20 @@ async def eventually(condition: Callable[[], Any], timeout: float = 20.0) -> Non
                 value = await value
             if value:
                 return
-            await anyio.sleep(0.01)
+            await anyio.sleep(pause)
+            # Polls thin out to 10 a second: fifty sessions each polling every 10 ms kept the event loop they wait
+            # on busy with polling.
+            pause = min(pause * 1.5, 0.1)
 
 
 @asynccontextmanager
 async def running_http(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
                        startup_timeout: float = 10.0) -> AsyncIterator[str]:
     """Run `app` with uvicorn in this event loop (port 0: a free port); yields its base URL, stops on exit."""
+    # uvicorn closes a kept-alive connection after 5 idle seconds by default: on a busy machine a client then sent its
+    # next request on a connection closed under it (httpx ReadError). Idle connections here live as long as the test.
     config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_config=None, log_level="warning",
-                            access_log=False, timeout_graceful_shutdown=5)
+                            access_log=False, timeout_graceful_shutdown=5, timeout_keep_alive=600)
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
@@ -72,10 +81,28 @@ class ServerChild:
     """The end of that log, kept once it has stopped."""
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+_GIVEN: set[int] = set()
+"""Ports `free_port` handed out in this process: a server stopped a moment ago may still hold its port."""
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on, for a server that must be told its port before it starts.
+
+    Under pytest-xdist each worker takes only ports of its own share (by `port // 2`: Linux gives bind() even ports
+    while there are any), so two workers never hand out the same port, and no process hands out one port twice."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    mine = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % workers
+    for _ in range(10_000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port // 2 % workers == mine and port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
+    raise RuntimeError("no free loopback port of this worker's share")
+
+
+_free_port = free_port  # the name the tests import
 
 
 @asynccontextmanager
@@ -84,7 +111,7 @@ async def spawned_http_server(*extra: str, log_level: str = "WARNING", env: dict
     """`python -m lazytools --transport http` on a free port of 127.0.0.1, in a scratch directory (no .env), ready
     once /healthz answers; stopped with SIGTERM (then SIGKILL if it hangs) on exit, its exit status recorded."""
     with tempfile.TemporaryDirectory(prefix="lazytools-http-") as scratch:
-        port = _free_port()
+        port = free_port()
         log = Path(scratch) / "server.log"
         clean = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
         command = [sys.executable, "-m", "lazytools", "--transport", "http", "--host", "127.0.0.1", "--port",

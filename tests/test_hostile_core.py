@@ -13,7 +13,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -249,14 +249,24 @@ async def test_upstream_results_are_bounded_and_a_huge_one_is_not_read(tmp_path:
 async def test_a_slow_validation_does_not_hold_other_sessions(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     started = threading.Event()  # set in the worker thread when the attacker's check starts
+    served = threading.Event()  # set once the other session was answered
     check = validation.validate_arguments
 
-    def watched(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        started.set()
-        return check(*args, **kwargs)
+    def watched(tool: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if "slow_pattern" in tool:
+            started.set()
+            # The backtracking check runs again and again until the other session was served, however long that
+            # takes on a busy machine: the order below cannot depend on how fast the other calls are.
+            for _ in range(100):
+                if served.is_set():
+                    break
+                with suppress(ToolArgumentsError):
+                    check(tool, *args, **kwargs)
+        return check(tool, *args, **kwargs)
 
     monkeypatch.setattr(validation, "validate_arguments", watched)
-    async with opened(tmp_path, {"h": hostile()}, validation_timeout=2) as o:
+    # The check's own deadline is far off, so what stops the attacker's check is the pattern's timeout.
+    async with opened(tmp_path, {"h": hostile()}, validation_timeout=600) as o:
         order: list[str] = []
         async with client(o.server, "claude-ai") as attacker, client(o.server, "claude-ai") as other:
 
@@ -274,6 +284,7 @@ async def test_a_slow_validation_does_not_hold_other_sessions(tmp_path: Path,
                     fine = await call(other, "h__echo", {"text": "meanwhile"})
                     assert not fine.is_error
                     order.append("echo answered")
+                    served.set()
         assert order == ["ping answered", "echo answered", "attack answered"]
 
 

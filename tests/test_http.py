@@ -54,7 +54,7 @@ async def session(url: str, name: str = "Visual Studio Code", *, recorder: Recor
         transport = streamable_http_client(url, http_client=http, terminate_on_close=terminate)
         async with Client(transport, mode="legacy", client_info=types.Implementation(name=name, version="1.0"),
                           message_handler=recorder) as client:
-            with anyio.fail_after(10):
+            with anyio.fail_after(120):  # a guard against a hang: fifty sessions open at once on a busy machine
                 await stream_open.wait()
             yield client
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from lazytools.evaluate import Ranker, Scores, cutoffs_for, evaluate, read_queri
 from lazytools.search import SearchIndex, build_index
 from lazytools.search.embedders import DEFAULT_EMBEDDER, embedder_named
 from lazytools.search.related import RelatedWords
-from lazytools.sources.jsonl import load_jsonl_catalog, read_servers
+from lazytools.sources.jsonl import JsonlCatalog, load_jsonl_catalog, read_servers
 
 from .fixtures.catalogs import realistic
 
@@ -167,12 +168,19 @@ def test_questions_find_what_they_ask_for() -> None:
     assert scores["questions"].recall(LIMIT) >= 0.75
 
 
+@cache
+def _multiserver_semantic() -> tuple[JsonlCatalog, SearchIndex]:
+    """The multi-server dev catalog and its index with the semantic extra, built once per test process: embedding
+    it was the slowest step of two tests that only search it."""
+    loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
+    return loaded, build_index(loaded.catalog, semantic=True)
+
+
 def test_multiserver_requests_with_the_semantic_extra_stay_above_their_floor() -> None:
     # Measured as served with the default embedder: all .770, single .872, multi .698, long .666 (BM25: .727, .819,
     # .672, .629). Requests naming no group lean further on the embedding (fusion.UNNAMED_SEMANTIC_WEIGHT): at the
     # named requests' weight the single-need ones scored .862 and all .763.
-    loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
-    index = build_index(loaded.catalog, semantic=True)
+    loaded, index = _multiserver_semantic()
     ranker = served_ranker(loaded.catalog, index, ids=loaded.ids)
     scores = evaluate(read_queries(MULTISERVER / "queries.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
     assert scores["all"].recall(LIMIT) >= 0.75 and scores["single"].recall(LIMIT) >= 0.86
@@ -263,8 +271,8 @@ def test_a_tool_that_lists_something_else_is_not_the_producer_of_a_list_id() -> 
 def test_remember_reaches_the_memory_server_with_the_semantic_extra_too() -> None:
     # misses.jsonl mem01 / mem07: the encoder read "remember that my dentist appointment ..." as a calendar or a
     # checklist; it now also reads what the verb means (phrases.py), as BM25 does.
-    loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
-    search = served_ranker(loaded.catalog, build_index(loaded.catalog, semantic=True), ids=loaded.ids)
+    loaded, index = _multiserver_semantic()
+    search = served_ranker(loaded.catalog, index, ids=loaded.ids)
     for request in ("remember that my dentist appointment is on the 14th",
                     "memorize that Tom's birthday is 3 March and that he is my brother"):
         assert {"memory/create_entities", "memory/add_observations"} & set(search(request)[:LIMIT]), request
