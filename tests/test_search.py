@@ -8,12 +8,14 @@ import pytest
 
 from lazytools import Catalog, Group, ToolEntry
 from lazytools.search import LiveIndex, SearchIndex, split_words, stem, tokenize
-from lazytools.search.query import NUMBER_WEIGHT, clauses
+from lazytools.search.config import RankingConfig
+from lazytools.search.query import clauses
 from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit_distance, split_compound
 
 from .conftest import searched
 from .fixtures.catalogs import _never, memory_and_files, realistic, tool
-from .helpers import ranked_afresh
+
+NUMBER_WEIGHT = RankingConfig().number_weight
 
 
 def scores(index: SearchIndex, query: str) -> dict[str, float]:
@@ -306,13 +308,13 @@ def test_group_named_in_query_boosts_its_tools() -> None:
     assert names(INDEX, "jira: list issues")[0] == "jira__list_issues"
 
 
-def test_group_named_in_query_multiplies_its_tools_scores(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.index as index_module
-
+def test_group_named_in_query_multiplies_its_tools_scores() -> None:
     query = "list issues on github"
     boosted = scores(INDEX, query)["github__list_issues"]
-    monkeypatch.setattr(index_module, "GROUP_BOOST", 0.0)
-    assert boosted == pytest.approx(1.5 * scores(ranked_afresh(INDEX), query)["github__list_issues"])
+    unboosted = scores(INDEX.configured(RankingConfig(group_boost=0.0)), query)["github__list_issues"]
+    assert boosted == pytest.approx(1.5 * unboosted)
+    assert scores(INDEX.configured(RankingConfig(off={"group_boost"})), query)["github__list_issues"] == \
+        pytest.approx(unboosted)  # switched off, the stage does what a weight of 0 does
 
 
 def test_group_filter_keeps_only_that_group() -> None:
@@ -329,21 +331,19 @@ def test_long_request_with_two_needs_gets_both_tools() -> None:
     assert "weather__get_forecast" in top and "slack__post_message" in top
 
 
-def test_name_spelled_out_in_a_sentence_lifts_that_tool(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.index as index_module
-
-    def build() -> SearchIndex:
+def test_name_spelled_out_in_a_sentence_lifts_that_tool() -> None:
+    def build(config: RankingConfig = RankingConfig()) -> SearchIndex:
         return SearchIndex([
             tool("send_message", "Deliver a text to one person."),
             tool("channel_post", "Post a message to a channel of the team workspace, with the team's formatting."),
             tool("list_users", "List the people of the workspace."),
             tool("upload_file", "Upload a file to a channel."),
-        ])
+        ], config=config)
 
     query = "send a message to the team channel"
     assert names(build(), query)[0] == "send_message"  # every word of its name is in the request
-    monkeypatch.setattr(index_module, "NAME_WORDS_BOOST", 0.0)
-    assert names(build(), query)[0] == "channel_post"  # on words alone, the longer description wins
+    assert names(build(RankingConfig(name_words_boost=0.0)), query)[0] == "channel_post"  # the longer text wins
+    assert names(build(RankingConfig(off={"name_words"})), query)[0] == "channel_post"
 
 
 def test_name_words_need_all_words_and_at_least_two() -> None:
@@ -560,31 +560,27 @@ LONG_TASK = (
 )
 
 
-def test_a_long_task_keeps_the_tool_of_its_shortest_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.fusion as fusion
-    import lazytools.search.index as index_module
-
+def test_a_long_task_keeps_the_tool_of_its_shortest_step() -> None:
     # Six clauses, most of them about GitHub: the whole text's words drown "tell the team on Slack".
-    assert len(clauses(LONG_TASK)) >= fusion.LONG_TASK_CLAUSES
+    default = RankingConfig()
+    assert len(clauses(LONG_TASK)) >= default.long_task_clauses
     top = names(INDEX, LONG_TASK)
     needed = {"github__list_issues", "github__get_pull_request", "github__create_issue", "slack__post_message"}
     assert needed <= set(top)
-    monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", fusion.CLAUSE_WEIGHT)
+    short_weight = RankingConfig(long_task_clause_weight=default.clause_weight)
     # With the short requests' clause weight, covering the clauses alone still brings it back (its clause is the
     # one no GitHub tool answers); without either it sinks.
-    assert "slack__post_message" in names(ranked_afresh(INDEX), LONG_TASK)
-    monkeypatch.setattr(index_module, "COVERAGE_WEIGHT", 0.0)
-    assert "slack__post_message" not in names(ranked_afresh(INDEX), LONG_TASK)
+    assert "slack__post_message" in names(INDEX.configured(short_weight), LONG_TASK)
+    uncovered = short_weight.model_copy(update={"coverage_weight": 0.0})
+    assert "slack__post_message" not in names(INDEX.configured(uncovered), LONG_TASK)
+    assert "slack__post_message" not in names(INDEX.configured(short_weight.without("coverage")), LONG_TASK)
 
 
-def test_requests_of_few_clauses_keep_the_short_clause_weight(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.fusion as fusion
-
+def test_requests_of_few_clauses_keep_the_short_clause_weight() -> None:
     query = "get the weather forecast for Lisbon, convert 9am Lisbon time to Chicago time, and post it on Slack"
-    assert 2 <= len(clauses(query)) < fusion.LONG_TASK_CLAUSES
+    assert 2 <= len(clauses(query)) < RankingConfig().long_task_clauses
     before = scores(INDEX, query)
-    monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", 5.0)
-    assert scores(INDEX, query) == pytest.approx(before)
+    assert scores(INDEX.configured(RankingConfig(long_task_clause_weight=5.0)), query) == pytest.approx(before)
 
 
 def test_a_tool_its_server_lists_twice_takes_one_place() -> None:

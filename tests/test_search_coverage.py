@@ -7,12 +7,13 @@ import pytest
 
 import lazytools.search.index as index_module
 from lazytools.search import SearchIndex
+from lazytools.search.config import RankingConfig
 from lazytools.search.coverage import cover, embedding_shares, lexical_shares
-from lazytools.search.fusion import LONG_TASK_CLAUSES
 from lazytools.search.query import clauses
 
 from .fixtures.catalogs import realistic, tool
-from .helpers import ranked_afresh
+
+LONG_TASK_CLAUSES = RankingConfig().long_task_clauses
 
 
 def test_a_clause_already_answered_stops_counting() -> None:
@@ -63,8 +64,7 @@ def test_long_tasks_are_covered_and_short_requests_ranked_by_score(monkeypatch: 
     index = SearchIndex(near_alike_catalog())
     assert len(clauses(LONG_TASK)) >= LONG_TASK_CLAUSES
     covered = [hit.entry.name for hit in index.search(LONG_TASK)]
-    monkeypatch.setattr(index_module, "COVERAGE_WEIGHT", 0.0)
-    by_score = [hit.entry.name for hit in ranked_afresh(index).search(LONG_TASK)]
+    by_score = [hit.entry.name for hit in index.configured(RankingConfig(coverage_weight=0.0)).search(LONG_TASK)]
     # The same tools answer, but the second forecast no longer comes before the Slack step's tool.
     assert covered != by_score and set(covered) >= {"time__convert_time", "slack__post_message"}
     assert covered.index("weather__get_daily_forecast") < covered.index("slack__post_message")

@@ -16,13 +16,14 @@ from lazytools.cli import main
 from lazytools.entry import ToolEntry
 from lazytools.evaluate import run_eval
 from lazytools.search import SearchIndex
-from lazytools.search import servers as servers_module
+from lazytools.search.config import RankingConfig
 from lazytools.search.embedders import StaticEmbedder
-from lazytools.search.servers import SERVER_LIFT, ServerIndex
+from lazytools.search.servers import ServerIndex
 from lazytools.sources.functions import FunctionGroup
 
 from .conftest import client, make_settings, text_of
-from .helpers import ranked_afresh
+
+SERVER_LIFT = RankingConfig().server_lift
 
 COOKBOOK = "The family cookbook: recipes, ingredients and weekly meal plans."
 ACCOUNTS = "Contracts, invoices and receipts of the company."
@@ -200,8 +201,9 @@ def test_with_embeddings_a_one_need_request_prefers_the_tools_of_the_server_it_i
     # The two booking tools are alike in words and vectors: server two, whose tools are about cars, puts its own
     # first for a car request (server one's comes first in catalog order without the lift).
     assert bookings("book a sedan") == ["two_booking", "one_booking"]
-    monkeypatch.setattr(servers_module, "SERVER_SIMILARITY_WEIGHT", 0.0)
-    ranked_afresh(index)
+    index = index.configured(RankingConfig(server_similarity_weight=0.0))
+    assert bookings("book a sedan") == ["one_booking", "two_booking"]
+    index = index.configured(RankingConfig(off={"server_vectors"}))
     assert bookings("book a sedan") == ["one_booking", "two_booking"]
 
 
@@ -211,9 +213,9 @@ def test_a_request_of_several_needs_is_not_pulled_towards_one_server(monkeypatch
     lifted: list[int] = []
     original = ServerIndex.lift_similarity
 
-    def spy(self: ServerIndex, similarity: np.ndarray, servers: np.ndarray) -> np.ndarray:
+    def spy(self: ServerIndex, similarity: np.ndarray, servers: np.ndarray, weight: float) -> np.ndarray:
         lifted.append(similarity.size)
-        return original(self, similarity, servers)
+        return original(self, similarity, servers, weight)
 
     monkeypatch.setattr(ServerIndex, "lift_similarity", spy)
     index.search("book a sedan")

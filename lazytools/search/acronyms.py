@@ -13,62 +13,12 @@ import re
 from collections.abc import Mapping, Sequence
 
 from .analysis import tokenize
+from .tables import table
 
 __all__ = ["ACRONYMS", "acronym_terms"]
 
-ACRONYMS: Mapping[str, str] = {
-    # Code hosting and delivery.
-    "pr": "pull request",
-    "prs": "pull requests",
-    "mr": "merge request",
-    "ci": "continuous integration pipeline",
-    "env": "environment",
-    "envs": "environments",
-    "vm": "virtual machine",
-    "vms": "virtual machines",
-    "os": "operating system",
-    "cli": "command line",
-    "ui": "user interface",
-    "ux": "user experience",
-    "dns": "domain name",
-    # Chat and mail.
-    "dm": "direct message",
-    "dms": "direct messages",
-    "msg": "message",
-    "msgs": "messages",
-    "sms": "text message",
-    "faq": "frequently asked questions",
-    # Media and language.
-    "img": "image",
-    "pic": "picture",
-    "pics": "pictures",
-    "tts": "text to speech",
-    "stt": "speech to text",
-    "asr": "speech recognition",
-    "ocr": "optical character recognition text",
-    "llm": "large language model",
-    "ai": "artificial intelligence",
-    "ml": "machine learning",
-    "nlp": "natural language processing",
-    # Business.
-    "seo": "search engine optimization",
-    "crm": "customer relationship management",
-    "erp": "enterprise resource planning",
-    "kpi": "key performance indicator",
-    "kpis": "key performance indicators",
-    "roi": "return on investment",
-    "eta": "estimated arrival time",
-    "info": "information",
-    "org": "organization",
-    "orgs": "organizations",
-    "dept": "department",
-    "addr": "address",
-    "qty": "quantity",
-    "desc": "description",
-    "calc": "calculate",
-    "ev": "electric vehicle",
-    "iot": "internet of things",
-}
+ACRONYMS: Mapping[str, str] = table("acronyms")["acronyms"]
+"""data/acronyms.json: short form -> the words it stands for."""
 
 
 _WRITTEN_AS_ACRONYM = {"mr": re.compile(r"\bMRs?\b"), "ml": re.compile(r"\bML\b")}

@@ -22,30 +22,7 @@ import numpy.typing as npt
 
 from .fusion import ScoreArray, zscores
 
-__all__ = [
-    "COVERAGE_POOL",
-    "COVERAGE_SHARPNESS",
-    "COVERAGE_WEIGHT",
-    "SEMANTIC_COVERAGE_SHARPNESS",
-    "SEMANTIC_COVERAGE_WEIGHT",
-    "clause_shares",
-    "cover",
-    "embedding_shares",
-    "lexical_shares",
-]
-
-COVERAGE_POOL = 40
-"""The picks come from this many best-scored tools (at least twice the limit)."""
-COVERAGE_WEIGHT = 0.3
-"""Share of clause coverage in each pick with BM25 alone (the tool's own relevance gets the rest); tuned on the
-dev set's long tasks, even half (figures in docs/search.md)."""
-COVERAGE_SHARPNESS = 1.0
-"""A tool's share of a clause is raised to this power (higher: only a clause's best tools cover it)."""
-SEMANTIC_COVERAGE_WEIGHT = 0.35
-SEMANTIC_COVERAGE_SHARPNESS = 2.0
-"""The same with the semantic extra, whose clause shares mix BM25's and the embedding's: the embedding's are
-flatter (many tools a little similar), so only a clause's best tools should count as covering it."""
-
+__all__ = ["clause_shares", "cover", "embedding_shares", "lexical_shares"]
 
 def lexical_shares(parts: Sequence[ScoreArray], pool: npt.NDArray[np.intp]) -> ScoreArray:
     """(clauses, pool): each pooled tool's BM25 score for a clause as a share of that clause's best score."""

@@ -12,10 +12,8 @@ from dataclasses import dataclass, field
 
 from ..catalog import Catalog
 from ..entry import ToolEntry
-from .fusion import LONG_TASK_CLAUSES
 from .index import Hit, SearchIndex
 from .needs import Need, unanswered
-from .query import clauses
 from .usage import MAX_COMPANIONS, UsagePrior, reorder
 
 __all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
@@ -92,7 +90,8 @@ def select(
     if query:
         # Not for a long task: its many words dilute any past request's, and reordering its covering picks cost
         # long tasks a need in both replay directions (docs/search-log.md); the tools called next still apply.
-        learnt = prior is not None and bool(prior) and len(clauses(query)) < LONG_TASK_CLAUSES
+        learnt = (prior is not None and bool(prior)
+                  and len(index.analyze(query).needs) < index.config.long_task_clauses)
         boosts = prior.boosts(prior.terms(query)) if learnt and prior is not None else {}
         # With evidence, twice the limit is ranked so that a tool called after such requests can move into it.
         wanted = 2 * limit if boosts else limit

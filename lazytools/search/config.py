@@ -1,0 +1,139 @@
+"""Every weight of the ranking, in one place: `RankingConfig`.
+
+A served index reads its config from `LAZYTOOLS_SEARCH_RANKING` (JSON, or the path of a JSON file; empty: the
+defaults below). Tests and the ablation benchmark build a config (`RankingConfig(group_boost=0.0)`,
+`RankingConfig(off={"producer"})`) instead of patching a module. Each weight says what it does and where it was
+measured; the figures are in docs/search.md and docs/search-log.md.
+
+`off` switches parts of the pipeline off by name: a ranking stage (`STAGES`, in the order they run) or a rule that
+makes query terms (`RULES`). Both lists are documented in docs/search.md ("How search ranks").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["RULES", "STAGES", "RankingConfig", "ranking_config"]
+
+STAGES: tuple[str, ...] = (
+    "server_choice",
+    "clauses",
+    "group_boost",
+    "name_words",
+    "semantic",
+    "server_vectors",
+    "names",
+    "coverage",
+    "native_first",
+    "deliverable",
+    "producer",
+)
+"""The ranking stages that can be switched off, in the order they run (BM25F itself always runs)."""
+
+RULES: tuple[str, ...] = (
+    "synonyms",
+    "acronyms",
+    "phrasal_verbs",
+    "verb_objects",
+    "verb_senses",
+    "number_senses",
+    "asked_senses",
+    "questions",
+    "typos",
+    "completions",
+    "short_numbers",
+    "percent",
+    "crosslang",
+    "related",
+)
+"""The rules that add or weigh a query's terms (`query.analyze`), each reading one table or one reading."""
+
+Weight = Annotated[float, Field(ge=0.0)]
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class RankingConfig(BaseModel):
+    """The ranking's weights and switches (frozen: an index holds one, `SearchIndex.configured` gives another)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    off: frozenset[str] = Field(default=frozenset(), description="Stages and rules switched off (STAGES, RULES).")
+
+    # Query terms (query.analyze): each a share of a typed word's weight.
+    synonym_weight: Weight = Field(default=0.5, description='A synonym ("remove" for "delete").')
+    typo_weight: Weight = Field(default=0.7, description="A typo fix one edit away in the catalog's vocabulary.")
+    completion_weight: Weight = Field(default=0.5, description='A completion of a cut-off word ("kube").')
+    acronym_weight: Weight = Field(default=0.7, description='Each word an acronym stands for ("pull", "request" for "PR").')
+    phrase_weight: Weight = Field(default=0.7, description='Each word an everyday phrase means ("create" for "spin up").')
+    number_weight: Weight = Field(default=0.3, description="A short bare number: an amount, not a word of the tool.")
+    max_amount_digits: int = Field(default=3, ge=0, description="Longer runs of digits are identifiers and count in full.")
+    crosslang_weight: Weight = Field(default=0.7, description="Each English word of a Chinese request's words.")
+    related_weight: Weight = Field(default=0.7, description="A related word of similarity s counts this times s squared.")
+    max_related: int = Field(default=10, ge=0, description="Related words a query word brings at most (the closest).")
+    max_terms_to_correct: int = Field(default=4, ge=0, description="Only queries of at most this many terms get typo fixes.")
+
+    # BM25F and its boosts.
+    bm25_k1: Weight = Field(default=2.0, description="BM25F's term-frequency saturation (read when an index is built).")
+    clause_weight: Weight = Field(default=0.3, description="A tool gains this times its best need's score (scaled).")
+    long_task_clauses: int = Field(default=4, ge=2, description="A task of this many needs or more is a long task.")
+    long_task_clause_weight: Weight = Field(default=0.6, description="clause_weight for a long task.")
+    group_boost: Weight = Field(default=0.5, description="Tools of a group the query names score this share more.")
+    name_words_boost: Weight = Field(default=0.5, description="Tools all of whose name words the query holds score more.")
+
+    # Choosing the server.
+    server_text_weight: Weight = Field(default=0.5, description="The server's own document, next to its best tool's score.")
+    server_lift: Weight = Field(default=0.3, description="The chosen server's best tool for a need scores this share more.")
+    server_similarity_weight: Weight = Field(
+        default=0.5, description="Semantic: a tool's similarity gains this many spreads per deviation of its server's.")
+
+    # The semantic extra.
+    semantic_weight: Share = Field(default=0.6, description="The embedding similarity's share of the fused score.")
+    long_task_semantic_weight: Share = Field(default=0.45, description="At most this share for a long task.")
+    unnamed_semantic_weight: Share = Field(
+        default=0.7, description="The share for a shorter request that names no group (scaled as to semantic_weight).")
+
+    # Covering a long task's needs (coverage.py).
+    coverage_pool: int = Field(default=40, ge=1, description="Picks come from this many best-scored tools.")
+    coverage_weight: Share = Field(default=0.3, description="Share of need coverage in each pick (BM25).")
+    coverage_sharpness: Weight = Field(default=1.0, description="A tool's share of a need is raised to this power (BM25).")
+    semantic_coverage_weight: Share = Field(default=0.35, description="coverage_weight with the semantic extra.")
+    semantic_coverage_sharpness: Weight = Field(default=2.0, description="coverage_sharpness with the semantic extra.")
+
+    # Places after the ranking: the deliverable's writer and a prerequisite's producer.
+    deliverable_done: Share = Field(default=0.5, description="A writing pick at this share of the best writer does it.")
+    min_deliverable_limit: int = Field(default=3, ge=1, description="Below this limit no writer or producer is added.")
+    producer_top: int = Field(default=2, ge=0, description="A producer is added for one of this many best results.")
+
+    @field_validator("off")
+    @classmethod
+    def _known(cls, value: frozenset[str]) -> frozenset[str]:
+        unknown = sorted(value - set(STAGES) - set(RULES))
+        if unknown:
+            raise ValueError(f"unknown stages or rules: {', '.join(unknown)} (stages: {', '.join(STAGES)}; rules: "
+                             f"{', '.join(RULES)})")
+        return value
+
+    def on(self, name: str) -> bool:
+        """Whether the stage or rule `name` runs."""
+        return name not in self.off
+
+    def without(self, *names: str) -> RankingConfig:
+        """This config with `names` switched off as well."""
+        return self.model_copy(update={"off": self.off | frozenset(names)})
+
+
+DEFAULT = RankingConfig()
+
+
+def ranking_config(value: str) -> RankingConfig:
+    """The config a setting gives: empty for the defaults, JSON (`{"group_boost": 0.3, "off": ["producer"]}`), or
+    the path of a file holding such JSON."""
+    text = value.strip()
+    if not text:
+        return DEFAULT
+    if not text.startswith("{"):
+        text = Path(text).expanduser().read_text(encoding="utf-8")
+    return RankingConfig.model_validate_json(text)
