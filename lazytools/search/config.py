@@ -30,6 +30,7 @@ STAGES: tuple[str, ...] = (
     "native_first",
     "deliverable",
     "producer",
+    "places",
 )
 """The ranking stages that can be switched off, in the order they run (BM25F itself always runs)."""
 
@@ -106,6 +107,9 @@ class RankingConfig(BaseModel):
     deliverable_done: Share = Field(default=0.5, description="A writing pick at this share of the best writer does it.")
     min_deliverable_limit: int = Field(default=3, ge=1, description="Below this limit no writer or producer is added.")
     producer_top: int = Field(default=2, ge=0, description="A producer is added for one of this many best results.")
+    places_per_need: int = Field(
+        default=1, ge=0, description="Each need past the first adds this many places to a search the model gives no "
+                                     "limit (at most LAZYTOOLS_SEARCH_MAX_LIMIT).")
 
     @field_validator("off")
     @classmethod

@@ -285,11 +285,11 @@ class SearchIndex:
         return [int(pool[pick]) for pick in picks]
 
     def _with_deliverable(self, ranking: Ranking) -> tuple[list[int], int | None]:
-        """The picks with the best tool of the deliverable the query names (see `steps`) in the last place, unless a
-        pick is that tool (or a copy of it) or already writes there: a writing tool (by its name) that scores at
-        least `deliverable_done` of the best for the deliverable; and the pick that answers the deliverable, if
-        any."""
-        picked, limit, text = ranking.picked, ranking.limit, ranking.query.deliverable
+        """The picks with the best tool of the deliverable the query names (see `steps`) after them, unless a pick
+        is that tool (or a copy of it) or already writes there: a writing tool (by its name) that scores at least
+        `deliverable_done` of the best for the deliverable; and the pick that answers the deliverable, if any. It
+        takes no place from the ranking: the limit's places stay the ranking's."""
+        picked, text = ranking.picked, ranking.query.deliverable
         assert text is not None
         step_scores = np.where(ranking.candidates, self._bm25_scores(text), 0.0)
         best = int(np.argmax(step_scores))
@@ -301,16 +301,16 @@ class SearchIndex:
         done = self.config.deliverable_done
         if any(self._writes[i] and step_scores[i] >= done * step_scores[best] for i in picked):
             return picked, None
-        return ([*picked, best] if len(picked) < limit else [*picked[:-1], best]), best
+        return [*picked, best], best
 
     def _with_producer(self, ranking: Ranking) -> list[int]:
         """The picks with the first producer of the first of their `producer_top` best tools that needs one and has
-        none picked (`list_channels` for `post_message`, a geocoder for a forecast) in the last place: those tools
-        cannot be called without it. The producer need not match the request's words ("the weather in Lisbon"
-        names no geocoder), only be in the `groups` searched and allowed to the caller; it takes the place before
-        the tool that writes the request's named output, rather than that one. A result whose action a better
-        result already does without a producer brings none (`_callable_above`)."""
-        picked, limit, groups, keep = ranking.picked, ranking.limit, ranking.groups, ranking.delivered
+        none picked (`list_channels` for `post_message`, a geocoder for a forecast) after them: those tools cannot
+        be called without it. The producer need not match the request's words ("the weather in Lisbon" names no
+        geocoder), only be in the `groups` searched and allowed to the caller; it comes before the tool added for
+        the request's named output. It takes no place from the ranking. A result whose action a better result
+        already does without a producer brings none (`_callable_above`)."""
+        picked, groups, keep = ranking.picked, ranking.groups, ranking.delivered
         for rank, i in enumerate(picked[: self.config.producer_top]):
             producers = self._producers[i]
             if producers and self._callable_above(i, picked[:rank]):
@@ -320,12 +320,18 @@ class SearchIndex:
                 outside = groups is not None and self._groups[wanted] not in groups
                 if outside or (self._allowed is not None and not self._allowed[wanted]):
                     return picked
-                if len(picked) < limit:
-                    return [*picked, wanted]
-                if keep is not None and picked[-1] == keep:
-                    return [*picked[:-2], wanted, keep]
-                return [*picked[:-1], wanted]
+                if keep is not None and picked[-1] == keep and len(picked) > ranking.limit:
+                    return [*picked[:-1], wanted, keep]  # the writer added after the places stays last
+                return [*picked, wanted]
         return picked
+
+    def places(self, query: str, limit: int, most: int) -> int:
+        """The places a search of `query` gets when the model gives no limit: `limit`, and `places_per_need` more
+        for each need past the first (`Query.needs`), at most `most` (LAZYTOOLS_SEARCH_MAX_LIMIT)."""
+        if not self.config.on("places") or not query:
+            return limit
+        needs = len(self.analyze(query).needs)
+        return max(limit, min(most, limit + self.config.places_per_need * max(0, needs - 1)))
 
     def _callable_above(self, position: int, above: Sequence[int]) -> bool:
         """Whether a result ranked `above` this one does what its name says with nothing to produce first: all of

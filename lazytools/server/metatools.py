@@ -167,6 +167,8 @@ def search_tools(
     group = args.get("group")
     names: list[str] = list(args.get("tool_names") or [])
     limit = min(int(args.get("limit", default_limit)), max_limit)
+    if query and "limit" not in args:  # the model's own limit is kept; else each further need gets places
+        limit = index.places(query, limit, max_limit)
     if not query and group is None and not names:
         raise ToolArgumentsError("search_tools needs a query, a group or tool_names (at least one).")
     if group is not None:
