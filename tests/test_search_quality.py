@@ -59,15 +59,16 @@ def test_every_labelled_tool_is_in_the_bundled_catalog(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("semantic", "recall_at_1", "recall_at_5", "mrr"),
-    [(False, 0.67, 0.90, 0.80), (True, 0.80, 0.96, 0.90)],
+    [(False, 0.63, 0.85, 0.75), (True, 0.78, 0.93, 0.86)],
     ids=["bm25", "semantic"],
 )
 def test_bundled_queries_stay_above_their_floor(
     tmp_path: Path, semantic: bool, recall_at_1: float, recall_at_5: float, mrr: float
 ) -> None:
-    # Measured as served (limit 5): BM25 R@1 .683, R@5 .925, MRR@5 .814; with the semantic extra .867, 1.000,
-    # .947 (b52-b59: a newcomer's everyday wordings and variants, added after their fixes; b59 ranks format_json
-    # third, as before).
+    # Measured as served (limit 5): BM25 R@1 .650, R@5 .875, MRR@5 .773; with the semantic extra .800, .967, .892.
+    # Round 4 lowered these floors (from .67/.90/.80 and .80/.96/.90) only for the rules it removed as fits to one
+    # dev miss each: b52-b53 ("15%", "20 percent"), b56-b57 ("all caps") and b58 ("what's inside") were their
+    # queries and are misses again (docs/search-log.md, "Round 4").
     result = scores(tmp_path, semantic=semantic)
     assert result.recall(1) >= recall_at_1
     assert result.recall(5) >= recall_at_5

@@ -26,7 +26,6 @@ STAGES: tuple[str, ...] = (
     "semantic",
     "server_vectors",
     "names",
-    "coverage",
     "native_first",
     "deliverable",
     "producer",
@@ -36,7 +35,6 @@ STAGES: tuple[str, ...] = (
 
 RULES: tuple[str, ...] = (
     "synonyms",
-    "acronyms",
     "phrasal_verbs",
     "verb_objects",
     "verb_senses",
@@ -46,7 +44,6 @@ RULES: tuple[str, ...] = (
     "typos",
     "completions",
     "short_numbers",
-    "percent",
     "crosslang",
     "related",
 )
@@ -67,7 +64,6 @@ class RankingConfig(BaseModel):
     synonym_weight: Weight = Field(default=0.5, description='A synonym ("remove" for "delete").')
     typo_weight: Weight = Field(default=0.7, description="A typo fix one edit away in the catalog's vocabulary.")
     completion_weight: Weight = Field(default=0.5, description='A completion of a cut-off word ("kube").')
-    acronym_weight: Weight = Field(default=0.7, description='Each word an acronym stands for ("pull", "request" for "PR").')
     phrase_weight: Weight = Field(default=0.7, description='Each word an everyday phrase means ("create" for "spin up").')
     number_weight: Weight = Field(default=0.3, description="A short bare number: an amount, not a word of the tool.")
     max_amount_digits: int = Field(default=3, ge=0, description="Longer runs of digits are identifiers and count in full.")
@@ -96,12 +92,6 @@ class RankingConfig(BaseModel):
     unnamed_semantic_weight: Share = Field(
         default=0.7, description="The share for a shorter request that names no group (scaled as to semantic_weight).")
 
-    # Covering a long task's needs (coverage.py).
-    coverage_pool: int = Field(default=40, ge=1, description="Picks come from this many best-scored tools.")
-    coverage_weight: Share = Field(default=0.3, description="Share of need coverage in each pick (BM25).")
-    coverage_sharpness: Weight = Field(default=1.0, description="A tool's share of a need is raised to this power (BM25).")
-    semantic_coverage_weight: Share = Field(default=0.35, description="coverage_weight with the semantic extra.")
-    semantic_coverage_sharpness: Weight = Field(default=2.0, description="coverage_sharpness with the semantic extra.")
 
     # Places after the ranking: the deliverable's writer and a prerequisite's producer.
     deliverable_done: Share = Field(default=0.5, description="A writing pick at this share of the best writer does it.")

@@ -36,7 +36,6 @@ from .analysis import tokenize
 from .bm25 import BM25FPostings
 from .config import DEFAULT, RankingConfig
 from .copies import first_copies
-from .coverage import clause_shares, cover
 from .documents import FIELD_WEIGHTS, RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fusion import ScoreArray
@@ -264,25 +263,6 @@ class SearchIndex:
         moved = [i for i in ranked if self._rendered_tools[i] and keys[i] in native and i not in named]
         return [i for i in ranked if i not in moved] + moved if moved else ranked
 
-    def _covering(
-        self,
-        scores: ScoreArray,
-        candidates: npt.NDArray[np.bool_],
-        limit: int,
-        parts: Sequence[ScoreArray],
-        need_similarities: Sequence[ScoreArray],
-    ) -> list[int]:
-        """Positions of the `limit` picks of a long task that cover its clauses (see `coverage`), from its
-        best-scored tools. With the semantic extra a tool's share of a clause is the mean of its BM25 share and
-        its embedding share (for the clauses that were embedded)."""
-        config = self.config
-        pool = np.array(self._ranked(scores, candidates, max(config.coverage_pool, 2 * limit)), dtype=np.intp)
-        shares = clause_shares(parts, need_similarities, pool)
-        weight, sharpness = config.coverage_weight, config.coverage_sharpness
-        if need_similarities:
-            weight, sharpness = config.semantic_coverage_weight, config.semantic_coverage_sharpness
-        picks = cover(scores[pool], shares**sharpness, weight=weight, limit=limit)
-        return [int(pool[pick]) for pick in picks]
 
     def _with_deliverable(self, ranking: Ranking) -> tuple[list[int], int | None]:
         """The picks with the best tool of the deliverable the query names (see `steps`) after them, unless a pick

@@ -60,9 +60,7 @@ remembered is read, not stored."""
 
 _ASKING = frozenset("what which who whom when where why how do does did".split())
 """Words that open a question."""
-_LEADS = frozenset(("show",))
-"""A verb that leads into a question without saying anything itself: "show me what's inside". Not "tell": reading
-the question after "can you tell me" moved a MetaTool request's second tool out of its top 5."""
+
 
 
 def _stems(words: str) -> tuple[str, ...]:
@@ -113,13 +111,12 @@ def read_phrases(words: Sequence[str], *, questions: bool = True,
             if asked in _QUESTIONS:
                 meant.extend(_QUESTIONS[asked])
                 replaced.update(stem(other) for other in asked[1:])
-                replaced.update(stem(lead) for lead in words[:position] if lead in _LEADS)
             if word != "what":
                 continue
         in_question = asking and opening  # the first word that says something, in a question
         verb = stem(word)
         following = words[position + 1] if position + 1 < len(words) else ""
-        opening = opening and (word in STOP_WORDS or (word in _LEADS and following == "me"))
+        opening = opening and word in STOP_WORDS
         if (verb, following) in phrasal:
             meaning = phrasal[verb, following]
             meant.extend(meaning)

@@ -1,5 +1,5 @@
 """A request analysed once (`analyze`): its needs, its weighted index terms each tagged with the rule that made it
-(its words, synonyms, acronyms, everyday phrases, typo fixes, related words...), the tools it names, the output it
+(its words, synonyms, everyday phrases, typo fixes, related words...), the tools it names, the output it
 names, its language and what scoring it will cost. Every stage of the ranking reads this `Query`; none reads the
 raw text again."""
 
@@ -10,7 +10,6 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .acronyms import acronym_terms
 from .analysis import split_words, terms_of, tokenize
 from .config import DEFAULT, RankingConfig
 from .crosslang import english_rendering, has_cjk
@@ -46,7 +45,6 @@ _CLAUSE_BREAK = re.compile(
     re.IGNORECASE,
 )
 MIN_CLAUSE_TERMS = 2
-_PERCENT = re.compile(r"(?<=\d)\s*%")
 
 
 Expansions = Callable[[str], Sequence[tuple[str, float]]]
@@ -89,7 +87,7 @@ class Terms:
 
 def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT) -> Terms:
     """Index terms for `query`, each with its weight (repeated words add up, as in BM25) and the rule that made it:
-    its words, then the words of its acronyms, everyday phrases and (for Chinese) English glosses, then the
+    its words, then the words of its everyday phrases and (for Chinese) English glosses, then the
     catalog's words related to them that the query does not already have, each at its best weight. Each rule
     can be switched off by `config.off` (config.RULES)."""
     vocabulary, rendered, words = lexicon.vocabulary, lexicon.rendered, lexicon.words
@@ -105,7 +103,7 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT) 
         rules[term] = rule
 
     on = config.on
-    typed = split_words(_PERCENT.sub(" percent ", query) if on("percent") else query)
+    typed = split_words(query)
     meant, replaced = read_phrases(typed, off=config.off)
     terms = [term for term in terms_of(typed) if term not in replaced]
     guess = len(terms) <= config.max_terms_to_correct
@@ -129,10 +127,6 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT) 
             for synonym in synonyms_of(term):
                 if synonym in vocabulary:
                     add(synonym, config.synonym_weight, "synonyms")
-    if on("acronyms"):
-        for word in acronym_terms(terms, query):
-            if word in vocabulary and word not in weights:
-                put(word, config.acronym_weight, "acronyms")
     for word in meant:
         if word in vocabulary and word not in weights:
             put(word, config.phrase_weight, "phrases")

@@ -219,16 +219,12 @@ class Scope(Stage):
 
 
 class Pick(Stage):
-    """The first `limit` candidates: for a long task picked to cover its needs (`coverage`), for an English request
-    with each tool found through its English rendering moved after a native tool of the same name
-    (`native_first`), else by score."""
+    """The first `limit` candidates by score; for an English request, each tool found through its English rendering
+    moved after a native tool of the same name (`native_first`)."""
 
     def run(self, index: SearchIndex, ranking: Ranking) -> None:
         config, query, limit = index.config, ranking.query, ranking.limit
-        if len(query.needs) >= config.long_task_clauses and config.on("coverage"):
-            ranking.picked = index._covering(ranking.scores, ranking.candidates, limit, ranking.parts,
-                                             ranking.need_similarities)
-        elif index._rendered_tools.any() and not query.cjk and config.on("native_first"):
+        if index._rendered_tools.any() and not query.cjk and config.on("native_first"):
             # Twice the limit, so that a tool answering something else can move up past a moved one.
             ranked = index._ranked(ranking.scores, ranking.candidates, 2 * limit)
             ranking.picked = index._native_first(ranked, query.named.keys())[:limit]
