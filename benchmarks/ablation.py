@@ -174,11 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--semantic", action="store_true", help="also measure with the semantic extra")
     parser.add_argument("--only-semantic", action="store_true", help="measure with the semantic extra only")
     parser.add_argument("--sets", default="dev,metatool,toolalpaca,restbench", help="comma-separated")
-    parser.add_argument("--variants", help=f"comma-separated, of {', '.join((*STAGES, *RULES))} (default: all)")
+    parser.add_argument("--variants", help=f"comma-separated, of {', '.join((*STAGES, *RULES))} (default: all; none: only "
+                        "everything on)")
     parser.add_argument("--metatool", type=Path, help=f"MetaTool folder; default {METATOOL} when it exists")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args(argv)
-    chosen = args.variants.split(",") if args.variants else None
+    chosen = [] if args.variants == "none" else args.variants.split(",") if args.variants else None
     unknown = [name for name in chosen or () if name not in (*STAGES, *RULES)]
     if unknown:
         parser.error(f"unknown variants: {', '.join(unknown)}")

@@ -73,6 +73,7 @@ def select(
     pinned: Collection[str] = (),
     prior: UsagePrior | None = None,
     visible: Callable[[str], bool] | None = None,
+    enabled_places: int | None = None,
 ) -> Selection:
     """The tools `named` (exact names) and those matching `query` (within `group`), or without a query the
     first `limit` tools of `group`. At most `enable_at_most` are enabled (pinned tools not counted: they are
@@ -80,7 +81,11 @@ def select(
 
     With a usage `prior` (learning from use), tools called after similar requests move up among the matches
     that clear the floor (`usage.reorder`: never past it), and tools usually called right after a match are
-    suggested; `visible` (a tool name → whether this session may see it) filters those suggestions."""
+    suggested; `visible` (a tool name → whether this session may see it) filters those suggestions.
+
+    `enabled_places`: the places whose matches may be enabled, when `limit` holds more (the places a request of
+    several needs gets): the matches ranked past them are suggested, so a long request costs a line per extra
+    place, not a tool definition (benchmarks/places.py)."""
     found: list[ToolEntry] = list(named)
     weaker: list[ToolEntry] = []
     needs: tuple[Need, ...] = ()
@@ -103,9 +108,10 @@ def select(
                            if boosts.get(hit.entry.name, 0.0) > 0)
         unmatched = unanswered(needs) if hits else []
         best = hits[0].score if hits else 0.0
-        for hit in hits:
+        for rank, hit in enumerate(hits):
             strong = best <= 0 or hit.score >= floor * best
-            (found if strong else weaker).append(hit.entry)
+            extra = enabled_places is not None and enabled_places <= rank < limit
+            (found if strong and not extra else weaker).append(hit.entry)
     elif group is not None:
         members = catalog.in_group(group)
         found += members[:limit]

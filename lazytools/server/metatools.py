@@ -167,8 +167,9 @@ def search_tools(
     group = args.get("group")
     names: list[str] = list(args.get("tool_names") or [])
     limit = min(int(args.get("limit", default_limit)), max_limit)
-    if query and "limit" not in args:  # the model's own limit is kept; else each further need gets places
-        limit = index.places(query, limit, max_limit)
+    places = limit
+    if query and "limit" not in args:  # the model's own limit is kept; else each further need gets a place
+        places = index.places(query, limit, max_limit)
     if not query and group is None and not names:
         raise ToolArgumentsError("search_tools needs a query, a group or tool_names (at least one).")
     if group is not None:
@@ -182,8 +183,9 @@ def search_tools(
         except UnknownToolError as exc:
             unknown.append(str(exc))
     cap = enable_at_most if surface == "dynamic" else None
-    selection = select(catalog, index, query=query, named=named, group=group, limit=limit, floor=floor,
-                       enable_at_most=cap, pinned=pinned, prior=prior, visible=visible)
+    selection = select(catalog, index, query=query, named=named, group=group, limit=places, floor=floor,
+                       enable_at_most=cap, pinned=pinned, prior=prior, visible=visible,
+                       enabled_places=limit if places > limit else None)
     text = search_text(selection, unknown, query=query, group=group, limit=limit, enable_at_most=cap,
                        surface=surface, bridge=bridge)
     return SearchOutcome(text, selection)
