@@ -73,7 +73,13 @@ class RankingConfig(BaseModel):
     max_terms_to_correct: int = Field(default=4, ge=0, description="Only queries of at most this many terms get typo fixes.")
 
     # BM25F and its boosts.
-    bm25_k1: Weight = Field(default=2.0, description="BM25F's term-frequency saturation (read when an index is built).")
+    # Read when an index is built (as bm25s' constructor reads k1 and b); `configured` keeps the index's own.
+    bm25_k1: Weight = Field(default=2.0, description="BM25F's term-frequency saturation.")
+    bm25_b: Share = Field(default=0.75, description="BM25F's length normalisation, each field by its own length.")
+    field_weights: dict[str, float] = Field(
+        default_factory=lambda: {"name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0,
+                                 "english": 0.3},
+        description="Each field's weight in BM25F; `english` is a Chinese-described tool's English rendering.")
     clause_weight: Weight = Field(default=0.3, description="A tool gains this times its best need's score (scaled).")
     long_task_clauses: int = Field(default=4, ge=2, description="A task of this many needs or more is a long task.")
     long_task_clause_weight: Weight = Field(default=0.6, description="clause_weight for a long task.")

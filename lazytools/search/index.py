@@ -36,7 +36,7 @@ from .analysis import tokenize
 from .bm25 import BM25FPostings
 from .config import DEFAULT, RankingConfig
 from .copies import first_copies
-from .documents import FIELD_WEIGHTS, RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
+from .documents import RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fusion import ScoreArray
 from .inputs import MAX_PRODUCERS, input_producers
@@ -99,7 +99,8 @@ class SearchIndex:
         words = [field_words(entry) for entry in self.entries]
         known = known_words(words)
         self._bm25 = BM25FPostings(
-            [field_terms(entry_words, known) for entry_words in words], FIELD_WEIGHTS, k1=config.bm25_k1,
+            [field_terms(entry_words, known) for entry_words in words], config.field_weights, k1=config.bm25_k1,
+            b=config.bm25_b,
             apart=RENDERED_FIELDS,
         )
         # Words only a translation holds are matched when typed (or translated), never reached by a typo fix or a
