@@ -116,6 +116,16 @@ class RankingConfig(BaseModel):
                              f"{', '.join(RULES)})")
         return value
 
+    @field_validator("field_weights")
+    @classmethod
+    def _fields(cls, value: dict[str, float]) -> dict[str, float]:
+        known = {"name", "title", "description", "parameters", "group", "english"}
+        unknown = sorted(set(value) - known)
+        if unknown or any(weight < 0 for weight in value.values()):
+            raise ValueError(f"field weights: fields are {', '.join(sorted(known))}, weights at least 0")
+        return {**{"name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0, "english": 0.3},
+                **value}  # a field left out keeps its default
+
     def on(self, name: str) -> bool:
         """Whether the stage or rule `name` runs."""
         return name not in self.off
