@@ -1,23 +1,16 @@
 """The search index over a catalog snapshot: which tools answer a query, best first.
 
-Ranking, in order of precedence:
-1. names: a query that is a tool's name, mentions it as an identifier, or starts it puts that tool first;
-2. relevance: BM25 over weighted fields, with synonyms, related words, typo fixes and completions drawn from
-   the catalog's own vocabulary, a request's separate needs scored one by one too, tools of a group the query
-   names or whose name's words it holds boosted, in each need the best tool of the server that need is about (by
-   what the server says of itself, see `servers`) lifted when BM25 alone preferred another server, and (with the
-   semantic extra) fused with embedding similarity, where a request of one need lifts the tools of the servers
-   whose tools, together, are closest to it.
-3. a deliverable: a request that names where its result goes ("save it as notes.md", "export it to a CSV") gives
-   the best tool for that its last place, unless a result already writes there (see `steps`);
-4. a prerequisite: when one of the two best results needs an id or coordinates that another tool of its server
-   produces (see `inputs`) and no result is such a tool, the first producer takes the last place.
+The index holds what is built once per catalog (BM25F postings, the vocabulary and its typo table, names, servers,
+producers, copies, vectors) and its `RankingConfig`; a query is analysed once (`analyze` -> `query.Query`) and
+ranked by the stages of `stages.PIPELINE`, in order: BM25F of the request and of each need, the server each need
+is about, the needs' share, the group and name-words boosts, the semantic extra, named tools first, the scope,
+the places by score, then a deliverable's writer and a prerequisite's producer after the places (docs/search.md,
+"The pipeline"). `configured` gives the same index ranking with another config.
 
 No place is reserved for the best tool of each separate need: as served (limit 5) that rule cost recall on both
-MetaTool halves and did not help the multi-server dev set, so the scores alone order the results (figures in
-docs/search.md).
+MetaTool halves and did not help the multi-server dev set; a request of several needs gets more places instead
+(`places`).
 """
-
 from __future__ import annotations
 
 import copy
