@@ -15,6 +15,8 @@ from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit
 from .conftest import searched
 from .fixtures.catalogs import _never, memory_and_files, realistic, tool
 
+NUMBER_WEIGHT = RankingConfig().number_weight
+
 
 def scores(index: SearchIndex, query: str) -> dict[str, float]:
     """Every matching tool's score as a search serves it (no tool is named and no embedder is in: BM25's)."""
@@ -154,6 +156,16 @@ def test_a_question_word_asks_for_what_it_names_where_the_request_opens_with_it(
     assert names(index, "hi, where is the Eiffel Tower")[0] == "geocode"
     # Inside a story the words are not the request's question: nothing is read.
     assert index.query_terms("someone asked how many users came") == index.query_terms("someone asked users came many")
+
+
+def test_numbers_of_a_request_do_not_match_the_numbers_of_an_example() -> None:
+    # "15% of 80" shares "15" with a cron example: a short number is an amount and counts little.
+    index = SearchIndex([
+        tool("describe_cron", "Explain a cron expression, e.g. '*/15 9-17 * * 1-5' -> every 15 minutes."),
+        tool("percentage_change", "Calculate the percentage increase or decrease from an old value to a new one."),
+    ])
+    assert index.query_terms("what's 15% of 80")["15"] == NUMBER_WEIGHT
+    assert index.configured(RankingConfig(off={"short_numbers"})).query_terms("what's 15% of 80")["15"] == 1.0
 
 
 def test_everyday_wordings_mean_their_action() -> None:

@@ -43,6 +43,7 @@ RULES: tuple[str, ...] = (
     "questions",
     "typos",
     "completions",
+    "short_numbers",
     "crosslang",
     "related",
 )
@@ -68,6 +69,8 @@ class RankingConfig(BaseModel):
     typo_weight: Weight = Field(default=0.7, description="A typo fix one edit away in the catalog's vocabulary.")
     completion_weight: Weight = Field(default=0.5, description='A completion of a cut-off word ("kube").')
     phrase_weight: Weight = Field(default=0.7, description='Each word an everyday phrase means ("create" for "spin up").')
+    number_weight: Weight = Field(default=0.3, description="A short bare number: an amount, not a word of the tool.")
+    max_amount_digits: int = Field(default=3, ge=0, description="Longer runs of digits are identifiers and count in full.")
     crosslang_weight: Weight = Field(default=0.7, description="Each English word of a Chinese request's words.")
     related_weight: Weight = Field(default=0.7, description="A related word of similarity s counts this times s squared.")
     max_related: int = Field(default=10, ge=0, description="Related words a query word brings at most (the closest).")

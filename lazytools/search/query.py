@@ -107,7 +107,12 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT) 
     meant, replaced = read_phrases(typed, off=config.off)
     terms = [term for term in terms_of(typed) if term not in replaced]
     guess = len(terms) <= config.max_terms_to_correct
+    amounts = on("short_numbers")
     for term in terms:
+        if amounts and term.isdigit() and len(term) <= config.max_amount_digits:
+            if term in vocabulary:
+                add(term, config.number_weight, "short_numbers")
+            continue
         if term in vocabulary or term in rendered:
             add(term, 1.0, TYPED)
         elif guess:
