@@ -44,7 +44,7 @@ HERE = Path(__file__).parent / "data"
 RESTBENCH_ELSEWHERE = Path("/work/wt/search-edges/benchmarks/data/restbench")
 BM25_ONLY = frozenset({"server_choice"})
 """Stages that do nothing with the semantic extra (and `SEMANTIC_ONLY` nothing without it)."""
-SEMANTIC_ONLY = frozenset({"semantic", "server_vectors"})
+SEMANTIC_ONLY = frozenset({"semantic"})
 LOSS = 0.005
 """A variant whose removal gains more than this on any set's half (the rule loses it) fails the bar."""
 

@@ -24,7 +24,6 @@ STAGES: tuple[str, ...] = (
     "group_boost",
     "name_words",
     "semantic",
-    "server_vectors",
     "names",
     "native_first",
     "deliverable",
@@ -92,8 +91,6 @@ class RankingConfig(BaseModel):
     # Choosing the server.
     server_text_weight: Weight = Field(default=0.5, description="The server's own document, next to its best tool's score.")
     server_lift: Weight = Field(default=0.3, description="The chosen server's best tool for a need scores this share more.")
-    server_similarity_weight: Weight = Field(
-        default=0.5, description="Semantic: a tool's similarity gains this many spreads per deviation of its server's.")
 
     # The semantic extra.
     semantic_weight: Share = Field(default=0.6, description="The embedding similarity's share of the fused score.")

@@ -128,8 +128,6 @@ class SearchIndex:
         self._recent: RecentAnswers[Results] = RecentAnswers(RECENT_QUERIES)
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None
-        self._server_vectors: Vectors | None = None
-        self._asked: Vectors = np.zeros((0, 0), dtype=np.float32)
         if embedder is not None:
             self.use_embeddings(embedder, embed_finite(embedder, self.embedding_texts()))
 
@@ -165,7 +163,6 @@ class SearchIndex:
         Safe while other threads search: the embedder is set before the vectors that switch fusion on."""
         if vectors.shape != (len(self.entries), embedder.dimensions):
             raise ValueError(f"{vectors.shape} vectors for {len(self.entries)} tools of {embedder.dimensions}")
-        self._server_vectors = self._servers.centroids(vectors)
         self.embedder = embedder
         self._vectors = vectors
         self._recent.clear()  # answers given by BM25 alone (a search running now keys its answer as such)

@@ -12,9 +12,8 @@ Only the best tool of the chosen server moves, and only in the need that chose i
 tools, or lifting by a whole request's best server, pulled a task of several needs towards one server and its
 siblings (docs/search-log.md, "Round 3, server choice").
 
-With the semantic extra, a server is also the mean of its tools' vectors (what its tools are about), and a request
-of one need lifts every tool of the servers whose mean is closer to it than most servers' (`lift_similarity`). A
-request of several needs is left as it is: there one server's siblings crowded out another need's tool.
+(With the semantic extra a server was also the mean of its tools' vectors, lifting the tools of the servers closest
+to a request of one need; round 4 removed it: neutral on three sets, a loss on RestBench. docs/search-log.md.)
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ import numpy.typing as npt
 from .analysis import STOP_WORDS, split_words, stem
 from .bm25 import BM25FPostings
 from .config import DEFAULT, RankingConfig
-from .fusion import ScoreArray, zscores
+from .fusion import ScoreArray
 from .tables import words
 
 __all__ = [
@@ -86,28 +85,6 @@ class ServerIndex:
     def __len__(self) -> int:
         return len(self.names)
 
-    def centroids(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """Each server's mean of its tools' `vectors` (rows in catalog order) as a unit vector, in `names` order:
-        what its tools, together, are about."""
-        # Summed by runs of one server in server order (reduceat): np.add.at took 0.35 s at 10,000 tools.
-        order = np.argsort(self._server_of, kind="stable")
-        starts = np.searchsorted(self._server_of[order], np.arange(len(self.names)))
-        sums = np.add.reduceat(vectors[order].astype(np.float64), starts, axis=0)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        centred: npt.NDArray[np.float32] = (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-        return centred
-
-    def lift_similarity(self, similarity: ScoreArray, servers: ScoreArray,
-                        weight: float = DEFAULT.server_similarity_weight) -> ScoreArray:
-        """`similarity` (a request's, every tool's) with each tool lifted by `weight` of its spread
-        per standard deviation its server's similarity (`servers`, the request's with each `centroids` row)
-        stands above the servers' mean; a server below the mean lowers nothing, and with fewer than two servers
-        nothing moves."""
-        if len(self.names) < 2:
-            return similarity
-        above = np.maximum(zscores(servers), 0.0)
-        lifted: ScoreArray = similarity + weight * float(similarity.std()) * above[self._server_of]
-        return lifted
 
     def scores(self, terms: Mapping[str, float]) -> ScoreArray:
         """Each server's document score for weighted query terms, in `names` order."""

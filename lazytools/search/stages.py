@@ -151,24 +151,6 @@ class Embed(Stage):
         # 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
         asked = query_vectors(embedder, ranking.query.text, ranking.query.needs)
         ranking.similarities = list(np.einsum("ij,kj->ki", vectors, asked).astype(np.float64))
-        index._asked = asked  # read by ServerVectors: a request's own vector, once
-
-
-class ServerVectors(Stage):
-    """Semantic, a request of one need: every tool of the servers whose tools, together, are closest to it gains
-    `server_similarity_weight` (`servers.lift_similarity`)."""
-
-    name = "server_vectors"
-
-    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
-        return bool(ranking.similarities) and not ranking.query.needs and index._server_vectors is not None
-
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
-        servers = index._server_vectors
-        assert servers is not None
-        ranking.similarities[0] = index._servers.lift_similarity(
-            ranking.similarities[0], np.einsum("ij,j->i", servers, index._asked[0]).astype(np.float64),
-            index.config.server_similarity_weight)
 
 
 class Fuse(Stage):
@@ -260,7 +242,7 @@ class Producer(Stage):
 
 PIPELINE: tuple[Stage, ...] = (
     Lexical(), ServerChoice(), Combined(), Clauses(), GroupBoost(), NameWords(), Candidates(), Embed(),
-    ServerVectors(), Fuse(), Names(), Scope(), Pick(), Deliverable(), Producer(),
+    Fuse(), Names(), Scope(), Pick(), Deliverable(), Producer(),
 )
 """The stages, in the order they run."""
 
