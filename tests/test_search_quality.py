@@ -59,13 +59,14 @@ def test_every_labelled_tool_is_in_the_bundled_catalog(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("semantic", "recall_at_1", "recall_at_5", "mrr"),
-    [(False, 0.63, 0.85, 0.75), (True, 0.78, 0.93, 0.86)],
+    [(False, 0.63, 0.85, 0.75), (True, 0.75, 0.93, 0.86)],
     ids=["bm25", "semantic"],
 )
 def test_bundled_queries_stay_above_their_floor(
     tmp_path: Path, semantic: bool, recall_at_1: float, recall_at_5: float, mrr: float
 ) -> None:
-    # Measured as served (limit 5): BM25 R@1 .650, R@5 .875, MRR@5 .773; with the semantic extra .800, .967, .892.
+    # Measured as served (limit 5): BM25 R@1 .650, R@5 .875, MRR@5 .773; with the semantic extra .767, .950, .872
+    # (.800, .967, .892 before round 4 removed the servers' mean vectors, which failed its bar on RestBench).
     # Round 4 lowered these floors (from .67/.90/.80 and .80/.96/.90) only for the rules it removed as fits to one
     # dev miss each: b52-b53 ("15%", "20 percent"), b56-b57 ("all caps") and b58 ("what's inside") were their
     # queries and are misses again (docs/search-log.md, "Round 4").
