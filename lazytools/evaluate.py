@@ -217,17 +217,22 @@ def served_search(
     limit: int,
     ids: Mapping[str, str] | None = None,
     floor: float = RELEVANCE_FLOOR,
+    max_limit: int | None = None,
+    places: bool = True,
 ) -> Callable[[str], Served]:
-    """A query → what `search_tools` returns for it at `limit` with the relevance `floor` (the meta-tool itself,
-    not a copy of its rules), as ids (`ids`: public name → id; the names themselves by default)."""
+    """A query → what `search_tools` returns for it with the relevance `floor` (the meta-tool itself, not a copy of
+    its rules), as ids (`ids`: public name → id; the names themselves by default): with `places`, a search the
+    model gives no limit, served with the default `limit`, so a request of several needs gets its places up to
+    `max_limit` (the server's maximum, by default its default maximum); else a search that asks for `limit`."""
+    most = Settings.model_fields["search_max_limit"].default if max_limit is None else max_limit
 
     def tool_ids(entries: Sequence[ToolEntry]) -> list[str]:
         return [ids[entry.name] if ids is not None else entry.name for entry in entries]
 
     def search(text: str) -> Served:
         outcome = search_tools(
-            catalog, index, {"query": text, "limit": limit},
-            surface="dynamic", default_limit=limit, max_limit=limit, bridge=False, floor=floor,
+            catalog, index, {"query": text} if places else {"query": text, "limit": limit},
+            surface="dynamic", default_limit=limit, max_limit=max(limit, most), bridge=False, floor=floor,
         )
         return Served(tool_ids(outcome.returned), tool_ids(outcome.found))
 
@@ -307,7 +312,9 @@ def run_eval(
     if not queries:
         raise ConfigError(f"{queries_path}: no queries selected")
     _check_labels(queries, set(loaded.ids.values()), tools_path)
-    search = served_search(loaded.catalog, index, limit=depth, ids=loaded.ids, floor=floor)
+    # Without --limit, as a model asks (no limit: the needs decide the places); with it, as a model asking for it.
+    search = served_search(loaded.catalog, index, limit=depth, ids=loaded.ids, floor=floor, max_limit=most,
+                           places=limit is None)
     served: dict[str, Served] = {}
 
     def ranker(text: str) -> list[str]:

@@ -82,6 +82,11 @@ class Settings(BaseSettings):
         default=0.4, ge=0.0, le=1.0,
         description="A match is enabled only if it scores at least this share of the best match; the others are "
                     "listed as suggestions (0 enables every match).")
+    search_ranking: str = Field(
+        default="",
+        description="The ranking's weights and switches (docs/search.md): JSON such as "
+                    "'{\"group_boost\": 0.3, \"off\": [\"producer\"]}', or the path of a file holding it; empty "
+                    "for the defaults.")
     semantic: bool = Field(
         default=False,
         description="Fuse BM25 with a sentence encoder's similarity (offline, CPU; LAZYTOOLS_EMBEDDER chooses it); "

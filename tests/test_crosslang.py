@@ -52,20 +52,3 @@ def test_a_chinese_request_finds_a_tool_described_in_english(tmp_path: Path) -> 
     assert index.search("这个文件有多大，什么时候修改的", limit=1)[0].entry.name == "get_file_info"
     # "search flights from Beijing to Tokyo"
     assert index.search("搜索从北京到东京的航班", limit=1)[0].entry.name == "search_flights"
-
-
-def test_a_chinese_verb_of_storing_asks_to_save_or_remember(tmp_path: Path) -> None:
-    # CC-CEDICT's first glosses of 保存 / 存储 / 记下 ("conserve preserve", "store up stockpile", "record down") are
-    # words no save or memory tool uses; the storing verbs are read as the English a request would say.
-    assert "save" in english_rendering("保存这个文件").split()
-    assert "store" in english_rendering("存储这条记录").split()
-    assert "remember" in english_rendering("记下我的生日").split()
-    path = tmp_path / "tools.jsonl"
-    path.write_text("\n".join(json.dumps(tool, ensure_ascii=False) for tool in [
-        {"id": "m1", "name": "add_observations", "server": "memory",
-         "description": "Add new observations to existing entities in the knowledge graph"},
-        {"id": "m2", "name": "get_record", "server": "airtable", "description": "Get a single record from a table."},
-        {"id": "m3", "name": "list_records", "server": "airtable", "description": "List the records of a table."},
-    ]), encoding="utf-8")
-    index = build_index(load_jsonl_catalog(path).catalog)
-    assert index.search("记下我的生日是五月十日", limit=1)[0].entry.name == "add_observations"

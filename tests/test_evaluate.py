@@ -116,12 +116,14 @@ def test_the_served_search_returns_exactly_what_search_tools_returns() -> None:
     loaded = load_jsonl_catalog(TOOLS)
     index = build_index(loaded.catalog)
     for query in read_queries(QUERIES):
-        for limit in (1, 2, 5):
-            outcome = search_tools(loaded.catalog, index, {"query": query.query, "limit": limit}, surface="dynamic",
-                                   default_limit=5, max_limit=20, bridge=True)
-            served = served_search(loaded.catalog, index, limit=limit, ids=loaded.ids)(query.query)
+        for limit, places in ((1, False), (2, False), (5, False), (2, True), (5, True)):
+            arguments = {"query": query.query} if places else {"query": query.query, "limit": limit}
+            outcome = search_tools(loaded.catalog, index, arguments, surface="dynamic",
+                                   default_limit=limit if places else 5, max_limit=20, bridge=True)
+            served = served_search(loaded.catalog, index, limit=limit, ids=loaded.ids, places=places)(query.query)
             assert served.returned == [loaded.ids[entry.name] for entry in outcome.returned]
-            assert len(served.returned) <= limit  # this catalog has no id producers to suggest beyond the limit
+            # This catalog has no id producers to suggest beyond the places: the model's limit, or the needs'.
+            assert len(served.returned) <= (index.places(query.query, limit, 20) if places else limit)
             assert served.enabled == [loaded.ids[entry.name] for entry in outcome.found]
             assert served.returned[: len(served.enabled)] == served.enabled
 

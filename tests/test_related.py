@@ -7,12 +7,16 @@ import gzip
 import pytest
 
 from lazytools.search import SearchIndex, stem
-from lazytools.search.query import MAX_RELATED, catalog_expansions, weighted_terms
-from lazytools.search.related import DATA_FILE, RELATED_WEIGHT, RelatedWords, default_related_words
+from lazytools.search.config import RankingConfig
+from lazytools.search.query import catalog_expansions, weighted_terms
+from lazytools.search.related import DATA_FILE, RelatedWords, default_related_words
 from lazytools.search.vocabulary import Vocabulary
 
 from .fixtures.catalogs import realistic, tool
 from .test_search import scores
+
+MAX_RELATED = RankingConfig().max_related
+RELATED_WEIGHT = RankingConfig().related_weight
 
 NO_RELATED = RelatedWords({})
 

@@ -8,12 +8,14 @@ import pytest
 
 from lazytools import Catalog, Group, ToolEntry
 from lazytools.search import LiveIndex, SearchIndex, split_words, stem, tokenize
-from lazytools.search.query import NUMBER_WEIGHT, clauses
+from lazytools.search.config import RankingConfig
+from lazytools.search.query import clauses
 from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit_distance, split_compound
 
 from .conftest import searched
 from .fixtures.catalogs import _never, memory_and_files, realistic, tool
-from .helpers import ranked_afresh
+
+NUMBER_WEIGHT = RankingConfig().number_weight
 
 
 def scores(index: SearchIndex, query: str) -> dict[str, float]:
@@ -101,29 +103,6 @@ def test_synonyms_bridge_common_subjects_of_tools() -> None:
     assert names(index, "is my airline on time")[0] == "flight_status"
 
 
-def test_acronyms_find_the_words_tools_spell_out_and_the_other_way() -> None:
-    index = SearchIndex([
-        tool("create_branch", "Create a new branch in a repository."),
-        tool("open_issue", "Open a new issue in a repository."),
-        tool("create_merge_request", "Create a new merge request in a project."),
-        tool("create_pull_request", "Create a new pull request in a repository."),
-        tool("site_audit", "Audit a site's SEO and suggest fixes."),
-        tool("site_speed", "Measure how fast a site's pages load."),
-    ])
-    assert names(index, "create a PR")[0] == "create_pull_request"
-    assert names(index, "create an MR")[0] == "create_merge_request"
-    assert names(index, "list my PRs", limit=1) == names(index, "list my pull requests", limit=1)
-    assert names(index, "improve my site's search engine optimization")[0] == "site_audit"
-    terms = index.query_terms("open a PR")
-    assert 0 < terms["pull"] < 1.0 and 0 < terms["request"] < 1.0  # the words an acronym stands for count less
-    # Short forms that are everyday words too count only in capitals: a title, a unit.
-    assert "merg" in index.query_terms("list my MRs") and "merg" not in index.query_terms("write to Mr. Smith")
-    from lazytools.search.acronyms import acronym_terms
-
-    assert "learn" in acronym_terms(tokenize("train an ML model"), "train an ML model")
-    assert "learn" not in acronym_terms(tokenize("how many ml in a cup"), "how many ml in a cup")
-
-
 def test_phrasal_verbs_and_idioms_mean_their_action_not_their_words() -> None:
     # Tools whose names hold a phrase's literal words ("kick", "drop", "pull", "list ... machines") come first, so
     # that ties go to them: on the words alone "spin up a machine" lists machines and "kick off" kicks a member.
@@ -179,54 +158,14 @@ def test_a_question_word_asks_for_what_it_names_where_the_request_opens_with_it(
     assert index.query_terms("someone asked how many users came") == index.query_terms("someone asked users came many")
 
 
-def test_letter_case_words_ask_for_a_case_conversion() -> None:
-    # "uppercase" is also a parameter of a password or UUID generator; the request asks to convert the case.
-    index = SearchIndex([
-        tool("convert_case", "Convert text or an identifier to snake_case, camelCase, CONSTANT_CASE or Title Case."),
-        tool("generate_uuid", "Generate random UUIDs.", uppercase="Upper-case letters"),
-        tool("generate_password", "Generate a random password.", uppercase="Include upper-case letters"),
-        tool("diff_texts", "Compare two texts line by line."),
-    ])
-    assert names(index, "make this text uppercase")[0] == "convert_case"
-    assert names(index, "convert it to lowercase")[0] == "convert_case"
-    assert names(index, "把这段文字转换成大写")[0] == "convert_case"
-
-
-def test_how_far_along_asks_for_progress_not_a_distance() -> None:
-    index = SearchIndex([
-        tool("check_crawl_status", "Check the status and progress of a crawl job."),
-        tool("distance_matrix", "Travel distance and time between origins and destinations."),
-        tool("crawl", "Crawl a website from a start URL."),
-    ])
-    assert names(index, "how far along is my crawl of docs.example.com")[0] == "check_crawl_status"
-    assert names(index, "how far is it from Lyon to Geneva")[0] == "distance_matrix"
-
-
-def test_all_caps_asks_for_a_case_conversion() -> None:
-    index = SearchIndex([
-        tool("convert_case", "Convert text or an identifier to snake_case, camelCase, CONSTANT_CASE or Title Case."),
-        tool("generate_uuid", "Generate random UUIDs.", uppercase="Upper-case letters"),
-        tool("diff_texts", "Compare two texts line by line."),
-    ])
-    assert names(index, "make this text all caps")[0] == "convert_case"
-
-
 def test_numbers_of_a_request_do_not_match_the_numbers_of_an_example() -> None:
-    # "15% of 80" shares "15" with a cron example; it asks for a percentage.
+    # "15% of 80" shares "15" with a cron example: a short number is an amount and counts little.
     index = SearchIndex([
         tool("describe_cron", "Explain a cron expression, e.g. '*/15 9-17 * * 1-5' -> every 15 minutes."),
         tool("percentage_change", "Calculate the percentage increase or decrease from an old value to a new one."),
     ])
-    assert names(index, "what's 15% of 80")[0] == "percentage_change"
     assert index.query_terms("what's 15% of 80")["15"] == NUMBER_WEIGHT
-
-
-def test_what_is_inside_a_file_reads_it_though_show_me_leads_into_the_question() -> None:
-    index = SearchIndex([
-        tool("read_text_file", "Read a text file, optionally only a range of lines."),
-        tool("apply_discount", "Apply a discount to a price and show the savings."),
-    ])
-    assert names(index, "show me what's inside config.yaml")[0] == "read_text_file"
+    assert index.configured(RankingConfig(off={"short_numbers"})).query_terms("what's 15% of 80")["15"] == 1.0
 
 
 def test_everyday_wordings_mean_their_action() -> None:
@@ -306,13 +245,13 @@ def test_group_named_in_query_boosts_its_tools() -> None:
     assert names(INDEX, "jira: list issues")[0] == "jira__list_issues"
 
 
-def test_group_named_in_query_multiplies_its_tools_scores(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.index as index_module
-
+def test_group_named_in_query_multiplies_its_tools_scores() -> None:
     query = "list issues on github"
     boosted = scores(INDEX, query)["github__list_issues"]
-    monkeypatch.setattr(index_module, "GROUP_BOOST", 0.0)
-    assert boosted == pytest.approx(1.5 * scores(ranked_afresh(INDEX), query)["github__list_issues"])
+    unboosted = scores(INDEX.configured(RankingConfig(group_boost=0.0)), query)["github__list_issues"]
+    assert boosted == pytest.approx(1.5 * unboosted)
+    assert scores(INDEX.configured(RankingConfig(off={"group_boost"})), query)["github__list_issues"] == \
+        pytest.approx(unboosted)  # switched off, the stage does what a weight of 0 does
 
 
 def test_group_filter_keeps_only_that_group() -> None:
@@ -329,21 +268,19 @@ def test_long_request_with_two_needs_gets_both_tools() -> None:
     assert "weather__get_forecast" in top and "slack__post_message" in top
 
 
-def test_name_spelled_out_in_a_sentence_lifts_that_tool(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.index as index_module
-
-    def build() -> SearchIndex:
+def test_name_spelled_out_in_a_sentence_lifts_that_tool() -> None:
+    def build(config: RankingConfig = RankingConfig()) -> SearchIndex:
         return SearchIndex([
             tool("send_message", "Deliver a text to one person."),
             tool("channel_post", "Post a message to a channel of the team workspace, with the team's formatting."),
             tool("list_users", "List the people of the workspace."),
             tool("upload_file", "Upload a file to a channel."),
-        ])
+        ], config=config)
 
     query = "send a message to the team channel"
     assert names(build(), query)[0] == "send_message"  # every word of its name is in the request
-    monkeypatch.setattr(index_module, "NAME_WORDS_BOOST", 0.0)
-    assert names(build(), query)[0] == "channel_post"  # on words alone, the longer description wins
+    assert names(build(RankingConfig(name_words_boost=0.0)), query)[0] == "channel_post"  # the longer text wins
+    assert names(build(RankingConfig(off={"name_words"})), query)[0] == "channel_post"
 
 
 def test_name_words_need_all_words_and_at_least_two() -> None:
@@ -560,31 +497,24 @@ LONG_TASK = (
 )
 
 
-def test_a_long_task_keeps_the_tool_of_its_shortest_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.fusion as fusion
-    import lazytools.search.index as index_module
-
+def test_a_long_task_keeps_the_tool_of_its_shortest_step() -> None:
     # Six clauses, most of them about GitHub: the whole text's words drown "tell the team on Slack".
-    assert len(clauses(LONG_TASK)) >= fusion.LONG_TASK_CLAUSES
+    default = RankingConfig()
+    assert len(clauses(LONG_TASK)) >= default.long_task_clauses
     top = names(INDEX, LONG_TASK)
     needed = {"github__list_issues", "github__get_pull_request", "github__create_issue", "slack__post_message"}
     assert needed <= set(top)
-    monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", fusion.CLAUSE_WEIGHT)
-    # With the short requests' clause weight, covering the clauses alone still brings it back (its clause is the
-    # one no GitHub tool answers); without either it sinks.
-    assert "slack__post_message" in names(ranked_afresh(INDEX), LONG_TASK)
-    monkeypatch.setattr(index_module, "COVERAGE_WEIGHT", 0.0)
-    assert "slack__post_message" not in names(ranked_afresh(INDEX), LONG_TASK)
+    # The long-task clause weight brings it back (its clause is the one no GitHub tool answers); with the short
+    # requests' weight it sinks.
+    short_weight = RankingConfig(long_task_clause_weight=default.clause_weight)
+    assert "slack__post_message" not in names(INDEX.configured(short_weight), LONG_TASK)
 
 
-def test_requests_of_few_clauses_keep_the_short_clause_weight(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.fusion as fusion
-
+def test_requests_of_few_clauses_keep_the_short_clause_weight() -> None:
     query = "get the weather forecast for Lisbon, convert 9am Lisbon time to Chicago time, and post it on Slack"
-    assert 2 <= len(clauses(query)) < fusion.LONG_TASK_CLAUSES
+    assert 2 <= len(clauses(query)) < RankingConfig().long_task_clauses
     before = scores(INDEX, query)
-    monkeypatch.setattr(fusion, "LONG_TASK_CLAUSE_WEIGHT", 5.0)
-    assert scores(INDEX, query) == pytest.approx(before)
+    assert scores(INDEX.configured(RankingConfig(long_task_clause_weight=5.0)), query) == pytest.approx(before)
 
 
 def test_a_tool_its_server_lists_twice_takes_one_place() -> None:

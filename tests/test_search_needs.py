@@ -45,14 +45,29 @@ def tool_lines(text: str) -> list[str]:
 async def test_a_crowded_out_step_is_named_and_its_own_search_finds_it(tmp_path: Path) -> None:
     server = await semantic_server(tmp_path)
     async with client(server, "mcp") as c:
-        text = text_of(await c.call_tool("search_tools", {"query": CROWDED}))
-        assert "slack__post_message" not in text  # crowded out of the five
+        text = text_of(await c.call_tool("search_tools", {"query": CROWDED, "limit": 5}))
+        assert "slack__post_message" not in text  # crowded out of the five the model asked for
         assert len(tool_lines(text)) == 5
         assert text.splitlines()[-1] == 'Not matched yet: "then post the forecast on Slack": search for each on its own.'
         # What the line asks for works: the clause alone finds the step's tool first.
         follow_up = text_of(await c.call_tool("search_tools", {"query": "then post the forecast on Slack"}))
         assert tool_lines(follow_up)[0] == "slack__post_message"
         assert "Not matched yet" not in follow_up
+
+
+async def test_a_request_of_several_needs_gets_a_place_per_further_need(tmp_path: Path) -> None:
+    server = await semantic_server(tmp_path)
+    needs = len((await server.index.ready()).analyze(CROWDED).needs)
+    assert needs >= 2
+    async with client(server, "mcp") as c:
+        text = text_of(await c.call_tool("search_tools", {"query": CROWDED}))  # no limit: the needs decide
+        assert len(tool_lines(text)) >= 5 + needs - 1
+        assert "slack__post_message" in text and "Not matched yet" not in text
+        # A place past the five is a suggestion: a line in the result, not a definition in the tool list.
+        assert text.startswith("Enabled: ") and "slack__post_message" not in text.splitlines()[0]
+        assert len(text.splitlines()[0].split(". They are")[0].split(", ")) <= 5
+        single = text_of(await c.call_tool("search_tools", {"query": "weather forecast"}))
+        assert len(tool_lines(single)) == 5
 
 
 async def test_no_line_for_a_single_need_or_when_every_step_is_answered(tmp_path: Path) -> None:
@@ -80,12 +95,12 @@ async def test_the_line_comes_after_the_same_results_and_only_with_embeddings(tm
     semantic = await semantic_server(tmp_path)
     lexical = build_server(catalog_of(near_alike_catalog()), make_settings())
     async with client(semantic, "mcp") as c:
-        with_line = text_of(await c.call_tool("search_tools", {"query": CROWDED}))
+        with_line = text_of(await c.call_tool("search_tools", {"query": CROWDED, "limit": 5}))
     hits = (await semantic.index.ready()).search(CROWDED)
     assert tool_lines(with_line) == [hit.entry.name for hit in hits]
     assert with_line.splitlines()[-1].startswith("Not matched yet: ")
     async with client(lexical, "mcp") as c:
-        text = text_of(await c.call_tool("search_tools", {"query": CROWDED}))
+        text = text_of(await c.call_tool("search_tools", {"query": CROWDED, "limit": 5}))
         assert "Not matched yet" not in text
         assert len(tool_lines(text)) == 5
 

@@ -30,6 +30,9 @@ QUERIES = Path(__file__).parent / "fixtures" / "bundled_queries.jsonl"
 
 
 LIMIT = 5
+SERVED = 1000
+"""R as served counts every tool a result names: its places (more for a request of several needs) and the tools
+added after them (a deliverable's writer, a prerequisite's producer, suggestions)."""
 """Measured as served: what search_tools returns at the server's default limit."""
 
 
@@ -57,15 +60,17 @@ def test_every_labelled_tool_is_in_the_bundled_catalog(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("semantic", "recall_at_1", "recall_at_5", "mrr"),
-    [(False, 0.67, 0.90, 0.80), (True, 0.80, 0.96, 0.90)],
+    [(False, 0.63, 0.85, 0.75), (True, 0.75, 0.93, 0.86)],
     ids=["bm25", "semantic"],
 )
 def test_bundled_queries_stay_above_their_floor(
     tmp_path: Path, semantic: bool, recall_at_1: float, recall_at_5: float, mrr: float
 ) -> None:
-    # Measured as served (limit 5): BM25 R@1 .683, R@5 .925, MRR@5 .814; with the semantic extra .867, 1.000,
-    # .947 (b52-b59: a newcomer's everyday wordings and variants, added after their fixes; b59 ranks format_json
-    # third, as before).
+    # Measured as served (limit 5): BM25 R@1 .650, R@5 .875, MRR@5 .773; with the semantic extra .767, .950, .872
+    # (.800, .967, .892 before round 4 removed the servers' mean vectors, which failed its bar on RestBench).
+    # Round 4 lowered these floors (from .67/.90/.80 and .80/.96/.90) only for the rules it removed as fits to one
+    # dev miss each: b52-b53 ("15%", "20 percent"), b56-b57 ("all caps") and b58 ("what's inside") were their
+    # queries and are misses again (docs/search-log.md, "Round 4").
     result = scores(tmp_path, semantic=semantic)
     assert result.recall(1) >= recall_at_1
     assert result.recall(5) >= recall_at_5
@@ -129,10 +134,10 @@ def test_multiserver_requests_as_served_stay_above_their_floor() -> None:
     queries = read_queries(MULTISERVER / "queries.jsonl")
     ranker = served_ranker(loaded.catalog, index, ids=loaded.ids)
     scores = evaluate(queries, ranker, cutoffs=cutoffs_for(LIMIT))
-    assert scores["all"].recall(LIMIT) >= 0.74 and scores["single"].recall(LIMIT) >= 0.80
-    assert scores["multi"].recall(LIMIT) >= 0.66 and scores["long"].recall(LIMIT) >= 0.64
+    assert scores["all"].recall(SERVED) >= 0.74 and scores["single"].recall(SERVED) >= 0.80
+    assert scores["multi"].recall(SERVED) >= 0.66 and scores["long"].recall(SERVED) >= 0.64
     chinese = [query for query in queries if query.id.startswith("c") or query.id in ("m17", "m18")]
-    assert len(chinese) == 12 and evaluate(chinese, ranker, cutoffs=cutoffs_for(LIMIT))["all"].recall(LIMIT) >= 0.6
+    assert len(chinese) == 12 and evaluate(chinese, ranker, cutoffs=cutoffs_for(LIMIT))["all"].recall(SERVED) >= 0.6
 
 
 @pytest.mark.parametrize(
@@ -147,7 +152,7 @@ def test_deliverables_prerequisites_and_everyday_wordings_stay_above_their_floor
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
     ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), ids=loaded.ids)
     scores = evaluate(read_queries(MULTISERVER / f"{name}.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
-    assert scores[split].recall(LIMIT) >= floor
+    assert scores[split].recall(SERVED) >= floor
 
 
 def test_everyday_phrasing_finds_its_tools() -> None:
@@ -156,7 +161,7 @@ def test_everyday_phrasing_finds_its_tools() -> None:
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
     ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), ids=loaded.ids)
     scores = evaluate(read_queries(MULTISERVER / "phrasing.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
-    assert scores["phrasing"].recall(LIMIT) >= 0.86
+    assert scores["phrasing"].recall(SERVED) >= 0.86
 
 
 def test_questions_find_what_they_ask_for() -> None:
@@ -165,7 +170,7 @@ def test_questions_find_what_they_ask_for() -> None:
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
     ranker = served_ranker(loaded.catalog, build_index(loaded.catalog), ids=loaded.ids)
     scores = evaluate(read_queries(MULTISERVER / "questions.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
-    assert scores["questions"].recall(LIMIT) >= 0.75
+    assert scores["questions"].recall(SERVED) >= 0.75
 
 
 @cache
@@ -183,8 +188,8 @@ def test_multiserver_requests_with_the_semantic_extra_stay_above_their_floor() -
     loaded, index = _multiserver_semantic()
     ranker = served_ranker(loaded.catalog, index, ids=loaded.ids)
     scores = evaluate(read_queries(MULTISERVER / "queries.jsonl"), ranker, cutoffs=cutoffs_for(LIMIT))
-    assert scores["all"].recall(LIMIT) >= 0.75 and scores["single"].recall(LIMIT) >= 0.86
-    assert scores["multi"].recall(LIMIT) >= 0.66 and scores["long"].recall(LIMIT) >= 0.64
+    assert scores["all"].recall(SERVED) >= 0.75 and scores["single"].recall(SERVED) >= 0.86
+    assert scores["multi"].recall(SERVED) >= 0.66 and scores["long"].recall(SERVED) >= 0.64
 
 
 def _served_dev_set() -> tuple[Ranker, dict[str, str]]:
@@ -199,7 +204,7 @@ def test_a_producer_never_takes_the_place_of_the_tool_that_writes_the_named_outp
     # dev set s11: MongoDB's `export` ranks first, and its producer `connect` used to take the fifth place from
     # desktop-commander's write_pdf, the tool that answers "as a PDF" (single-need even half .787 -> .766).
     search, _ = _served_dev_set()
-    returned = search("export the meeting minutes as a PDF document")[:LIMIT]
+    returned = search("export the meeting minutes as a PDF document")
     assert "desktop-commander/write_pdf" in returned
     assert "mongodb/connect" in returned  # the producer still has its place, one step earlier
 
@@ -209,11 +214,11 @@ def test_a_tool_described_in_another_language_gives_way_to_its_english_namesake(
     # took two of the five places beside Google's tools of the same names, and the pin map was lost (dev set m13).
     search, _ = _served_dev_set()
     returned = search("Geocode the addresses of our three warehouses, compute the distance matrix between them, "
-                      "then draw the three of them on a pin map.")[:LIMIT]
+                      "then draw the three of them on a pin map.")
     assert {"google-maps/maps_geocode", "google-maps/maps_distance_matrix", "chart/generate_pin_map"} <= set(returned)
     assert not {"baidu-map/map_geocode", "baidu-map/map_distance_matrix"} & set(returned)
     # Of the two current-time tools, the English-described one stays for an English request (prereqs r19) ...
-    asked = search("What time is it in Tokyo when it's 3pm here tomorrow?")[:LIMIT]
+    asked = search("What time is it in Tokyo when it's 3pm here tomorrow?")
     assert "time/get_current_time" in asked
     # ... a request in Chinese is left as ranked, and a tool the request names never moves.
     assert search("map_geocode")[0] == "baidu-map/map_geocode"
@@ -223,23 +228,23 @@ def test_remember_and_forget_reach_the_memory_server_not_a_translation_memory() 
     # misses.jsonl mem01 / mem05 and dev set s14: "remember" read as memory alone brought lara-translate's
     # translation-memory tools first; "forget" as delete alone brought any deleting tool.
     search, _ = _served_dev_set()
-    remembered = search("remember that my dentist appointment is on the 14th")[:LIMIT]
+    remembered = search("remember that my dentist appointment is on the 14th")
     assert {"memory/create_entities", "memory/add_observations"} & set(remembered)
-    forgotten = search("forget everything about the project Phoenix")[:LIMIT]
+    forgotten = search("forget everything about the project Phoenix")
     assert {"memory/delete_entities", "memory/delete_observations"} & set(forgotten)
 
 
 def test_remember_and_forget_said_in_chinese_reach_the_memory_server() -> None:
     # The English words of 记住 ("remember") and 忘记 ("forget") are read as the English verbs are (phrases.py).
     search, _ = _served_dev_set()
-    assert {"memory/create_entities", "memory/add_observations"} & set(search("记住我的生日是五月十日")[:LIMIT])
-    assert {"memory/delete_entities", "memory/delete_observations"} & set(search("忘记关于Alice的一切")[:LIMIT])
+    assert {"memory/create_entities", "memory/add_observations"} & set(search("记住我的生日是五月十日"))
+    assert {"memory/delete_entities", "memory/delete_observations"} & set(search("忘记关于Alice的一切"))
 
 
 def test_a_question_about_what_is_remembered_reads_memory() -> None:
     # "what do you remember about ..." asks what memory holds: a read or a search of it, not a store.
     search, _ = _served_dev_set()
-    returned = search("what do you remember about my project deadlines?")[:LIMIT]
+    returned = search("what do you remember about my project deadlines?")
     assert returned[0] in ("memory/read_graph", "memory/search_nodes", "memory/open_nodes"), returned
     assert "memory/add_observations" not in returned[:2], returned
     assert {"memory/create_entities", "memory/add_observations"} & set(search("remember my deadline is Friday")[:2])
@@ -249,22 +254,22 @@ def test_adding_numbers_finds_a_tool_that_sums() -> None:
     # "add" with a number after it is arithmetic, not adding a card or a comment.
     search, _ = _served_dev_set()
     for request in ("add 17 and 25", "what is 17 plus 25"):
-        assert {"everything/get-sum", "calculator/calculate"} & set(search(request)[:LIMIT]), request
-    assert "trello/add_card_to_list" in search("add a card to the Done list in Trello")[:LIMIT]
+        assert {"everything/get-sum", "calculator/calculate"} & set(search(request)), request
+    assert "trello/add_card_to_list" in search("add a card to the Done list in Trello")
 
 
 def test_an_unstated_step_takes_its_place_though_the_request_never_names_it() -> None:
     # misses.jsonl pq01 / pq08: a forecast needs coordinates and the request names no place tool, so the geocoder
     # of the forecast's server scores nothing for it; it takes the last place all the same.
     search, _ = _served_dev_set()
-    assert "open-meteo/geocoding" in search("what will the weather be like in Lisbon this weekend")[:LIMIT]
+    assert "open-meteo/geocoding" in search("what will the weather be like in Lisbon this weekend")
 
 
 def test_a_tool_that_lists_something_else_is_not_the_producer_of_a_list_id() -> None:
     # misses.jsonl sb09: archive_list requires a listId; list_boards (which lists boards) was taken for its
     # producer, so get_lists never came.
     search, _ = _served_dev_set()
-    returned = search("archive the Done list on our sprint board in Trello")[:LIMIT]
+    returned = search("archive the Done list on our sprint board in Trello")
     assert {"trello/archive_list", "trello/get_lists"} <= set(returned)
 
 
@@ -275,4 +280,4 @@ def test_remember_reaches_the_memory_server_with_the_semantic_extra_too() -> Non
     search = served_ranker(loaded.catalog, index, ids=loaded.ids)
     for request in ("remember that my dentist appointment is on the 14th",
                     "memorize that Tom's birthday is 3 March and that he is my brother"):
-        assert {"memory/create_entities", "memory/add_observations"} & set(search(request)[:LIMIT]), request
+        assert {"memory/create_entities", "memory/add_observations"} & set(search(request)), request

@@ -12,16 +12,11 @@ from lazytools import Catalog, Group, build_server
 from lazytools.search import LiveIndex, SearchIndex
 from lazytools.search.embedders import embed_finite
 from lazytools.search.index import RECENT_QUERIES
+from lazytools.search.query import QUICK_CHARS, QUICK_NEEDS, QUICK_TOOLS, QUICK_WORDS
 from lazytools.search.recent import RecentAnswers
 from lazytools.search.related import RelatedWords
 from lazytools.search.vocabulary import Vocabulary
-from lazytools.server.metatools import (
-    QUICK_QUERY_CHARS,
-    QUICK_QUERY_NEEDS,
-    QUICK_QUERY_WORDS,
-    QUICK_SEARCH_TOOLS,
-    quick_search,
-)
+from lazytools.server.metatools import quick_search
 
 from .conftest import client, make_settings, small_catalog, text_of
 from .fixtures.catalogs import tool
@@ -130,12 +125,12 @@ def test_a_quick_search_is_small_bm25_over_a_small_catalog() -> None:
     small.vocabulary.prepare()
     assert quick_search(small, {"query": "weather forecast", "limit": 5})
     assert quick_search(small, {"tool_names": ["get_forecast"]}) and quick_search(small, {"group": "weather"})
-    assert not quick_search(small, {"query": "w" * (QUICK_QUERY_CHARS + 1)})
+    assert not quick_search(small, {"query": "w" * (QUICK_CHARS + 1)})
     assert not quick_search(small, {"query": "天气预报"})  # the first Chinese text reads the dictionary
     assert not quick_search(small, {"query": "weather", "extra": 1})  # the schema check's, with its error
     assert not quick_search(small, {"query": ["weather"]}) and not quick_search(small, ["weather"])
     assert not quick_search(small, {"tool_names": ["x"] * 51})
-    large = SearchIndex([tool(f"tool_{n}", f"Does thing {n}.") for n in range(QUICK_SEARCH_TOOLS + 1)])
+    large = SearchIndex([tool(f"tool_{n}", f"Does thing {n}.") for n in range(QUICK_TOOLS + 1)])
     large.vocabulary.prepare()
     assert not quick_search(large, {"query": "thing"})
     embedder = fake_embedder()
@@ -183,12 +178,12 @@ def test_a_quick_query_is_short_in_words_and_needs() -> None:
     index.vocabulary.prepare()
     assert quick_search(index, {"query": "convert a temperature"})  # the HTTP benchmark's query
     assert quick_search(index, {"query": "get the weather in Paris and email it to Bob"})  # two needs
-    words = " ".join(["weather"] * QUICK_QUERY_WORDS)
+    words = " ".join(["weather"] * QUICK_WORDS)
     assert quick_search(index, {"query": words})
     assert not quick_search(index, {"query": words + " forecast"})
-    glued = "then call " + "__".join(["a"] * QUICK_QUERY_WORDS)  # one word of many identifier parts
-    assert len(glued) <= QUICK_QUERY_CHARS and not quick_search(index, {"query": glued})
+    glued = "then call " + "__".join(["a"] * QUICK_WORDS)  # one word of many identifier parts
+    assert len(glued) <= QUICK_CHARS and not quick_search(index, {"query": glued})
     many = ", ".join(["add 1 and 2"] * 20)
-    assert len(many) <= QUICK_QUERY_CHARS and not quick_search(index, {"query": many})
-    needs = ", then ".join(["read the weather forecast"] * (QUICK_QUERY_NEEDS + 1))
-    assert len(needs.split()) <= QUICK_QUERY_WORDS and not quick_search(index, {"query": needs})
+    assert len(many) <= QUICK_CHARS and not quick_search(index, {"query": many})
+    needs = ", then ".join(["read the weather forecast"] * (QUICK_NEEDS + 1))
+    assert len(needs.split()) <= QUICK_WORDS and not quick_search(index, {"query": needs})

@@ -10,16 +10,19 @@ import numpy as np
 import pytest
 
 from lazytools import ConfigError
-from lazytools.search import SearchIndex, build_index
+from lazytools.search import SearchIndex, build_index, fusion
+from lazytools.search.config import RankingConfig
 from lazytools.search.documents import embedding_text
 from lazytools.search.embedders import StaticEmbedder, embedder_named
 from lazytools.search.embedders.static import load_wordllama
-from lazytools.search.fusion import CLAUSE_WEIGHT, fuse_semantic, with_clauses, zscores
+from lazytools.search.fusion import fuse_semantic, with_clauses, zscores
 from lazytools.search.query import clauses
 from lazytools.search.related import RelatedWords
 
 from .conftest import client, embedded, make_settings, text_of
 from .fixtures.catalogs import realistic, tool
+
+CLAUSE_WEIGHT = RankingConfig().clause_weight
 
 # Two dimensions of meaning: vehicles+renting along x, weather along y. Synonyms share a row.
 _ROWS = {"car": [1.0, 0.0], "sedan": [1.0, 0.0], "rent": [0.9, 0.1], "hire": [0.9, 0.1],
@@ -97,61 +100,61 @@ def test_each_need_of_a_request_adds_its_own_similarity() -> None:
     assert np.allclose(fuse_semantic(lexical, whole, 0.7, parts=[need, other]), expected)
 
 
-def test_search_embeds_the_needs_of_a_long_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.fusion as fusion
-
+def test_search_embeds_the_needs_of_a_long_request() -> None:
     tools = [tool("car_rental", "Rent a car at an airport."), tool("get_forecast", "Weather forecast for a city."),
              tool("road_trip", "Car hire with the weather on the way."), tool("fleet_weather", "Weather for car fleets.")]
 
-    def lead_of_the_tools_between_the_needs() -> float:
-        hits = {h.entry.name: h.score for h in SearchIndex(tools, embedder=fake_embedder()).search(query, limit=4)}
+    def lead_of_the_tools_between_the_needs(config: RankingConfig = RankingConfig()) -> float:
+        index = SearchIndex(tools, embedder=fake_embedder(), config=config)
+        hits = {h.entry.name: h.score for h in index.search(query, limit=4)}
         return hits["fleet_weather"] - hits["get_forecast"]
 
     query = "car hire, and the weather forecast"
     with_needs = lead_of_the_tools_between_the_needs()
-    monkeypatch.setattr(fusion, "CLAUSE_WEIGHT", 0.0)
-    assert with_needs < lead_of_the_tools_between_the_needs()
+    assert with_needs < lead_of_the_tools_between_the_needs(RankingConfig(clause_weight=0.0))
+    assert with_needs < lead_of_the_tools_between_the_needs(RankingConfig(off={"clauses"}))
 
 
 def test_a_long_task_gives_the_embedding_a_smaller_share(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.fusion as fusion
-    import lazytools.search.index as index_module
+    import lazytools.search.stages as stages
 
-    assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES - 1) == fusion.SEMANTIC_WEIGHT
-    assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES) == fusion.LONG_TASK_SEMANTIC_WEIGHT < fusion.SEMANTIC_WEIGHT
-    assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES, named=False) == fusion.LONG_TASK_SEMANTIC_WEIGHT
-    assert fusion.semantic_weight(fusion.LONG_TASK_CLAUSES, 0.0) == 0.0  # a BM25-only weight stays so
+    config = RankingConfig()
+    long = config.long_task_clauses
+    assert fusion.semantic_weight(long - 1) == config.semantic_weight
+    assert fusion.semantic_weight(long) == config.long_task_semantic_weight < config.semantic_weight
+    assert fusion.semantic_weight(long, named=False) == config.long_task_semantic_weight
+    assert fusion.semantic_weight(long, RankingConfig(semantic_weight=0.0)) == 0.0  # a BM25-only weight stays so
     weights: list[float] = []
 
     def spy(lexical: np.ndarray, similarity: np.ndarray, weight: float, **kwargs: object) -> np.ndarray:
         weights.append(weight)
         return fuse_semantic(lexical, similarity, weight, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(index_module, "fuse_semantic", spy)
+    monkeypatch.setattr(stages, "fuse_semantic", spy)
     index = SearchIndex(catalog(), embedder=fake_embedder())
     long_task = "We fly to Lisbon on Friday. Rent a car at the airport. Check the weather forecast. Convert the units."
     short = "car hire and the weather forecast"
-    assert len(clauses(long_task)) >= fusion.LONG_TASK_CLAUSES > len(clauses(short))
+    assert len(clauses(long_task)) >= long > len(clauses(short))
     index.search(short)
     index.search(long_task)
-    assert weights == [fusion.UNNAMED_SEMANTIC_WEIGHT, fusion.LONG_TASK_SEMANTIC_WEIGHT]  # neither names a group
+    assert weights == [config.unnamed_semantic_weight, config.long_task_semantic_weight]  # neither names a group
 
 
 def test_a_request_naming_no_group_leans_further_on_the_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazytools.search.fusion as fusion
-    import lazytools.search.index as index_module
+    import lazytools.search.stages as stages
 
-    assert fusion.semantic_weight(2, named=False) == fusion.UNNAMED_SEMANTIC_WEIGHT > fusion.SEMANTIC_WEIGHT
-    assert fusion.semantic_weight(2, named=True) == fusion.SEMANTIC_WEIGHT
-    assert fusion.semantic_weight(2, 0.0, named=False) == 0.0  # a BM25-only weight stays so
-    assert fusion.semantic_weight(2, 0.9, named=False) == 1.0  # a share, never above 1
+    config = RankingConfig()
+    assert fusion.semantic_weight(2, named=False) == config.unnamed_semantic_weight > config.semantic_weight
+    assert fusion.semantic_weight(2, named=True) == config.semantic_weight
+    assert fusion.semantic_weight(2, RankingConfig(semantic_weight=0.0), named=False) == 0.0  # BM25-only stays so
+    assert fusion.semantic_weight(2, RankingConfig(semantic_weight=0.9), named=False) == 1.0  # never above 1
     weights: list[float] = []
 
     def spy(lexical: np.ndarray, similarity: np.ndarray, weight: float, **kwargs: object) -> np.ndarray:
         weights.append(weight)
         return fuse_semantic(lexical, similarity, weight, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(index_module, "fuse_semantic", spy)
+    monkeypatch.setattr(stages, "fuse_semantic", spy)
     tools = [tool("car_rental", "Rent a car at an airport.", "hertz"), tool("get_forecast", "Weather forecast.", "meteo"),
              tool("unit_convert", "Convert between units.", "units")]
     index = SearchIndex(tools, embedder=fake_embedder())
@@ -159,8 +162,8 @@ def test_a_request_naming_no_group_leans_further_on_the_embedding(monkeypatch: p
     index.search("rent a car from Hertz")  # names the group: BM25's product match keeps its share
     index.search("weather forecast, then a hertz car")
     index.search("hertzian waves")  # a longer word is no mention of the group
-    assert weights == [fusion.UNNAMED_SEMANTIC_WEIGHT, fusion.SEMANTIC_WEIGHT, fusion.SEMANTIC_WEIGHT,
-                       fusion.UNNAMED_SEMANTIC_WEIGHT]
+    assert weights == [config.unnamed_semantic_weight, config.semantic_weight, config.semantic_weight,
+                       config.unnamed_semantic_weight]
 
 
 def test_clause_scores_lift_the_best_tool_of_each_need() -> None:

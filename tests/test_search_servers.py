@@ -16,13 +16,13 @@ from lazytools.cli import main
 from lazytools.entry import ToolEntry
 from lazytools.evaluate import run_eval
 from lazytools.search import SearchIndex
-from lazytools.search import servers as servers_module
-from lazytools.search.embedders import StaticEmbedder
-from lazytools.search.servers import SERVER_LIFT, ServerIndex
+from lazytools.search.config import RankingConfig
+from lazytools.search.servers import ServerIndex
 from lazytools.sources.functions import FunctionGroup
 
 from .conftest import client, make_settings, text_of
-from .helpers import ranked_afresh
+
+SERVER_LIFT = RankingConfig().server_lift
 
 COOKBOOK = "The family cookbook: recipes, ingredients and weekly meal plans."
 ACCOUNTS = "Contracts, invoices and receipts of the company."
@@ -153,70 +153,3 @@ def test_a_served_tools_file_reads_the_servers_file_beside_it(tmp_path: Path,
     assert main(search) == 0
     out = capsys.readouterr().out
     assert "get_page" in out and "fetch_page" not in out
-
-
-def test_a_servers_vector_is_what_its_tools_are_about_and_lifts_all_of_them() -> None:
-    servers = ServerIndex(["a", "a", "b", "c"], {}, [[], [], [], []])
-    vectors = np.array([[1.0, 0.0, 0.0], [0.6, 0.8, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
-    centroids = servers.centroids(vectors)
-    assert np.allclose(centroids[0], np.array([1.6, 0.8, 0.0]) / np.linalg.norm([1.6, 0.8, 0.0]))
-    assert np.allclose(centroids[1:], vectors[2:])
-    request = np.array([1.0, 0.0, 0.0], dtype=np.float32)
-    similarity = (vectors @ request).astype(np.float64)
-    lifted = servers.lift_similarity(similarity, (centroids @ request).astype(np.float64))
-    gain = lifted - similarity
-    # Both of a's tools gain alike (a is the server the request is closest to); b and c, below the servers'
-    # mean, lose nothing.
-    assert gain[0] > 0 and np.isclose(gain[0], gain[1])
-    assert gain[2:].tolist() == [0.0, 0.0]
-    # One server: nothing to choose between.
-    one = ServerIndex(["a", "a"], {}, [[], []])
-    assert one.lift_similarity(similarity[:2], np.array([1.0])).tolist() == similarity[:2].tolist()
-
-
-def two_booking_servers() -> tuple[list[ToolEntry], StaticEmbedder]:
-    """Two servers with the same booking tool (server one's listed first); server two's other tool is about cars,
-    one's about rain. Neutral names: a server's name must not match a request's related words."""
-    rows = {"car": [1.0, 0.0], "sedan": [1.0, 0.0], "rain": [0.0, 1.0], "forecast": [0.0, 1.0],
-            "book": [0.5, 0.5]}
-    ids = {word: i for i, word in enumerate(rows)}
-
-    def encode(text: str) -> list[int]:
-        return [ids[word] for word in re.findall(r"[a-z]+", text.lower()) if word in ids]
-
-    tools = [entry("one_booking", "one", "Book it."), entry("one_outlook", "one", "Rain forecast."),
-             entry("two_booking", "two", "Book it."), entry("two_fleet", "two", "Car sedan list.")]
-    return tools, StaticEmbedder(np.array(list(rows.values())), encode, name="rows")
-
-
-def test_with_embeddings_a_one_need_request_prefers_the_tools_of_the_server_it_is_about(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    tools, embedder = two_booking_servers()
-    index = SearchIndex(tools, embedder=embedder)
-
-    def bookings(query: str) -> list[str]:
-        return [hit.entry.name for hit in index.search(query, limit=4) if hit.entry.name.endswith("booking")]
-
-    # The two booking tools are alike in words and vectors: server two, whose tools are about cars, puts its own
-    # first for a car request (server one's comes first in catalog order without the lift).
-    assert bookings("book a sedan") == ["two_booking", "one_booking"]
-    monkeypatch.setattr(servers_module, "SERVER_SIMILARITY_WEIGHT", 0.0)
-    ranked_afresh(index)
-    assert bookings("book a sedan") == ["one_booking", "two_booking"]
-
-
-def test_a_request_of_several_needs_is_not_pulled_towards_one_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    tools, embedder = two_booking_servers()
-    index = SearchIndex(tools, embedder=embedder)
-    lifted: list[int] = []
-    original = ServerIndex.lift_similarity
-
-    def spy(self: ServerIndex, similarity: np.ndarray, servers: np.ndarray) -> np.ndarray:
-        lifted.append(similarity.size)
-        return original(self, similarity, servers)
-
-    monkeypatch.setattr(ServerIndex, "lift_similarity", spy)
-    index.search("book a sedan")
-    assert lifted == [4]
-    index.search("book a sedan. then check the rain forecast")
-    assert lifted == [4]

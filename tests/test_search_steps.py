@@ -27,7 +27,8 @@ def test_a_named_output_file_brings_the_file_writer_into_the_results() -> None:
     exported = [hit.entry.name for hit in index.search("search the web for news about the AI Act and export the "
                                                        "headlines to a CSV", limit=5)]
     assert "write_file" not in plain
-    assert exported[4] == "write_file" and exported[:4] == plain[:4]
+    # After the five places, never in place of the fifth: the ranking's places stay the ranking's.
+    assert exported[5] == "write_file" and exported[:5] == plain[:5] and len(exported) == 6
 
 
 def test_what_is_not_an_output_takes_no_place() -> None:
@@ -42,7 +43,7 @@ def test_what_is_not_an_output_takes_no_place() -> None:
 
 
 
-def test_the_producer_of_a_top_result_takes_the_last_place() -> None:
+def test_the_producer_of_a_top_result_comes_after_the_places() -> None:
     def chat(name: str, description: str, *required: str) -> ToolEntry:
         return ToolEntry(name=name, group="chat", description=description, call=_never,
                          input_schema={"type": "object", "properties": {p: {"type": "string"} for p in required},
@@ -57,7 +58,7 @@ def test_the_producer_of_a_top_result_takes_the_last_place() -> None:
     ranked = [hit.entry.name for hit in index.search("post a message", limit=9)]
     five = [hit.entry.name for hit in index.search("post a message", limit=5)]
     assert ranked.index("list_channels") > 4  # on its own words it ranks last
-    assert five[0] == "post_message" and five[4] == "list_channels"
+    assert five[0] == "post_message" and five[5] == "list_channels" and five[:5] == ranked[:5]
     two = [hit.entry.name for hit in index.search("post a message", limit=2)]
     assert "list_channels" not in two
 

@@ -14,28 +14,14 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from .tables import words
+
 __all__ = ["STOP_WORDS", "split_words", "stem", "terms_of", "tokenize"]
 
 # English function words, and the filler of requests to a model ("I want to", "can you please", "hi, could you
-# help me"). Capability words stay even when they are vague: "list", "get", "find", "show", "data" all name
-# what a tool does in some catalog.
-STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are aren as at be because been before being below
-    between both but by can cannot could couldn did didn do does doesn doing don down during each else etc
-    ever every few for from further had hadn has hasn have haven having he her here hers herself him himself
-    his how i if in into is isn it its itself just let ll me might more most much must mustn my myself need
-    needs needed no nor not now of off on once only or other ought our ours ourselves out over own per re
-    same shall shan she should shouldn so some such than that the their theirs them themselves then there
-    these they this those through to too under until up upon us very via was wasn we were weren what whatever
-    when whenever where whether which while who whom whose why will with within without won would wouldn you
-    your yours yourself yourselves
-    want wants wanted wanting like would love wish trying try able also already really actually maybe perhaps
-    please kindly hi hello hey thanks thank ok okay dear chatgpt assistant someone something anything
-    everything somebody anybody thing things way ways sure possible help helps helping assist
-    tool tools plugin plugins
-    """.split()
-)
+# help me"): data/stop_words.json. Capability words stay even when they are vague: "list", "get", "find", "show",
+# "data" all name what a tool does in some catalog.
+STOP_WORDS = words("stop_words", "function_words") | words("stop_words", "request_filler")
 
 # An acronym's plural stays whole ("PRs", "URLs", "IDs"), not "P" + "Rs" as a camelCase boundary would cut it.
 _IDENTIFIER_PARTS = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")

@@ -1,16 +1,9 @@
-"""The first results of a long task chosen so that its steps are covered, not only its best-scored step.
+"""Each tool's share of each need of a request: its BM25 score for the need as a share of the need's best and,
+with the semantic extra, the mean of that and its embedding share. `needs` reads these to say which needs the
+results leave unanswered.
 
-A task of several steps ("check the forecast for Lisbon, convert 9am Lisbon time to Chicago time, add a packing
-note to my Obsidian daily note") ranks by all its words at once, and the step with the most words fills the top
-five with one server's near-alike tools (five Open-Meteo forecasts, four Sentry searches). Here the top results
-are picked one at a time (xQuAD, Santos et al. 2010): each pick is the tool with the best mix of its own
-relevance and of how much it answers clauses that the tools already picked do not answer yet. A clause that a
-picked tool answers fully (its best tool) stops counting; one it answers half counts half.
-
-Two choices make it work (the rules they replaced are in docs/search-log.md): nothing is reserved (a clause
-whose tools are weak, a story clause, gains its tool only what its share is worth against the others' relevance),
-and tools are compared through the clauses they answer, not through their own texts (a forecast and a translation
-never look alike; two forecasts for the same clause stop adding coverage whatever their descriptions say).
+(Picking a long task's first results to cover its needs, xQuAD-style, was removed in round 4: it lost on
+ToolAlpaca's two halves and MetaTool's odd half for under .004 on the dev set; docs/search-log.md.)
 """
 
 from __future__ import annotations
@@ -22,30 +15,7 @@ import numpy.typing as npt
 
 from .fusion import ScoreArray, zscores
 
-__all__ = [
-    "COVERAGE_POOL",
-    "COVERAGE_SHARPNESS",
-    "COVERAGE_WEIGHT",
-    "SEMANTIC_COVERAGE_SHARPNESS",
-    "SEMANTIC_COVERAGE_WEIGHT",
-    "clause_shares",
-    "cover",
-    "embedding_shares",
-    "lexical_shares",
-]
-
-COVERAGE_POOL = 40
-"""The picks come from this many best-scored tools (at least twice the limit)."""
-COVERAGE_WEIGHT = 0.3
-"""Share of clause coverage in each pick with BM25 alone (the tool's own relevance gets the rest); tuned on the
-dev set's long tasks, even half (figures in docs/search.md)."""
-COVERAGE_SHARPNESS = 1.0
-"""A tool's share of a clause is raised to this power (higher: only a clause's best tools cover it)."""
-SEMANTIC_COVERAGE_WEIGHT = 0.35
-SEMANTIC_COVERAGE_SHARPNESS = 2.0
-"""The same with the semantic extra, whose clause shares mix BM25's and the embedding's: the embedding's are
-flatter (many tools a little similar), so only a clause's best tools should count as covering it."""
-
+__all__ = ["clause_shares", "embedding_shares", "lexical_shares"]
 
 def lexical_shares(parts: Sequence[ScoreArray], pool: npt.NDArray[np.intp]) -> ScoreArray:
     """(clauses, pool): each pooled tool's BM25 score for a clause as a share of that clause's best score."""
@@ -89,26 +59,3 @@ def clause_shares(
         shares[:embedded] = (shares[:embedded] + semantic) / 2.0
     return shares
 
-
-def cover(relevance: ScoreArray, shares: ScoreArray, *, weight: float, limit: int) -> list[int]:
-    """Positions in `relevance` (the pooled tools' scores, best first) of `limit` picks, each maximising
-    (1 - weight) x its relevance (scaled to [0, 1] over the pool) + weight x the mean over clauses of its share
-    of each clause times how much of that clause the picks so far leave unanswered."""
-    count = relevance.size
-    if count == 0:
-        return []
-    low, high = float(relevance.min()), float(relevance.max())
-    scaled = (relevance - low) / (high - low) if high > low else np.ones_like(relevance)
-    clause_count = shares.shape[0]
-    left = np.full(clause_count, 1.0 / clause_count) if clause_count else np.zeros(0)
-    available = np.ones(count, dtype=bool)
-    picks: list[int] = []
-    while len(picks) < min(limit, count):
-        gain = (1.0 - weight) * scaled + weight * (left @ shares if clause_count else 0.0)
-        gain[~available] = -np.inf
-        pick = int(np.argmax(gain))  # ties: the better-scored tool (the pool is in score order)
-        picks.append(pick)
-        available[pick] = False
-        if clause_count:
-            left = left * (1.0 - shares[:, pick])
-    return picks

@@ -20,7 +20,6 @@ from collections.abc import Mapping
 
 __all__ = [
     "MAX_WORD",
-    "STORING_VERBS",
     "Glossary",
     "default_glossary",
     "english_rendering",
@@ -55,18 +54,6 @@ def _clean(gloss: str) -> str:
     gloss = re.sub(r"^\s*to\s+", "", gloss)  # "to drive a vehicle": the verb, not the infinitive marker
     return " ".join(gloss.split())
 
-
-STORING_VERBS: Mapping[str, str] = {
-    "记住": "remember",
-    "记下": "remember note down",
-    "记下来": "remember note down",
-    "保存": "save store",
-    "存储": "store save",
-    "储存": "store save",
-    "存下": "save store",
-}
-"""Chinese verbs of storing, read as the English verbs a request uses for it: CC-CEDICT's first glosses say
-"conserve preserve" (保存), "store up stockpile" (存储) and "record down" (记下), words no save or memory tool uses."""
 
 
 class Glossary:
@@ -129,7 +116,7 @@ def _load() -> Glossary:
     except (ImportError, OSError, ValueError) as exc:
         logger.warning("CC-CEDICT could not be read (%s): Chinese text is searched without English words", exc)
         return Glossary({})
-    return Glossary({**_parse(text.splitlines()), **STORING_VERBS})
+    return Glossary(_parse(text.splitlines()))
 
 
 _glossary: Glossary | None = None

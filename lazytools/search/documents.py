@@ -9,6 +9,7 @@ from typing import Any
 
 from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem
+from .config import DEFAULT
 from .crosslang import english_rendering
 from .vocabulary import split_compound
 
@@ -17,10 +18,8 @@ __all__ = [
 ]
 
 
-FIELD_WEIGHTS: Mapping[str, float] = {
-    "name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0, "english": 0.3,
-}
-"""How much each field's terms count in BM25F (each field normalised by its own length, so a long description
+FIELD_WEIGHTS: Mapping[str, float] = DEFAULT.field_weights
+"""The default `RankingConfig.field_weights`: how much each field's terms count in BM25F (each field normalised by its own length, so a long description
 does not dilute a short name). Other weights moved the two dev-set halves in opposite directions, so these stay
 the plain defaults (docs/search-log.md). `english` is the English rendering of a tool's Chinese text (crosslang.py),
 empty for a tool described in English: at 0.3 an English request finds a Chinese-described tool without Chinese

@@ -11,6 +11,7 @@ import anyio.to_thread
 
 from ..catalog import Catalog
 from ..entry import ToolEntry
+from .config import DEFAULT, RankingConfig
 from .embedders import DEFAULT_EMBEDDER
 from .index import SearchIndex
 
@@ -35,8 +36,10 @@ class LiveIndex:
         semantic: bool = False,
         embedder: str | Embedder = DEFAULT_EMBEDDER,
         cache_dir: Path | None = None,
+        config: RankingConfig = DEFAULT,
     ) -> None:
         self._catalog = catalog
+        self._config = config
         self._semantic = semantic
         self._embedder = embedder
         self._cache_dir = cache_dir
@@ -47,7 +50,7 @@ class LiveIndex:
         self._embedding: list[BackgroundVectors] = []  # every index's, until done: an older one may still run
 
     def _build(self, entries: list[ToolEntry], servers: dict[str, str]) -> SearchIndex:
-        index = SearchIndex(entries, servers=servers)
+        index = SearchIndex(entries, servers=servers, config=self._config)
         # Built here, in the worker thread, so the first typo of a query on the event loop (`quick_search`) costs
         # a look-up, not the table.
         index.vocabulary.prepare()

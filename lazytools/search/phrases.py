@@ -11,9 +11,13 @@ the phrase's sense.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from .analysis import STOP_WORDS, stem
+from .tables import table
+
+_TABLE = table("phrases")
+"""data/phrases.json: each of the tables below."""
 
 __all__ = [
     "ASKED_SENSES",
@@ -26,78 +30,10 @@ __all__ = [
     "read_phrases",
 ]
 
-PHRASAL_VERBS: Mapping[str, str] = {
-    # Making and starting.
-    "spin up": "create start",
-    "set up": "create configure",
-    "fire up": "start run",
-    "boot up": "start",
-    "start up": "start",
-    "kick off": "start run trigger",
-    "turn on": "start enable",
-    "switch on": "start enable",
-    "sign up": "register create account",
-    "log in": "login",
-    "sign in": "login",
-    # Stopping and removing.
-    "shut down": "stop",
-    "power down": "stop",
-    "turn off": "stop disable",
-    "switch off": "stop disable",
-    "log out": "logout",
-    "sign out": "logout",
-    "tear down": "delete remove uninstall",
-    "take down": "delete remove uninstall",
-    "clean up": "cleanup delete",
-    "wipe out": "delete",
-    "roll back": "rollback revert",
-    # Finding and reading ("look up", "find out", "read out" need nothing: their verb already says it).
-    "pull up": "get show",
-    "bring up": "get show",
-    "dig up": "find search",
-    "dig out": "find search",
-    "hunt down": "find search",
-    "track down": "find search",
-    # Writing and sending.
-    "write down": "write note add",
-    "jot down": "write note add",
-    "note down": "write note add",
-    "fire off": "send",
-    "send off": "send",
-    "send out": "send",
-    "shoot off": "send",
-    "react to": "reaction emoji",
-    "back up": "backup export copy",
-    "check out": "checkout",
-    "wrap up": "complete finish",
-    "finish up": "complete finish",
-    "bump up": "increase update",
-    "scale up": "scale increase",
-    "scale down": "scale decrease",
-    # Letter case said as a phrase: "all caps" is upper case ("caps" alone is a limit: "rate caps").
-    "all caps": "uppercase case convert upper",
-}
+PHRASAL_VERBS: Mapping[str, str] = _TABLE["phrasal_verbs"]
 """A verb and its particle -> the words of the action they mean."""
 
-QUESTIONS: Mapping[str, str] = {
-    "how far": "distance",
-    "how long": "duration time",
-    "how many": "count number",
-    "how much": "price cost amount",
-    "how big": "size",
-    "how large": "size",
-    "how high": "elevation height altitude",
-    "how tall": "height elevation",
-    "how old": "age date",
-    "where": "location place address",
-    "how far along": "status progress",  # a job's progress ("how far along is my crawl"), not a distance
-    "what changed": "diff status log",
-    "what has changed": "diff status log",
-    "what s changed": "diff status log",
-    # What a named file or document holds is read ("show me what's inside config.yaml").
-    "what s inside": "read content",
-    "what is inside": "read content",
-}
+QUESTIONS: Mapping[str, str] = _TABLE["questions"]
 """A question's words -> what it asks for ("how far" a distance, "where" a place); the adjective leaves the query
 ("many" would match `insert-many`, "far" and "long" nothing useful). Read only where the request or one of its
 clauses opens with them (after filler such as "hi, can you tell me"): inside a story ("someone asked how many
@@ -105,61 +41,26 @@ users signed up", "compare how long it takes to walk to each") they are not what
 dev set's long tasks reading them there cost two needs."""
 
 VERB_OBJECTS: Mapping[str, tuple[str, str]] = {
-    "drop": ("message note line email comment", "send post"),
-    "shoot": ("message note line email", "send"),
+    verb: (objects, meaning) for verb, (objects, meaning) in _TABLE["verb_objects"].items()
 }
 """A verb whose sense depends on the word after it: (objects, meaning). "drop a message" is sent, "drop a table" is
 not."""
 
-VERB_SENSES: Mapping[str, str] = {
-    "grab": "get fetch",
-    "crunch": "calculate compute",
-    "stash": "save store",
-    "jot": "write note",
-    "snap": "screenshot capture",
-    "bump": "increase update",
-    "ping": "message notify",
-    "remember": "memory knowledge fact store add",
-    "memorize": "memory knowledge fact store add",
-    "memorise": "memory knowledge fact store add",
-    "forget": "delete remove memory knowledge",
-    "summarize": "read",
-    "summarise": "read",
-    # Letter case: "uppercase this", "make it lowercase" (and 大写 / 小写, whose glosses say these) ask for a
-    # case conversion, where a tool's parameter named `uppercase` (a password's letters) only shares the word.
-    # Not "capitalize": its stem is capitalization's and capital's ("market capitalization" is no case).
-    "uppercase": "case convert upper",
-    "lowercase": "case convert lower",
-    # "15%" is read as "15 percent" (query.py): a percentage, a word tools write in full.
-    "percent": "percentage calculate",
-}
+VERB_SENSES: Mapping[str, str] = _TABLE["verb_senses"]
 """Informal verbs that mean one action wherever they stand; they keep their own word too ("ping" a person is a
 message, "ping" a host is the tool named ping)."""
 
-NUMBER_SENSES: Mapping[str, str] = {
-    "add": "sum calculate",
-    "plus": "sum calculate",
-    "subtract": "calculate",
-    "minus": "calculate",
-    "multiply": "calculate product",
-    "times": "calculate product",
-    "divide": "calculate",
-}
+NUMBER_SENSES: Mapping[str, str] = _TABLE["number_senses"]
 """Words of arithmetic when a number follows ("add 17 and 25", "17 plus 25"); they keep their own word ("add" a
 card, "add" two numbers with a tool named add)."""
 
-ASKED_SENSES: Mapping[str, str] = {
-    "remember": "memory knowledge read search",
-    "recall": "memory knowledge read search",
-}
+ASKED_SENSES: Mapping[str, str] = _TABLE["asked_senses"]
 """What a verb of VERB_SENSES means in a question ("what do you remember about ...", "do you recall ..."): what is
 remembered is read, not stored."""
 
 _ASKING = frozenset("what which who whom when where why how do does did".split())
 """Words that open a question."""
-_LEADS = frozenset(("show",))
-"""A verb that leads into a question without saying anything itself: "show me what's inside". Not "tell": reading
-the question after "can you tell me" moved a MetaTool request's second tool out of its top 5."""
+
 
 
 def _stems(words: str) -> tuple[str, ...]:
@@ -189,9 +90,17 @@ def _question(words: Sequence[str], position: int) -> tuple[str, ...]:
     return tuple(words[position : position + 2])
 
 
-def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[str], frozenset[str]]:
+def read_phrases(words: Sequence[str], *, questions: bool = True,
+                 off: Collection[str] = ()) -> tuple[list[str], frozenset[str]]:
     """The stems the phrases of `words` (a request as `split_words` gives it) mean, and the verbs' stems they replace
-    (to leave out of its terms); an opening question is read only with `questions`."""
+    (to leave out of its terms); an opening question is read only with `questions`. `off`: the tables not read
+    (phrasal_verbs, verb_objects, verb_senses, number_senses, asked_senses, questions; see `config.RULES`)."""
+    questions = questions and "questions" not in off
+    phrasal = _PHRASAL if "phrasal_verbs" not in off else {}
+    objects_of = _OBJECTS if "verb_objects" not in off else {}
+    senses = _SENSES if "verb_senses" not in off else {}
+    numbers = _NUMBERS if "number_senses" not in off else {}
+    asked_of = _ASKED if "asked_senses" not in off else {}
     meant: list[str] = []
     replaced: set[str] = set()
     opening = True  # no word that says anything yet: a question word here asks the question
@@ -202,32 +111,31 @@ def read_phrases(words: Sequence[str], *, questions: bool = True) -> tuple[list[
             if asked in _QUESTIONS:
                 meant.extend(_QUESTIONS[asked])
                 replaced.update(stem(other) for other in asked[1:])
-                replaced.update(stem(lead) for lead in words[:position] if lead in _LEADS)
             if word != "what":
                 continue
         in_question = asking and opening  # the first word that says something, in a question
         verb = stem(word)
         following = words[position + 1] if position + 1 < len(words) else ""
-        opening = opening and (word in STOP_WORDS or (word in _LEADS and following == "me"))
-        if (verb, following) in _PHRASAL:
-            meaning = _PHRASAL[verb, following]
+        opening = opening and word in STOP_WORDS
+        if (verb, following) in phrasal:
+            meaning = phrasal[verb, following]
             meant.extend(meaning)
             if verb not in meaning:
                 replaced.add(verb)
             continue
-        if verb in _OBJECTS:
-            objects, meaning = _OBJECTS[verb]
+        if verb in objects_of:
+            objects, meaning = objects_of[verb]
             ahead = [stem(other) for other in words[position + 1 : position + 1 + _LOOKAHEAD]
                      if other not in STOP_WORDS]
             if any(other in objects for other in ahead):
                 meant.extend(meaning)
                 replaced.add(verb)
-        if verb in _NUMBERS and following.isdigit():
-            meant.extend(_NUMBERS[verb])
-        if in_question and verb in _ASKED:
-            meant.extend(_ASKED[verb])
-        elif verb in _SENSES:
-            meant.extend(_SENSES[verb])
+        if verb in numbers and following.isdigit():
+            meant.extend(numbers[verb])
+        if in_question and verb in asked_of:
+            meant.extend(asked_of[verb])
+        elif verb in senses:
+            meant.extend(senses[verb])
     return meant, frozenset(replaced)
 
 

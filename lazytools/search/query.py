@@ -1,60 +1,40 @@
-"""What a query asks for: weighted index terms (its words, synonyms, corrections) and the needs it lists."""
+"""A request analysed once (`analyze`): its needs, its weighted index terms each tagged with the rule that made it
+(its words, synonyms, everyday phrases, typo fixes, related words...), the tools it names, the output it
+names, its language and what scoring it will cost. Every stage of the ranking reads this `Query`; none reads the
+raw text again."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .acronyms import acronym_terms
 from .analysis import split_words, terms_of, tokenize
+from .config import DEFAULT, RankingConfig
 from .crosslang import english_rendering, has_cjk
+from .names import NameMatcher
 from .phrases import read_phrases
 from .related import RelatedWords
+from .steps import deliverable
 from .synonyms import synonyms_of
 from .vocabulary import Vocabulary
 
 __all__ = [
-    "ACRONYM_WEIGHT",
-    "CROSSLANG_WEIGHT",
-    "MAX_AMOUNT_DIGITS",
-    "MAX_RELATED",
-    "MAX_TERMS_TO_CORRECT",
-    "NUMBER_WEIGHT",
-    "PHRASE_WEIGHT",
-    "PREFIX_WEIGHT",
-    "SYNONYM_WEIGHT",
-    "TYPO_WEIGHT",
+    "Cost",
     "Expansions",
+    "Lexicon",
+    "Query",
+    "Terms",
+    "analyze",
     "catalog_expansions",
     "clauses",
+    "tagged_terms",
     "weighted_terms",
 ]
 
-SYNONYM_WEIGHT = 0.5
-"""A synonym ("remove" for "delete") counts half as much as the word itself."""
-TYPO_WEIGHT = 0.7
-ACRONYM_WEIGHT = 0.7
-"""Each word an acronym stands for ("pull", "request" for "PR"), or the acronym of a phrase spelled out."""
-PHRASE_WEIGHT = 0.7
-"""Each word of what a phrasal verb or idiom means ("create", "start" for "spin up"); the verb's own word is left
-out."""
-PREFIX_WEIGHT = 0.5
-NUMBER_WEIGHT = 0.3
-"""A short bare number is an amount of the request, not a word of the tool it wants ("15% of 80" matched a cron
-example's "*/15" and "9-17"); it counts this much."""
-MAX_AMOUNT_DIGITS = 3
-"""Longer runs of digits are identifiers and count in full: an arXiv id's "2401" names the arXiv tools whose
-examples hold it (dropping those cost a deliverable on the dev set)."""
-CROSSLANG_WEIGHT = 0.7
-"""Each English word of a Chinese request's words (crosslang.py), so it finds tools described in English."""
-MAX_RELATED = 10
-"""A query word brings at most this many of its related words that the catalog uses, the closest first (measured:
-10 beat 5 and no limit on both MetaTool halves)."""
-MAX_TERMS_TO_CORRECT = 4
-"""Only queries of at most this many terms get spelling guesses. In a long sentence, a word the catalog does
-not know is usually a real word its tools just do not use ("last" is no typo of "list"); a short keyword query
-("wether paris") is where typos hurt and where a guess is worth making."""
+TYPED = "typed"
+"""The rule of a term the query itself holds."""
 
 # Needs are separated by punctuation, by joining words, and in long task descriptions by line breaks, list
 # markers ("1.", "2)", "-") and sequencing words ("after that", "finally"); in Chinese, by its full-width
@@ -65,80 +45,199 @@ _CLAUSE_BREAK = re.compile(
     re.IGNORECASE,
 )
 MIN_CLAUSE_TERMS = 2
-_PERCENT = re.compile(r"(?<=\d)\s*%")
 
 
 Expansions = Callable[[str], Sequence[tuple[str, float]]]
 """A query term → the catalog's words related to it, each with the weight it adds."""
 
 
-def catalog_expansions(related: RelatedWords, vocabulary: Vocabulary, cache_size: int = 8192) -> Expansions:
-    """`related`'s neighbours of a term that the catalog uses, the closest MAX_RELATED, remembered per term."""
+def catalog_expansions(related: RelatedWords, vocabulary: Vocabulary, cache_size: int = 8192,
+                       weight: float = DEFAULT.related_weight) -> Expansions:
+    """`related`'s neighbours of a term that the catalog uses, the closest first, remembered per term (the caller
+    keeps as many as its config's `max_related`)."""
 
     @lru_cache(maxsize=cache_size)
     def expansions(term: str) -> tuple[tuple[str, float], ...]:
-        known = [(other, weight) for other, weight in related.expansions(term) if other in vocabulary]
-        return tuple(known[:MAX_RELATED])
+        return tuple((other, value) for other, value in related.expansions(term, weight) if other in vocabulary)
 
     return expansions
 
 
-def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | None = None, *,
-                   rendered: Container[str] = frozenset(), words: Container[str] = frozenset()) -> dict[str, float]:
-    """Index terms for `query`, each with its weight (repeated words add up, as in BM25), then the catalog's words
-    related to them (`expansions`) that the query does not already have, each at its best weight. `rendered`: terms
-    only tools' translations hold, matched when the query has them and never otherwise. `words`: stems of real
-    words (the related-words table's), never taken for a typo: "notes" is no misspelt "nodes"."""
+@dataclass(frozen=True, slots=True)
+class Lexicon:
+    """What a catalog's index gives the analysis of a query: its vocabulary and what reaches into it."""
+
+    vocabulary: Vocabulary
+    expansions: Expansions | None = None
+    """A query term -> the catalog's related words, each with its weight (`catalog_expansions`)."""
+    rendered: Container[str] = frozenset()
+    """Terms only tools' translations hold: matched when the query has them, never otherwise."""
+    words: Container[str] = frozenset()
+    """Stems of real words (the related-words table's), never taken for a typo: "notes" is no misspelt "nodes"."""
+    names: NameMatcher | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """Weighted index terms, each with the rule that made it (`TYPED` for the query's own words)."""
+
+    weights: dict[str, float]
+    rules: dict[str, str]
+
+
+def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT) -> Terms:
+    """Index terms for `query`, each with its weight (repeated words add up, as in BM25) and the rule that made it:
+    its words, then the words of its everyday phrases and (for Chinese) English glosses, then the
+    catalog's words related to them that the query does not already have, each at its best weight. Each rule
+    can be switched off by `config.off` (config.RULES)."""
+    vocabulary, rendered, words = lexicon.vocabulary, lexicon.rendered, lexicon.words
     weights: dict[str, float] = {}
+    rules: dict[str, str] = {}
 
-    def add(term: str, weight: float) -> None:
+    def add(term: str, weight: float, rule: str) -> None:
         weights[term] = weights.get(term, 0.0) + weight
+        rules.setdefault(term, rule)
 
-    typed = split_words(_PERCENT.sub(" percent ", query))
-    meant, replaced = read_phrases(typed)
+    def put(term: str, weight: float, rule: str) -> None:
+        weights[term] = weight
+        rules[term] = rule
+
+    on = config.on
+    typed = split_words(query)
+    meant, replaced = read_phrases(typed, off=config.off)
     terms = [term for term in terms_of(typed) if term not in replaced]
-    guess = len(terms) <= MAX_TERMS_TO_CORRECT
+    guess = len(terms) <= config.max_terms_to_correct
+    amounts = on("short_numbers")
     for term in terms:
-        if term.isdigit() and len(term) <= MAX_AMOUNT_DIGITS:
+        if amounts and term.isdigit() and len(term) <= config.max_amount_digits:
             if term in vocabulary:
-                add(term, NUMBER_WEIGHT)
+                add(term, config.number_weight, "short_numbers")
             continue
         if term in vocabulary or term in rendered:
-            add(term, 1.0)
+            add(term, 1.0, TYPED)
         elif guess:
-            fixes = [] if term in words else vocabulary.corrections(term)[:2]
+            fixes = [] if term in words or not on("typos") else vocabulary.corrections(term)[:2]
             for fix in fixes:
-                add(fix, TYPO_WEIGHT)
-            if not fixes:
+                add(fix, config.typo_weight, "typos")
+            if not fixes and on("completions"):
                 # A word cut short ("kube", "calend") or the head of a longer name.
                 for completion in vocabulary.completions(term):
-                    add(completion, PREFIX_WEIGHT)
-        for synonym in synonyms_of(term):
-            if synonym in vocabulary:
-                add(synonym, SYNONYM_WEIGHT)
-    for word in acronym_terms(terms, query):
-        if word in vocabulary and word not in weights:
-            weights[word] = ACRONYM_WEIGHT
+                    add(completion, config.completion_weight, "completions")
+        if on("synonyms"):
+            for synonym in synonyms_of(term):
+                if synonym in vocabulary:
+                    add(synonym, config.synonym_weight, "synonyms")
     for word in meant:
         if word in vocabulary and word not in weights:
-            weights[word] = PHRASE_WEIGHT
-    if has_cjk(query):
+            put(word, config.phrase_weight, "phrases")
+    if on("crosslang") and has_cjk(query):
         glosses = split_words(english_rendering(query))
         for word in terms_of(glosses):
             if (word in vocabulary or word in rendered) and word not in weights:
-                weights[word] = CROSSLANG_WEIGHT
+                put(word, config.crosslang_weight, "crosslang")
         # The glosses are read as English is: 记住 "remember" stores a fact in memory, 忘记 "forget" deletes it.
-        for word in read_phrases(glosses, questions=False)[0]:
+        for word in read_phrases(glosses, questions=False, off=config.off)[0]:
             if word in vocabulary and word not in weights:
-                weights[word] = PHRASE_WEIGHT
-    if expansions is not None:
+                put(word, config.phrase_weight, "crosslang")
+    expansions = lexicon.expansions
+    if expansions is not None and on("related"):
         extra: dict[str, float] = {}
         for term in set(terms):
-            for other, weight in expansions(term):
+            for other, weight in expansions(term)[: config.max_related]:
                 if other not in weights and weight > extra.get(other, 0.0):
                     extra[other] = weight
         weights.update(extra)
-    return weights
+        rules.update((other, "related") for other in extra)
+    return Terms(weights, rules)
+
+
+def weighted_terms(query: str, vocabulary: Vocabulary, expansions: Expansions | None = None, *,
+                   rendered: Container[str] = frozenset(), words: Container[str] = frozenset(),
+                   config: RankingConfig = DEFAULT) -> dict[str, float]:
+    """`tagged_terms`' weights alone."""
+    return tagged_terms(query, Lexicon(vocabulary, expansions, rendered, words), config).weights
+
+
+QUICK_TOOLS = 500
+QUICK_CHARS = 300
+"""A BM25 search of at most this many tools for a query of at most this many characters costs a few tenths of a
+millisecond (about a millisecond at worst on a busy machine): less than the worker-thread round trip it would
+otherwise take, which was most of a served search's cost over HTTP."""
+QUICK_WORDS = 24
+QUICK_NEEDS = 2
+"""A quick query also has at most this many words (identifier parts count one each) and needs: within 300
+characters, 150 short words or 40 needs ("add 1 and 2, then ...") cost 6-17 ms of scoring, each word and each need
+scored apart. An everyday request ("convert a temperature", "get the weather in Paris and email it to Bob") has far
+fewer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What scoring a query will cost, from its text and the index that scores it."""
+
+    chars: int
+    words: int
+    """Words, counting each part of an identifier (the larger of the two readings)."""
+    needs: int
+    cjk: bool
+    """Chinese, Japanese or Korean text: the first such text reads the Chinese dictionary (about half a second)."""
+    tools: int = 0
+    encoded: bool = False
+    """Whether the query is embedded (the semantic extra): milliseconds of an encoder."""
+    prepared: bool = True
+    """Whether the index's spelling table is built (built by a query, it takes tens of ms)."""
+
+    @property
+    def quick(self) -> bool:
+        """Cheap enough to run on the event loop (well under a millisecond): BM25 over a small catalog, a short
+        query of few words and needs, no CJK text."""
+        return (not self.encoded and self.prepared and self.tools <= QUICK_TOOLS and self.chars <= QUICK_CHARS
+                and not self.cjk and self.words <= QUICK_WORDS and self.needs <= QUICK_NEEDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A request as every stage of the ranking reads it, analysed once (`analyze`)."""
+
+    text: str
+    needs: tuple[str, ...]
+    """Its separate needs (clauses, parts, steps: one name), or () for a request of one need."""
+    tokens: frozenset[str]
+    """Its own terms (stemmed, without stop words)."""
+    terms: Terms = field(default_factory=lambda: Terms({}, {}))
+    """Its weighted terms for the catalog (none without a `Lexicon`)."""
+    need_terms: tuple[Terms, ...] = ()
+    named: Mapping[int, int] = field(default_factory=dict)
+    """Tool position -> how surely the request names it (`names`), with a `Lexicon` that has names."""
+    deliverable: str | None = None
+    """The text its named output is searched with ("write save file ... as notes.md"), if it names one."""
+    cjk: bool = False
+    cost: Cost = field(default_factory=lambda: Cost(0, 0, 1, False))
+
+
+def text_cost(text: str, needs: Sequence[str]) -> Cost:
+    """A query's `Cost` from its text alone (chars, words, needs, CJK)."""
+    if len(text) > QUICK_CHARS:  # past the quick bound, counting its words changes nothing
+        return Cost(len(text), len(text.split()), max(1, len(needs)), has_cjk(text))
+    words = max(len(text.split()), len(split_words(text)))
+    return Cost(len(text), words, max(1, len(needs)), not text.isascii() and has_cjk(text))
+
+
+def analyze(text: str, lexicon: Lexicon | None = None, config: RankingConfig = DEFAULT) -> Query:
+    """Every text rule, run once: the needs, the terms (with `lexicon`, the catalog's weighted terms of the whole
+    request and of each need, and the tools it names), the deliverable, the language and the cost."""
+    needs = tuple(clauses(text))
+    cost = text_cost(text, needs)
+    tokens = frozenset(tokenize(text))
+    if lexicon is None:
+        return Query(text, needs, tokens, deliverable=deliverable(text), cjk=cost.cjk, cost=cost)
+    return Query(
+        text, needs, tokens,
+        terms=tagged_terms(text, lexicon, config),
+        need_terms=tuple(tagged_terms(need, lexicon, config) for need in needs),
+        named=lexicon.names.matches(text) if lexicon.names is not None else {},
+        deliverable=deliverable(text), cjk=cost.cjk, cost=cost,
+    )
 
 
 def clauses(query: str) -> list[str]:

@@ -15,13 +15,11 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["DATA_FILE", "RELATED_WEIGHT", "RelatedWords", "default_related_words"]
+from .config import DEFAULT
+
+__all__ = ["DATA_FILE", "RelatedWords", "default_related_words"]
 
 DATA_FILE = Path(__file__).with_name("data") / "related_words.tsv.gz"
-
-RELATED_WEIGHT = 0.7
-"""A neighbour of similarity s counts RELATED_WEIGHT * s**2 of the query word itself (measured on MetaTool's even
-half, checked on the odd one: sim**2 beat a flat weight and a linear one)."""
 
 Neighbours = tuple[tuple[str, float], ...]
 
@@ -52,8 +50,9 @@ class RelatedWords:
     def neighbours(self, term: str) -> Neighbours:
         return _parse(self._rows.get(term, ""))
 
-    def expansions(self, term: str, weight: float = RELATED_WEIGHT) -> list[tuple[str, float]]:
-        """The neighbours of `term` with the weight each adds to a query: weight * similarity**2."""
+    def expansions(self, term: str, weight: float = DEFAULT.related_weight) -> list[tuple[str, float]]:
+        """The neighbours of `term` with the weight each adds to a query: weight * similarity**2 (sim**2 beat a flat
+        weight and a linear one on MetaTool's halves)."""
         return [(other, weight * similarity * similarity) for other, similarity in self.neighbours(term)]
 
 

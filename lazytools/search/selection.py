@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 
 from ..catalog import Catalog
 from ..entry import ToolEntry
-from .fusion import LONG_TASK_CLAUSES
 from .index import Hit, SearchIndex
 from .needs import Need, unanswered
 from .prior import MAX_COMPANIONS, Prior, reorder
-from .query import clauses
 
 __all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
 
@@ -75,6 +73,7 @@ def select(
     pinned: Collection[str] = (),
     prior: Prior | None = None,
     visible: Callable[[str], bool] | None = None,
+    enabled_places: int | None = None,
 ) -> Selection:
     """The tools `named` (exact names) and those matching `query` (within `group`), or without a query the
     first `limit` tools of `group`. At most `enable_at_most` are enabled (pinned tools not counted: they are
@@ -82,7 +81,11 @@ def select(
 
     With a usage `prior` (learning from use), tools called after similar requests move up among the matches
     that clear the floor (`prior.reorder`: never past it), and tools usually called right after a match are
-    suggested; `visible` (a tool name → whether this session may see it) filters those suggestions."""
+    suggested; `visible` (a tool name → whether this session may see it) filters those suggestions.
+
+    `enabled_places`: the places whose matches may be enabled, when `limit` holds more (the places a request of
+    several needs gets): the matches ranked past them are suggested, so a long request costs a line per extra
+    place, not a tool definition (benchmarks/places.py)."""
     found: list[ToolEntry] = list(named)
     weaker: list[ToolEntry] = []
     needs: tuple[Need, ...] = ()
@@ -92,7 +95,8 @@ def select(
     if query:
         # Not for a long task: its many words dilute any past request's, and reordering its covering picks cost
         # long tasks a need in both replay directions (docs/search-log.md); the tools called next still apply.
-        learnt = prior is not None and bool(prior) and len(clauses(query)) < LONG_TASK_CLAUSES
+        learnt = (prior is not None and bool(prior)
+                  and len(index.analyze(query).needs) < index.config.long_task_clauses)
         boosts = prior.boosts(prior.terms(query)) if learnt and prior is not None else {}
         # With evidence, twice the limit is ranked so that a tool called after such requests can move into it.
         wanted = 2 * limit if boosts else limit
@@ -104,9 +108,10 @@ def select(
                            if boosts.get(hit.entry.name, 0.0) > 0)
         unmatched = unanswered(needs) if hits else []
         best = hits[0].score if hits else 0.0
-        for hit in hits:
+        for rank, hit in enumerate(hits):
             strong = best <= 0 or hit.score >= floor * best
-            (found if strong else weaker).append(hit.entry)
+            extra = enabled_places is not None and enabled_places <= rank < limit
+            (found if strong and not extra else weaker).append(hit.entry)
     elif group is not None:
         members = catalog.in_group(group)
         found += members[:limit]

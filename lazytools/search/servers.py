@@ -12,9 +12,8 @@ Only the best tool of the chosen server moves, and only in the need that chose i
 tools, or lifting by a whole request's best server, pulled a task of several needs towards one server and its
 siblings (docs/search-log.md, "Round 3, server choice").
 
-With the semantic extra, a server is also the mean of its tools' vectors (what its tools are about), and a request
-of one need lifts every tool of the servers whose mean is closer to it than most servers' (`lift_similarity`). A
-request of several needs is left as it is: there one server's siblings crowded out another need's tool.
+(With the semantic extra a server was also the mean of its tools' vectors, lifting the tools of the servers closest
+to a request of one need; round 4 removed it: neutral on three sets, a loss on RestBench. docs/search-log.md.)
 """
 
 from __future__ import annotations
@@ -27,14 +26,13 @@ import numpy.typing as npt
 
 from .analysis import STOP_WORDS, split_words, stem
 from .bm25 import BM25FPostings
-from .fusion import ScoreArray, zscores
+from .config import DEFAULT, RankingConfig
+from .fusion import ScoreArray
+from .tables import words
 
 __all__ = [
     "ABOUT_CHARS",
     "MAX_RIVALS",
-    "SERVER_LIFT",
-    "SERVER_SIMILARITY_WEIGHT",
-    "SERVER_TEXT_WEIGHT",
     "SHARED_SHARE",
     "ServerIndex",
 ]
@@ -45,32 +43,13 @@ ABOUT_CHARS = 2000
 SHARED_SHARE = 0.5
 """A word is one a server's tools share when at least this share of them (and two) use it."""
 
-SERVER_TEXT_WEIGHT = 0.5
-"""How much the server's own document counts in choosing it, next to its best tool's score (each as a share of
-the best): 0.5 to 1.0 gained alike on the dev set's even half, 0.15 and 0.35 less (docs/search-log.md)."""
-
-SERVER_LIFT = 0.3
-"""The chosen server's best tool for a need scores this much more (a share of its own score). 0.5 gained one
-confirmation task more on the even half and lost a multi-step one; lifting the server's best two lost
-deliverables (docs/search-log.md)."""
-
-SERVER_SIMILARITY_WEIGHT = 0.5
-"""With the semantic extra, a tool's similarity to a request of one need gains this many of its spreads (the
-similarity's standard deviation over the catalog) per standard deviation its server's mean vector stands above
-the servers' mean similarity. Tuned on the dev sets' even halves (0.1-1.0; .5 alone lifted one, the single-need
-requests) and checked on the odd ones (docs/search-log.md, "Round 3, server choice with the semantic extra")."""
-
 MAX_RIVALS = 64
 """Only the servers of a need's this many best tools are weighed: a need that half a large catalog answers about as
 well costs no more than one that few tools answer."""
 
 _FIELD_WEIGHTS: Mapping[str, float] = {"name": 3.0, "about": 1.0, "shared": 1.0}
 
-_GENERIC = frozenset(
-    "mcp server servers model context protocol official implementation provides providing provide api apis "
-    "integration interacting interact using use enables enabling access llm llms ai agent agents claude "
-    "typescript node js python based".split()
-)
+_GENERIC = words("server_words", "generic")
 """Words almost every server's self-description has ("An MCP server providing tools for ..."): they say nothing
 about which server a request is for."""
 
@@ -106,45 +85,25 @@ class ServerIndex:
     def __len__(self) -> int:
         return len(self.names)
 
-    def centroids(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """Each server's mean of its tools' `vectors` (rows in catalog order) as a unit vector, in `names` order:
-        what its tools, together, are about."""
-        # Summed by runs of one server in server order (reduceat): np.add.at took 0.35 s at 10,000 tools.
-        order = np.argsort(self._server_of, kind="stable")
-        starts = np.searchsorted(self._server_of[order], np.arange(len(self.names)))
-        sums = np.add.reduceat(vectors[order].astype(np.float64), starts, axis=0)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        centred: npt.NDArray[np.float32] = (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-        return centred
-
-    def lift_similarity(self, similarity: ScoreArray, servers: ScoreArray) -> ScoreArray:
-        """`similarity` (a request's, every tool's) with each tool lifted by SERVER_SIMILARITY_WEIGHT of its spread
-        per standard deviation its server's similarity (`servers`, the request's with each `centroids` row)
-        stands above the servers' mean; a server below the mean lowers nothing, and with fewer than two servers
-        nothing moves."""
-        if len(self.names) < 2:
-            return similarity
-        above = np.maximum(zscores(servers), 0.0)
-        lifted: ScoreArray = similarity + SERVER_SIMILARITY_WEIGHT * float(similarity.std()) * above[self._server_of]
-        return lifted
 
     def scores(self, terms: Mapping[str, float]) -> ScoreArray:
         """Each server's document score for weighted query terms, in `names` order."""
         return self._bm25.scores(terms)
 
-    def lift(self, scores: ScoreArray, terms: Callable[[], Mapping[str, float]]) -> ScoreArray:
+    def lift(self, scores: ScoreArray, terms: Callable[[], Mapping[str, float]],
+             config: RankingConfig = DEFAULT) -> ScoreArray:
         """`scores` (one need's, every tool's) with the best tool of the server this need is about lifted by
-        SERVER_LIFT, when that server is not the one of the best-scored tool; else `scores` itself. `terms` gives
+        `server_lift`, when that server is not the one of the best-scored tool; else `scores` itself. `terms` gives
         the need's weighted terms, asked for only when another server could win."""
         if len(self.names) < 2:
             return scores
         top = int(np.argmax(scores))
         if scores[top] <= 0:
             return scores
-        # Another server wins only with a tool above 1 - SERVER_TEXT_WEIGHT of the best score (its document's share
+        # Another server wins only with a tool above 1 - server_text_weight of the best score (its document's share
         # is at most 1), so only the servers of such tools are weighed: most needs end here, and a need costs
         # what its few strong tools cost, whatever the catalog's size.
-        strong = np.flatnonzero(scores > (1.0 - SERVER_TEXT_WEIGHT) * scores[top])
+        strong = np.flatnonzero(scores > (1.0 - config.server_text_weight) * scores[top])
         if strong.size > MAX_RIVALS:
             strong = strong[np.argpartition(-scores[strong], MAX_RIVALS - 1)[:MAX_RIVALS]]
         strong = strong[np.argsort(-scores[strong], kind="stable")]
@@ -155,12 +114,12 @@ class ServerIndex:
         if own.max() <= 0:
             return scores
         best = strong[first]  # each of these servers' best tool
-        chosen = int(np.argmax(scores[best] / scores[top] + SERVER_TEXT_WEIGHT * own[servers] / own.max()))
+        chosen = int(np.argmax(scores[best] / scores[top] + config.server_text_weight * own[servers] / own.max()))
         pick = int(best[chosen])
         if self._server_of[pick] == self._server_of[top]:
             return scores
         lifted = scores.copy()
-        lifted[pick] *= 1.0 + SERVER_LIFT
+        lifted[pick] *= 1.0 + config.server_lift
         return lifted
 
 

@@ -16,12 +16,10 @@ from ..manifest import manifest
 from ..modes import Surface
 from ..safetext import clip
 from ..search import SearchIndex
-from ..search.analysis import split_words
 from ..search.cousage import with_co_used
-from ..search.crosslang import has_cjk
 from ..search.needs import Need
 from ..search.prior import Prior
-from ..search.query import clauses
+from ..search.query import QUICK_CHARS
 from ..search.selection import RELEVANCE_FLOOR, Selection, select
 from ..validation import Limits, validate_arguments
 from .rendering import GROUPS_CHARS, search_text
@@ -177,6 +175,9 @@ def search_tools(
     group = args.get("group")
     names: list[str] = list(args.get("tool_names") or [])
     limit = min(int(args.get("limit", default_limit)), max_limit)
+    places = limit
+    if query and "limit" not in args:  # the model's own limit is kept; else each further need gets a place
+        places = index.places(query, limit, max_limit)
     if not query and group is None and not names:
         raise ToolArgumentsError("search_tools needs a query, a group or tool_names (at least one).")
     if group is not None:
@@ -190,8 +191,9 @@ def search_tools(
         except UnknownToolError as exc:
             unknown.append(str(exc))
     cap = enable_at_most if surface == "dynamic" else None
-    selection = select(catalog, index, query=query, named=named, group=group, limit=limit, floor=floor,
-                       enable_at_most=cap, pinned=pinned, prior=prior, visible=visible)
+    selection = select(catalog, index, query=query, named=named, group=group, limit=places, floor=floor,
+                       enable_at_most=cap, pinned=pinned, prior=prior, visible=visible,
+                       enabled_places=limit if places > limit else None)
     # After the ranking, never in place of one of its tools: what past sessions used with the top match.
     selection = with_co_used(selection, prior, catalog, query=query, group=group, enable_at_most=cap, pinned=pinned,
                              visible=visible)
@@ -202,36 +204,20 @@ def search_tools(
 
 _SEARCH_KEYS = frozenset({"query", "group", "tool_names", "limit"})
 
-QUICK_SEARCH_TOOLS = 500
-QUICK_QUERY_CHARS = 300
-"""A BM25 search of at most this many tools for a query of at most this many characters costs a few tenths of a
-millisecond (about a millisecond at worst on a busy machine): less than the worker-thread round trip it would
-otherwise take, which was most of a served search's cost over HTTP."""
-QUICK_QUERY_WORDS = 24
-QUICK_QUERY_NEEDS = 2
-"""A quick query also has at most this many words (identifier parts count one each) and needs (`clauses`): within
-300 characters, 150 short words or 40 clauses ("add 1 and 2, then ...") cost 6-17 ms of scoring, each word and each
-need scored apart. An everyday request ("convert a temperature", "get the weather in Paris and email it to Bob")
-has far fewer."""
-
 
 def quick_search(index: SearchIndex, arguments: Any) -> bool:
-    """Whether search_tools with these arguments may run on the event loop: well-formed small arguments, a query
-    short in characters, words and needs and without CJK text (the first such text reads the Chinese dictionary,
-    about half a second), and a BM25-only index of a small catalog whose spelling table is built (by `LiveIndex`,
-    in the thread that builds the index: built by a query, it took tens of ms). Anything else runs in a worker
-    thread, where a slow search stalls no other session."""
-    if (index.semantic or len(index) > QUICK_SEARCH_TOOLS or not index.vocabulary.prepared
-            or type(arguments) is not dict):
+    """Whether search_tools with these arguments may run on the event loop: well-formed small arguments and a query
+    whose cost (`SearchIndex.cost`: its length, words, needs and language, the catalog's size, BM25 alone, the
+    spelling table built) says it is quick. Anything else runs in a worker thread, where a slow search stalls no
+    other session."""
+    if type(arguments) is not dict:
         return False
     query, names = arguments.get("query", ""), arguments.get("tool_names", [])
-    return (arguments.keys() <= _SEARCH_KEYS and type(query) is str and len(query) <= QUICK_QUERY_CHARS
-            and (query.isascii() or not has_cjk(query)) and type(arguments.get("group", "")) is str
+    return (arguments.keys() <= _SEARCH_KEYS and type(query) is str and len(query) <= QUICK_CHARS
+            and type(arguments.get("group", "")) is str
             and type(arguments.get("limit", 1)) is int and type(names) is list and len(names) <= MAX_TOOL_NAMES
             and all(type(name) is str and len(name) <= 256 for name in names)
-            # Cheapest first; both readings are kept (by query), so the search itself reads them again for free.
-            and len(query.split()) <= QUICK_QUERY_WORDS and len(split_words(query)) <= QUICK_QUERY_WORDS
-            and len(clauses(query)) <= QUICK_QUERY_NEEDS)
+            and index.cost(query).quick)
 
 
 def _search_arguments(arguments: Any, max_limit: int, default_limit: int,

@@ -1,0 +1,146 @@
+"""Every weight of the ranking, in one place: `RankingConfig`.
+
+A served index reads its config from `LAZYTOOLS_SEARCH_RANKING` (JSON, or the path of a JSON file; empty: the
+defaults below). Tests and the ablation benchmark build a config (`RankingConfig(group_boost=0.0)`,
+`RankingConfig(off={"producer"})`) instead of patching a module. Each weight says what it does and where it was
+measured; the figures are in docs/search.md and docs/search-log.md.
+
+`off` switches parts of the pipeline off by name: a ranking stage (`STAGES`, in the order they run) or a rule that
+makes query terms (`RULES`). Both lists are documented in docs/search.md ("How search ranks").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["RULES", "STAGES", "RankingConfig", "ranking_config"]
+
+STAGES: tuple[str, ...] = (
+    "server_choice",
+    "clauses",
+    "group_boost",
+    "name_words",
+    "semantic",
+    "names",
+    "native_first",
+    "deliverable",
+    "producer",
+    "places",
+)
+"""The ranking stages that can be switched off, in the order they run (BM25F itself always runs)."""
+
+RULES: tuple[str, ...] = (
+    "synonyms",
+    "phrasal_verbs",
+    "verb_objects",
+    "verb_senses",
+    "number_senses",
+    "asked_senses",
+    "questions",
+    "typos",
+    "completions",
+    "short_numbers",
+    "crosslang",
+    "related",
+)
+"""The rules that add or weigh a query's terms (`query.analyze`), each reading one table or one reading."""
+
+_FIELD_WEIGHTS = {"name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1.0, "group": 1.0, "english": 0.3}
+"""Other weights moved the two dev-set halves in opposite directions, so these stay the plain defaults; `english` at
+0.3 finds a Chinese-described tool without Chinese tools crowding English ones out (docs/search-log.md)."""
+
+Weight = Annotated[float, Field(ge=0.0)]
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class RankingConfig(BaseModel):
+    """The ranking's weights and switches (frozen: an index holds one, `SearchIndex.configured` gives another)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    off: frozenset[str] = Field(default=frozenset(), description="Stages and rules switched off (STAGES, RULES).")
+
+    # Query terms (query.analyze): each a share of a typed word's weight.
+    synonym_weight: Weight = Field(default=0.5, description='A synonym ("remove" for "delete").')
+    typo_weight: Weight = Field(default=0.7, description="A typo fix one edit away in the catalog's vocabulary.")
+    completion_weight: Weight = Field(default=0.5, description='A completion of a cut-off word ("kube").')
+    phrase_weight: Weight = Field(default=0.7, description='Each word an everyday phrase means ("create" for "spin up").')
+    number_weight: Weight = Field(default=0.3, description="A short bare number: an amount, not a word of the tool.")
+    max_amount_digits: int = Field(default=3, ge=0, description="Longer runs of digits are identifiers and count in full.")
+    crosslang_weight: Weight = Field(default=0.7, description="Each English word of a Chinese request's words.")
+    related_weight: Weight = Field(default=0.7, description="A related word of similarity s counts this times s squared.")
+    max_related: int = Field(default=10, ge=0, description="Related words a query word brings at most (the closest).")
+    max_terms_to_correct: int = Field(default=4, ge=0, description="Only queries of at most this many terms get typo fixes.")
+
+    # BM25F and its boosts.
+    # Read when an index is built (as bm25s' constructor reads k1 and b); `configured` keeps the index's own.
+    bm25_k1: Weight = Field(default=2.0, description="BM25F's term-frequency saturation.")
+    bm25_b: Share = Field(default=0.75, description="BM25F's length normalisation, each field by its own length.")
+    field_weights: dict[str, float] = Field(
+        default_factory=lambda: dict(_FIELD_WEIGHTS),
+        description="Each field's weight in BM25F; `english` is a Chinese-described tool's English rendering.")
+    clause_weight: Weight = Field(default=0.3, description="A tool gains this times its best need's score (scaled).")
+    long_task_clauses: int = Field(default=4, ge=2, description="A task of this many needs or more is a long task.")
+    long_task_clause_weight: Weight = Field(default=0.6, description="clause_weight for a long task.")
+    group_boost: Weight = Field(default=0.5, description="Tools of a group the query names score this share more.")
+    name_words_boost: Weight = Field(default=0.5, description="Tools all of whose name words the query holds score more.")
+
+    # Choosing the server.
+    server_text_weight: Weight = Field(default=0.5, description="The server's own document, next to its best tool's score.")
+    server_lift: Weight = Field(default=0.3, description="The chosen server's best tool for a need scores this share more.")
+
+    # The semantic extra.
+    semantic_weight: Share = Field(default=0.6, description="The embedding similarity's share of the fused score.")
+    long_task_semantic_weight: Share = Field(default=0.45, description="At most this share for a long task.")
+    unnamed_semantic_weight: Share = Field(
+        default=0.7, description="The share for a shorter request that names no group (scaled as to semantic_weight).")
+
+
+    # Places after the ranking: the deliverable's writer and a prerequisite's producer.
+    deliverable_done: Share = Field(default=0.5, description="A writing pick at this share of the best writer does it.")
+    min_deliverable_limit: int = Field(default=3, ge=1, description="Below this limit no writer or producer is added.")
+    producer_top: int = Field(default=2, ge=0, description="A producer is added for one of this many best results.")
+    places_per_need: int = Field(
+        default=1, ge=0, description="Each need past the first adds this many places to a search the model gives no "
+                                     "limit (at most LAZYTOOLS_SEARCH_MAX_LIMIT).")
+
+    @field_validator("off")
+    @classmethod
+    def _known(cls, value: frozenset[str]) -> frozenset[str]:
+        unknown = sorted(value - set(STAGES) - set(RULES))
+        if unknown:
+            raise ValueError(f"unknown stages or rules: {', '.join(unknown)} (stages: {', '.join(STAGES)}; rules: "
+                             f"{', '.join(RULES)})")
+        return value
+
+    @field_validator("field_weights")
+    @classmethod
+    def _fields(cls, value: dict[str, float]) -> dict[str, float]:
+        if set(value) - set(_FIELD_WEIGHTS) or any(weight < 0 for weight in value.values()):
+            raise ValueError(f"field weights: fields are {', '.join(_FIELD_WEIGHTS)}, weights at least 0")
+        return {**_FIELD_WEIGHTS, **value}  # a field left out keeps its default
+
+    def on(self, name: str) -> bool:
+        """Whether the stage or rule `name` runs."""
+        return name not in self.off
+
+    def without(self, *names: str) -> RankingConfig:
+        """This config with `names` switched off as well."""
+        return self.model_copy(update={"off": self.off | frozenset(names)})
+
+
+DEFAULT = RankingConfig()
+
+
+def ranking_config(value: str) -> RankingConfig:
+    """The config a setting gives: empty for the defaults, JSON (`{"group_boost": 0.3, "off": ["producer"]}`), or
+    the path of a file holding such JSON."""
+    text = value.strip()
+    if not text:
+        return DEFAULT
+    if not text.startswith("{"):
+        text = Path(text).expanduser().read_text(encoding="utf-8")
+    return RankingConfig.model_validate_json(text)

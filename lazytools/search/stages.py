@@ -1,0 +1,256 @@
+"""The ranking as an ordered list of stages (`PIPELINE`), each a small class reading its weights from the index's
+`RankingConfig` and switched off by naming it in the config's `off`.
+
+Every stage reads the analysed `Query` (query.analyze: needs, weighted terms, named tools, deliverable) and the
+`Ranking` the stages before it left: the BM25F scores of the whole request and of each need, the combined scores,
+the candidates, then the picked positions. BM25F is one strategy among the stages (the first), as in FastMCP's
+search transforms; the semantic extra is another (`Embed`, `Fuse`). The order, and what each stage reads, is in
+docs/search.md ("How search ranks").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from .fusion import ScoreArray, fuse_semantic, semantic_weight, with_clauses
+from .query import Query
+from .semantic import query_vectors
+
+if TYPE_CHECKING:
+    from .index import SearchIndex
+
+__all__ = ["PIPELINE", "Ranking", "Stage", "run"]
+
+
+@dataclass(slots=True)
+class Ranking:
+    """What the stages pass along, for one query over one index."""
+
+    query: Query
+    limit: int
+    groups: Sequence[str] | None
+    whole: ScoreArray = field(default_factory=lambda: np.zeros(0))
+    """BM25F of the whole request, every tool."""
+    parts: list[ScoreArray] = field(default_factory=list)
+    """BM25F of each need of the request (none for a request of one need)."""
+    scores: ScoreArray = field(default_factory=lambda: np.zeros(0))
+    candidates: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    similarities: list[ScoreArray] = field(default_factory=list)
+    """With the semantic extra: the whole request's similarity to every tool, then each need's."""
+    picked: list[int] = field(default_factory=list)
+    delivered: int | None = None
+    """The pick that writes the request's named output, if any (`Deliverable`)."""
+
+    @property
+    def need_similarities(self) -> list[ScoreArray]:
+        return self.similarities[1:]
+
+
+class Stage:
+    """One step of the ranking; `name` is what `RankingConfig.off` names to skip it (None: always runs)."""
+
+    name: ClassVar[str | None] = None
+
+    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+        """Whether this stage has anything to do for this query and index (beyond being switched on)."""
+        return True
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        raise NotImplementedError
+
+
+class Lexical(Stage):
+    """BM25F of the whole request and of each need (their weighted terms, `Query.terms`, `Query.need_terms`)."""
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        query = ranking.query
+        ranking.parts = [index._scores_of(terms.weights) for terms in query.need_terms]
+        ranking.whole = index._scores_of(query.terms.weights)
+
+
+class Combined(Stage):
+    """The scores the boosts below change: the whole request's (a copy: `whole` stays BM25F's)."""
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        ranking.scores = ranking.whole.copy()
+
+
+class Candidates(Stage):
+    """The tools any word of the request reaches (a positive score)."""
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        ranking.candidates = ranking.scores > 0
+
+
+class ServerChoice(Stage):
+    """Each need's best tool of the server that need is about, lifted (`servers`): BM25 alone."""
+
+    name = "server_choice"
+
+    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+        return not index.semantic
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        query = ranking.query
+        if query.needs:
+            ranking.parts = index._server_choice(query.needs, ranking.parts, [t.weights for t in query.need_terms])
+        else:
+            [ranking.whole] = index._server_choice([query.text], [ranking.whole], [query.terms.weights])
+
+
+class Clauses(Stage):
+    """Each tool gains `clause_weight` (long tasks: `long_task_clause_weight`) of its best need's score."""
+
+    name = "clauses"
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        config = index.config
+        weight = config.long_task_clause_weight if len(ranking.parts) >= config.long_task_clauses else \
+            config.clause_weight
+        ranking.scores = with_clauses(ranking.scores, ranking.parts, weight)
+
+
+class GroupBoost(Stage):
+    """Tools of a group the request names ("github issues") score `group_boost` more."""
+
+    name = "group_boost"
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        mentioned = index._mentioned(ranking.query.tokens)
+        if mentioned:
+            ranking.scores[np.concatenate([index._group_positions[group] for group in mentioned])] *= \
+                1.0 + index.config.group_boost
+
+
+class NameWords(Stage):
+    """Tools all of whose name words (two or more) the request holds score `name_words_boost` more."""
+
+    name = "name_words"
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        ranking.scores[index._name_words.covering(ranking.query.tokens)] *= 1.0 + index.config.name_words_boost
+
+
+class Embed(Stage):
+    """The semantic extra: the request's and each need's similarity to every tool (one encoder call)."""
+
+    name = "semantic"
+
+    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+        return index._vectors is not None and index.embedder is not None
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        vectors, embedder = index._vectors, index.embedder
+        assert vectors is not None and embedder is not None
+        # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which made it
+        # 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
+        asked = query_vectors(embedder, ranking.query.text, ranking.query.needs)
+        ranking.similarities = list(np.einsum("ij,kj->ki", vectors, asked).astype(np.float64))
+
+
+class Fuse(Stage):
+    """Semantic: z-scores of BM25 and of the similarity, weighted by `semantic_weight` (`long_task_semantic_weight`,
+    `unnamed_semantic_weight`), each tool gaining `clause_weight` of its best need's similarity."""
+
+    name = "semantic"
+
+    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+        return bool(ranking.similarities)
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        config = index.config
+        # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on MetaTool,
+        # where a fifth of the right tools score below 0.2), so every tool is ranked.
+        ranking.candidates[:] = True
+        named = bool(index._mentioned(ranking.query.tokens))
+        weight = semantic_weight(len(ranking.query.needs), config, named=named)
+        clause = config.clause_weight if config.on("clauses") else 0.0
+        ranking.scores = fuse_semantic(ranking.scores, ranking.similarities[0], weight,
+                                       parts=ranking.need_similarities, clause_weight=clause)
+
+
+class Names(Stage):
+    """A tool the request names (exactly, as an identifier, or by a prefix) goes above every relevance score."""
+
+    name = "names"
+
+    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+        return bool(ranking.query.named)
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        # Tiers sit above every relevance score; within a tier, relevance still orders the tools.
+        lift = float(np.abs(ranking.scores).max()) * 2 + 1.0
+        for position, tier in ranking.query.named.items():
+            ranking.scores[position] += tier * lift
+            ranking.candidates[position] = True
+
+
+class Scope(Stage):
+    """Only the tools of the groups searched, and those the caller may see."""
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        if ranking.groups is not None:
+            ranking.candidates &= index._in_groups(ranking.groups)
+        if index._allowed is not None:
+            ranking.candidates &= index._allowed
+
+
+class Pick(Stage):
+    """The first `limit` candidates by score; for an English request, each tool found through its English rendering
+    moved after a native tool of the same name (`native_first`)."""
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        config, query, limit = index.config, ranking.query, ranking.limit
+        if index._rendered_tools.any() and not query.cjk and config.on("native_first"):
+            # Twice the limit, so that a tool answering something else can move up past a moved one.
+            ranked = index._ranked(ranking.scores, ranking.candidates, 2 * limit)
+            ranking.picked = index._native_first(ranked, query.named.keys())[:limit]
+        else:
+            ranking.picked = index._ranked(ranking.scores, ranking.candidates, limit)
+
+
+class Deliverable(Stage):
+    """A request that names where its result goes gets the best tool for that output after its places, unless a
+    pick already writes there (`deliverable_done`)."""
+
+    name = "deliverable"
+
+    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+        return ranking.query.deliverable is not None and ranking.limit >= index.config.min_deliverable_limit
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        ranking.picked, ranking.delivered = index._with_deliverable(ranking)
+
+
+class Producer(Stage):
+    """When one of the `producer_top` best results needs an input another tool of its server produces and none is
+    picked, that producer is added after the places."""
+
+    name = "producer"
+
+    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+        return ranking.limit >= index.config.min_deliverable_limit
+
+    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+        ranking.picked = index._with_producer(ranking)
+
+
+PIPELINE: tuple[Stage, ...] = (
+    Lexical(), ServerChoice(), Combined(), Clauses(), GroupBoost(), NameWords(), Candidates(), Embed(),
+    Fuse(), Names(), Scope(), Pick(), Deliverable(), Producer(),
+)
+"""The stages, in the order they run."""
+
+
+def run(index: SearchIndex, ranking: Ranking, stages: Sequence[Stage] = PIPELINE) -> Ranking:
+    """`ranking` after every stage the index's config leaves on (and that applies to it)."""
+    config = index.config
+    for stage in stages:
+        if (stage.name is None or config.on(stage.name)) and stage.applies(index, ranking):
+            stage.run(index, ranking)
+    return ranking
