@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ __all__ = [
     "Served",
     "cutoffs_for",
     "evaluate",
+    "latency_line",
     "read_queries",
     "run_eval",
     "served_search",
@@ -234,6 +237,17 @@ def served_search(
     return search
 
 
+def latency_line(milliseconds: Sequence[float]) -> str:
+    """The report's line on speed, from each query's `search_tools` call (wall clock, in this process): quality and
+    speed from one run."""
+    ordered = sorted(milliseconds)
+
+    def at(share: float) -> float:  # nearest rank: a value some query took
+        return ordered[max(0, math.ceil(share * len(ordered)) - 1)] if ordered else 0.0
+
+    return f"latency per query as served: p50 {at(0.5):.2f} ms, p95 {at(0.95):.2f} ms"
+
+
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
@@ -309,9 +323,12 @@ def run_eval(
     _check_labels(queries, set(loaded.ids.values()), tools_path)
     search = served_search(loaded.catalog, index, limit=depth, ids=loaded.ids, floor=floor)
     served: dict[str, Served] = {}
+    took: list[float] = []
 
     def ranker(text: str) -> list[str]:
+        start = time.perf_counter()
         served[text] = search(text)
+        took.append((time.perf_counter() - start) * 1000)
         return served[text].returned
 
     scores = evaluate(queries, ranker, cutoffs=cutoffs_for(depth))
@@ -322,6 +339,7 @@ def run_eval(
         f"\nEverything returned (mean {_mean([len(s.returned) for s in outcomes]):.2f} tools, suggested producers "
         f"included): R {_mean([r.recall(len(r.ranked)) for r in whole]):.3f}. Enabled alone (mean "
         f"{_mean([len(s.enabled) for s in outcomes]):.2f} tools): R@{depth} {_mean([r.recall(depth) for r in enabled]):.3f}."
+        f"\n{latency_line(took)}"
     )
     if rankings is not None:
         lines = [
