@@ -23,6 +23,7 @@ from .errors import ConfigError
 from .safetext import clip
 from .search import SearchIndex, build_index
 from .search.embedders import DEFAULT_EMBEDDER, check_embedder
+from .search.fit import DEFAULT_FIT, FitConfig
 from .server.metatools import MAX_QUERY_CHARS, RELEVANCE_FLOOR, search_tools
 from .settings import Settings
 from .sources.jsonl import load_jsonl_catalog, read_jsonl, read_servers, servers_beside
@@ -220,6 +221,7 @@ def served_search(
     limit: int,
     ids: Mapping[str, str] | None = None,
     floor: float = RELEVANCE_FLOOR,
+    fit: FitConfig = DEFAULT_FIT,
 ) -> Callable[[str], Served]:
     """A query → what `search_tools` returns for it at `limit` with the relevance `floor` (the meta-tool itself,
     not a copy of its rules), as ids (`ids`: public name → id; the names themselves by default)."""
@@ -230,7 +232,7 @@ def served_search(
     def search(text: str) -> Served:
         outcome = search_tools(
             catalog, index, {"query": text, "limit": limit},
-            surface="dynamic", default_limit=limit, max_limit=limit, bridge=False, floor=floor,
+            surface="dynamic", default_limit=limit, max_limit=limit, bridge=False, floor=floor, fit=fit,
         )
         return Served(tool_ids(outcome.returned), tool_ids(outcome.found))
 

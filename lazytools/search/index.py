@@ -46,6 +46,7 @@ from .coverage import (
 from .crosslang import has_cjk
 from .documents import FIELD_WEIGHTS, RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
+from .fit import Evidence, evidence_of
 from .fusion import (
     LONG_TASK_CLAUSES,
     SEMANTIC_WEIGHT,
@@ -112,6 +113,8 @@ class Results:
 
     hits: list[Hit]
     needs: tuple[Need, ...] = ()
+    evidence: Evidence | None = None
+    """How well the best tool can fit the request at all (`fit`): None when no tool matched."""
 
 
 class SearchIndex:
@@ -262,7 +265,7 @@ class SearchIndex:
         if known is None:
             known = self._find(query, limit=limit, groups=groups, needs=needs)
             self._recent.put(key, known)
-        return Results(list(known.hits), known.needs)  # a caller may reorder its list, not the one kept
+        return Results(list(known.hits), known.needs, known.evidence)  # a caller may reorder its list, not the one kept
 
     def _find(self, query: str, *, limit: int, groups: Sequence[str] | None, needs: bool | None) -> Results:
         if not self.entries or limit <= 0:
@@ -282,12 +285,14 @@ class SearchIndex:
         scores = self._lexical_scores(query, parts, terms, mentioned, whole=whole)
         candidates = scores > 0
         need_similarities: list[ScoreArray] = []
+        request_vector = None
         vectors, embedder = self._vectors, self.embedder
         if vectors is not None and embedder is not None:
             # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which
             # made it 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
             asked = query_vectors(embedder, query, clause_texts)
             similarities = np.einsum("ij,kj->ki", vectors, asked).astype(np.float64)
+            request_vector = asked[0]
             servers = self._server_vectors
             if not clause_texts and servers is not None:
                 # A request of one need is about a server: every tool of the servers it is closest to gains
@@ -321,10 +326,12 @@ class SearchIndex:
         picked, delivered = self._with_deliverable(query, picked, candidates, limit)
         picked = self._with_producer(picked, limit, keep=delivered, groups=groups)
         hits = [Hit(self.entries[i], float(scores[i])) for i in picked]
+        evidence = evidence_of(self._bm25, whole_terms, picked[0], candidates, vectors, request_vector,
+                               named=bool(named)) if picked else None
         measured = bool(need_similarities) if needs is None else needs
         if not measured:
-            return Results(hits)
-        return Results(hits, answered_needs(clause_texts, parts, need_similarities, picked))
+            return Results(hits, evidence=evidence)
+        return Results(hits, answered_needs(clause_texts, parts, need_similarities, picked), evidence)
 
     def _native_first(self, ranked: list[int], named: Collection[int]) -> list[int]:
         """`ranked` (for a request in English) with each tool described in another language whose name says what

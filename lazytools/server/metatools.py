@@ -18,6 +18,7 @@ from ..safetext import clip
 from ..search import SearchIndex
 from ..search.analysis import split_words
 from ..search.crosslang import has_cjk
+from ..search.fit import DEFAULT_FIT, FitConfig
 from ..search.needs import Need
 from ..search.query import clauses
 from ..search.selection import RELEVANCE_FLOOR, Selection, select
@@ -155,6 +156,7 @@ def search_tools(
     prior: UsagePrior | None = None,
     visible: Callable[[str], bool] | None = None,
     limits: Limits | None = None,
+    fit: FitConfig = DEFAULT_FIT,
 ) -> SearchOutcome:
     """Check search_tools' arguments, let search select (`search.selection`), and render the selection; the caller
     enables `found` in the session (dynamic surface) and sends the notification. The cap `enable_at_most` applies
@@ -183,7 +185,7 @@ def search_tools(
             unknown.append(str(exc))
     cap = enable_at_most if surface == "dynamic" else None
     selection = select(catalog, index, query=query, named=named, group=group, limit=limit, floor=floor,
-                       enable_at_most=cap, pinned=pinned, prior=prior, visible=visible)
+                       enable_at_most=cap, pinned=pinned, prior=prior, visible=visible, fit=fit)
     text = search_text(selection, unknown, query=query, group=group, limit=limit, enable_at_most=cap,
                        surface=surface, bridge=bridge)
     return SearchOutcome(text, selection)
