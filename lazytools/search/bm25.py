@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -101,16 +101,13 @@ class BM25FPostings:
         summed = np.bincount(np.concatenate(ids), np.concatenate(contributions), minlength=self.size)
         return np.asarray(summed, dtype=np.float64)  # float64 already (float weights): no copy
 
-    def held(self, terms: Iterable[str], doc: int) -> list[str]:
-        """Those of `terms` that document `doc` holds (in some field)."""
-        found = []
-        for term in terms:
-            posting = self._postings.get(term)
-            if posting is not None:
-                at = int(np.searchsorted(posting[0], doc))  # ids are in document order
-                if at < posting[0].size and int(posting[0][at]) == doc:
-                    found.append(term)
-        return found
+    def holds(self, doc: int, term: str) -> bool:
+        """Whether document `doc` holds `term` (in some field)."""
+        posting = self._postings.get(term)
+        if posting is None:
+            return False
+        at = int(np.searchsorted(posting[0], doc))  # ids are in document order
+        return at < posting[0].size and int(posting[0][at]) == doc
 
     def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
         """Add `term`'s BM25F contribution (times `weight`) to `scores`; False if no document has it."""

@@ -19,8 +19,9 @@ embedder needs them measured again.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -71,19 +72,21 @@ def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, cand
     """The evidence for a request scored with the weighted `terms`, whose best-ranked tool is at position `best`;
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
     cosine, before any lift by server)."""
-    lexical = lexical_evidence(terms, bm25.idf, bm25.held(terms, best), bm25.size)
+    lexical = lexical_evidence(terms, bm25.idf, partial(bm25.holds, best), bm25.size)
     cosine = None
     if vectors is not None and request is not None and candidates.any():
         cosine = float(np.einsum("ij,j->i", vectors, request)[candidates].max())
     return Evidence(lexical, cosine, named)
 
 
-def lexical_evidence(terms: Mapping[str, float], idf: Mapping[str, float], holds: Sequence[str],
+def lexical_evidence(terms: Mapping[str, float], idf: Mapping[str, float], holds: Callable[[str], bool],
                      size: int) -> float:
     """The strongest weighted IDF among the query `terms` (term -> weight) that the best tool `holds`, over the IDF
-    of a term only one of `size` tools has (Okapi's, as the index computes it)."""
-    best = max((weight * idf[term] for term, weight in terms.items() if term in holds and term in idf), default=0.0)
+    of a term only one of `size` tools has (Okapi's, as the index computes it), at most 1. The terms are tried
+    strongest first, so a long request's hundreds of terms cost a few lookups."""
     single = math.log(max(size - 1 + 0.5, 1.0)) - math.log(1.5)
+    ranked = sorted(((weight * idf[term], term) for term, weight in terms.items() if term in idf), reverse=True)
+    best = next((value for value, term in ranked if holds(term)), 0.0)
     return min(1.0, best / single) if single > 0 else (1.0 if best > 0 else 0.0)
 
 
