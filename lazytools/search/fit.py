@@ -39,7 +39,7 @@ class FitConfig:
     """When search_tools says that nothing fits (and enables nothing). `enabled=False`: never."""
 
     enabled: bool = True
-    min_lexical: float = 0.0
+    min_lexical: float = 0.264
     """BM25 mode: the lexical evidence a request's best tool needs (0: every request fits)."""
     semantic_lexical: float = 0.0
     """Semantic mode: a request fits when its lexical evidence reaches this (0: every request fits; above 1: the

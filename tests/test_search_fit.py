@@ -1,0 +1,63 @@
+"""Nothing enabled when nothing fits (`search.fit`): the evidence, the thresholds, and search_tools as served."""
+
+from __future__ import annotations
+
+import pytest
+
+from lazytools.app import open_server
+from lazytools.search.fit import DEFAULT_FIT, Evidence, FitConfig, lexical_evidence
+
+from .conftest import Recorder, client, make_settings, text_of
+
+OUT_OF_SCOPE = "mute my microphone"
+"""Of benchmarks/data/bundled/outofscope.jsonl's kind: no bundled tool does it (it enabled a CSV tool)."""
+
+
+def test_lexical_evidence_is_the_strongest_term_the_best_tool_holds() -> None:
+    idf = {"rare": 4.0, "common": 0.5, "other": 3.0}
+    # Of 100 tools, a term only one holds has IDF log(99.5 / 1.5): that is 1.
+    single = lexical_evidence({"only": 1.0}, {"only": 4.1947}, lambda term: True, 100)
+    assert single == pytest.approx(1.0, abs=1e-3)
+    weak = lexical_evidence({"rare": 1.0, "common": 1.0}, idf, lambda term: term == "common", 100)
+    strong = lexical_evidence({"rare": 1.0, "common": 1.0}, idf, lambda term: term == "rare", 100)
+    assert 0 < weak < strong < 1
+    assert lexical_evidence({"rare": 0.5}, idf, lambda term: True, 100) == pytest.approx(strong / 2)
+    assert lexical_evidence({"rare": 1.0}, idf, lambda term: False, 100) == 0.0
+
+
+def test_a_request_fits_by_either_signal_and_a_named_tool_always() -> None:
+    bm25 = FitConfig(min_lexical=0.3)
+    assert bm25.fits(Evidence(0.3)) and not bm25.fits(Evidence(0.29)) and bm25.fits(Evidence(0.0, named=True))
+    semantic = FitConfig(semantic_lexical=0.5, min_cosine=0.2)
+    assert semantic.fits(Evidence(0.1, 0.2)) and semantic.fits(Evidence(0.5, 0.1))
+    assert not semantic.fits(Evidence(0.49, 0.19))
+    assert FitConfig(enabled=False, min_lexical=1.0).fits(Evidence(0.0)) and DEFAULT_FIT.fits(None)
+
+
+async def test_nothing_is_enabled_when_nothing_fits_and_the_groups_are_named() -> None:
+    recorder = Recorder()
+    async with open_server(make_settings()) as server, client(server, recorder=recorder) as c:
+        before = [tool.name for tool in (await c.list_tools()).tools]
+        answer = text_of(await c.call_tool("search_tools", {"query": OUT_OF_SCOPE}))
+        lines = answer.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"No tool here fits '{OUT_OF_SCOPE}'; no tool was enabled")
+        assert all(group.name in lines[0] for group in server.catalog.groups)
+        assert [tool.name for tool in (await c.list_tools()).tools] == before and "list_changed" not in recorder.events
+        # A request the tools do answer is served as before, in the same session.
+        found = text_of(await c.call_tool("search_tools", {"query": "convert 5 km to miles"}))
+        assert found.startswith("Enabled: convert_length")
+        assert "convert_length" in [tool.name for tool in (await c.list_tools()).tools]
+
+
+async def test_tools_named_are_enabled_even_when_the_words_fit_nothing() -> None:
+    async with open_server(make_settings()) as server, client(server) as c:
+        answer = text_of(await c.call_tool("search_tools", {"query": OUT_OF_SCOPE, "tool_names": ["roll_dice"]}))
+        first, note = answer.splitlines()[:2]
+        assert first.startswith("Enabled: roll_dice.") and "only the tools named were enabled" in note
+        assert "roll_dice" in [tool.name for tool in (await c.list_tools()).tools]
+
+
+async def test_the_proxy_surface_says_nothing_fits_too() -> None:
+    async with open_server(make_settings()) as server, client(server, mode="auto") as c:
+        answer = text_of(await c.call_tool("search_tools", {"query": OUT_OF_SCOPE}))
+        assert answer.startswith(f"No tool here fits '{OUT_OF_SCOPE}'") and "input_schema" not in answer
