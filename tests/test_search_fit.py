@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lazytools.app import open_server
 from lazytools.search.fit import DEFAULT_FIT, Evidence, FitConfig, lexical_evidence
 
-from .conftest import Recorder, client, make_settings, text_of
+from .conftest import Recorder, client, embedded, make_settings, text_of
 
-OUT_OF_SCOPE = "mute my microphone"
-"""Of benchmarks/data/bundled/outofscope.jsonl's kind: no bundled tool does it (it enabled a CSV tool)."""
+OUT_OF_SCOPE = "play my workout playlist"
+"""From benchmarks/data/bundled/outofscope.jsonl: no bundled tool does it (it enabled `shuffle_items`)."""
 
 
 def test_lexical_evidence_is_the_strongest_term_the_best_tool_holds() -> None:
@@ -28,15 +30,20 @@ def test_lexical_evidence_is_the_strongest_term_the_best_tool_holds() -> None:
 def test_a_request_fits_by_either_signal_and_a_named_tool_always() -> None:
     bm25 = FitConfig(min_lexical=0.3)
     assert bm25.fits(Evidence(0.3)) and not bm25.fits(Evidence(0.29)) and bm25.fits(Evidence(0.0, named=True))
-    semantic = FitConfig(semantic_lexical=0.5, min_cosine=0.2)
-    assert semantic.fits(Evidence(0.1, 0.2)) and semantic.fits(Evidence(0.5, 0.1))
-    assert not semantic.fits(Evidence(0.49, 0.19))
+    semantic = FitConfig(semantic_lexical=0.5, min_cosine=0.2, embedder="a+b")
+    assert semantic.fits(Evidence(0.1, 0.2, embedder="a+b")) and semantic.fits(Evidence(0.5, 0.1, embedder="a+b"))
+    assert not semantic.fits(Evidence(0.49, 0.19, embedder="a+b"))
+    # Another embedder's cosines are on a scale the thresholds were not chosen for: nothing is refused.
+    assert semantic.fits(Evidence(0.0, 0.0, embedder="c")) and DEFAULT_FIT.embedder == "minilm+wordllama"
     assert FitConfig(enabled=False, min_lexical=1.0).fits(Evidence(0.0)) and DEFAULT_FIT.fits(None)
 
 
-async def test_nothing_is_enabled_when_nothing_fits_and_the_groups_are_named() -> None:
+@pytest.mark.parametrize("semantic", [False, True], ids=["bm25", "semantic"])
+async def test_nothing_is_enabled_when_nothing_fits_and_the_groups_are_named(semantic: bool, tmp_path: Path) -> None:
     recorder = Recorder()
-    async with open_server(make_settings()) as server, client(server, recorder=recorder) as c:
+    settings = make_settings(semantic=semantic, cache_dir=tmp_path, learn=False)
+    async with open_server(settings) as server, client(server, recorder=recorder) as c:
+        assert (await embedded(server.index)).semantic is semantic
         before = [tool.name for tool in (await c.list_tools()).tools]
         answer = text_of(await c.call_tool("search_tools", {"query": OUT_OF_SCOPE}))
         lines = answer.splitlines()

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from .embedders import DEFAULT_EMBEDDER
+
 if TYPE_CHECKING:
     from .bm25 import BM25FPostings
     from .embedders import Vectors
@@ -39,19 +41,24 @@ class FitConfig:
     """When search_tools says that nothing fits (and enables nothing). `enabled=False`: never."""
 
     enabled: bool = True
-    min_lexical: float = 0.264
+    min_lexical: float = 0.185
     """BM25 mode: the lexical evidence a request's best tool needs (0: every request fits)."""
-    semantic_lexical: float = 0.0
+    semantic_lexical: float = 0.218
     """Semantic mode: a request fits when its lexical evidence reaches this (0: every request fits; above 1: the
     cosine alone decides) ..."""
-    min_cosine: float = 0.0
+    min_cosine: float = 0.206
     """... or its closest tool's cosine reaches this."""
+    embedder: str = DEFAULT_EMBEDDER
+    """The embedder the semantic thresholds were chosen for: each embedder's cosines have a scale of their own, so
+    with another one no request is refused in semantic mode."""
 
     def fits(self, evidence: Evidence | None) -> bool:
         if not self.enabled or evidence is None or evidence.named:
             return True
         if evidence.cosine is None:
             return evidence.lexical >= self.min_lexical
+        if evidence.embedder != self.embedder:
+            return True
         return evidence.lexical >= self.semantic_lexical or evidence.cosine >= self.min_cosine
 
 
@@ -64,11 +71,13 @@ class Evidence:
     """The closest tool's cosine (semantic mode only)."""
     named: bool = False
     """The request names a tool: it fits, whatever its words say."""
+    embedder: str | None = None
+    """The name of the embedder that gave `cosine`."""
 
 
 def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, candidates: npt.NDArray[np.bool_],
-                vectors: Vectors | None, request: Vectors | None, *,
-                named: bool) -> Evidence:
+                vectors: Vectors | None, request: Vectors | None, *, named: bool,
+                embedder: str | None = None) -> Evidence:
     """The evidence for a request scored with the weighted `terms`, whose best-ranked tool is at position `best`;
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
     cosine, before any lift by server)."""
@@ -76,7 +85,7 @@ def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, cand
     cosine = None
     if vectors is not None and request is not None and candidates.any():
         cosine = float(np.einsum("ij,j->i", vectors, request)[candidates].max())
-    return Evidence(lexical, cosine, named)
+    return Evidence(lexical, cosine, named, embedder if cosine is not None else None)
 
 
 def lexical_evidence(terms: Mapping[str, float], idf: Mapping[str, float], holds: Callable[[str], bool],

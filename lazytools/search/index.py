@@ -327,7 +327,8 @@ class SearchIndex:
         picked = self._with_producer(picked, limit, keep=delivered, groups=groups)
         hits = [Hit(self.entries[i], float(scores[i])) for i in picked]
         evidence = evidence_of(self._bm25, whole_terms, picked[0], candidates, vectors, request_vector,
-                               named=bool(named)) if picked else None
+                               named=bool(named), embedder=embedder.name if embedder is not None else None
+                               ) if picked else None
         measured = bool(need_similarities) if needs is None else needs
         if not measured:
             return Results(hits, evidence=evidence)
