@@ -68,3 +68,14 @@ async def test_the_proxy_surface_says_nothing_fits_too() -> None:
     async with open_server(make_settings()) as server, client(server, mode="auto") as c:
         answer = text_of(await c.call_tool("search_tools", {"query": OUT_OF_SCOPE}))
         assert answer.startswith(f"No tool here fits '{OUT_OF_SCOPE}'") and "input_schema" not in answer
+
+
+def test_the_search_command_says_what_search_tools_would(capsys: pytest.CaptureFixture[str]) -> None:
+    from lazytools.cli import main
+
+    assert main(["search", OUT_OF_SCOPE]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"No tool here fits '{OUT_OF_SCOPE}'") and lines[1] == "Closest, not enabled by search_tools:"
+    assert lines[2].startswith("1. ")
+    assert main(["search", "convert 5 km to miles"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split()[2].startswith("convert_length")
