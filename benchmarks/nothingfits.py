@@ -19,10 +19,12 @@ A request judged unfit gets nothing, so its R@5 becomes 0: what a wrongly refuse
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,8 +44,6 @@ MAX_LOSS = 0.01
 CALIBRATION = ("dev", "metatool", "toolalpaca")
 """The in-scope sets thresholds are chosen on (their even halves); the others are checks only."""
 OFF = FitConfig(enabled=False)
-NEVER = 1.01
-"""A semantic_lexical above any lexical evidence (at most 1): the cosine alone decides."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,9 @@ class Row:
     """R@5 as served with "nothing fits" off; None for an out-of-scope request."""
     lexical: float
     cosine: float | None
+    second: float = 0.0
+    coverage: float = 0.0
+    gap: float | None = None
 
 
 def _out_of_scope(path: Path, half: str) -> list[tuple[str, str]]:
@@ -109,12 +112,13 @@ def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> I
 def _row(catalog: str, name: str, half: str, qid: str, recall: float | None, evidence: Evidence | None) -> Row:
     if evidence is None:  # nothing matched at all: no tool is returned either way
         return Row(catalog, name, half, qid, recall, 0.0, None)
-    return Row(catalog, name, half, qid, recall, evidence.lexical, evidence.cosine)
+    return Row(catalog, name, half, qid, recall, evidence.lexical, evidence.cosine, evidence.second,
+               evidence.coverage, evidence.gap)
 
 
 def _fits(row: Row, fit: FitConfig) -> bool:
     # The indexes here are built with the default embedder, the one the semantic thresholds are for.
-    return fit.fits(Evidence(row.lexical, row.cosine, embedder=DEFAULT_EMBEDDER if row.cosine is not None else None))
+    return fit.fits(_evidence(row))
 
 
 def _group(row: Row) -> str:
@@ -126,27 +130,63 @@ def _loss(rows: Sequence[Row], fit: FitConfig) -> float:
 
 
 def choose(rows: Sequence[Row], semantic: bool) -> FitConfig:
-    """The thresholds refusing the most even-half out-of-scope requests of the dev catalog while no calibration
-    set's even half (each dev set on its own, MetaTool, ToolAlpaca) loses more than MAX_LOSS of R@5."""
+    """The rule refusing the most even-half out-of-scope requests of the dev catalog while no calibration set's
+    even half (each dev set on its own, MetaTool, ToolAlpaca) loses more than MAX_LOSS of R@5: in BM25 mode a
+    lexical threshold, in semantic mode the weights of `WEIGHED` (non-negative, summing to 1, in steps of
+    WEIGHT_STEP) and the threshold of their sum."""
     even = [r for r in rows if r.half == "even"]
     inside: dict[tuple[str, str], list[Row]] = {}
     for r in even:  # every set on its own: a small set refusing one request it answers loses more than .01
         if r.recall is not None and r.catalog in CALIBRATION:
             inside.setdefault((r.catalog, r.name), []).append(r)
     outside = [r for r in even if r.recall is None and r.catalog == "dev"]
-    lexical = sorted({round(r.lexical, 3) for r in even} | {0.0})  # a threshold is a value some request has
-    cosines = sorted({round(r.cosine, 3) for r in even if r.cosine is not None} | {0.0}) if semantic else [0.0]
-    best, chosen = -1.0, OFF
-    rescue = [*lexical[:: max(1, len(lexical) // 60)], NEVER] if semantic else [0.0]
-    for low in (rescue if semantic else lexical[:: max(1, len(lexical) // 200)]):
-        for cos in cosines[:: max(1, len(cosines) // 120)]:
-            fit = FitConfig(semantic_lexical=low, min_cosine=cos) if semantic else FitConfig(min_lexical=low)
-            if any(_loss(group, fit) > MAX_LOSS for group in inside.values() if group):
-                continue
-            caught = sum(not _fits(r, fit) for r in outside) / len(outside) if outside else 0.0
-            if caught > best:
-                best, chosen = caught, fit
-    return chosen
+    if not semantic:
+        return _chosen(outside, inside.values(), lambda r: r.lexical, lambda t: FitConfig(min_lexical=t))
+    best: tuple[float, FitConfig] = (-1.0, OFF)
+    steps = round(1 / WEIGHT_STEP)
+    for parts in itertools.product(range(steps + 1), repeat=len(WEIGHED)):
+        if sum(parts) != steps:
+            continue
+        weights = tuple((name, part / steps) for name, part in zip(WEIGHED, parts, strict=True) if part)
+        probe = FitConfig(semantic_weights=weights)
+        fit = _chosen(outside, inside.values(), lambda r, p=probe: p.semantic_score(_evidence(r)),
+                      lambda t, w=weights: FitConfig(semantic_weights=w, min_semantic=t))
+        caught = _share(outside, fit)
+        if caught > best[0]:
+            best = (caught, fit)
+    return best[1]
+
+
+WEIGHED = ("lexical", "cosine", "gap")
+"""The evidence the semantic rule may weigh when choosing (the others measured too separated nothing more on the
+odd halves; docs/search-log.md)."""
+WEIGHT_STEP = 0.05
+
+
+def _chosen(outside: Sequence[Row], inside: Iterable[Sequence[Row]], score: Callable[[Row], float],
+            make: Callable[[float], FitConfig]) -> FitConfig:
+    """The highest threshold on `score` (a request below it is refused) at which no `inside` set loses more than
+    MAX_LOSS, floored to 4 decimals as it is stored, as `make` builds it."""
+    bound = math.inf
+    for group in inside:
+        lost = 0.0
+        for r in sorted(group, key=score):
+            lost += (r.recall or 0.0) / len(group)
+            if lost > MAX_LOSS + 1e-12:
+                bound = min(bound, score(r))
+                break
+    if bound == math.inf:
+        bound = max((score(r) for r in outside), default=0.0) + 1e-4
+    return make(max(0.0, math.floor(bound * 1e4) / 1e4))
+
+
+def _share(outside: Sequence[Row], fit: FitConfig) -> float:
+    return sum(not _fits(r, fit) for r in outside) / len(outside) if outside else 0.0
+
+
+def _evidence(row: Row) -> Evidence:
+    return Evidence(row.lexical, row.cosine, embedder=DEFAULT_EMBEDDER if row.cosine is not None else None,
+                    second=row.second, coverage=row.coverage, gap=row.gap)
 
 
 def table(rows: Sequence[Row], fits: dict[str, FitConfig]) -> str:

@@ -301,3 +301,19 @@ def test_nothing_fits_thresholds_are_chosen_on_even_halves_within_the_loss() -> 
     assert chosen.min_lexical == 0.2 and chosen.enabled
     text = table(rows, {"chosen": chosen})
     assert "| chosen | even | 0.75 (20) / - | 1.000 → 1.000 |" in text
+
+
+def test_the_semantic_rule_is_chosen_on_even_halves_and_weighs_what_separates() -> None:
+    from benchmarks.nothingfits import Row, choose
+    from lazytools.search.embedders import DEFAULT_EMBEDDER
+    from lazytools.search.fit import Evidence
+
+    # In scope: a gap of at least .3 whatever the cosine; out of scope: a smaller gap, some with high cosines.
+    rows = [Row(catalog, "s", half, f"{catalog}{n}", 1.0, 0.1, 0.1 + n / 100, gap=0.3 + n / 1000)
+            for catalog in ("dev", "metatool", "toolalpaca") for half in ("even", "odd") for n in range(50)]
+    rows += [Row("dev", "outofscope", half, f"o{n}", None, 0.1, 0.2 + n / 100, gap=0.05 + n / 100)
+             for half in ("even", "odd") for n in range(20)]
+    chosen = choose(rows, semantic=True)
+    assert dict(chosen.semantic_weights) == {"gap": 1.0} and chosen.min_semantic == 0.3
+    assert chosen.fits(Evidence(0.1, 0.1, embedder=DEFAULT_EMBEDDER, gap=0.3))
+    assert not chosen.fits(Evidence(0.1, 0.9, embedder=DEFAULT_EMBEDDER, gap=0.29))
