@@ -148,9 +148,10 @@ def choose(rows: Sequence[Row], semantic: bool) -> FitConfig:
         if sum(parts) != steps:
             continue
         weights = tuple((name, part / steps) for name, part in zip(WEIGHED, parts, strict=True) if part)
-        probe = FitConfig(semantic_weights=weights)
+        probe = FitConfig(semantic_weights=weights, embedder=DEFAULT_EMBEDDER)
         fit = _chosen(outside, inside.values(), lambda r, p=probe: p.semantic_score(_evidence(r)),
-                      lambda t, w=weights: FitConfig(semantic_weights=w, min_semantic=t))
+                      lambda t, w=weights: FitConfig(semantic_weights=w, min_semantic=t,
+                                                            embedder=DEFAULT_EMBEDDER))
         caught = _share(outside, fit)
         if caught > best[0]:
             best = (caught, fit)

@@ -30,8 +30,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .embedders import DEFAULT_EMBEDDER
-
 if TYPE_CHECKING:
     from .bm25 import BM25FPostings
     from .embedders import Vectors
@@ -54,9 +52,10 @@ class FitConfig:
     """Semantic mode: a request fits when this weighted sum of its evidence (names from `SIGNALS`) ..."""
     min_semantic: float = 0.1339
     """... reaches this (0: every request fits)."""
-    embedder: str = DEFAULT_EMBEDDER
-    """The embedder the semantic rule was chosen for: each embedder's cosines have a scale of their own, so with
-    another one no request is refused in semantic mode."""
+    embedder: str = "minilm+wordllama"
+    """The embedder the semantic rule was chosen for (named, not the default's name: a new default must be measured
+    first): each embedder's cosines have a scale of their own, so with another one no request is refused in
+    semantic mode."""
 
     def __post_init__(self) -> None:
         unknown = [name for name, _ in self.semantic_weights if name not in SIGNALS]
