@@ -1,12 +1,16 @@
 """Every search-quality figure in one command: R@5 as served on every dev set, both halves, BM25 and semantic.
 
-    python -m benchmarks.searchsets [--semantic] [--sets queries,confirm,...] [--metatool DIR] [--rankings DIR]
+    python -m benchmarks.searchsets [--semantic] [--sets queries,confirm,...] [--metatool DIR] [--toolalpaca DIR]
+        [--rankings DIR]
 
 Each set of benchmarks/data/multiserver is run through `search_tools` exactly as `lazytools eval` runs it (the
 meta-tool itself, the server's limit, 5), on its even and its odd half (`--half`), and one markdown table is printed:
 a row per set and per split of a set with several, a column per half and mode. MetaTool (every 7th single-tool
 query and all two-tool queries) is added when its folder exists: `--metatool DIR`, else
-/work/shared/eval-data/metatool when present; it is never required. `--rankings DIR` writes each run's returned
+/work/shared/eval-data/metatool when present; it is never required. RestBench (benchmarks/data/restbench: TMDB and
+Spotify endpoints, a held-out set no rule is tuned on) is always there; ToolAlpaca is added like MetaTool
+(`--toolalpaca DIR`, else /work/shared/eval-data/toolalpaca when present). Out-of-scope requests have no R@5: their
+figures come from `python -m benchmarks.nothingfits`. `--rankings DIR` writes each run's returned
 ids (one JSONL per set, half and mode) to compare two commits query by query.
 """
 
@@ -30,6 +34,10 @@ SETS = ("queries", "confirm", "deliverables", "prereqs", "everyday", "crosslang"
 """The dev sets, each `<name>.jsonl` beside the dev catalog (`tools.jsonl`)."""
 METATOOL = Path("/work/shared/eval-data/metatool")
 METATOOL_EVERY = 7
+TOOLALPACA = Path("/work/shared/eval-data/toolalpaca")
+RESTBENCH = Path(__file__).parent / "data" / "restbench"
+PUBLIC = ("metatool", "toolalpaca", "restbench")
+"""The public sets, each a catalog of its own."""
 LIMIT: int = Settings.model_fields["search_limit"].default
 
 
@@ -41,12 +49,15 @@ class Catalogue:
     """(set name, queries file, keep every Nth single-tool query)"""
 
 
-def _catalogues(sets: Sequence[str], metatool: Path | None) -> list[Catalogue]:
-    chosen = tuple((name, DATA / f"{name}.jsonl", 1) for name in sets if name != "metatool")
+def _catalogues(sets: Sequence[str], metatool: Path | None, toolalpaca: Path | None = None) -> list[Catalogue]:
+    chosen = tuple((name, DATA / f"{name}.jsonl", 1) for name in sets if name not in PUBLIC)
     found = [Catalogue("dev", DATA / "tools.jsonl", chosen)] if chosen else []
     if "metatool" in sets and metatool is not None:
         found.append(Catalogue("metatool", metatool / "tools.jsonl",
                                (("metatool", metatool / "queries.jsonl", METATOOL_EVERY),)))
+    for name, folder in (("toolalpaca", toolalpaca), ("restbench", RESTBENCH)):
+        if name in sets and folder is not None:
+            found.append(Catalogue(name, folder / "tools.jsonl", ((name, folder / "queries.jsonl", 1),)))
     return found
 
 
@@ -112,13 +123,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--semantic", action="store_true", help="also measure with the semantic extra")
     parser.add_argument("--only-semantic", action="store_true", help="measure with the semantic extra only")
-    parser.add_argument("--sets", help=f"comma-separated, of {', '.join(SETS)}, metatool (default: all)")
+    parser.add_argument("--sets", help=f"comma-separated, of {', '.join((*SETS, *PUBLIC))} (default: all)")
     parser.add_argument("--metatool", type=Path, help=f"MetaTool folder (tools.jsonl, queries.jsonl); default "
                         f"{METATOOL} when it exists")
+    parser.add_argument("--toolalpaca", type=Path, help=f"ToolAlpaca folder (tools.jsonl, queries.jsonl); default "
+                        f"{TOOLALPACA} when it exists")
     parser.add_argument("--rankings", type=Path, help="write each run's returned ids under this folder")
     args = parser.parse_args(argv)
-    sets = args.sets.split(",") if args.sets else [*SETS, "metatool"]
-    unknown = [name for name in sets if name not in (*SETS, "metatool")]
+    sets = args.sets.split(",") if args.sets else [*SETS, *PUBLIC]
+    unknown = [name for name in sets if name not in (*SETS, *PUBLIC)]
     if unknown:
         parser.error(f"unknown sets: {', '.join(unknown)}")
     metatool = args.metatool or (METATOOL if METATOOL.is_dir() else None)
@@ -128,7 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures: dict[str, dict[tuple[str, str, str], Scores]] = {}
     for semantic in modes:
         mode = "semantic" if semantic else "BM25"
-        for catalogue in _catalogues(sets, metatool):
+        toolalpaca = args.toolalpaca or (TOOLALPACA if TOOLALPACA.is_dir() else None)
+        for catalogue in _catalogues(sets, metatool, toolalpaca):
             print(f"measuring {catalogue.name}, {mode} ...", file=sys.stderr, flush=True)
             figures.setdefault(mode, {}).update(measure(catalogue, semantic=semantic, rankings=args.rankings))
     print(f"R@{LIMIT} as served (`search_tools`, limit {LIMIT}): the first {LIMIT} tools named, even / odd halves of "

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from .errors import ConfigError
 from .safetext import clip
 from .search import SearchIndex, build_index
 from .search.embedders import DEFAULT_EMBEDDER, check_embedder
+from .search.fit import DEFAULT_FIT, FitConfig
 from .server.metatools import MAX_QUERY_CHARS, RELEVANCE_FLOOR, search_tools
 from .settings import Settings
 from .sources.jsonl import load_jsonl_catalog, read_jsonl, read_servers, servers_beside
@@ -35,6 +38,7 @@ __all__ = [
     "Served",
     "cutoffs_for",
     "evaluate",
+    "latency_line",
     "read_queries",
     "run_eval",
     "served_search",
@@ -219,6 +223,7 @@ def served_search(
     floor: float = RELEVANCE_FLOOR,
     max_limit: int | None = None,
     places: bool = True,
+    fit: FitConfig = DEFAULT_FIT,
 ) -> Callable[[str], Served]:
     """A query → what `search_tools` returns for it with the relevance `floor` (the meta-tool itself, not a copy of
     its rules), as ids (`ids`: public name → id; the names themselves by default): with `places`, a search the
@@ -232,11 +237,22 @@ def served_search(
     def search(text: str) -> Served:
         outcome = search_tools(
             catalog, index, {"query": text} if places else {"query": text, "limit": limit},
-            surface="dynamic", default_limit=limit, max_limit=max(limit, most), bridge=False, floor=floor,
+            surface="dynamic", default_limit=limit, max_limit=max(limit, most), bridge=False, floor=floor, fit=fit,
         )
         return Served(tool_ids(outcome.returned), tool_ids(outcome.found))
 
     return search
+
+
+def latency_line(milliseconds: Sequence[float]) -> str:
+    """The report's line on speed, from each query's `search_tools` call (wall clock, in this process): quality and
+    speed from one run."""
+    ordered = sorted(milliseconds)
+
+    def at(share: float) -> float:  # nearest rank: a value some query took
+        return ordered[max(0, math.ceil(share * len(ordered)) - 1)] if ordered else 0.0
+
+    return f"latency per query as served: p50 {at(0.5):.2f} ms, p95 {at(0.95):.2f} ms"
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -316,9 +332,12 @@ def run_eval(
     search = served_search(loaded.catalog, index, limit=depth, ids=loaded.ids, floor=floor, max_limit=most,
                            places=limit is None)
     served: dict[str, Served] = {}
+    took: list[float] = []
 
     def ranker(text: str) -> list[str]:
+        start = time.perf_counter()
         served[text] = search(text)
+        took.append((time.perf_counter() - start) * 1000)
         return served[text].returned
 
     scores = evaluate(queries, ranker, cutoffs=cutoffs_for(depth))
@@ -329,6 +348,7 @@ def run_eval(
         f"\nEverything returned (mean {_mean([len(s.returned) for s in outcomes]):.2f} tools, suggested producers "
         f"included): R {_mean([r.recall(len(r.ranked)) for r in whole]):.3f}. Enabled alone (mean "
         f"{_mean([len(s.enabled) for s in outcomes]):.2f} tools): R@{depth} {_mean([r.recall(depth) for r in enabled]):.3f}."
+        f"\n{latency_line(took)}"
     )
     if rankings is not None:
         lines = [

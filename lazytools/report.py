@@ -13,9 +13,10 @@ from .modes import Surface
 from .safetext import clip
 from .search import build_index
 from .search.embedders import DEFAULT_EMBEDDER
+from .search.fit import DEFAULT_FIT
 from .server.core import LazyServer
 from .server.metatools import check_group
-from .server.rendering import ranking_text
+from .server.rendering import nothing_fits_line, ranking_text
 from .server.sessions import SessionState
 from .tokens import tokenizer_name, tools_tokens
 
@@ -32,8 +33,14 @@ def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None
     if group is not None:
         check_group(catalog, group)
     index = build_index(catalog, semantic=semantic, embedder=embedder, servers=catalog.about())
-    hits = index.search(query, limit=limit, groups=[group] if group else None)
-    return ranking_text(hits) if hits else f"No tools match '{clip(query)}'."
+    results = index.find(query, limit=limit, groups=[group] if group else None)
+    if not results.hits:
+        return f"No tools match '{clip(query)}'."
+    if not DEFAULT_FIT.fits(results.evidence):  # what search_tools says; the closest tools still shown, as a ranking
+        groups = [group] if group else [g.name for g in catalog.groups]
+        return (nothing_fits_line(query, groups) + "\nClosest, not enabled by search_tools:\n"
+                + ranking_text(results.hits))
+    return ranking_text(results.hits)
 
 
 @dataclass(frozen=True, slots=True)

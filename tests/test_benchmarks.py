@@ -5,6 +5,7 @@ valid. The percentile summary is `statistics.quantiles`."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -221,6 +222,21 @@ def test_the_search_sets_command_prints_one_table_of_every_half(tmp_path: Path,
     assert float(rows["everyday"][1]) >= 0.0 and "semantic" not in out
 
 
+def test_restbench_is_a_set_of_the_search_sets_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.searchsets import RESTBENCH
+    from benchmarks.searchsets import main as searchsets
+
+    tools = {json.loads(line)["id"] for line in (RESTBENCH / "tools.jsonl").read_text().splitlines()}
+    queries = [json.loads(line) for line in (RESTBENCH / "queries.jsonl").read_text().splitlines()]
+    assert len(tools) == 94 and len(queries) == 157
+    assert all(q["relevant_tool_ids"] and set(q["relevant_tool_ids"]) <= tools for q in queries)
+    assert searchsets(["--sets", "restbench"]) == 0
+    rows = {line.split(" | ")[0].strip("| "): line.strip("|").split(" | ")[1:]
+            for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and not line.startswith("| set")}
+    assert rows["restbench, tmdb"][0].strip() == "50 / 50" and rows["restbench, spotify"][0].strip() == "29 / 28"
+    assert all(0.3 < float(rows["restbench, all"][i]) <= 1.0 for i in (1, 2))  # BM25 finds most endpoints
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("learns", [False, True])
 async def test_a_benchmarks_lazytools_leaves_the_learning_store_alone(tmp_path: Path, learns: bool) -> None:
@@ -262,3 +278,42 @@ def test_the_served_search_command_measures_both_trees_side_by_side(capsys: pyte
     rows = re.findall(r"^(this tree|\S+)\s+(120)\s+([\d.]+) \(.*?\)\s+([\d.]+) \(.*?\)\s+([\d.]+) \(", out, flags=re.M)
     assert [(name == "this tree", size) for name, size, *_ in rows] == [(True, "120"), (False, "120")]
     assert all(0 < float(figure) < 1_000 for *_, a, b, c in rows for figure in (a, b, c))
+
+
+def test_long_requests_are_distinct_and_measured_as_served(tmp_path: Path) -> None:
+    from benchmarks.longrequests import long_requests, measure
+
+    requests = long_requests(5, 1000)
+    assert len(set(requests)) == 5 and all(900 < len(r) <= 1000 for r in requests)
+    samples = measure(False, 50, long_requests(2, 300), tmp_path)
+    assert len(samples) == 2 and all(s > 0 for s in samples)
+
+
+def test_nothing_fits_thresholds_are_chosen_on_even_halves_within_the_loss() -> None:
+    from benchmarks.nothingfits import Row, choose, table
+
+    rows = [Row(catalog, "s", half, f"{catalog}{n}", 1.0, 0.2 + n / 100, None)
+            for catalog in ("dev", "metatool", "toolalpaca") for half in ("even", "odd") for n in range(50)]
+    rows += [Row("dev", "outofscope", half, f"o{n}", None, 0.05 + n / 100, None)
+             for half in ("even", "odd") for n in range(20)]
+    chosen = choose(rows, semantic=False)
+    # Refusing requests at 0.2 or above would cost every in-scope set 1/50 (.02) of R@5: more than .01.
+    assert chosen.min_lexical == 0.2 and chosen.enabled
+    text = table(rows, {"chosen": chosen})
+    assert "| chosen | even | 0.75 (20) / - | 1.000 → 1.000 |" in text
+
+
+def test_the_semantic_rule_is_chosen_on_even_halves_and_weighs_what_separates() -> None:
+    from benchmarks.nothingfits import Row, choose
+    from lazytools.search.embedders import DEFAULT_EMBEDDER
+    from lazytools.search.fit import Evidence
+
+    # In scope: a gap of at least .3 whatever the cosine; out of scope: a smaller gap, some with high cosines.
+    rows = [Row(catalog, "s", half, f"{catalog}{n}", 1.0, 0.1, 0.1 + n / 100, gap=0.3 + n / 1000)
+            for catalog in ("dev", "metatool", "toolalpaca") for half in ("even", "odd") for n in range(50)]
+    rows += [Row("dev", "outofscope", half, f"o{n}", None, 0.1, 0.2 + n / 100, gap=0.05 + n / 100)
+             for half in ("even", "odd") for n in range(20)]
+    chosen = choose(rows, semantic=True)
+    assert dict(chosen.semantic_weights) == {"gap": 1.0} and chosen.min_semantic == 0.3
+    assert chosen.fits(Evidence(0.1, 0.1, embedder=DEFAULT_EMBEDDER, gap=0.3))
+    assert not chosen.fits(Evidence(0.1, 0.9, embedder=DEFAULT_EMBEDDER, gap=0.29))

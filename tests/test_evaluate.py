@@ -15,6 +15,7 @@ from lazytools.evaluate import (
     QueryResult,
     cutoffs_for,
     evaluate,
+    latency_line,
     read_queries,
     run_eval,
     served_search,
@@ -223,7 +224,8 @@ def test_eval_command_with_the_semantic_extra(capsys: pytest.CaptureFixture[str]
     assert main(["eval", "--tools", str(TOOLS), "--queries", str(QUERIES), "--every", "2", "--semantic"]) == 0
     out = capsys.readouterr().out
     assert "(BM25 + semantic)" in out
-    assert "news → nothing" not in out  # every tool is ranked once embeddings take part
+    # q5 ("sing me a lullaby") fits no tool: with embeddings too, nothing is returned for it (`search.fit`).
+    assert "[q5] 'sing me a lullaby'" in out and "news → nothing" in out
 
 
 def test_eval_command_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -309,3 +311,18 @@ def test_eval_takes_the_servers_relevance_floor(tmp_path: Path, monkeypatch: pyt
     assert {q: r["returned"] for q, r in strict.items()} == {q: r["returned"] for q, r in default.items()}
     assert all(len(r["enabled"]) <= 1 for r in strict.values())
     assert any(len(r["enabled"]) > 1 for r in default.values())
+
+
+def test_the_report_gives_latency_per_query_as_served(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--tools", str(TOOLS), "--queries", str(QUERIES), "--misses", "0"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("latency per query")]
+    assert len(lines) == 1
+    words = lines[0].split()
+    assert words[:6] == ["latency", "per", "query", "as", "served:", "p50"] and words[7:9] == ["ms,", "p95"]
+    p50, p95 = float(words[6]), float(words[9])
+    assert 0 < p50 <= p95 and words[10] == "ms"
+
+
+def test_latency_percentiles_are_values_some_query_took() -> None:
+    assert latency_line([5.0, 1.0, 3.0, 2.0, 4.0]) == "latency per query as served: p50 3.00 ms, p95 5.00 ms"
+    assert latency_line([7.0]) == "latency per query as served: p50 7.00 ms, p95 7.00 ms"

@@ -101,6 +101,14 @@ class BM25FPostings:
         summed = np.bincount(np.concatenate(ids), np.concatenate(contributions), minlength=self.size)
         return np.asarray(summed, dtype=np.float64)  # float64 already (float weights): no copy
 
+    def holds(self, doc: int, term: str) -> bool:
+        """Whether document `doc` holds `term` (in some field)."""
+        posting = self._postings.get(term)
+        if posting is None:
+            return False
+        at = int(np.searchsorted(posting[0], doc))  # ids are in document order
+        return at < posting[0].size and int(posting[0][at]) == doc
+
     def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
         """Add `term`'s BM25F contribution (times `weight`) to `scores`; False if no document has it."""
         posting = self._postings.get(term)

@@ -31,6 +31,7 @@ from .config import DEFAULT, RankingConfig
 from .copies import first_copies
 from .documents import RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
+from .fit import Evidence, evidence_of
 from .fusion import ScoreArray
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
@@ -66,6 +67,8 @@ class Results:
 
     hits: list[Hit]
     needs: tuple[Need, ...] = ()
+    evidence: Evidence | None = None
+    """How well the best tool can fit the request at all (`fit`): None when no tool matched."""
 
 
 class SearchIndex:
@@ -230,19 +233,24 @@ class SearchIndex:
         if known is None:
             known = self._find(query, limit=limit, groups=groups, needs=needs)
             self._recent.put(key, known)
-        return Results(list(known.hits), known.needs)  # a caller may reorder its list, not the one kept
+        return Results(list(known.hits), known.needs, known.evidence)  # a caller may reorder its list, not the one kept
 
     def _find(self, text: str, *, limit: int, groups: Sequence[str] | None, needs: bool | None) -> Results:
         if not self.entries or limit <= 0:
             return Results([])
         query = self.analyze(text)
         ranking = run(self, Ranking(query, limit, groups))
-        hits = [Hit(self.entries[i], float(ranking.scores[i])) for i in ranking.picked]
+        picked = ranking.picked
+        hits = [Hit(self.entries[i], float(ranking.scores[i])) for i in picked]
+        embedder = self.embedder if ranking.request is not None else None
+        evidence = evidence_of(self._bm25, query.terms.weights, picked[0], ranking.candidates, self._vectors,
+                               ranking.request, named=bool(query.named),
+                               embedder=embedder.name if embedder is not None else None) if picked else None
         measured = bool(ranking.need_similarities) if needs is None else needs
         if not measured:
-            return Results(hits)
-        return Results(hits, answered_needs(list(query.needs), ranking.parts, ranking.need_similarities,
-                                            ranking.picked))
+            return Results(hits, evidence=evidence)
+        return Results(hits, answered_needs(list(query.needs), ranking.parts, ranking.need_similarities, picked),
+                       evidence)
 
     def _native_first(self, ranked: list[int], named: Collection[int]) -> list[int]:
         """`ranked` (for a request in English) with each tool described in another language whose name says what

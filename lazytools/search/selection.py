@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..catalog import Catalog
 from ..entry import ToolEntry
+from .fit import DEFAULT_FIT, FitConfig
 from .index import Hit, SearchIndex
 from .needs import Need, unanswered
 from .prior import MAX_COMPANIONS, Prior, reorder
@@ -47,6 +48,8 @@ class Selection:
     learned: dict[str, str] = field(default_factory=dict)
     """Per tool placed by learning from use, why: "often called after X" or "often used for such requests", so a
     result never presents past use as relevance."""
+    nothing_fits: tuple[str, ...] | None = None
+    """When no tool fits the request (`fit`): the catalog's groups, which the result names instead of matches."""
 
     @property
     def suggested(self) -> list[ToolEntry]:
@@ -74,6 +77,7 @@ def select(
     prior: Prior | None = None,
     visible: Callable[[str], bool] | None = None,
     enabled_places: int | None = None,
+    fit: FitConfig = DEFAULT_FIT,
 ) -> Selection:
     """The tools `named` (exact names) and those matching `query` (within `group`), or without a query the
     first `limit` tools of `group`. At most `enable_at_most` are enabled (pinned tools not counted: they are
@@ -85,7 +89,10 @@ def select(
 
     `enabled_places`: the places whose matches may be enabled, when `limit` holds more (the places a request of
     several needs gets): the matches ranked past them are suggested, so a long request costs a line per extra
-    place, not a tool definition (benchmarks/places.py)."""
+    place, not a tool definition (benchmarks/places.py).
+
+    When `fit` says that no tool fits the query, no match is enabled or listed: the selection names the catalog's
+    groups instead (`nothing_fits`); tools `named` are still enabled."""
     found: list[ToolEntry] = list(named)
     weaker: list[ToolEntry] = []
     needs: tuple[Need, ...] = ()
@@ -101,6 +108,9 @@ def select(
         # With evidence, twice the limit is ranked so that a tool called after such requests can move into it.
         wanted = 2 * limit if boosts else limit
         results = index.find(query, limit=wanted, groups=[group] if group is not None else None)
+        if results.hits and not fit.fits(results.evidence):
+            groups = tuple(g.name for g in catalog.groups) if group is None else (group,)
+            return Selection(list(named), nothing_fits=groups)
         hits, needs = results.hits, results.needs
         if boosts:
             hits = _learned_order(hits, boosts, floor, limit)

@@ -23,10 +23,10 @@ from .embedders import (
     VectorCache,
     Vectors,
     embed_batches,
-    embed_finite,
     embedder_named,
 )
 from .embedders.static import load_wordllama
+from .embedders.window import request_vectors
 from .phrases import meant_words
 
 __all__ = [
@@ -58,8 +58,26 @@ each costs milliseconds of an encoder; BM25 still scores them all."""
 def query_vectors(embedder: Embedder, query: str, needs: Sequence[str]) -> Vectors:
     """The vector of `query`, then one per need of it (`needs`, from `query.clauses`, at most
     MAX_EMBEDDED_NEEDS), in one call so that an encoder batches them. The whole request is encoded on its own, not
-    made from its needs' vectors: a mean of parts loses what the sentence says as a whole (docs/search-log.md)."""
-    return embed_finite(embedder, [_readable(text) for text in (query, *needs[:MAX_EMBEDDED_NEEDS])])
+    made from its needs' vectors: a mean of parts loses what the sentence says as a whole (docs/search-log.md).
+    A long request is read once, within the encoder's window (`embedders.window`): then fewer needs may have a
+    vector, the first ones."""
+    needs = needs[:MAX_EMBEDDED_NEEDS]
+    return request_vectors(embedder, _readable(query), [_readable(text) for text in needs], _spans(query, needs))
+
+
+def _spans(query: str, needs: Sequence[str]) -> list[tuple[int, int]]:
+    """Where each need lies in `query`, in order (a need not found there, which `clauses` never gives, spans
+    nothing)."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for need in needs:
+        start = query.find(need, at)
+        if start < 0:
+            spans.append((len(query), len(query)))
+            continue
+        spans.append((start, start + len(need)))
+        at = start + len(need)
+    return spans
 
 
 def _readable(text: str) -> str:

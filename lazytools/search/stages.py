@@ -42,6 +42,8 @@ class Ranking:
     candidates: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     similarities: list[ScoreArray] = field(default_factory=list)
     """With the semantic extra: the whole request's similarity to every tool, then each need's."""
+    request: npt.NDArray[np.float32] | None = None
+    """With the semantic extra: the whole request's vector (what `fit` weighs the closest tools by)."""
     picked: list[int] = field(default_factory=list)
     delivered: int | None = None
     """The pick that writes the request's named output, if any (`Deliverable`)."""
@@ -150,6 +152,7 @@ class Embed(Stage):
         # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which made it
         # 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
         asked = query_vectors(embedder, ranking.query.text, ranking.query.needs)
+        ranking.request = asked[0]
         ranking.similarities = list(np.einsum("ij,kj->ki", vectors, asked).astype(np.float64))
 
 

@@ -17,6 +17,7 @@ from ..modes import Surface
 from ..safetext import clip
 from ..search import SearchIndex
 from ..search.cousage import with_co_used
+from ..search.fit import DEFAULT_FIT, FitConfig
 from ..search.needs import Need
 from ..search.prior import Prior
 from ..search.query import QUICK_CHARS
@@ -161,6 +162,7 @@ def search_tools(
     prior: Prior | None = None,
     visible: Callable[[str], bool] | None = None,
     limits: Limits | None = None,
+    fit: FitConfig = DEFAULT_FIT,
 ) -> SearchOutcome:
     """Check search_tools' arguments, let search select (`search.selection`), and render the selection; the caller
     enables `found` in the session (dynamic surface) and sends the notification. The cap `enable_at_most` applies
@@ -193,7 +195,7 @@ def search_tools(
     cap = enable_at_most if surface == "dynamic" else None
     selection = select(catalog, index, query=query, named=named, group=group, limit=places, floor=floor,
                        enable_at_most=cap, pinned=pinned, prior=prior, visible=visible,
-                       enabled_places=limit if places > limit else None)
+                       enabled_places=limit if places > limit else None, fit=fit)
     # After the ranking, never in place of one of its tools: what past sessions used with the top match.
     selection = with_co_used(selection, prior, catalog, query=query, group=group, enable_at_most=cap, pinned=pinned,
                              visible=visible)

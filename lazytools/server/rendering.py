@@ -63,10 +63,21 @@ def search_text(
         more = "match is" if len(selection.over_cap) == 1 else "matches are"
         notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(selection.over_cap)} more {more} "
                      "listed below, not enabled.")
+    if selection.nothing_fits is not None:
+        notes.insert(0, nothing_fits_line(query, selection.nothing_fits, enabled=bool(selection.enabled)))
+        if not selection.enabled:
+            return "\n".join(notes)
     text = _matches_text(selection.enabled, selection.suggested, notes, query, surface, bridge, selection.learned)
     if selection.unmatched:
         text += "\n" + not_matched_line(selection.unmatched)
     return text
+
+
+def nothing_fits_line(query: str, groups: Sequence[str], *, enabled: bool = False) -> str:
+    """One line: no tool here does what the query asks (so nothing was enabled for it), and which groups exist."""
+    what = "no tool was enabled for it" if not enabled else "only the tools named were enabled"
+    return (f"No tool here fits '{clip(query)}'; {what}. The tools here are in: "
+            f"{clip(', '.join(groups), GROUPS_CHARS)}.")
 
 
 def _matches_text(

@@ -82,6 +82,25 @@ class TransformerEmbedder:
             out[rows] = self._pool(self._encode(ids, mask), mask)
         return unit_rows(out)
 
+    def tokens(self, text: str) -> int:
+        """How many tokens `text` is (cut at the model's maximum length)."""
+        return len(self._tokenizer.encode(text).ids)
+
+    def token_states(self, text: str, window: int) -> tuple[Vectors, list[tuple[int, int]]] | None:
+        """One pass of the encoder over the first `window` tokens of `text` (its closing token kept): each token's
+        state and the characters of `text` it covers ((0, 0) for the special tokens). None when the graph returns
+        pooled sentence vectors or the model pools on its first token, so that a span of tokens cannot be pooled."""
+        if self.pooling != "mean":
+            return None
+        encoding = self._tokenizer.encode(text)
+        ids, offsets = list(encoding.ids), [tuple(pair) for pair in encoding.offsets]
+        if len(ids) > window >= 2:
+            ids, offsets = ids[: window - 1] + ids[-1:], offsets[: window - 1] + [(0, 0)]
+        hidden = self._encode(np.asarray([ids], dtype=np.int64), np.ones((1, len(ids)), dtype=np.int64))
+        if hidden.ndim != 3:
+            return None
+        return hidden[0], [(int(a), int(b)) for a, b in offsets]
+
     def _pool(self, hidden: Vectors, mask: Ids) -> Vectors:
         if hidden.ndim == 2:  # the graph pooled already
             return hidden

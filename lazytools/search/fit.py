@@ -1,0 +1,146 @@
+"""Whether any tool fits a request at all, from absolute evidence rather than from the ranking.
+
+The relevance floor compares results with the best one, so something is always enabled: "mute my microphone" over
+a catalog of git, maps and file tools enabled `git_commit`. The evidence says how well the best tool can fit, on
+scales that depend neither on the catalog's size nor on the request's length:
+
+- lexical: the strongest single piece of evidence the best-ranked tool holds, one of the request's words (or a word
+  it was read as: a synonym, a related word) that the tool's fields contain, as its IDF times the word's weight,
+  over the IDF a word of a single tool would have. A request whose only shared words are ones many tools use
+  ("set", "start", "new") scores low; one naming what a tool is about ("axolotl", "kubernetes") scores high.
+- gap (with the semantic extra): the closest tool's cosine minus the median cosine of the request's 50 closest
+  tools. A raw cosine has a scale of its own per request (a long or generic request is near everything); how far
+  one tool stands out from the request's own near neighbours is what says a tool was meant. The raw cosine, the
+  second strongest shared term and the share of the request's term mass the best tool holds are measured too.
+
+BM25 mode compares the lexical evidence with a threshold; semantic mode a weighted sum of the evidence (weights as
+data in `FitConfig`). Both were chosen on the even halves of in-scope sets against requests written to be out of
+scope, and checked on the odd halves (`python -m benchmarks.nothingfits`, figures in docs/search.md); they depend
+on the embedder, so a new embedder needs them measured again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from .bm25 import BM25FPostings
+    from .embedders import Vectors
+
+__all__ = ["DEFAULT_FIT", "SIGNALS", "Evidence", "FitConfig", "evidence_of", "lexical_evidence"]
+
+
+SIGNALS = ("lexical", "cosine", "gap", "second", "coverage")
+"""The evidence a semantic rule may weigh (the fields of `Evidence`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FitConfig:
+    """When search_tools says that nothing fits (and enables nothing). `enabled=False`: never."""
+
+    enabled: bool = True
+    min_lexical: float = 0.185
+    """BM25 mode: the lexical evidence a request's best tool needs (0: every request fits)."""
+    semantic_weights: tuple[tuple[str, float], ...] = (("lexical", 0.2), ("gap", 0.8))
+    """Semantic mode: a request fits when this weighted sum of its evidence (names from `SIGNALS`) ..."""
+    min_semantic: float = 0.1339
+    """... reaches this (0: every request fits)."""
+    embedder: str = "minilm+wordllama"
+    """The embedder the semantic rule was chosen for (named, not the default's name: a new default must be measured
+    first): each embedder's cosines have a scale of their own, so with another one no request is refused in
+    semantic mode."""
+
+    def __post_init__(self) -> None:
+        unknown = [name for name, _ in self.semantic_weights if name not in SIGNALS]
+        if unknown:
+            raise ValueError(f"unknown fit signals: {unknown}")
+
+    def fits(self, evidence: Evidence | None) -> bool:
+        if not self.enabled or evidence is None or evidence.named:
+            return True
+        if evidence.cosine is None:
+            return evidence.lexical >= self.min_lexical
+        if evidence.embedder != self.embedder:
+            return True
+        return self.semantic_score(evidence) >= self.min_semantic
+
+    def semantic_score(self, evidence: Evidence) -> float:
+        """The weighted sum of `evidence` the semantic rule compares with `min_semantic`."""
+        return sum(weight * (getattr(evidence, name) or 0.0) for name, weight in self.semantic_weights)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """How well the best tool can fit a request (see the module's docstring)."""
+
+    lexical: float
+    cosine: float | None = None
+    """The closest tool's cosine (semantic mode only)."""
+    named: bool = False
+    """The request names a tool: it fits, whatever its words say."""
+    embedder: str | None = None
+    """The name of the embedder that gave `cosine`."""
+    second: float = 0.0
+    """The second strongest distinct term the best tool holds, on `lexical`'s scale."""
+    coverage: float = 0.0
+    """The share of the request's term mass (weight times IDF) that the best tool holds."""
+    gap: float | None = None
+    """The closest cosine minus the median of the GAP_AMONG closest (semantic mode only): how far the closest tool
+    stands out from the request's other near tools, on a scale of that request and catalog."""
+
+
+def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, candidates: npt.NDArray[np.bool_],
+                vectors: Vectors | None, request: Vectors | None, *, named: bool,
+                embedder: str | None = None) -> Evidence:
+    """The evidence for a request scored with the weighted `terms`, whose best-ranked tool is at position `best`;
+    with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
+    cosine, before any lift by server)."""
+    lexical = lexical_evidence(terms, bm25.idf, partial(bm25.holds, best), bm25.size)
+    second, coverage = _mass(terms, bm25.idf, partial(bm25.holds, best), bm25.size)
+    cosine = gap = None
+    if vectors is not None and request is not None and candidates.any():
+        cosines = np.einsum("ij,j->i", vectors, request)[candidates]
+        cosine = float(cosines.max())
+        top = np.partition(cosines, -GAP_AMONG)[-GAP_AMONG:] if cosines.size > GAP_AMONG else cosines
+        gap = cosine - float(np.median(top))
+    return Evidence(lexical, cosine, named, embedder if cosine is not None else None, second, coverage, gap)
+
+
+def _mass(terms: Mapping[str, float], idf: Mapping[str, float], holds: Callable[[str], bool],
+           size: int) -> tuple[float, float]:
+    """`Evidence.second` and `Evidence.coverage`, from the request's MASS_TERMS strongest terms (bounded work for
+    a long request)."""
+    single = math.log(max(size - 1 + 0.5, 1.0)) - math.log(1.5)
+    if single <= 0:
+        return 0.0, 0.0
+    ranked = sorted(((weight * idf[term], term) for term, weight in terms.items() if term in idf), reverse=True)
+    ranked = ranked[:MASS_TERMS]
+    total = sum(value for value, _ in ranked)
+    held = [value for value, term in ranked if holds(term)]
+    second = min(1.0, held[1] / single) if len(held) > 1 else 0.0
+    return second, sum(held) / total if total > 0 else 0.0
+
+
+MASS_TERMS = 64
+GAP_AMONG = 50
+
+
+def lexical_evidence(terms: Mapping[str, float], idf: Mapping[str, float], holds: Callable[[str], bool],
+                     size: int) -> float:
+    """The strongest weighted IDF among the query `terms` (term -> weight) that the best tool `holds`, over the IDF
+    of a term only one of `size` tools has (Okapi's, as the index computes it), at most 1. The terms are tried
+    strongest first, so a long request's hundreds of terms cost a few lookups."""
+    single = math.log(max(size - 1 + 0.5, 1.0)) - math.log(1.5)
+    ranked = sorted(((weight * idf[term], term) for term, weight in terms.items() if term in idf), reverse=True)
+    best = next((value for value, term in ranked if holds(term)), 0.0)
+    return min(1.0, best / single) if single > 0 else (1.0 if best > 0 else 0.0)
+
+
+DEFAULT_FIT = FitConfig()

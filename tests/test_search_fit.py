@@ -1,0 +1,111 @@
+"""Nothing enabled when nothing fits (`search.fit`): the evidence, the thresholds, and search_tools as served."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lazytools.app import open_server
+from lazytools.search.fit import DEFAULT_FIT, Evidence, FitConfig, evidence_of, lexical_evidence
+
+from .conftest import Recorder, client, embedded, make_settings, text_of
+
+OUT_OF_SCOPE = "play my workout playlist"
+"""From benchmarks/data/bundled/outofscope.jsonl: no bundled tool does it (it enabled `shuffle_items`)."""
+OUT_OF_SCOPE_SEMANTIC = "call the plumber and ask him to come tomorrow"
+"""From the same file: one the semantic rule refuses (it does not refuse the other)."""
+
+
+def test_lexical_evidence_is_the_strongest_term_the_best_tool_holds() -> None:
+    idf = {"rare": 4.0, "common": 0.5, "other": 3.0}
+    # Of 100 tools, a term only one holds has IDF log(99.5 / 1.5): that is 1.
+    single = lexical_evidence({"only": 1.0}, {"only": 4.1947}, lambda term: True, 100)
+    assert single == pytest.approx(1.0, abs=1e-3)
+    weak = lexical_evidence({"rare": 1.0, "common": 1.0}, idf, lambda term: term == "common", 100)
+    strong = lexical_evidence({"rare": 1.0, "common": 1.0}, idf, lambda term: term == "rare", 100)
+    assert 0 < weak < strong < 1
+    assert lexical_evidence({"rare": 0.5}, idf, lambda term: True, 100) == pytest.approx(strong / 2)
+    assert lexical_evidence({"rare": 1.0}, idf, lambda term: False, 100) == 0.0
+
+
+def test_a_request_fits_by_its_lexical_evidence_or_the_weighted_semantic_evidence() -> None:
+    bm25 = FitConfig(min_lexical=0.3)
+    assert bm25.fits(Evidence(0.3)) and not bm25.fits(Evidence(0.29)) and bm25.fits(Evidence(0.0, named=True))
+    semantic = FitConfig(semantic_weights=(("lexical", 0.5), ("gap", 0.5)), min_semantic=0.2, embedder="a+b")
+    assert semantic.fits(Evidence(0.1, 0.9, embedder="a+b", gap=0.3))
+    assert not semantic.fits(Evidence(0.1, 0.9, embedder="a+b", gap=0.29))
+    # The raw cosine has no weight here: a request near everything (a high cosine, no gap) does not fit.
+    assert not semantic.fits(Evidence(0.0, 0.99, embedder="a+b", gap=0.0))
+    assert semantic.semantic_score(Evidence(0.4, 0.5, embedder="a+b", gap=0.2)) == pytest.approx(0.3)
+    # Another embedder's cosines are on a scale the weights were not chosen for: nothing is refused.
+    assert semantic.fits(Evidence(0.0, 0.0, embedder="c", gap=0.0)) and DEFAULT_FIT.embedder == "minilm+wordllama"
+    assert FitConfig(enabled=False, min_lexical=1.0).fits(Evidence(0.0)) and DEFAULT_FIT.fits(None)
+    with pytest.raises(ValueError, match="unknown fit signals"):
+        FitConfig(semantic_weights=(("named", 1.0),))
+
+
+def test_the_gap_is_the_closest_cosine_over_the_median_of_its_neighbours() -> None:
+    from lazytools.search.bm25 import BM25FPostings
+
+    bm25 = BM25FPostings([{"name": ["alpha", "shared"]}, {"name": ["beta", "shared"]}, {"name": ["gamma"]}],
+                         {"name": 1.0})
+    vectors = np.eye(3, dtype=np.float32)
+    request = np.asarray([0.9, 0.3, 0.1], dtype=np.float32)
+    everyone = np.ones(3, dtype=np.bool_)
+    evidence = evidence_of(bm25, {"alpha": 1.0, "shared": 1.0}, 0, everyone, vectors, request, named=False,
+                           embedder="e")
+    assert evidence.cosine == pytest.approx(0.9) and evidence.gap == pytest.approx(0.9 - 0.3)
+    assert evidence.second > 0 and evidence.coverage == pytest.approx(1.0)
+    # Only the candidate tools count; BM25 mode has no cosine and no gap.
+    some = np.asarray([False, True, True])
+    assert evidence_of(bm25, {"beta": 1.0}, 1, some, vectors, request, named=False).gap == pytest.approx(0.3 - 0.2)
+    lexical_only = evidence_of(bm25, {"alpha": 1.0, "gamma": 1.0}, 0, everyone, None, None, named=False)
+    assert lexical_only.gap is None and lexical_only.cosine is None and lexical_only.second == 0.0
+    assert 0 < lexical_only.coverage < 1
+
+
+@pytest.mark.parametrize(("semantic", "request_text"), [(False, OUT_OF_SCOPE), (True, OUT_OF_SCOPE_SEMANTIC)],
+                         ids=["bm25", "semantic"])
+async def test_nothing_is_enabled_when_nothing_fits_and_the_groups_are_named(semantic: bool, request_text: str,
+                                                                             tmp_path: Path) -> None:
+    recorder = Recorder()
+    settings = make_settings(semantic=semantic, cache_dir=tmp_path, learn=False)
+    async with open_server(settings) as server, client(server, recorder=recorder) as c:
+        assert (await embedded(server.index)).semantic is semantic
+        before = [tool.name for tool in (await c.list_tools()).tools]
+        answer = text_of(await c.call_tool("search_tools", {"query": request_text}))
+        lines = answer.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"No tool here fits '{request_text}'; no tool was enabled")
+        assert all(group.name in lines[0] for group in server.catalog.groups)
+        assert [tool.name for tool in (await c.list_tools()).tools] == before and "list_changed" not in recorder.events
+        # A request the tools do answer is served as before, in the same session.
+        found = text_of(await c.call_tool("search_tools", {"query": "convert 5 km to miles"}))
+        assert found.startswith("Enabled: convert_length")
+        assert "convert_length" in [tool.name for tool in (await c.list_tools()).tools]
+
+
+async def test_tools_named_are_enabled_even_when_the_words_fit_nothing() -> None:
+    async with open_server(make_settings()) as server, client(server) as c:
+        answer = text_of(await c.call_tool("search_tools", {"query": OUT_OF_SCOPE, "tool_names": ["roll_dice"]}))
+        first, note = answer.splitlines()[:2]
+        assert first.startswith("Enabled: roll_dice.") and "only the tools named were enabled" in note
+        assert "roll_dice" in [tool.name for tool in (await c.list_tools()).tools]
+
+
+async def test_the_proxy_surface_says_nothing_fits_too() -> None:
+    async with open_server(make_settings()) as server, client(server, mode="auto") as c:
+        answer = text_of(await c.call_tool("search_tools", {"query": OUT_OF_SCOPE}))
+        assert answer.startswith(f"No tool here fits '{OUT_OF_SCOPE}'") and "input_schema" not in answer
+
+
+def test_the_search_command_says_what_search_tools_would(capsys: pytest.CaptureFixture[str]) -> None:
+    from lazytools.cli import main
+
+    assert main(["search", OUT_OF_SCOPE]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"No tool here fits '{OUT_OF_SCOPE}'") and lines[1] == "Closest, not enabled by search_tools:"
+    assert lines[2].startswith("1. ")
+    assert main(["search", "convert 5 km to miles"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split()[2].startswith("convert_length")
