@@ -1,4 +1,5 @@
-"""The README's "Layout" map names paths that exist, and names every module and folder of the package."""
+"""The layout map (docs/layout.md, which the README points to) names paths that exist, and names every module and
+folder of the package."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _mapped() -> list[Path]:
     """Every path the map names: a line's words before its description (two spaces or more), below its folder;
     a line that starts with a folder (`embedders/ base.py cache.py`) names files of that folder."""
-    readme = (ROOT / "README.md").read_text()
-    block = re.search(r"## Layout\n.*?```\n(.*?)```", readme, flags=re.S)
-    assert block is not None, "README.md has no Layout map"
+    layout = (ROOT / "docs" / "layout.md").read_text()
+    block = re.search(r"# Layout\n.*?```\n(.*?)```", layout, flags=re.S)
+    assert block is not None, "docs/layout.md has no map"
     paths: list[Path] = []
     folders: list[tuple[int, Path]] = []  # (indent, folder) of the lines above
     for line in block.group(1).splitlines():
