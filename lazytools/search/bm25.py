@@ -101,6 +101,11 @@ class BM25FPostings:
         summed = np.bincount(np.concatenate(ids), np.concatenate(contributions), minlength=self.size)
         return np.asarray(summed, dtype=np.float64)  # float64 already (float weights): no copy
 
+    def share(self, term: str) -> float:
+        """The share of the documents that hold `term` (0 for a term none holds)."""
+        posting = self._postings.get(term)
+        return posting[0].size / self.size if posting is not None and self.size else 0.0
+
     def holds(self, doc: int, term: str) -> bool:
         """Whether document `doc` holds `term` (in some field)."""
         posting = self._postings.get(term)
