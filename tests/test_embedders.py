@@ -486,14 +486,14 @@ def test_packaged_minilm_is_checked_and_embeds_meaning(monkeypatch: pytest.Monke
         packaged.minilm_graph()
 
 
-def test_the_published_minilm_needs_its_package_and_the_default_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`minilm` (kept for comparison) is the graph of a package; the default's fine-tuned graph ships with lazytools."""
+def test_the_published_minilm_needs_its_package_and_the_fine_tuned_one_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`minilm` (the default's encoder) is the graph of a package; the fine-tuned graph ships with lazytools."""
     from lazytools.search import embedders
 
     monkeypatch.setitem(sys.modules, packaged.MINILM_PACKAGE, None)
     with pytest.raises(ConfigError, match=re.escape(embedders.SEMANTIC_EXTRA)):
-        load_embedder("minilm+wordllama")
-    assert load_embedder(embedders.DEFAULT_EMBEDDER).dimensions == 384 + 256
+        load_embedder(embedders.DEFAULT_EMBEDDER)
+    assert load_embedder("minilm-tools+wordllama").dimensions == 384 + 256
 
 
 @pytest.mark.parametrize("missing", ["tokenizers", "safetensors", "onnxruntime"])
