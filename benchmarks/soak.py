@@ -42,6 +42,10 @@ _REQUESTS_PER_ROUND = 5
 """At most: search, search by name, re-list, direct call, invoke_tool."""
 
 
+SIGTERM_EXIT = 128 + 15
+"""How lazytools exits after SIGTERM, as shells report a process ended by it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Round:
     """One search → call round: a query, the tool it should find, arguments and a piece of the expected answer."""
@@ -286,8 +290,8 @@ async def run_soak(plan: SoakPlan) -> SoakReport:
         report.rss.append((time.monotonic() - start, rss))
         report.cpu_seconds = cpu_after - cpu_before
     report.server_exit = server.exit_code
-    if server.exit_code != 0:
-        report.fail("server", f"exit status {server.exit_code} after SIGTERM")
+    if server.exit_code != SIGTERM_EXIT:
+        report.fail("server", f"exit status {server.exit_code} after SIGTERM (not {SIGTERM_EXIT})")
     return report
 
 

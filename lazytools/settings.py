@@ -488,6 +488,8 @@ class Settings(BaseSettings):
         for path in (self.tls_cert, self.tls_key):
             if path is not None and not path.expanduser().is_file():
                 raise ValueError(f"{path} (LAZYTOOLS_TLS_CERT / LAZYTOOLS_TLS_KEY) is not a readable file")
+        if self.auth_token is not None and not self.auth_token.get_secret_value().strip():
+            raise ValueError("LAZYTOOLS_AUTH_TOKEN is blank: no client could present it (unset it, or set a token)")
         if self.auth_issuer is not None and self.auth_token is not None:
             raise ValueError("LAZYTOOLS_AUTH_ISSUER and LAZYTOOLS_AUTH_TOKEN exclude each other: one shared token, or "
                              "OAuth")

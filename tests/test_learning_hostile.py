@@ -145,14 +145,19 @@ async def test_a_learnt_label_shows_only_once_enough_other_users_showed_it(tmp_p
 def _planted(path: Path, monkeypatch: pytest.MonkeyPatch, *, how: str) -> None:
     if how == "writable":
         path.chmod(0o666)
+    elif how == "hard link":
+        os.link(path, path.with_name(path.name + ".elsewhere"))  # the same file under a name outside the store
+    elif how == "readable key":
+        path.chmod(0o644)
     elif os.geteuid() == 0:
         os.chown(path, 65534, 65534)  # as root, really another user's file
     else:
         monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)  # this process as another user
 
 
-@pytest.mark.parametrize("name", [KEY_FILE, "usage.sqlite3"])
-@pytest.mark.parametrize("how", ["writable", "other owner"])
+@pytest.mark.parametrize(("name", "how"), [(name, how) for name in (KEY_FILE, "usage.sqlite3")
+                                           for how in ("writable", "other owner", "hard link")]
+                         + [(KEY_FILE, "readable key")])
 async def test_a_store_file_another_user_planted_or_may_write_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, name: str,
         how: str) -> None:

@@ -144,3 +144,9 @@ def test_a_missing_env_file_that_was_asked_for_is_an_error(tmp_path: Path, monke
     chosen.write_text("LAZYTOOLS_SEARCH_LIMIT=1\n")
     assert cli.main(["search", "temperature", "--env-file", str(chosen)]) == 0
     assert len([line for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]) == 1
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t \n"])
+def test_a_blank_shared_token_is_refused(blank: str) -> None:
+    with pytest.raises(ValueError, match="LAZYTOOLS_AUTH_TOKEN is blank"):
+        Settings(auth_token=blank)

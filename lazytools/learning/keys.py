@@ -47,10 +47,12 @@ def _term_hash(term: str, key: bytes) -> str:
     return found
 
 
-def check_trusted(path: Path, info: os.stat_result | None = None) -> None:
+def check_trusted(path: Path, info: os.stat_result | None = None, *, secret: bool = False) -> None:
     """Refuse (OSError) an existing file of the store that another user could have planted or could change: a
-    symbolic link, not a regular file, owned by someone other than this process's user, or writable by its group or
-    by anyone. In a cache directory others can write, such a file would feed made-up history (or a known key)."""
+    symbolic link, not a regular file, a hard link (another name for a file elsewhere, which writing would change),
+    owned by someone other than this process's user, or writable by its group or by anyone; a `secret` one (the
+    hashing key) also when others may read it. In a cache directory others can write, such a file would feed made-up
+    history (or a known key)."""
     info = os.lstat(path) if info is None else info
     if stat.S_ISLNK(info.st_mode):
         raise OSError(f"{path} is a symbolic link: not followed")
@@ -60,6 +62,10 @@ def check_trusted(path: Path, info: os.stat_result | None = None) -> None:
         raise OSError(f"{path} is owned by another user (uid {info.st_uid}): not trusted")
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise OSError(f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}): not trusted")
+    if info.st_nlink > 1:
+        raise OSError(f"{path} is a hard link ({info.st_nlink} names): not trusted")
+    if secret and info.st_mode & (stat.S_IRGRP | stat.S_IROTH):
+        raise OSError(f"{path} is readable by other users (mode {stat.S_IMODE(info.st_mode):o}): not trusted")
 
 
 def install_key(path: Path) -> bytes:
@@ -73,7 +79,7 @@ def install_key(path: Path) -> bytes:
     except FileExistsError:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as existing:
-            check_trusted(path, os.fstat(existing.fileno()))  # the file opened, not one swapped in after a check
+            check_trusted(path, os.fstat(existing.fileno()), secret=True)  # the file opened, not one swapped in after a check
             key = existing.read(_KEY_BYTES + 1)
         if len(key) != _KEY_BYTES:
             raise OSError(f"{path} does not hold a {_KEY_BYTES}-byte key") from None
