@@ -231,7 +231,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "search":
         async with app.open_catalog(settings, down=down) as catalog:
             print(report.search_report(catalog, args.query, limit=_shown(args.limit, settings), group=args.group,
-                                       semantic=settings.semantic, embedder=settings.embedder))
+                                       semantic=settings.semantic, embedder=settings.embedder,
+                                       ranking=settings.search_ranking))
     elif args.command == "surface":
         async with app.open_server(settings, down=down) as server:
             print(report.surface_report(server))
@@ -255,5 +256,6 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                        semantic=settings.semantic, half=args.half,
                        limit=settings.search_limit if args.limit is None else args.limit,
                        max_limit=settings.search_max_limit, rankings=args.rankings,
-                       floor=settings.relevance_floor, embedder=settings.embedder, servers=args.servers))
+                       floor=settings.relevance_floor, embedder=settings.embedder, servers=args.servers,
+                       ranking=settings.search_ranking))
     return 0

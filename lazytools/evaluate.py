@@ -22,6 +22,7 @@ from .entry import ToolEntry
 from .errors import ConfigError
 from .safetext import clip
 from .search import SearchIndex, build_index
+from .search.config import configured_ranking
 from .search.embedders import DEFAULT_EMBEDDER, check_embedder
 from .search.fit import DEFAULT_FIT, FitConfig
 from .server.metatools import MAX_QUERY_CHARS, RELEVANCE_FLOOR, search_tools
@@ -302,6 +303,7 @@ def run_eval(
     floor: float = RELEVANCE_FLOOR,
     embedder: str = DEFAULT_EMBEDDER,
     servers: Path | None = None,
+    ranking: str = "",
 ) -> str:
     """The `lazytools eval` report: figures per split and the worst misses, from what `search_tools` returns at
     `limit` (default: the server's default limit, never above `max_limit`, the server's maximum); `rankings` receives
@@ -323,7 +325,8 @@ def run_eval(
     if servers is None:
         servers = servers_beside(tools_path)
     loaded = load_jsonl_catalog(tools_path, servers=read_servers(servers) if servers is not None else None)
-    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder, servers=loaded.catalog.about())
+    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder, servers=loaded.catalog.about(),
+                        config=configured_ranking(ranking))
     queries = read_queries(queries_path, every=every, split=split, half=half)
     if not queries:
         raise ConfigError(f"{queries_path}: no queries selected")

@@ -12,6 +12,7 @@ from .learning.summary import UsageSummary, summarize
 from .modes import Surface
 from .safetext import clip
 from .search import build_index
+from .search.config import configured_ranking
 from .search.embedders import DEFAULT_EMBEDDER
 from .search.fit import DEFAULT_FIT
 from .server.core import LazyServer
@@ -29,10 +30,12 @@ class UsageUnreadable(Exception):
 
 
 def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None = None,
-                  semantic: bool = False, embedder: str = DEFAULT_EMBEDDER) -> str:
+                  semantic: bool = False, embedder: str = DEFAULT_EMBEDDER, ranking: str = "") -> str:
+    """The ranked matches of `query`, as the server ranks them (`ranking`: LAZYTOOLS_SEARCH_RANKING)."""
     if group is not None:
         check_group(catalog, group)
-    index = build_index(catalog, semantic=semantic, embedder=embedder, servers=catalog.about())
+    index = build_index(catalog, semantic=semantic, embedder=embedder, servers=catalog.about(),
+                        config=configured_ranking(ranking))
     results = index.find(query, limit=limit, groups=[group] if group else None)
     if not results.hits:
         return f"No tools match '{clip(query)}'."

@@ -3,14 +3,16 @@ names what does not exist, and read by the served index; the analysed query its 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from lazytools import build_server
+from lazytools.cli import main
 from lazytools.errors import ConfigError
 from lazytools.search import SearchIndex
-from lazytools.search.config import RULES, STAGES, RankingConfig, ranking_config
+from lazytools.search.config import MAX_CONFIG_BYTES, RULES, STAGES, RankingConfig, configured_ranking, ranking_config
 from lazytools.search.query import QUICK_CHARS, analyze
 
 from .conftest import client, make_settings, small_catalog, text_of
@@ -62,3 +64,25 @@ def test_the_quick_path_is_decided_by_the_query_cost() -> None:
     assert not index.cost("w" * (QUICK_CHARS + 1)).quick
     assert not index.cost("天气预报").quick and index.cost("天气预报").cjk
     assert not index.cost("get the weather forecast, then post a message on Slack, then email the report").quick
+
+
+def test_a_config_path_that_is_not_a_small_regular_file_is_refused_unread(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opened for reading, it would wait for a writer for ever
+    huge = tmp_path / "huge.json"
+    huge.write_bytes(b" " * (MAX_CONFIG_BYTES + 1))
+    for path, why in ((fifo, "not a regular file"), (Path("/dev/zero"), "not a regular file"),
+                      (tmp_path, "not a regular file"), (huge, "over")):
+        with pytest.raises(ConfigError, match=f"LAZYTOOLS_SEARCH_RANKING: .*{why}"):
+            configured_ranking(str(path))
+
+
+def test_lazytools_search_and_eval_rank_with_the_setting(capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    query = "hash a file and count words"
+    assert main(["search", query]) == 0
+    default = capsys.readouterr().out
+    assert main(["--search-ranking", '{"bm25_k1": 3.0, "off": ["related", "synonyms"]}', "search", query]) == 0
+    assert capsys.readouterr().out != default  # the scores printed are the configured ranking's
+    assert main(["--search-ranking", '{"bm25_k1": -1}', "search", query]) != 0
+    assert "LAZYTOOLS_SEARCH_RANKING" in capsys.readouterr().err

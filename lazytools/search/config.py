@@ -11,10 +11,15 @@ makes query terms (`RULES`). Both lists are documented in docs/search.md ("How s
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..errors import ConfigError
+from ..safetext import clip
 
 __all__ = ["RULES", "STAGES", "RankingConfig", "ranking_config"]
 
@@ -142,5 +147,33 @@ def ranking_config(value: str) -> RankingConfig:
     if not text:
         return DEFAULT
     if not text.startswith("{"):
-        text = Path(text).expanduser().read_text(encoding="utf-8")
+        text = _read_config_file(Path(text).expanduser())
     return RankingConfig.model_validate_json(text)
+
+
+MAX_CONFIG_BYTES = 1 << 20
+"""A ranking config file larger than this is refused unread (a config is a few hundred bytes)."""
+
+
+def _read_config_file(path: Path) -> str:
+    """A regular file of at most MAX_CONFIG_BYTES: a FIFO would block the start for ever, /dev/zero fill memory."""
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(f"{path} is not a regular file")
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise OSError(f"{path} is over {MAX_CONFIG_BYTES} bytes ({info.st_size})")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # swapped for a FIFO after the check: no wait
+    with os.fdopen(fd, "rb") as file:
+        data = file.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise OSError(f"{path} is over {MAX_CONFIG_BYTES} bytes")
+    return data.decode("utf-8")
+
+
+def configured_ranking(value: str) -> RankingConfig:
+    """LAZYTOOLS_SEARCH_RANKING read, or a ConfigError saying what is wrong with it (the server, `lazytools search`
+    and `lazytools eval` all rank with it)."""
+    try:
+        return ranking_config(value)
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError, and so is a bad UTF-8 byte
+        raise ConfigError(f"LAZYTOOLS_SEARCH_RANKING: {clip(str(exc), 600)}") from exc

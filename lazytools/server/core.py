@@ -35,7 +35,7 @@ from ..policy.rules import spaced_names
 from ..safetext import clip
 from ..sdk import OpenTelemetryMiddleware, connection_of
 from ..search import LiveIndex
-from ..search.config import RankingConfig, ranking_config
+from ..search.config import configured_ranking
 from ..search.prior import Prior
 from ..settings import Settings
 from ..threads import loop_limiter, threads_for
@@ -151,7 +151,7 @@ class LazyServer(Server[Any]):
         if front is not None:  # only upstreams read a request's origin (in-process tools have no use for it)
             self.middleware.append(OriginMiddleware(self.session_for))
         self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
-                               cache_dir=settings.embedding_cache_dir(), config=_ranking(settings.search_ranking))
+                               cache_dir=settings.embedding_cache_dir(), config=configured_ranking(settings.search_ranking))
         # History is read and records are written on the log's own thread; search reads its prior. The assembly
         # root opens it (app.py); a server built without one opens the one the settings ask for.
         self.usage: UsageLog | None = usage if usage is not None else open_usage(settings)
@@ -539,9 +539,3 @@ def _version() -> str:
         return "0.0.0"
 
 
-def _ranking(value: str) -> RankingConfig:
-    """LAZYTOOLS_SEARCH_RANKING read, or a ConfigError saying what is wrong with it."""
-    try:
-        return ranking_config(value)
-    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-        raise ConfigError(f"LAZYTOOLS_SEARCH_RANKING: {clip(str(exc), 600)}") from exc
