@@ -82,3 +82,74 @@ async def test_a_kept_alive_connection_is_bounded_on_its_next_request_too(implem
             tg.cancel_scope.cancel()
         assert answer.startswith(b"HTTP/1.1 431 "), answer[:300]
         await stream.aclose()
+
+
+_PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+_POST = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+         b"Accept: application/json, text/event-stream\r\n")
+
+
+async def _answered(stream: SocketStream) -> bytes:
+    """A whole response, chunked (an event stream) or with a Content-Length; its head is returned."""
+    data = b""
+    with anyio.fail_after(10):
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive()
+        head, _, rest = data.partition(b"\r\n\r\n")
+        fields = head.lower().split(b"\r\n")
+        if b"transfer-encoding: chunked" in fields:
+            while not rest.endswith(b"0\r\n\r\n"):
+                rest += await stream.receive()
+        else:
+            length = next(int(field.split(b":", 1)[1]) for field in fields if field.startswith(b"content-length:"))
+            while len(rest) < length:
+                rest += await stream.receive()
+    return head
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+async def test_the_request_after_a_post_with_a_body_is_bounded_too(implementation: str) -> None:
+    """Before: with httptools, the headers of a request that arrived while the POST before it on the same connection
+    was being served were not counted (one header of 20 MB got a 200, +20-60 MB of RSS). After: a 431 once that
+    POST's answer is out."""
+    async with serving(http_implementation=implementation, max_header_bytes=16 * 1024,
+                       header_timeout=600) as (_base, port):
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        # The next request right behind the POST's body, in one piece, as a client sends it without waiting for the
+        # answer: the server reads it all before that answer is complete.
+        await stream.send(_POST + b"Content-Length: %d\r\n\r\n" % len(_PING) + _PING
+                          + b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n" + LINE * 40 + b"\r\n")
+        answer = await closed_by_server(stream)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:300]  # the POST's answer, whole, then the 431
+        assert answer.count(b"HTTP/1.1 ") == 2 and b"\r\n0\r\n\r\nHTTP/1.1 431 " in answer, answer[-300:]
+        await stream.aclose()
+        # The same headers sent after the POST's answer, a line at a time.
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        await stream.send(_POST + b"Content-Length: %d\r\n\r\n" % len(_PING) + _PING)
+        assert (await _answered(stream)).startswith(b"HTTP/1.1 200 ")
+        await stream.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_send_until_refused, stream, 4 * 1024 * 1024)
+            answer = await closed_by_server(stream)
+            tg.cancel_scope.cancel()
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:300]
+        await stream.aclose()
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+async def test_endless_trailers_of_a_chunked_body_get_431(implementation: str) -> None:
+    """Before: with httptools, a chunked POST followed by 20 MB of trailer lines got a 200 (+22 MB of RSS)."""
+    async with serving(http_implementation=implementation, max_header_bytes=32 * 1024,
+                       header_timeout=600) as (_base, port):
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        await stream.send(_POST + b"Transfer-Encoding: chunked\r\n\r\n" + b"%x\r\n" % len(_PING) + _PING
+                          + b"\r\n0\r\n")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_send_until_refused, stream, 4 * 1024 * 1024)
+            answer = await closed_by_server(stream)
+            tg.cancel_scope.cancel()
+        if implementation == "httptools":
+            assert answer.startswith(b"HTTP/1.1 431 "), answer[:300]
+        else:  # h11 stops reading the trailers (then the body's deadline answers) or refuses them past its buffer
+            assert answer[:13] in (b"HTTP/1.1 431 ", b"HTTP/1.1 400 ", b"HTTP/1.1 408 "), answer[:300]
+        await stream.aclose()

@@ -22,7 +22,9 @@ A request's headers (with its request line) are also bounded in size, `max_heade
 parser keeps every header line it is sent, so 16 connections sending 50 MiB of headers each took the process from
 120 to 933 MB before any token was checked. Past the bound the connection gets a 431 and is closed, for either
 parser; the count of header fields is bounded by `HeaderCount`, an ASGI middleware in front of every other check
-(h11 holds a whole header block before anyone sees one of its fields, bounded by the same byte cap). The 431 is
+(h11 holds a whole header block before anyone sees one of its fields, bounded by the same byte cap). The bound holds
+for a request read while the one before it on the connection is still being served (sent right behind a POST's
+body, or pipelined) and for the trailers of a chunked body: its 431 follows the earlier request's answer. The 431 is
 followed by a short lingering close: the rest of what the client sends is read and dropped for a moment (at most
 `_LINGER_BYTES`), so that its 431 reaches it instead of a connection reset.
 
@@ -37,6 +39,7 @@ import logging
 import socket
 from typing import Any
 
+import h11
 import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -126,6 +129,8 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float, max
     """Connections this guard closed whose end uvicorn has not seen yet: they no longer count."""
     refused = [0, 0.0]
     """Newcomers refused since the last warning, and when that warning was logged (one a minute at most)."""
+    parsed = hasattr(base, "on_headers_complete")
+    """httptools: the parser calls the protocol back at each part of a message (h11 hands over whole events)."""
 
     class Guarded(base):  # type: ignore[misc,valid-type]
         _lt_timer: asyncio.TimerHandle | None = None
@@ -137,6 +142,19 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float, max
         _lt_dropping = False
         """Answered 431: what the client still sends is read and dropped until the connection closes."""
         _lt_dropped = 0
+        _lt_head = 0
+        """Bytes of the request being read that are not its body (request line, headers, chunk framing, trailers),
+        from its first byte on, whether or not the request before it is answered yet. h11: what it holds of the
+        next request while the one before it is being served."""
+        _lt_fed_body = 0
+        """httptools: body bytes (and their chunk framing) in the data being fed to the parser."""
+        _lt_chunk = 0
+        _lt_begun_here = False
+        """httptools: a message began in the data being fed, so its bytes so far are counted by the callbacks."""
+        _lt_in_head = False
+        """httptools: the message being parsed has not finished its headers."""
+        _lt_refuse_later = False
+        """Over the cap while an earlier response is still being written: the 431 follows that response."""
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
@@ -166,10 +184,17 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float, max
             if self._lt_began is None:
                 self._lt_began, self._lt_bytes = self.loop.time(), 0
             self._lt_bytes += len(data)
+            self._lt_fed_body, self._lt_begun_here = 0, False
             try:
                 self._lt_received(data)
-                if self._lt_timer is not None and self._lt_bytes > max_header_bytes \
-                        and not self.transport.is_closing():
+                if parsed and not self._lt_begun_here:
+                    self._lt_head += len(data) - self._lt_fed_body
+                elif not parsed:
+                    # h11 holds what follows a request whose body is in until that request is answered: that is
+                    # the next request, read while the one before it is being served.
+                    self._lt_head = len(self.conn.trailing_data[0]) if self.conn.their_state is h11.DONE else 0
+                if (self._lt_timer is not None and self._lt_bytes > max_header_bytes
+                        or self._lt_head > max_header_bytes) and not self.transport.is_closing():
                     self._lt_refuse_headers()
             finally:
                 cycle = self.cycle
@@ -199,9 +224,47 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float, max
                     del silent[self]
                     partial[self] = None
 
+        # httptools' parser callbacks: they count what the raw byte count above cannot see, the headers of a
+        # request that arrive while the one before it is being served (pipelined, or sent right behind a POST's
+        # body) and the trailers of a chunked body. The timer's count starts again only once the request before is
+        # answered, and stops at its headers' end. (h11 bounds trailers itself: h11_max_incomplete_event_size.)
+        def on_message_begin(self) -> None:
+            self._lt_head, self._lt_begun_here, self._lt_in_head = 0, True, True
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._lt_in_head = False
+            super().on_headers_complete()
+
+        def on_url(self, url: bytes) -> None:
+            if self._lt_begun_here:
+                self._lt_head += len(url)
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            if self._lt_begun_here:
+                self._lt_head += len(name) + len(value) + 4
+            super().on_header(name, value)
+
+        def on_body(self, body: bytes) -> None:
+            self._lt_fed_body += len(body)
+            self._lt_chunk += len(body)
+            super().on_body(body)
+
+        def on_chunk_header(self) -> None:
+            self._lt_chunk = 0
+
+        def on_chunk_complete(self) -> None:
+            self._lt_fed_body += len(b"%x" % self._lt_chunk) + 4  # its size line and the CRLF after its data
+
         def on_response_complete(self) -> None:
             receiving.pop(self, None)
             self._lt_began = None
+            if self._lt_refuse_later:
+                self._lt_refuse_later = False
+                self._lt_dropping = False
+                self._lt_refuse_headers(now=True)
+                return
             super().on_response_complete()
             waiting = self.timeout_keep_alive_task
             if waiting is not None and not waiting.cancelled() and not self.transport.is_closing():
@@ -214,9 +277,22 @@ def guarded_protocol(base: type[asyncio.Protocol], *, header_timeout: float, max
             closing.discard(self)
             super().connection_lost(exc)
 
-        def _lt_refuse_headers(self) -> None:
+        def _lt_refuse_headers(self, *, now: bool = False) -> None:
             """Its headers are still coming past `max_header_bytes`: a 431, and the connection ends."""
             self._lt_disarm()
+            cycle = self.cycle
+            queued = getattr(self, "pipeline", None)
+            if queued and now:
+                queued.clear()  # requests read behind the one just answered: none of them is served
+            elif cycle is not None and not cycle.response_complete and (
+                    cycle.response_started or queued or self._lt_in_head or not parsed and self._lt_head):
+                # A response is on its way (or queued behind one that is): what the client sends is dropped, and
+                # the 431 follows that response.
+                self._lt_refuse_later = self._lt_dropping = True
+                return
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True  # an app still running for this connection writes no more to it
+                cycle.message_event.set()
             logger.debug("431 to %s: headers over %d bytes", "%s:%d" % self.client if self.client else "?",
                          max_header_bytes)
             self.transport.write(too_large(f"the request line and headers are over {max_header_bytes} bytes "
