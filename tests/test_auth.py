@@ -328,7 +328,7 @@ def test_settings_accept_only_asymmetric_algorithms(algorithms: list[str]) -> No
 
 
 def test_settings_need_an_audience_and_one_kind_of_auth() -> None:
-    with pytest.raises(ValidationError, match="auth_audience"):
+    with pytest.raises(ValidationError, match="LAZYTOOLS_AUTH_AUDIENCE"):
         make_settings(auth_issuer="https://idp.test")
     with pytest.raises(ValidationError, match="exclude each other"):
         make_settings(auth_issuer="https://idp.test", auth_audience=AUD, auth_token="secret")

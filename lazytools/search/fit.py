@@ -103,7 +103,7 @@ def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, cand
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
     cosine, before any lift by server)."""
     lexical = lexical_evidence(terms, bm25.idf, partial(bm25.holds, best), bm25.size)
-    if lexical < 1.0 and _about_the_catalog(terms, bm25, best):
+    if lexical < 1.0 and (bm25.size < MIN_CATALOG or _about_the_catalog(terms, bm25, best)):
         lexical = 1.0
     second, coverage = _mass(terms, bm25.idf, partial(bm25.holds, best), bm25.size)
     cosine = gap = None
@@ -153,6 +153,9 @@ def lexical_evidence(terms: Mapping[str, float], idf: Mapping[str, float], holds
     return min(1.0, best / single) if single > 0 else (1.0 if best > 0 else 0.0)
 
 
+MIN_CATALOG = 30
+"""Below this many tools the lexical evidence says nothing against a fit: with a handful of documents IDF cannot
+tell a word the catalog is about from a chance match (3 of 7 tools holding "read" and "file" scored .17)."""
 COMMON_SHARE = 0.9
 """A word at least this share of the catalog holds is the catalog's own subject (`_about_the_catalog`): in the dev,
 ToolAlpaca and RestBench catalogs no word reaches it (the most common, "get" and "string", stand at .83 and .68)."""
