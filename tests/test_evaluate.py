@@ -21,6 +21,7 @@ from lazytools.evaluate import (
     served_search,
 )
 from lazytools.search import build_index
+from lazytools.search.fit import MIN_CATALOG
 from lazytools.server.metatools import search_tools
 from lazytools.sources.jsonl import load_jsonl_catalog
 
@@ -224,8 +225,10 @@ def test_eval_command_with_the_semantic_extra(capsys: pytest.CaptureFixture[str]
     assert main(["eval", "--tools", str(TOOLS), "--queries", str(QUERIES), "--every", "2", "--semantic"]) == 0
     out = capsys.readouterr().out
     assert "(BM25 + semantic)" in out
-    # q5 ("sing me a lullaby") fits no tool: with embeddings too, nothing is returned for it (`search.fit`).
-    assert "[q5] 'sing me a lullaby'" in out and "news → nothing" in out
+    # q5 ("sing me a lullaby") is the worst with embeddings too; on these 8 tools `search.fit` refuses nothing (under
+    # MIN_CATALOG tools IDF cannot tell a chance match), so it is ranked, its labelled tool not first.
+    assert MIN_CATALOG > 8
+    assert "[q5] 'sing me a lullaby'" in out and "news → " in out and "news → nothing" not in out
 
 
 def test_eval_command_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
