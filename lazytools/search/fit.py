@@ -102,10 +102,11 @@ def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, cand
     """The evidence for a request scored with the weighted `terms`, whose best-ranked tool is at position `best`;
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
     cosine, before any lift by server)."""
-    lexical = lexical_evidence(terms, bm25.idf, partial(bm25.holds, best), bm25.size)
+    ranked, holds = _ranked(terms, bm25.idf), partial(bm25.holds, best)
+    lexical = _strongest(ranked, holds, bm25.size)
     if lexical < 1.0 and (bm25.size < MIN_CATALOG or _about_the_catalog(terms, bm25, best)):
         lexical = 1.0
-    second, coverage = _mass(terms, bm25.idf, partial(bm25.holds, best), bm25.size)
+    second, coverage = _mass(ranked[:MASS_TERMS], holds, bm25.size)
     cosine = gap = None
     if vectors is not None and request is not None and candidates.any():
         cosines = np.einsum("ij,j->i", vectors, request)[candidates]
@@ -115,15 +116,22 @@ def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, cand
     return Evidence(lexical, cosine, named, embedder if cosine is not None else None, second, coverage, gap)
 
 
-def _mass(terms: Mapping[str, float], idf: Mapping[str, float], holds: Callable[[str], bool],
-           size: int) -> tuple[float, float]:
-    """`Evidence.second` and `Evidence.coverage`, from the request's MASS_TERMS strongest terms (bounded work for
-    a long request)."""
-    single = math.log(max(size - 1 + 0.5, 1.0)) - math.log(1.5)
+def _ranked(terms: Mapping[str, float], idf: Mapping[str, float]) -> list[tuple[float, str]]:
+    """The query `terms` the index knows, as (weight × IDF, term), strongest first."""
+    return sorted(((weight * idf[term], term) for term, weight in terms.items() if term in idf), reverse=True)
+
+
+def _single(size: int) -> float:
+    """The IDF of a term only one of `size` tools has (Okapi's, as the index computes it)."""
+    return math.log(max(size - 1 + 0.5, 1.0)) - math.log(1.5)
+
+
+def _mass(ranked: list[tuple[float, str]], holds: Callable[[str], bool], size: int) -> tuple[float, float]:
+    """`Evidence.second` and `Evidence.coverage`, from the request's MASS_TERMS strongest terms, `ranked` (bounded
+    work for a long request)."""
+    single = _single(size)
     if single <= 0:
         return 0.0, 0.0
-    ranked = sorted(((weight * idf[term], term) for term, weight in terms.items() if term in idf), reverse=True)
-    ranked = ranked[:MASS_TERMS]
     total = sum(value for value, _ in ranked)
     held = [value for value, term in ranked if holds(term)]
     second = min(1.0, held[1] / single) if len(held) > 1 else 0.0
@@ -147,8 +155,12 @@ def lexical_evidence(terms: Mapping[str, float], idf: Mapping[str, float], holds
     """The strongest weighted IDF among the query `terms` (term -> weight) that the best tool `holds`, over the IDF
     of a term only one of `size` tools has (Okapi's, as the index computes it), at most 1. The terms are tried
     strongest first, so a long request's hundreds of terms cost a few lookups."""
-    single = math.log(max(size - 1 + 0.5, 1.0)) - math.log(1.5)
-    ranked = sorted(((weight * idf[term], term) for term, weight in terms.items() if term in idf), reverse=True)
+    return _strongest(_ranked(terms, idf), holds, size)
+
+
+def _strongest(ranked: list[tuple[float, str]], holds: Callable[[str], bool], size: int) -> float:
+    """`lexical_evidence` from the terms already `ranked`."""
+    single = _single(size)
     best = next((value for value, term in ranked if holds(term)), 0.0)
     return min(1.0, best / single) if single > 0 else (1.0 if best > 0 else 0.0)
 
