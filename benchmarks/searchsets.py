@@ -25,6 +25,7 @@ from pathlib import Path
 
 from lazytools.evaluate import HALVES, Scores, cutoffs_for, evaluate, read_queries, served_search
 from lazytools.search import build_index
+from lazytools.search.embedders import DEFAULT_EMBEDDER
 from lazytools.settings import Settings
 from lazytools.sources.jsonl import load_jsonl_catalog, read_servers, servers_beside
 
@@ -61,11 +62,12 @@ def _catalogues(sets: Sequence[str], metatool: Path | None, toolalpaca: Path | N
     return found
 
 
-def measure(catalogue: Catalogue, *, semantic: bool, rankings: Path | None = None) -> dict[tuple[str, str, str], Scores]:
+def measure(catalogue: Catalogue, *, semantic: bool, rankings: Path | None = None,
+            embedder: str = DEFAULT_EMBEDDER) -> dict[tuple[str, str, str], Scores]:
     """(set, split, half) -> scores, as served at the default limit; the index is built once per catalog."""
     beside = servers_beside(catalogue.tools)  # what its servers say of themselves, as `lazytools eval` reads it
     loaded = load_jsonl_catalog(catalogue.tools, servers=read_servers(beside) if beside is not None else None)
-    index = build_index(loaded.catalog, semantic=semantic, servers=loaded.catalog.about())
+    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder, servers=loaded.catalog.about())
     search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
     figures: dict[tuple[str, str, str], Scores] = {}
     for name, path, every in catalogue.sets:
@@ -129,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--toolalpaca", type=Path, help=f"ToolAlpaca folder (tools.jsonl, queries.jsonl); default "
                         f"{TOOLALPACA} when it exists")
     parser.add_argument("--rankings", type=Path, help="write each run's returned ids under this folder")
+    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER,
+                        help=f"the semantic mode's embedder, as LAZYTOOLS_EMBEDDER names it (default {DEFAULT_EMBEDDER})")
     args = parser.parse_args(argv)
     sets = args.sets.split(",") if args.sets else [*SETS, *PUBLIC]
     unknown = [name for name in sets if name not in (*SETS, *PUBLIC)]
@@ -144,7 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         toolalpaca = args.toolalpaca or (TOOLALPACA if TOOLALPACA.is_dir() else None)
         for catalogue in _catalogues(sets, metatool, toolalpaca):
             print(f"measuring {catalogue.name}, {mode} ...", file=sys.stderr, flush=True)
-            figures.setdefault(mode, {}).update(measure(catalogue, semantic=semantic, rankings=args.rankings))
+            figures.setdefault(mode, {}).update(measure(catalogue, semantic=semantic, rankings=args.rankings,
+                                                         embedder=args.embedder))
     print(f"R@{LIMIT} as served (`search_tools`, limit {LIMIT}): the first {LIMIT} tools named, even / odd halves of "
           "each split:\n")
     print(table(figures))

@@ -222,6 +222,20 @@ def test_the_search_sets_command_prints_one_table_of_every_half(tmp_path: Path,
     assert float(rows["everyday"][1]) >= 0.0 and "semantic" not in out
 
 
+def test_the_search_sets_command_measures_the_embedder_it_is_given(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`--embedder` reaches the index (an A/B of encoders as served, in one command): a name that is not an embedder
+    is refused by the loader, and a real one runs the semantic mode."""
+    from benchmarks.searchsets import main as searchsets
+    from lazytools.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown embedder 'no-such-model'"):
+        searchsets(["--only-semantic", "--sets", "phrasing", "--embedder", "no-such-model"])
+    assert searchsets(["--only-semantic", "--sets", "phrasing", "--embedder", "wordllama"]) == 0
+    out = capsys.readouterr().out
+    assert "semantic even" in out and "BM25" not in out
+
+
 def test_restbench_is_a_set_of_the_search_sets_command(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks.searchsets import RESTBENCH
     from benchmarks.searchsets import main as searchsets
