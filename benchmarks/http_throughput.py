@@ -60,10 +60,35 @@ THREADED_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                             "arguments": {"tool_name": "format_byte_size", "arguments": {"num_bytes": 1536}}}}
 """format_byte_size is as trivial but not marked: it runs in a worker thread, like any synchronous tool by default."""
 THREADED = "lazytools, tool in a thread"
-SEARCH_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "search_tools", "_meta": _META, "arguments": {"query": "convert a temperature"}}}
-"""search_tools as a 2026-07-28 client sends it: the proxy surface, each match with its input schema."""
+
+
+def search_call(query: str) -> dict[str, Any]:
+    """search_tools as a 2026-07-28 client sends it: the proxy surface, each match with its input schema."""
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "search_tools", "_meta": _META, "arguments": {"query": query}}}
+
+
+SEARCH_CALL = search_call("convert a temperature")
 SEARCH = "lazytools, search_tools"
+_NEEDS = ("convert celsius to fahrenheit", "encode some text as base64", "hash a password with sha256",
+          "when does this cron job run next", "turn a csv file into json", "days between two dates",
+          "pretty print a json document", "check if a number is prime", "compare two semantic versions",
+          "find email addresses in text", "roll some dice", "monthly payment on a loan", "mix two colors",
+          "make a slug from a title", "decode a jwt token", "convert kilometers to miles", "count words in text",
+          "generate a random password", "time now in tokyo", "escape html characters", "split a restaurant bill",
+          "test a regular expression", "flatten a nested json object", "contrast between two colours",
+          "convert a number to hexadecimal", "url encode a query string", "bump the minor version",
+          "parse an iso date", "format a file size for humans", "shuffle a list of names",
+          "solve a quadratic equation", "diff two pieces of text", "read a file", "search files for a word",
+          "convert pounds to kilograms", "compound interest over ten years", "wrap text at eighty columns",
+          "generate a uuid", "stats of a csv column", "convert megabytes to gigabytes")
+_SETTINGS = ("for a report", "in a script", "from the command line", "for my team", "at work today",
+             "before the release", "for an invoice", "on a laptop", "for a blog post", "quickly please",
+             "for a customer", "in a spreadsheet", "for the weekend", "as a test", "for school", "for the logs")
+FRESH_QUERIES = tuple(f"{need} {setting}" for setting in _SETTINGS for need in _NEEDS)
+"""640 distinct requests of one need each, asked in turn: each index keeps its last 256 answers
+(`search/recent.py`), so every request of a round is ranked afresh, as a new user's request is."""
+SEARCH_CALLS = [search_call(query) for query in FRESH_QUERIES]
 TOOL_CALLED = ("convert_temperature (bundled, on the event loop) through invoke_tool; the bare server's "
                "convert_temperature: the same function, input schema and dict result")
 
@@ -98,7 +123,22 @@ def serve_bare(port: int) -> None:
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(answer))], structured_content=answer)
 
     server = Server("bare", on_list_tools=list_tools, on_call_tool=call_tool)
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+    # The fastest form the SDK offers for this call: stateless, answered as JSON (no SSE stream per request), on
+    # the loop and HTTP parser lazytools uses (uvloop, httptools, when installed), without access lines.
+    app = server.streamable_http_app(stateless_http=True, json_response=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on",
+                loop=_same_loop(), http="httptools" if _installed("httptools") else "h11")
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _same_loop() -> str:
+    """The event loop lazytools' command line runs on (lazytools/cli.py: uvloop when it is installed)."""
+    return "uvloop" if _installed("uvloop") else "asyncio"
 
 
 # -- the parent: start both, load each in turn --------------------------------------------------------------------
@@ -139,14 +179,19 @@ def _child(command: list[str], port: int, cwd: Path, env: dict[str, str] | None 
             process.stderr.close()
 
 
+Bodies = list[dict[str, Any]]
+"""The requests one load sends, in turn (one for a tool call, the fresh queries for search_tools)."""
+
+
 def _headers(body: dict[str, Any]) -> dict[str, str]:
     return {**HEADERS, "mcp-name": body["params"]["name"]}
 
 
-def _check(url: str, body: dict[str, Any]) -> str:
+def _check(url: str, bodies: Bodies) -> str:
     """One call before the load: it must succeed, so the load measures answers and not refusals."""
     import httpx2
 
+    body = bodies[0]
     answer = httpx2.post(url, json=body, headers=_headers(body), timeout=30)
     text = answer.text
     if answer.status_code != 200 or '"result"' not in text or '"isError":true' in text.replace(" ", ""):
@@ -163,10 +208,20 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _wrk(url: str, body: dict[str, Any], seconds: float, connections: int, threads: int) -> tuple[float, int, int]:
-    """Requests per second, requests and non-2xx answers, by wrk."""
-    headers = "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in _headers(body).items())
-    script = f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n{headers}'
+def _wrk(url: str, bodies: Bodies, seconds: float, connections: int, threads: int) -> tuple[float, int, int]:
+    """Requests per second, requests and non-2xx answers, by wrk; each wrk thread sends `bodies` in turn, from
+    its own starting point (so two threads never send the same body at once)."""
+    headers = "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in _headers(bodies[0]).items())
+    table = ", ".join(json.dumps(json.dumps(body)) for body in bodies)
+    script = (f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(bodies[0]))}\n{headers}'
+              f"local bodies = {{{table}}}\nlocal started = 0\n"
+              "function setup(thread) thread:set('first', started); started = started + 1 end\n"
+              "local turn = nil\n"
+              "function request()\n"
+              f"  if turn == nil then turn = math.floor((first or 0) * #bodies / {max(1, threads)}) end\n"
+              "  turn = turn + 1\n"
+              "  return wrk.format(nil, nil, nil, bodies[(turn % #bodies) + 1])\n"
+              "end\n")
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as file:
         file.write(script)
     try:
@@ -186,19 +241,23 @@ def _wrk(url: str, body: dict[str, Any], seconds: float, connections: int, threa
     return float(rate.group(1)), int(total.group(1)), failures
 
 
-def _python_load(url: str, body: dict[str, Any], seconds: float, connections: int,
+def _python_load(url: str, bodies: Bodies, seconds: float, connections: int,
                  threads: int) -> tuple[float, int, int]:
-    """Requests per second, requests and failures, by `connections` keep-alive clients in this process."""
+    """Requests per second, requests and failures, by `connections` keep-alive clients in this process, which
+    send `bodies` in turn."""
     import anyio
     import httpx2
 
-    payload = json.dumps(body).encode()
+    payloads = [json.dumps(body).encode() for body in bodies]
+    headers = _headers(bodies[0])
     counts = {"ok": 0, "bad": 0}
+    turns = iter(range(1 << 62))
 
     async def worker(end: float) -> None:
         async with httpx2.AsyncClient(timeout=30) as client:
             while time.perf_counter() < end:
-                answer = await client.post(url, content=payload, headers=_headers(body))
+                payload = payloads[next(turns) % len(payloads)]
+                answer = await client.post(url, content=payload, headers=headers)
                 counts["ok" if answer.status_code == 200 else "bad"] += 1
 
     async def run() -> float:
@@ -213,24 +272,37 @@ def _python_load(url: str, body: dict[str, Any], seconds: float, connections: in
     return total / elapsed, total, counts["bad"]
 
 
-def _lazytools_command(port: int, root: Path) -> list[str]:
-    return [*LAZYTOOLS, "--transport", "http", "--port", str(port), "--log-level", "WARNING",
+def _lazytools_command(port: int, root: Path, *, learn: bool = True) -> list[str]:
+    """lazytools as shipped: its defaults, learning from use included (into a store under `root`, not the user's:
+    the cache directory is `root`); `learn=False` adds `--no-learn`, for the line that tells learning's share."""
+    command = LAZYTOOLS if not learn else [part for part in LAZYTOOLS if part != "--no-learn"]
+    return [*command, "--transport", "http", "--port", str(port), "--log-level", "WARNING",
             "--files-root", str(root), "--cache-dir", str(root)]
+
+
+NO_LEARN = "lazytools --no-learn"
+
+
+def _spread(values: list[float], unit: str, digits: int = 0) -> str:
+    return (f"{min(values):,.{digits}f} / {statistics.median(values):,.{digits}f} / {max(values):,.{digits}f}"
+            f"{unit}")
 
 
 def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int = 5, threads: int = 2,
                           progress: Callable[[str], None] | None = None, compare_with: Path | None = None,
-                          compare_call: str = "invoke") -> str:
-    """lazytools against the bare SDK server: the median ratio of interleaved rounds, each round's requests per
-    second, and server CPU per request (steadier on a shared machine). `compare_with`: another lazytools source
-    tree (a checkout of main, say), served beside this one and loaded in the same rounds with the same call:
-    `invoke_tool` of the trivial tool, or (`compare_call="search"`) search_tools."""
+                          compare_call: str = "invoke", no_learn: bool = False) -> str:
+    """lazytools as shipped against the bare SDK server: each round's ratio of requests per second (the rounds
+    interleaved), min / median / max over the rounds, and server CPU per request (steadier on a shared machine).
+    `no_learn`: one more line, lazytools with `--no-learn`, to tell what learning costs. `compare_with`: another
+    lazytools source tree (a checkout of main, say), served beside this one and loaded in the same rounds with the
+    same call: `invoke_tool` of the trivial tool, or (`compare_call="search"`) search_tools with fresh queries."""
     load = _wrk if shutil.which("wrk") else _python_load
     generator = f"wrk -t{threads} -c{connections}" if load is _wrk else f"a Python client, {connections} connections"
     other = None
     if compare_with is not None:
         other = f"lazytools from {compare_with}" + (", search_tools" if compare_call == "search" else "")
-    names = ("bare SDK", "lazytools", THREADED, SEARCH, *((other,) if other is not None else ()))
+    names = ("bare SDK", "lazytools", THREADED, SEARCH, *((NO_LEARN,) if no_learn else ()),
+             *((other,) if other is not None else ()))
     rates: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}  # server CPU microseconds per request
     failures = 0
@@ -241,54 +313,67 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
         here = Path(__file__).resolve().parent.parent
         bare = stack.enter_context(_child(bare_command, bare_port, here))
         lazy = stack.enter_context(_child(_lazytools_command(lazy_port, root), lazy_port, root))
-        targets = {"bare SDK": (*bare, BARE_CALL), "lazytools": (*lazy, LAZYTOOLS_CALL),
-                   THREADED: (*lazy, THREADED_CALL), SEARCH: (*lazy, SEARCH_CALL)}
+        targets: dict[str, tuple[str, int, Bodies]] = {
+            "bare SDK": (*bare, [BARE_CALL]), "lazytools": (*lazy, [LAZYTOOLS_CALL]),
+            THREADED: (*lazy, [THREADED_CALL]), SEARCH: (*lazy, SEARCH_CALLS)}
+        if no_learn:
+            port = _free_port()
+            unlearnt = root / "no-learn"
+            unlearnt.mkdir()
+            targets[NO_LEARN] = (*stack.enter_context(_child(_lazytools_command(port, unlearnt, learn=False), port,
+                                                             unlearnt)), [LAZYTOOLS_CALL])
         if other is not None and compare_with is not None:
             port = _free_port()
             env = {**os.environ, "PYTHONPATH": str(compare_with.resolve())}
-            targets[other] = (*stack.enter_context(_child(_lazytools_command(port, root), port, root, env)),
-                              SEARCH_CALL if compare_call == "search" else LAZYTOOLS_CALL)
-        for url, _, body in targets.values():
-            _check(url, body)
-            load(url, body, 1, connections, threads)  # warm-up: imports, caches, the first connections
+            elsewhere = root / "other"
+            elsewhere.mkdir()
+            targets[other] = (*stack.enter_context(_child(_lazytools_command(port, elsewhere), port, elsewhere,
+                                                          env)),
+                              SEARCH_CALLS if compare_call == "search" else [LAZYTOOLS_CALL])
+        for url, _, bodies in targets.values():
+            _check(url, bodies)
+            load(url, bodies, 1, connections, threads)  # warm-up: imports, caches, the first connections
         for number in range(rounds):
             order = list(names) if number % 2 == 0 else list(reversed(names))
             for name in order:
                 if progress:
                     progress(f"HTTP throughput: round {number + 1}/{rounds}, {name} ({seconds:g} s)")
-                url, pid, body = targets[name]
+                url, pid, bodies = targets[name]
                 before = _cpu_seconds(pid)
-                rate, total, bad = load(url, body, seconds, connections, threads)
+                rate, total, bad = load(url, bodies, seconds, connections, threads)
                 after = _cpu_seconds(pid)
                 rates[name].append(rate)
                 if before is not None and after is not None and total:
                     cpu[name].append((after - before) / total * 1e6)
                 failures += bad
-    compared = ("lazytools", THREADED, SEARCH, *((other,) if other is not None else ()))
+    compared = [name for name in names if name != "bare SDK"]
     ratios = {name: [ours / bare for ours, bare in zip(rates[name], rates["bare SDK"], strict=True)]
               for name in compared}
+    load_average = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     lines = [f"## Stateless tools/call over HTTP ({VERSION}, 127.0.0.1, {generator}, {rounds} interleaved rounds of "
-             f"{seconds:g} s)",
-             f"tool called: {TOOL_CALLED}",
+             f"{seconds:g} s; load average at the end {load_average})",
+             f"tool called: {TOOL_CALLED}; search_tools: {len(FRESH_QUERIES)} requests in turn, each ranked afresh",
+             "bare SDK: Server.streamable_http_app(stateless_http=True, json_response=True) under uvicorn, "
+             f"loop {_same_loop()}; lazytools: its defaults (learning on)",
              f"lazytools / bare SDK, median of {rounds} rounds: {statistics.median(ratios['lazytools']):.2f}x",
              *(f"{name:>10}: " + ", ".join(f"{rate:,.0f}" for rate in values) + " req/s"
                f" (median {statistics.median(values):,.0f})" for name, values in rates.items())]
-    labels = [("lazytools", "lazytools / bare"), (THREADED, "tool in a thread / bare"), (SEARCH, "search_tools / bare")]
-    if other is not None:
-        labels.append((other, f"{other} / bare"))
-    for name, label in labels:
-        lines.append(f"{label}, per round: " + ", ".join(f"{ratio:.2f}x" for ratio in ratios[name])
+    labels = {"lazytools": "lazytools / bare", THREADED: "tool in a thread / bare",
+              SEARCH: "search_tools / bare", NO_LEARN: "lazytools --no-learn / bare"}
+    for name in compared:
+        lines.append(f"{labels.get(name, f'{name} / bare')}, per round: "
+                     + ", ".join(f"{ratio:.2f}x" for ratio in ratios[name])
                      + f" (median {statistics.median(ratios[name]):.2f}x, spread {min(ratios[name]):.2f}-"
-                     f"{max(ratios[name]):.2f})")
+                     f"{max(ratios[name]):.2f}; min / median / max {_spread(ratios[name], 'x', 2)})")
     if all(cpu.values()):
         medians = {name: statistics.median(values) for name, values in cpu.items()}
         lines.append("server CPU per request: " + "; ".join(
             f"{name} " + ", ".join(f"{v:.0f}" for v in values) + " µs" for name, values in cpu.items()))
-        lines.append("bare / lazytools by CPU (throughput on an idle core): "
-                     f"{medians['bare SDK'] / medians['lazytools']:.2f}x; tool in a thread "
-                     f"{medians['bare SDK'] / medians[THREADED]:.2f}x; search_tools "
-                     f"{medians['bare SDK'] / medians[SEARCH]:.2f}x"
-                     + (f"; {other} {medians['bare SDK'] / medians[other]:.2f}x" if other is not None else ""))
+        lines.append("server CPU per request, min / median / max: " + "; ".join(
+            f"{name} {_spread(values, ' µs')}" for name, values in cpu.items()))
+        lines.append("bare / lazytools by CPU (throughput on an idle core): " + "; ".join(
+            f"{labels.get(name, name).removesuffix(' / bare')} {medians['bare SDK'] / medians[name]:.2f}x"
+            for name in compared))
     lines.append(f"failed requests: {failures}")
     return "\n".join(lines)
 
@@ -300,11 +385,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the result is their median "
                         "(default 5)")
+    parser.add_argument("--no-learn", action="store_true", help="also load a lazytools with --no-learn, in the "
+                        "same rounds (what learning from use costs)")
     parser.add_argument("--compare-with", type=Path, metavar="TREE", help="a second lazytools source tree (e.g. an "
                         "export of main) served beside this one and loaded in the same rounds")
     parser.add_argument("--compare-call", choices=("invoke", "search"), default="invoke",
                         help="what the second tree is loaded with: invoke_tool of the trivial tool (default) or "
-                        "search_tools, to compare with the search_tools line")
+                        "search_tools with fresh queries, to compare with the search_tools line")
     parser.add_argument("--serve-bare", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_bare is not None:
@@ -312,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(throughput_benchmarks(args.seconds, args.connections, args.rounds, args.threads,
                                 progress=lambda line: print(line, file=sys.stderr, flush=True),
-                                compare_with=args.compare_with, compare_call=args.compare_call))
+                                compare_with=args.compare_with, compare_call=args.compare_call,
+                                no_learn=args.no_learn))
     return 0
 
 

@@ -133,8 +133,24 @@ def test_the_throughput_comparison_runs_both_servers_with_no_failed_request() ->
     assert "failed requests: 0" in report
     assert re.search(r"^lazytools / bare, per round: \d+\.\d\dx", report, flags=re.M)
     assert re.search(r"^tool in a thread / bare, per round: \d+\.\d\dx", report, flags=re.M)
+    assert re.search(r"^search_tools / bare, per round: \d+\.\d\dx.*min / median / max [\d.]+ / [\d.]+ / [\d.]+x\)$",
+                     report, flags=re.M)
     assert re.search(r"^lazytools / bare SDK, median of 2 rounds: \d+\.\d\dx$", report, flags=re.M)
-    assert "tool called: convert_temperature" in report
+    assert "tool called: convert_temperature" in report and "lazytools: its defaults (learning on)" in report
+    assert "stateless_http=True, json_response=True" in report and "load average at the end" in report
+
+
+def test_the_throughput_benchmark_asks_search_tools_fresh_requests_with_learning_on() -> None:
+    """Every search_tools request of a round is ranked afresh: more distinct requests than an index keeps answers
+    for, asked in turn; and lazytools runs as shipped, learning on (into the benchmark's own cache directory)."""
+    from benchmarks.http_throughput import FRESH_QUERIES, SEARCH_CALLS, _lazytools_command
+    from lazytools.search.index import RECENT_QUERIES
+
+    assert len(set(FRESH_QUERIES)) == len(FRESH_QUERIES) > 2 * RECENT_QUERIES
+    assert [call["params"]["arguments"]["query"] for call in SEARCH_CALLS] == list(FRESH_QUERIES)
+    shipped = _lazytools_command(1, Path("/tmp/x"))
+    assert "--no-learn" not in shipped and shipped[shipped.index("--cache-dir") + 1] == "/tmp/x"
+    assert "--no-learn" in _lazytools_command(1, Path("/tmp/x"), learn=False)
 
 
 @pytest.mark.process

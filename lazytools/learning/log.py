@@ -1,16 +1,17 @@
-"""The usage log: records go to a bounded queue, and one writer thread counts them into the prior and writes
-them to the store, so nothing of it runs on the event loop; it reads the store's history first, and with a store
-replicas share, what the others recorded since."""
+"""The usage log: the request path appends each record to a bounded queue and nothing more; one writer thread
+makes it storable (a shared store's session hash, the bounds on its text), counts it into the prior and writes it
+to the store in batches, so none of that runs on the event loop; it reads the store's history first, and with a
+store replicas share, what the others recorded since."""
 
 from __future__ import annotations
 
 import atexit
 import hashlib
 import logging
-import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -20,12 +21,17 @@ from .prior import UsagePrior
 from .records import MAX_REQUEST_CHARS, MAX_SEARCH_TERMS, CallRecord, Record, SearchRecord, UsageStore
 from .view import PriorView
 
-__all__ = ["QUEUE_LIMIT", "UsageLog"]
+__all__ = ["BATCH_LIMIT", "BATCH_SECONDS", "QUEUE_LIMIT", "UsageLog"]
 
 logger = logging.getLogger("lazytools.usage")
 
 QUEUE_LIMIT = 10_000
 """Records waiting for the writer thread; past it new ones are dropped (and said so once)."""
+BATCH_SECONDS = 0.25
+"""How long the writer thread, woken by a record, lets more arrive before it counts and writes them: a burst of
+calls is one write to the store (one transaction), not one each; `flushed` and `close` do not wait for it."""
+BATCH_LIMIT = 500
+"""Records written to the store at once, at most."""
 
 _STOP = object()
 
@@ -67,7 +73,12 @@ class UsageLog:
                 self.failed = True
         self.keep_requests = keep_requests
         self._open_store = open_store
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=QUEUE_LIMIT)
+        self._pending: deque[object] = deque()
+        """Records (and the writer's orders: a flush's event, the stop) in arrival order. An append is all the
+        request path does: no lock is taken, and the writer is woken only when it is not awake already."""
+        self._wake = threading.Event()
+        self._urgent = threading.Event()
+        """Set with a flush or a stop: the writer does not wait for the batch to fill."""
         self._thread: threading.Thread | None = None
         self._started = threading.Lock()
         self._dropped = False
@@ -81,6 +92,10 @@ class UsageLog:
         """Set once the store's history is in the prior, or the first attempt to read it failed."""
         self.stored = 0
         """Records written to the store so far (tests, the command line)."""
+        self.dropped = 0
+        """Records dropped because the queue was full."""
+        self.batches = 0
+        """Writes to the store so far (each of up to BATCH_LIMIT records)."""
 
     @property
     def paused(self) -> bool:
@@ -110,8 +125,26 @@ class UsageLog:
         return self.prior.seen_by(self.stored_source(source))
 
     def record(self, record: Record) -> None:
+        """Queue `record` for the writer thread (never blocks, never raises): the request path's whole share of
+        learning. Past QUEUE_LIMIT waiting records it is dropped, said once."""
         if self.failed or not self._keyed:
             return  # a shared store's key is not known yet: terms hashed now would match nobody's
+        if self._thread is None:
+            self.start()
+        pending = self._pending
+        if len(pending) >= QUEUE_LIMIT:
+            self.dropped += 1
+            if not self._dropped:
+                self._dropped = True
+                logger.warning("usage records are arriving faster than they are written: some are dropped")
+            return
+        pending.append(record)
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def _storable(self, record: Record) -> Record:
+        """`record` as the store keeps it (on the writer thread): a shared store's session as a keyed hash, a
+        search's terms and text bounded."""
         if self.shared:
             # Other replicas' operators read this store: a session is known by a keyed hash of its id (the id is
             # a credential of the live session), the same on every replica that serves it.
@@ -121,35 +154,29 @@ class UsageLog:
             request = record.request[:MAX_REQUEST_CHARS] if self.keep_requests and record.request else None
             record = SearchRecord(record.id, record.at, record.session, record.terms[:MAX_SEARCH_TERMS],
                                   record.returned, record.enabled, request)
-        self.start()
-        try:
-            self._queue.put_nowait(record)
-        except queue.Full:
-            if not self._dropped:
-                self._dropped = True
-                logger.warning("usage records are arriving faster than they are written: some are dropped")
+        return record
 
     def flushed(self, timeout: float = 10.0) -> bool:
         """Wait until every record queued so far is counted into the prior and written, or dropped for a paused
         store (tests, the command line); False on timeout."""
-        done = threading.Event()
         if self._thread is None or self.failed:
             return True
-        try:
-            self._queue.put(done, timeout=timeout)
-        except queue.Full:
-            return False
+        done = threading.Event()
+        self._order(done)
         return done.wait(timeout)
 
     def close(self, timeout: float = 5.0) -> None:
         thread = self._thread
         if thread is None or not thread.is_alive():
             return
-        try:
-            self._queue.put(_STOP, timeout=timeout)
-        except queue.Full:
-            return
+        self._order(_STOP)
         thread.join(timeout)
+
+    def _order(self, order: object) -> None:
+        """Queue an order for the writer (past the records already queued), to be carried out without waiting."""
+        self._pending.append(order)
+        self._urgent.set()
+        self._wake.set()
 
     def _run(self) -> None:
         try:
@@ -256,6 +283,7 @@ class UsageLog:
             self._failed(exc)
             return
         self.stored += len(batch)
+        self.batches += 1
         self._answered()
 
     def _catch_up(self, store: UsageStore) -> None:
@@ -281,36 +309,44 @@ class UsageLog:
     def _write_until_stopped(self, store: UsageStore) -> None:
         next_poll = time.monotonic() + self.poll
         while True:
-            try:
-                item = self._queue.get(timeout=max(0.0, next_poll - time.monotonic())) if self.shared \
-                    else self._queue.get()
-            except queue.Empty:
-                item = None
-            batch: list[Record] = []
-            waiters: list[threading.Event] = []
-            stop = False
-            while True:
-                if item is _STOP:
-                    stop = True
-                elif isinstance(item, threading.Event):
-                    waiters.append(item)
-                elif isinstance(item, (SearchRecord, CallRecord)):
-                    batch.append(item)
-                if len(batch) >= 500:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            for record in batch:
-                self._learn(self.prior, record)
-            if batch:
-                self._write(store, batch)
+            self._wake.wait(max(0.0, next_poll - time.monotonic()) if self.shared else None)
+            if self._pending and not self._urgent.is_set():
+                self._urgent.wait(BATCH_SECONDS)  # a burst's records arrive meanwhile: one batch, one write
+            # Cleared before the queue is read: whatever arrives after this wakes the thread again.
+            self._wake.clear()
+            self._urgent.clear()
+            stop = self._drain(store)
             if self.shared and time.monotonic() >= next_poll:
                 self._catch_up(store)
                 next_poll = time.monotonic() + self.poll
-            for waiter in waiters:
-                waiter.set()
             if stop:
                 return
 
+    def _drain(self, store: UsageStore) -> bool:
+        """Count and write what is queued now, in batches of BATCH_LIMIT; set the flushes' events after; whether
+        the stop was ordered."""
+        pending = self._pending
+        batch: list[Record] = []
+        waiters: list[threading.Event] = []
+        stop = False
+        for _ in range(len(pending)):  # what is queued now; a record queued later wakes the thread again
+            item = pending.popleft()
+            if item is _STOP:
+                stop = True
+            elif isinstance(item, threading.Event):
+                waiters.append(item)
+            elif isinstance(item, (SearchRecord, CallRecord)):
+                batch.append(self._storable(item))
+                if len(batch) >= BATCH_LIMIT:
+                    self._take(store, batch)
+                    batch = []
+        if batch:
+            self._take(store, batch)
+        for waiter in waiters:
+            waiter.set()
+        return stop
+
+    def _take(self, store: UsageStore, batch: list[Record]) -> None:
+        for record in batch:
+            self._learn(self.prior, record)
+        self._write(store, batch)
