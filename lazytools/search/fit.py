@@ -147,14 +147,14 @@ def background_requests() -> tuple[str, ...]:
 
 
 _BACKGROUND: dict[tuple[str, int], Vectors] = {}
-"""The background requests' vectors per embedder (name, dimensions): embedded once per process."""
+"""The background requests' vectors per embedder (fingerprint, dimensions): embedded once per process."""
 
 
 def background_floor(embedder: Embedder, vectors: Vectors, quantile: float) -> npt.NDArray[np.float32]:
     """Each tool's background floor: the cosine to its vector (a row of `vectors`, by `embedder`) that `quantile`
     of the background requests stay under. Embeds the background once per embedder and process (a second or so
     of CPU), then one matrix product: call it where the tools are embedded, off the event loop."""
-    key = (embedder.name, embedder.dimensions)
+    key = (embedder.fingerprint, embedder.dimensions)
     known = _BACKGROUND.get(key)
     if known is None:
         known = _BACKGROUND[key] = embed_finite(embedder, list(background_requests()))
