@@ -3,14 +3,15 @@
     python -m benchmarks.nothingfits [--semantic] [--signals FILE] [--from FILE] [--metatool DIR] [--toolalpaca DIR]
 
 Every request of the in-scope sets (the dev sets, MetaTool, ToolAlpaca, RestBench) and of the out-of-scope sets
-(benchmarks/data/multiserver/outofscope.jsonl for the dev catalog, benchmarks/data/bundled/outofscope.jsonl for the
-bundled examples) is searched once as `lazytools eval` serves it with "nothing fits" off: its R@5 and its evidence
-(`search.fit`: lexical, and the encoder's cosine in semantic mode) are kept (`--signals FILE` writes them,
-`--from FILE` reads them back instead of searching). Then:
+(`OUTSIDE`: benchmarks/data/multiserver/outofscope.jsonl for the dev catalog, benchmarks/data/bundled/outofscope.jsonl
+for the bundled examples, and the held-out ones, benchmarks/data/bundled/heldout.jsonl and
+benchmarks/data/toolalpaca/outofscope.jsonl) is searched once as `lazytools eval` serves it with "nothing fits"
+off: its R@5 and its evidence (`search.fit`: lexical, and in semantic mode the encoder's cosine, gap and lift) are
+kept (`--signals FILE` writes them, `--from FILE` reads them back instead of searching). Then:
 
 - the thresholds are chosen on the even halves: the ones that say "nothing fits" for the most out-of-scope
   requests while the R@5 of every calibration set (the dev sets together, MetaTool, ToolAlpaca) loses at most
-  MAX_LOSS; RestBench and the bundled catalog's requests are never used to choose;
+  MAX_LOSS; RestBench, the bundled catalog's requests and the held-out ones are never used to choose;
 - the table gives, per half, the share of out-of-scope requests for which nothing is enabled, and every in-scope
   set's R@5 before and after, with the thresholds chosen and with the shipped ones (`DEFAULT_FIT`).
 A request judged unfit gets nothing, so its R@5 becomes 0: what a wrongly refused request costs as served.
@@ -44,6 +45,15 @@ MAX_LOSS = 0.01
 CALIBRATION = ("dev", "metatool", "toolalpaca")
 """The in-scope sets thresholds are chosen on (their even halves); the others are checks only."""
 OFF = FitConfig(enabled=False)
+OUTSIDE = {
+    "dev": (DATA / "outofscope.jsonl",),
+    "toolalpaca": (HERE / "toolalpaca" / "outofscope.jsonl",),
+    "bundled": (HERE / "bundled" / "outofscope.jsonl", HERE / "bundled" / "heldout.jsonl"),
+}
+"""Each catalog's out-of-scope requests (the file's stem names the set). Only the dev catalog's even half is used
+to choose; ToolAlpaca's and the bundled catalog's `heldout` were written (and committed) before any search ran on
+them and are never used to choose: the held-out check."""
+HELD_OUT = (("toolalpaca", "outofscope"), ("bundled", "heldout"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +69,7 @@ class Row:
     second: float = 0.0
     coverage: float = 0.0
     gap: float | None = None
+    lift: float | None = None
 
 
 def _out_of_scope(path: Path, half: str) -> list[tuple[str, str]]:
@@ -71,7 +82,9 @@ def _bundled(semantic: bool) -> tuple[object, object]:
     from lazytools.catalog import Catalog
 
     catalog = bundled_catalog(Path(tempfile.mkdtemp()), Catalog())
-    return catalog, build_index(catalog, semantic=semantic, servers=catalog.about())
+    index = build_index(catalog, semantic=semantic, servers=catalog.about())
+    index.measure_floors()  # the lift is measured here though the shipped rule does not weigh it
+    return catalog, index
 
 
 def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> Iterable[Row]:
@@ -90,6 +103,7 @@ def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> I
         beside = servers_beside(tools)
         loaded = load_jsonl_catalog(tools, servers=read_servers(beside) if beside is not None else None)
         index = build_index(loaded.catalog, semantic=semantic, servers=loaded.catalog.about())
+        index.measure_floors()  # the lift is measured here though the shipped rule does not weigh it
         search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids, fit=OFF)
         for set_name, path, every in sets:
             for half in HALVES:
@@ -98,22 +112,23 @@ def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> I
                     returned = set(search(query.query).returned[:LIMIT])
                     recall = sum(1 for needed in query.relevant if needed & returned) / len(query.relevant)
                     yield _row(name, set_name, half, query.id, recall, evidence)
-        if name == "dev":
+        for outside in OUTSIDE.get(name, ()):
             for half in HALVES:
-                for qid, text in _out_of_scope(DATA / "outofscope.jsonl", half):
-                    yield _row(name, "outofscope", half, qid, None, index.find(text, limit=LIMIT).evidence)
+                for qid, text in _out_of_scope(outside, half):
+                    yield _row(name, outside.stem, half, qid, None, index.find(text, limit=LIMIT).evidence)
     print("searching the bundled examples ...", file=sys.stderr, flush=True)
     _, bundled = _bundled(semantic)
-    for half in HALVES:
-        for qid, text in _out_of_scope(HERE / "bundled" / "outofscope.jsonl", half):
-            yield _row("bundled", "outofscope", half, qid, None, bundled.find(text, limit=LIMIT).evidence)  # type: ignore[attr-defined]
+    for outside in OUTSIDE["bundled"]:
+        for half in HALVES:
+            for qid, text in _out_of_scope(outside, half):
+                yield _row("bundled", outside.stem, half, qid, None, bundled.find(text, limit=LIMIT).evidence)  # type: ignore[attr-defined]
 
 
 def _row(catalog: str, name: str, half: str, qid: str, recall: float | None, evidence: Evidence | None) -> Row:
     if evidence is None:  # nothing matched at all: no tool is returned either way
         return Row(catalog, name, half, qid, recall, 0.0, None)
     return Row(catalog, name, half, qid, recall, evidence.lexical, evidence.cosine, evidence.second,
-               evidence.coverage, evidence.gap)
+               evidence.coverage, evidence.gap, evidence.lift)
 
 
 def _fits(row: Row, fit: FitConfig) -> bool:
@@ -158,9 +173,9 @@ def choose(rows: Sequence[Row], semantic: bool) -> FitConfig:
     return best[1]
 
 
-WEIGHED = ("lexical", "cosine", "gap")
-"""The evidence the semantic rule may weigh when choosing (the others measured too separated nothing more on the
-odd halves; docs/search-log.md)."""
+WEIGHED = ("lexical", "gap", "lift")
+"""The evidence the semantic rule may weigh when choosing (the raw cosine, `second` and `coverage` separated nothing
+more on the odd halves; docs/search-log.md, rounds 4b and 4c)."""
 WEIGHT_STEP = 0.05
 
 
@@ -187,11 +202,18 @@ def _share(outside: Sequence[Row], fit: FitConfig) -> float:
 
 def _evidence(row: Row) -> Evidence:
     return Evidence(row.lexical, row.cosine, embedder=DEFAULT_EMBEDDER if row.cosine is not None else None,
-                    second=row.second, coverage=row.coverage, gap=row.gap)
+                    second=row.second, coverage=row.coverage, gap=row.gap, lift=row.lift)
+
+
+def _outside(rows: Sequence[Row], sets: Sequence[tuple[str, str]]) -> list[Row]:
+    return [r for r in rows if r.recall is None and (r.catalog, r.name) in sets]
+
+
+OUTSIDE_COLUMNS = {"dev": (("dev", "outofscope"),), "bundled": (("bundled", "outofscope"),), "held out": HELD_OUT}
 
 
 def table(rows: Sequence[Row], fits: dict[str, FitConfig]) -> str:
-    lines = ["| thresholds | half | out of scope: nothing enabled (dev / bundled) | "
+    lines = ["| thresholds | half | out of scope: nothing enabled (" + " / ".join(OUTSIDE_COLUMNS) + ") | "
              + " | ".join(f"{name} R@5 before → after" for name in ("dev", "metatool", "toolalpaca", "restbench"))
              + " |", "|" + "---|" * 7]
     for label, fit in fits.items():
@@ -199,8 +221,8 @@ def table(rows: Sequence[Row], fits: dict[str, FitConfig]) -> str:
             part = [r for r in rows if r.half == half]
             cells = [label, half]
             shares = []
-            for catalog in ("dev", "bundled"):
-                outside = [r for r in part if r.recall is None and r.catalog == catalog]
+            for sets in OUTSIDE_COLUMNS.values():
+                outside = _outside(part, sets)
                 shares.append(f"{sum(not _fits(r, fit) for r in outside) / len(outside):.2f} ({len(outside)})"
                               if outside else "-")
             cells.append(" / ".join(shares))

@@ -320,17 +320,22 @@ def test_long_requests_are_distinct_and_measured_as_served(tmp_path: Path) -> No
 
 
 def test_nothing_fits_thresholds_are_chosen_on_even_halves_within_the_loss() -> None:
-    from benchmarks.nothingfits import Row, choose, table
+    from benchmarks.nothingfits import HELD_OUT, OUTSIDE, Row, choose, table
 
     rows = [Row(catalog, "s", half, f"{catalog}{n}", 1.0, 0.2 + n / 100, None)
             for catalog in ("dev", "metatool", "toolalpaca") for half in ("even", "odd") for n in range(50)]
     rows += [Row("dev", "outofscope", half, f"o{n}", None, 0.05 + n / 100, None)
              for half in ("even", "odd") for n in range(20)]
-    chosen = choose(rows, semantic=False)
+    held_out = [Row(catalog, name, half, f"h{catalog}{n}", None, 0.9, None) for catalog, name in HELD_OUT
+                for half in ("even", "odd") for n in range(4)]
+    chosen = choose(rows + held_out, semantic=False)
     # Refusing requests at 0.2 or above would cost every in-scope set 1/50 (.02) of R@5: more than .01.
     assert chosen.min_lexical == 0.2 and chosen.enabled
-    text = table(rows, {"chosen": chosen})
-    assert "| chosen | even | 0.75 (20) / - | 1.000 → 1.000 |" in text
+    assert choose(rows, semantic=False) == chosen  # the held-out requests (all refused by nothing) never choose
+    text = table(rows + held_out, {"chosen": chosen})
+    assert "| chosen | even | 0.75 (20) / - / 0.00 (8) | 1.000 → 1.000 |" in text
+    assert {path.stem for paths in OUTSIDE.values() for path in paths} >= {name for _, name in HELD_OUT}
+    assert all(path.is_file() for paths in OUTSIDE.values() for path in paths)
 
 
 def test_the_semantic_rule_is_chosen_on_even_halves_and_weighs_what_separates() -> None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from lazytools.app import open_server
 from lazytools.search.fit import DEFAULT_FIT, Evidence, FitConfig, evidence_of, lexical_evidence
 
-from .conftest import Recorder, client, embedded, make_settings, text_of
+from .conftest import Recorder, client, embedded, make_settings, small_catalog, text_of
 
 OUT_OF_SCOPE = "play my workout playlist"
 """From benchmarks/data/bundled/outofscope.jsonl: no bundled tool does it (it enabled `shuffle_items`)."""
@@ -94,10 +97,16 @@ async def test_tools_named_are_enabled_even_when_the_words_fit_nothing() -> None
         assert "roll_dice" in [tool.name for tool in (await c.list_tools()).tools]
 
 
-async def test_the_proxy_surface_says_nothing_fits_too() -> None:
-    async with open_server(make_settings()) as server, client(server, mode="auto") as c:
-        answer = text_of(await c.call_tool("search_tools", {"query": OUT_OF_SCOPE}))
-        assert answer.startswith(f"No tool here fits '{OUT_OF_SCOPE}'") and "input_schema" not in answer
+@pytest.mark.parametrize(("semantic", "request_text"), [(False, OUT_OF_SCOPE), (True, OUT_OF_SCOPE_SEMANTIC)],
+                         ids=["bm25", "semantic"])
+async def test_the_proxy_surface_says_nothing_fits_too(semantic: bool, request_text: str, tmp_path: Path) -> None:
+    settings = make_settings(semantic=semantic, cache_dir=tmp_path, learn=False)
+    async with open_server(settings) as server, client(server, mode="auto") as c:
+        assert (await embedded(server.index)).semantic is semantic
+        answer = text_of(await c.call_tool("search_tools", {"query": request_text}))
+        lines = answer.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"No tool here fits '{request_text}'; no tool was enabled")
+        assert all(group.name in lines[0] for group in server.catalog.groups) and "input_schema" not in answer
 
 
 def test_the_search_command_says_what_search_tools_would(capsys: pytest.CaptureFixture[str]) -> None:
@@ -109,3 +118,91 @@ def test_the_search_command_says_what_search_tools_would(capsys: pytest.CaptureF
     assert lines[2].startswith("1. ")
     assert main(["search", "convert 5 km to miles"]) == 0
     assert capsys.readouterr().out.splitlines()[0].split()[2].startswith("convert_length")
+
+
+class _Letters:
+    """A tiny deterministic embedder for the floors' arithmetic: a text's vector counts the letters a, b, c."""
+
+    name = "letters"
+    fingerprint = "letters-1"
+    dimensions = 3
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows = np.asarray([[text.count(letter) + 1e-3 for letter in "abc"] for text in texts], dtype=np.float32)
+        unit: npt.NDArray[np.float32] = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+        return unit
+
+
+def test_a_tools_background_floor_is_the_quantile_of_the_background_requests_cosines() -> None:
+    from lazytools.search.fit import background_floor, background_requests
+
+    tools = _Letters().embed(["aaa", "bbb", "abc"])
+    floors = background_floor(_Letters(), tools, 0.9)
+    background = _Letters().embed(list(background_requests()))
+    expected = np.quantile(background @ tools.T, 0.9, axis=0)
+    assert floors.shape == (3,) and np.allclose(floors, expected, atol=1e-5)
+    assert np.all(background_floor(_Letters(), tools, 0.5) <= floors + 1e-6)
+
+
+def test_the_background_requests_are_many_varied_and_from_no_labelled_set() -> None:
+    from lazytools.search.fit import background_requests
+
+    requests = background_requests()
+    assert len(requests) >= 150 and len(set(requests)) == len(requests)
+    labelled = set()
+    for path in Path(__file__).parents[1].joinpath("benchmarks", "data").rglob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.strip() else {}
+            if isinstance(record, dict) and isinstance(record.get("query"), str):
+                labelled.add(record["query"].strip().lower())
+    assert len(labelled) > 500 and not {text.lower() for text in requests} & labelled
+
+
+def test_the_lift_is_the_request_cosine_above_the_tools_floor_at_best() -> None:
+    from lazytools.search.bm25 import BM25FPostings
+
+    bm25 = BM25FPostings([{"name": ["alpha"]}, {"name": ["beta"]}, {"name": ["gamma"]}], {"name": 1.0})
+    vectors = np.eye(3, dtype=np.float32)
+    request = np.asarray([0.9, 0.3, 0.1], dtype=np.float32)
+    # The closest tool is a hub (everyday requests come to .85 of it): the second stands out more above its own.
+    floors = np.asarray([0.85, 0.1, 0.0], dtype=np.float32)
+    everyone = np.ones(3, dtype=np.bool_)
+    evidence = evidence_of(bm25, {"alpha": 1.0}, 0, everyone, vectors, request, named=False, embedder="e",
+                           floors=floors)
+    assert evidence.lift == pytest.approx(0.3 - 0.1)
+    # Only the tools searched count; without floors (or in BM25 mode) there is no lift.
+    some = np.asarray([True, False, True])
+    assert evidence_of(bm25, {"alpha": 1.0}, 0, some, vectors, request, named=False,
+                       floors=floors).lift == pytest.approx(0.1)
+    assert evidence_of(bm25, {"alpha": 1.0}, 0, everyone, vectors, request, named=False).lift is None
+
+
+def test_a_rule_weighing_a_signal_not_measured_refuses_nothing() -> None:
+    rule = FitConfig(semantic_weights=(("lift", 1.0),), min_semantic=0.5, embedder="e")
+    assert not rule.fits(Evidence(0.0, 0.2, embedder="e", gap=0.0, lift=0.1))
+    assert rule.fits(Evidence(0.0, 0.2, embedder="e", gap=0.0, lift=0.6))
+    assert rule.fits(Evidence(0.0, 0.2, embedder="e", gap=0.0))  # an index whose floors are not there yet
+
+
+def test_a_semantic_index_has_a_floor_per_tool() -> None:
+    from lazytools.search import build_index
+
+    index = build_index(list(small_catalog()), semantic=True)
+    assert index.find("weather forecast for Paris").evidence.lift is None  # type: ignore[union-attr]  # not weighed
+    index.measure_floors()
+    evidence = index.find("weather forecast for Paris").evidence
+    assert evidence is not None and evidence.lift is not None and evidence.cosine is not None
+    assert evidence.lift < evidence.cosine
+    assert build_index(list(small_catalog())).find("weather forecast for Paris").evidence.lift is None  # type: ignore[union-attr]
+
+
+def test_an_index_measures_the_floors_only_for_a_rule_that_weighs_the_lift() -> None:
+    """The floors cost a pass over the background requests per process and per build: the shipped rule does not
+    weigh the lift, so a semantic index has none until a benchmark asks for them."""
+    from lazytools.search.index import SearchIndex
+
+    assert not DEFAULT_FIT.weighs("lift") and DEFAULT_FIT.weighs("gap")
+    index = SearchIndex(list(small_catalog()), embedder=_Letters())
+    assert index._floors is None
+    index.measure_floors()
+    assert index._floors is not None and index._floors.shape == (len(index.entries),)

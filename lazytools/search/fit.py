@@ -12,6 +12,15 @@ scales that depend neither on the catalog's size nor on the request's length:
   tools. A raw cosine has a scale of its own per request (a long or generic request is near everything); how far
   one tool stands out from the request's own near neighbours is what says a tool was meant. The raw cosine, the
   second strongest shared term and the share of the request's term mass the best tool holds are measured too.
+- lift (with the semantic extra): how far the request's cosine to a tool stands above what everyday requests get
+  for that same tool, at best over the tools searched. Each tool's *background floor* is the cosine that
+  `FitConfig.background_quantile` of a fixed set of varied requests (`data/fit_background.json`, written for this
+  and catalog-independent) stay under; it is computed once per index build, off the event loop. A raw cosine is not
+  comparable across tools: a tool near everything (a hub: a generic "search" or "fetch") is near an out-of-scope
+  request too, and the floor takes that away, tool by tool. Measured, not weighed by the shipped rule: it refuses
+  far more out-of-scope requests on catalogs no rule was chosen on, but a tool that answers anything (Wolfram
+  Alpha's short answers, a dictionary) has a high floor, so general questions it does answer are refused too
+  (docs/search-log.md, "Round 4c").
 
 BM25 mode compares the lexical evidence with a threshold; semantic mode a weighted sum of the evidence (weights as
 data in `FitConfig`). Both were chosen on the even halves of in-scope sets against requests written to be out of
@@ -24,20 +33,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from .embedders import embed_finite
+from .tables import table
+
 if TYPE_CHECKING:
     from .bm25 import BM25FPostings
-    from .embedders import Vectors
+    from .embedders import Embedder, Vectors
 
-__all__ = ["DEFAULT_FIT", "SIGNALS", "Evidence", "FitConfig", "evidence_of", "lexical_evidence"]
+__all__ = ["DEFAULT_FIT", "SIGNALS", "Evidence", "FitConfig", "background_floor", "background_requests",
+           "evidence_of", "lexical_evidence"]
 
 
-SIGNALS = ("lexical", "cosine", "gap", "second", "coverage")
+SIGNALS = ("lexical", "cosine", "gap", "second", "coverage", "lift")
 """The evidence a semantic rule may weigh (the fields of `Evidence`)."""
 
 
@@ -52,6 +65,9 @@ class FitConfig:
     """Semantic mode: a request fits when this weighted sum of its evidence (names from `SIGNALS`) ..."""
     min_semantic: float = 0.1339
     """... reaches this (0: every request fits)."""
+    background_quantile: float = 0.9
+    """Each tool's background floor is the cosine this share of the background requests stay under (read when an
+    index computes its floors, as it embeds its tools: `background_floor`)."""
     embedder: str = "minilm+wordllama"
     """The embedder the semantic rule was chosen for (named, not the default's name: a new default must be measured
     first): each embedder's cosines have a scale of their own, so with another one no request is refused in
@@ -69,7 +85,14 @@ class FitConfig:
             return evidence.lexical >= self.min_lexical
         if evidence.embedder != self.embedder:
             return True
+        if any(getattr(evidence, name) is None for name, weight in self.semantic_weights if weight):
+            return True  # a signal the rule weighs is not measured here (an index without floors yet)
         return self.semantic_score(evidence) >= self.min_semantic
+
+    def weighs(self, signal: str) -> bool:
+        """Whether the semantic rule gives `signal` a weight (an index computes the floors only for a rule that
+        weighs the lift: they cost a second of CPU per process and some per build)."""
+        return any(name == signal and weight for name, weight in self.semantic_weights)
 
     def semantic_score(self, evidence: Evidence) -> float:
         """The weighted sum of `evidence` the semantic rule compares with `min_semantic`."""
@@ -94,26 +117,57 @@ class Evidence:
     gap: float | None = None
     """The closest cosine minus the median of the GAP_AMONG closest (semantic mode only): how far the closest tool
     stands out from the request's other near tools, on a scale of that request and catalog."""
+    lift: float | None = None
+    """The most any tool searched has of the request's cosine above its background floor (semantic mode, once the
+    index has its floors): above 0, the request is nearer that tool than nearly all everyday requests are."""
 
 
 def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, candidates: npt.NDArray[np.bool_],
                 vectors: Vectors | None, request: Vectors | None, *, named: bool,
-                embedder: str | None = None) -> Evidence:
+                embedder: str | None = None, floors: npt.NDArray[np.float32] | None = None) -> Evidence:
     """The evidence for a request scored with the weighted `terms`, whose best-ranked tool is at position `best`;
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
-    cosine, before any lift by server)."""
+    cosine, before any lift by server), and with each tool's background `floors` (`background_floor`) the lift."""
     ranked, holds = _ranked(terms, bm25.idf), partial(bm25.holds, best)
     lexical = _strongest(ranked, holds, bm25.size)
     if lexical < 1.0 and (bm25.size < MIN_CATALOG or _about_the_catalog(terms, bm25, best)):
         lexical = 1.0
     second, coverage = _mass(ranked[:MASS_TERMS], holds, bm25.size)
-    cosine = gap = None
+    cosine = gap = lift = None
     if vectors is not None and request is not None and candidates.any():
-        cosines = np.einsum("ij,j->i", vectors, request)[candidates]
+        every = np.einsum("ij,j->i", vectors, request)
+        cosines = every[candidates]
         cosine = float(cosines.max())
         top = np.partition(cosines, -GAP_AMONG)[-GAP_AMONG:] if cosines.size > GAP_AMONG else cosines
         gap = cosine - float(np.median(top))
-    return Evidence(lexical, cosine, named, embedder if cosine is not None else None, second, coverage, gap)
+        if floors is not None and floors.shape == every.shape:
+            lift = float((every - floors)[candidates].max())
+    return Evidence(lexical, cosine, named, embedder if cosine is not None else None, second, coverage, gap, lift)
+
+
+@cache
+def background_requests() -> tuple[str, ...]:
+    """The fixed, catalog-independent requests each tool's background floor is measured against."""
+    return tuple(str(text) for text in table("fit_background")["requests"])
+
+
+_BACKGROUND: dict[tuple[str, int], Vectors] = {}
+"""The background requests' vectors per embedder (fingerprint, dimensions): embedded once per process."""
+
+
+def background_floor(embedder: Embedder, vectors: Vectors, quantile: float) -> npt.NDArray[np.float32]:
+    """Each tool's background floor: the cosine to its vector (a row of `vectors`, by `embedder`) that `quantile`
+    of the background requests stay under. Embeds the background once per embedder and process (a second or so
+    of CPU), then one matrix product: call it where the tools are embedded, off the event loop."""
+    key = (embedder.fingerprint, embedder.dimensions)
+    known = _BACKGROUND.get(key)
+    if known is None:
+        known = _BACKGROUND[key] = embed_finite(embedder, list(background_requests()))
+    if not len(vectors):
+        return np.zeros(0, dtype=np.float32)
+    floors: npt.NDArray[np.float32] = np.quantile(np.einsum("ij,kj->ki", vectors, known), quantile,
+                                                  axis=0).astype(np.float32)
+    return floors
 
 
 def _ranked(terms: Mapping[str, float], idf: Mapping[str, float]) -> list[tuple[float, str]]:

@@ -31,7 +31,7 @@ from .config import DEFAULT, RankingConfig
 from .copies import first_copies
 from .documents import RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
-from .fit import Evidence, evidence_of
+from .fit import DEFAULT_FIT, Evidence, background_floor, evidence_of
 from .fusion import ScoreArray
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
@@ -131,6 +131,8 @@ class SearchIndex:
         self._recent: RecentAnswers[Results] = RecentAnswers(RECENT_QUERIES)
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None
+        self._floors: npt.NDArray[np.float32] | None = None
+        """Each tool's background floor (`fit.background_floor`), computed with the vectors."""
         if embedder is not None:
             self.use_embeddings(embedder, embed_finite(embedder, self.embedding_texts()))
 
@@ -161,11 +163,21 @@ class SearchIndex:
     def embedding_texts(self) -> list[str]:
         return [embedding_text(entry) for entry in self.entries]
 
+    def measure_floors(self, quantile: float = DEFAULT_FIT.background_quantile) -> None:
+        """Each tool's background floor, so that a search's evidence has its lift (`fit`); done as the vectors come
+        when the shipped rule weighs the lift, else only when asked (a benchmark weighing other rules)."""
+        if self.embedder is not None and self._vectors is not None:
+            self._floors = background_floor(self.embedder, self._vectors, quantile)
+            self._recent.clear()
+
     def use_embeddings(self, embedder: Embedder, vectors: Vectors) -> None:
         """Fuse `embedder`'s similarity from now on; `vectors` are those of `embedding_texts()`, in order.
         Safe while other threads search: the embedder is set before the vectors that switch fusion on."""
         if vectors.shape != (len(self.entries), embedder.dimensions):
             raise ValueError(f"{vectors.shape} vectors for {len(self.entries)} tools of {embedder.dimensions}")
+        self._floors = None
+        if DEFAULT_FIT.weighs("lift"):
+            self._floors = background_floor(embedder, vectors, DEFAULT_FIT.background_quantile)
         self.embedder = embedder
         self._vectors = vectors
         self._recent.clear()  # answers given by BM25 alone (a search running now keys its answer as such)
@@ -245,7 +257,8 @@ class SearchIndex:
         embedder = self.embedder if ranking.request is not None else None
         evidence = evidence_of(self._bm25, query.terms.weights, picked[0], ranking.candidates, self._vectors,
                                ranking.request, named=bool(query.named),
-                               embedder=embedder.name if embedder is not None else None) if picked else None
+                               embedder=embedder.name if embedder is not None else None,
+                               floors=self._floors) if picked else None
         measured = bool(ranking.need_similarities) if needs is None else needs
         if not measured:
             return Results(hits, evidence=evidence)
