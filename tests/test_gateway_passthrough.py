@@ -154,21 +154,32 @@ async def test_a_call_that_keeps_reporting_progress_outlives_its_timeout(tmp_pat
 
 
 async def test_progress_does_not_extend_a_call_past_the_ceiling(tmp_path: Path, upstream: str) -> None:
-    async with upstream_entry(upstream, timeout=0.5) as entry:
-        async with opened(tmp_path, {"feat": entry}, call_timeout_ceiling=0.8) as o:
-            with pytest.raises(UpstreamTimeoutError, match="ran past the ceiling of 0.8 s"):
-                await o.catalog.get("feat__slow_count").call({"steps": 50, "delay": 0.1})
+    # Each progress (every 0.1 s) moves the 5 s deadline on; the call would go on for 100 s but for the 8 s
+    # ceiling. The 5 s is far above the gaps between progress even on a loaded machine (0.5 s was not always).
+    async with upstream_entry(upstream, timeout=5) as entry:
+        async with opened(tmp_path, {"feat": entry}, call_timeout_ceiling=8) as o:
+            with pytest.raises(UpstreamTimeoutError, match="ran past the ceiling of 8 s"):
+                await o.catalog.get("feat__slow_count").call({"steps": 1000, "delay": 0.1})
 
 
 @both_surfaces
 async def test_a_cancelled_request_cancels_the_upstream_call(tmp_path: Path, upstream: str, surface: str) -> None:
     async with front(tmp_path, upstream, surface) as f:
-        with anyio.move_on_after(0.5):
-            await f.call("wait_forever")
+
+        async def counts() -> str:
+            return text_of(await f.call("cancelled"))
+
+        async def upstream_runs_it() -> bool:
+            return await counts() == "0 cancelled of 1 started"
 
         async def upstream_saw_it() -> bool:
-            return text_of(await f.call("cancelled")) == "1"
+            return await counts() == "1 cancelled of 1 started"
 
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(f.call, "wait_forever")
+            # Cancelled once the upstream runs it (a fixed 0.5 s could end it before it got there on a busy machine)
+            await eventually(upstream_runs_it)
+            tg.cancel_scope.cancel()
         await eventually(upstream_saw_it)
 
 
