@@ -50,14 +50,14 @@ async def served(tmp_path: Any = None, **overrides: Any) -> AsyncIterator[Served
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
         settings = make_settings(transport="http", port=port, auth_issuer=idp.issuer, auth_audience=base + "/mcp",
-                                 auth_scopes=["tools"], auth_fetch_timeout=2.0, **overrides)
+                                 auth_scopes=["tools"], auth_fetch_timeout=60.0, **overrides)
         server = build_server(small_catalog(), settings)
         async with running_http(build_app(server, settings), port=port):
             yield Served(idp, base + "/mcp", base)
 
 
 def verifier(idp: IdP, **checks: Any) -> Verifier:
-    fetcher = Fetcher(timeout=checks.pop("timeout", 2.0), max_bytes=checks.pop("max_bytes", 64 * 1024))
+    fetcher = Fetcher(timeout=checks.pop("timeout", 60.0), max_bytes=checks.pop("max_bytes", 64 * 1024))
     issuer = Issuer(idp.issuer, fetcher, refetch_interval=checks.pop("refetch_interval", 60.0),
                     retry_interval=checks.pop("retry_interval", 5.0))
     options: dict[str, Any] = {"audience": "http://lazytools.test/mcp", "algorithms": ("RS256", "ES256"), **checks}
@@ -68,7 +68,7 @@ AUD = "http://lazytools.test/mcp"
 
 
 async def test_metadata_names_the_issuer_at_both_well_known_paths() -> None:
-    async with served() as s, httpx2.AsyncClient() as http:
+    async with served() as s, httpx2.AsyncClient(timeout=60) as http:
         for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
             answer = await http.get(s.base + path)
             assert answer.status_code == 200, path
@@ -84,14 +84,14 @@ async def test_metadata_serves_an_issuer_without_a_path_exactly_as_configured() 
     settings = make_settings(transport="http", port=port, auth_issuer="https://idp.example.com",
                              auth_audience=f"http://127.0.0.1:{port}/mcp")
     async with running_http(build_app(build_server(small_catalog(), settings), settings), port=port) as base, \
-            httpx2.AsyncClient() as http:
+            httpx2.AsyncClient(timeout=60) as http:
         body = (await http.get(base + "/.well-known/oauth-protected-resource/mcp")).json()
     assert body["authorization_servers"] == ["https://idp.example.com"]
     assert body["resource"] == f"http://127.0.0.1:{port}/mcp"
 
 
 async def test_the_documented_leeway_applies_to_exp_over_http() -> None:
-    async with served(auth_leeway=30) as s, httpx2.AsyncClient() as http:
+    async with served(auth_leeway=30) as s, httpx2.AsyncClient(timeout=60) as http:
         now = int(time.time())
         for exp, status in ((now - 10, 200), (now - 120, 401)):  # 10 s past exp is within the 30 s of skew
             token = s.idp.sign(audience=s.url, exp=exp, iat=now - 600)
@@ -103,7 +103,7 @@ async def test_the_documented_leeway_applies_to_exp_over_http() -> None:
 
 
 async def test_no_token_is_401_pointing_at_the_metadata() -> None:
-    async with served() as s, httpx2.AsyncClient() as http:
+    async with served() as s, httpx2.AsyncClient(timeout=60) as http:
         answer = await http.post(s.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                  headers={"Accept": "application/json, text/event-stream"})
         assert answer.status_code == 401
@@ -119,7 +119,7 @@ async def test_no_token_is_401_pointing_at_the_metadata() -> None:
 
 
 async def test_a_token_without_the_scope_is_403_naming_it() -> None:
-    async with served() as s, httpx2.AsyncClient() as http:
+    async with served() as s, httpx2.AsyncClient(timeout=60) as http:
         token = s.idp.sign(audience=s.url, scope="other")
         answer = await http.post(s.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                  headers={"Authorization": f"Bearer {token}"})
@@ -131,7 +131,7 @@ async def test_a_token_without_the_scope_is_403_naming_it() -> None:
 async def test_a_hand_made_token_calls_tools() -> None:
     async with served() as s:
         token = s.idp.sign(audience=s.url)
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+        async with httpx2.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {token}"}) as http:
             async with Client(streamable_http_client(s.url, http_client=http), mode="legacy") as client:
                 result = await client.call_tool("search_tools", {"query": "weather forecast"})
                 assert not result.is_error
@@ -162,7 +162,7 @@ async def test_the_sdk_client_discovers_authorizes_and_calls() -> None:
         redirect: dict[str, str] = {}
 
         async def open_browser(url: str) -> None:
-            async with httpx2.AsyncClient() as http:
+            async with httpx2.AsyncClient(timeout=60) as http:
                 answer = await http.get(url)
             assert answer.status_code == 302
             redirect.update({k: v[0] for k, v in parse_qs(urlsplit(answer.headers["location"]).query).items()})
@@ -175,7 +175,7 @@ async def test_the_sdk_client_discovers_authorizes_and_calls() -> None:
             s.url, OAuthClientMetadata(redirect_uris=["http://127.0.0.1:1/callback"], client_name="test",
                                        grant_types=["authorization_code"], token_endpoint_auth_method="none"),
             storage, redirect_handler=open_browser, callback_handler=callback)
-        async with httpx2.AsyncClient(auth=provider) as http:
+        async with httpx2.AsyncClient(timeout=60, auth=provider) as http:
             async with Client(streamable_http_client(s.url, http_client=http), mode="legacy") as client:
                 result = await client.call_tool("search_tools", {"query": "weather forecast"})
         assert not result.is_error
@@ -238,7 +238,7 @@ def _hmac_token(secret: bytes, claims: dict[str, Any], kid: str) -> str:
 
 
 async def test_bad_tokens_over_http_are_401() -> None:
-    async with served() as s, httpx2.AsyncClient() as http:
+    async with served() as s, httpx2.AsyncClient(timeout=60) as http:
         now = int(time.time())
         for token in (s.idp.sign(audience=s.url, exp=now - 120), s.idp.sign(audience="http://other.test/mcp"),
                       "x" * 200_000):

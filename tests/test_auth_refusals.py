@@ -41,7 +41,7 @@ async def test_a_flood_of_made_up_opaque_tokens_costs_a_bounded_number_of_intros
     the POSTs by the time the flood took; a repeated token is refused from memory; the session answers throughout."""
     async with served(auth_introspection_rate=2, auth_introspection_concurrency=2, **INTROSPECTION) as s:
         token = s.idp.sign(audience=s.url)
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+        async with httpx2.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {token}"}) as http, \
                 Client(streamable_http_client(s.url, http_client=http), mode="legacy") as client:
             baseline = await _pings(client, 10)
             statuses: dict[int, int] = {}
@@ -86,7 +86,7 @@ async def test_a_known_opaque_token_still_passes_when_introspection_is_on() -> N
     async with served(**INTROSPECTION) as s:
         s.idp.opaque["opaque-1"] = {"sub": "carol", "aud": s.url, "iss": s.idp.issuer, "scope": "tools",
                                     "exp": int(time.time()) + 300}
-        async with httpx2.AsyncClient(headers={"Authorization": "Bearer opaque-1"}) as http, \
+        async with httpx2.AsyncClient(timeout=60, headers={"Authorization": "Bearer opaque-1"}) as http, \
                 Client(streamable_http_client(s.url, http_client=http), mode="legacy") as client:
             result = await client.call_tool("search_tools", {"query": "weather"})
             assert not result.is_error
@@ -111,7 +111,7 @@ def _description(answer: httpx2.Response) -> str:
 ])
 async def test_a_refused_token_is_told_why(case: str, reason: str, caplog: pytest.LogCaptureFixture) -> None:
     """Before: every refusal read "a valid bearer token is required", and the log had an INFO line."""
-    async with served() as s, httpx2.AsyncClient() as http:
+    async with served() as s, httpx2.AsyncClient(timeout=60) as http:
         now = int(time.time())
         tokens: dict[str, Any] = {
             "expired": lambda: s.idp.sign(audience=s.url, exp=now - 600, iat=now - 900),
@@ -134,7 +134,7 @@ async def test_a_refused_token_is_told_why(case: str, reason: str, caplog: pytes
 
 async def test_refusals_are_logged_at_a_bounded_rate(caplog: pytest.LogCaptureFixture) -> None:
     """200 bad tokens in a row write at most the minute's ten lines (the next line counts the rest)."""
-    async with served() as s, httpx2.AsyncClient() as http:
+    async with served() as s, httpx2.AsyncClient(timeout=60) as http:
         with caplog.at_level(logging.WARNING, logger="lazytools.auth.verifier"):
             for number in range(200):
                 answer = await http.post(s.url, json=INITIALIZE, headers={**ACCEPT,
@@ -150,7 +150,7 @@ async def test_a_subject_made_to_forge_log_lines_is_escaped_in_every_line(caplog
     async with served(rate_limit=1, max_sessions_per_principal=1) as s:
         token = s.idp.sign(audience=s.url, sub=forged)
         with caplog.at_level(logging.INFO):
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with httpx2.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {token}"}) as http:
                 async with Client(streamable_http_client(s.url, http_client=http), mode="legacy") as client:
                     results = [await client.call_tool("invoke_tool", {"tool_name": "word_count",
                                                                       "arguments": {"text": "a"}})

@@ -144,31 +144,43 @@ async def test_an_oversized_progress_message_or_log_is_cut_with_a_note(tmp_path:
 @both_surfaces
 async def test_a_call_that_keeps_reporting_progress_outlives_its_timeout(tmp_path: Path, upstream: str,
                                                                          surface: str) -> None:
-    async with upstream_entry(upstream, timeout=1) as entry, front(tmp_path, upstream, surface, entry=entry) as f:
-        # 1.5 s in all, more than the timeout, with a report every 0.1 s: alive, so it completes.
-        result = await f.call("slow_count", {"steps": 15, "delay": 0.1})
-        assert not result.is_error and text_of(result) == "counted to 15"
+    # 3 s, far above the 0.1 s between reports even on a loaded machine (1 s was not always).
+    async with upstream_entry(upstream, timeout=3) as entry, front(tmp_path, upstream, surface, entry=entry) as f:
+        # 4 s in all, more than the timeout, with a report every 0.1 s: alive, so it completes.
+        result = await f.call("slow_count", {"steps": 40, "delay": 0.1})
+        assert not result.is_error and text_of(result) == "counted to 40"
         # Silent for longer than the timeout: cancelled, and the error says what happened.
-        silent = await f.call("slow_count", {"steps": 1, "delay": 2.5})
-        assert silent.is_error and "did not answer within 1 s" in text_of(silent)
+        silent = await f.call("slow_count", {"steps": 1, "delay": 6})
+        assert silent.is_error and "did not answer within 3 s" in text_of(silent)
 
 
 async def test_progress_does_not_extend_a_call_past_the_ceiling(tmp_path: Path, upstream: str) -> None:
-    async with upstream_entry(upstream, timeout=0.5) as entry:
-        async with opened(tmp_path, {"feat": entry}, call_timeout_ceiling=0.8) as o:
-            with pytest.raises(UpstreamTimeoutError, match="ran past the ceiling of 0.8 s"):
-                await o.catalog.get("feat__slow_count").call({"steps": 50, "delay": 0.1})
+    # Each progress (every 0.1 s) moves the 3 s deadline on; the call would go on for 100 s but for the 5 s
+    # ceiling. The 3 s is far above the gaps between progress even on a loaded machine (0.5 s was not always).
+    async with upstream_entry(upstream, timeout=3) as entry:
+        async with opened(tmp_path, {"feat": entry}, call_timeout_ceiling=5) as o:
+            with pytest.raises(UpstreamTimeoutError, match="ran past the ceiling of 5 s"):
+                await o.catalog.get("feat__slow_count").call({"steps": 1000, "delay": 0.1})
 
 
 @both_surfaces
 async def test_a_cancelled_request_cancels_the_upstream_call(tmp_path: Path, upstream: str, surface: str) -> None:
     async with front(tmp_path, upstream, surface) as f:
-        with anyio.move_on_after(0.5):
-            await f.call("wait_forever")
+
+        async def counts() -> str:
+            return text_of(await f.call("cancelled"))
+
+        async def upstream_runs_it() -> bool:
+            return await counts() == "0 cancelled of 1 started"
 
         async def upstream_saw_it() -> bool:
-            return text_of(await f.call("cancelled")) == "1"
+            return await counts() == "1 cancelled of 1 started"
 
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(f.call, "wait_forever")
+            # Cancelled once the upstream runs it (a fixed 0.5 s could end it before it got there on a busy machine)
+            await eventually(upstream_runs_it)
+            tg.cancel_scope.cancel()
         await eventually(upstream_saw_it)
 
 

@@ -113,7 +113,7 @@ async def test_http_advertises_list_changed_and_has_a_health_endpoint() -> None:
         assert client.server_capabilities.tools is not None
         assert client.server_capabilities.tools.list_changed is True
         assert await tool_names(client) == ["search_tools", "invoke_tool"]
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=60) as http:
             health = await http.get(url.removesuffix("/mcp") + "/healthz")
         assert health.status_code == 200 and health.json() == {"status": "ok"}
 
@@ -138,7 +138,7 @@ async def test_two_sessions_enable_different_tools_and_hear_only_their_own_notif
         await tool_names(a)  # one more round trip on the other session before looking
         assert first.events == ["list_changed"]
         assert len(server.store) == 2
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=60) as http:
             response, _ = await rpc(http, url, "tools/list")
         assert response.headers["content-type"].startswith("application/json" if json_response
                                                            else "text/event-stream")
@@ -186,7 +186,7 @@ async def test_idle_session_expires_and_its_state_is_freed() -> None:
             [state] = list(server.store)
             assert list(state.enabled) == ["word_count"]
         await eventually(lambda: len(server.store) == 0)
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=60) as http:
             gone, message = await rpc(http, url, "tools/list", session_id=state.key)
             assert gone.status_code == 404 and message["error"]["message"] == "Session not found"
             fresh = await open_raw_session(http, url)
@@ -196,7 +196,7 @@ async def test_idle_session_expires_and_its_state_is_freed() -> None:
 
 async def test_delete_ends_the_session_and_frees_its_state() -> None:
     server = lazy()
-    async with serving(server) as url, httpx2.AsyncClient() as http:
+    async with serving(server) as url, httpx2.AsyncClient(timeout=60) as http:
         session_id = await open_raw_session(http, url)
         _, found = await rpc(http, url, "tools/call", {"name": "search_tools",
                                                        "arguments": {"tool_names": ["reverse_text"]}},
@@ -212,7 +212,7 @@ async def test_delete_ends_the_session_and_frees_its_state() -> None:
 
 async def test_session_limit_answers_503_and_frees_up_when_a_session_ends() -> None:
     server = lazy(max_sessions=1)
-    async with serving(server) as url, httpx2.AsyncClient() as http:
+    async with serving(server) as url, httpx2.AsyncClient(timeout=60) as http:
         first = await open_raw_session(http, url)
         refused, message = await rpc(http, url, "initialize", {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
@@ -226,7 +226,7 @@ async def test_session_limit_answers_503_and_frees_up_when_a_session_ends() -> N
 
 async def test_handshake_era_request_without_session_gets_the_proxy_surface() -> None:
     server = lazy()
-    async with serving(server) as url, httpx2.AsyncClient() as http:
+    async with serving(server) as url, httpx2.AsyncClient(timeout=60) as http:
         response, listed = await rpc(http, url, "tools/list")
         assert response.status_code == 200 and "mcp-session-id" not in response.headers
         assert [t["name"] for t in listed["result"]["tools"]] == ["search_tools", "invoke_tool"]

@@ -44,7 +44,7 @@ async def test_cli_serves_streamable_http_and_stops_on_ctrl_c(tmp_path: Path) ->
         match = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", "".join(stderr))
         assert match is not None
         base = match.group(1)
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=60) as http:
             assert (await http.get(base + "/healthz")).json() == {"status": "ok"}
         async with Client(base + "/mcp", mode="legacy",
                           client_info=types.Implementation(name="Visual Studio Code", version="1")) as client:

@@ -38,7 +38,7 @@ async def test_default_settings_bind_loopback_only() -> None:
 
 async def test_token_is_required_when_set() -> None:
     server = lazy(auth_token="s3cret-token")
-    async with serving(server) as url, httpx2.AsyncClient() as http:
+    async with serving(server) as url, httpx2.AsyncClient(timeout=60) as http:
         missing = await http.post(url, json=LIST, headers={"accept": ACCEPT})
         assert_jsonrpc_error(missing, 401, -32600, "missing token")
         assert missing.headers["www-authenticate"] == 'Bearer realm="lazytools"'
@@ -61,7 +61,7 @@ async def test_real_client_with_the_token_works_and_without_it_fails() -> None:
         async with session(url, headers={"Authorization": "Bearer s3cret-token"}) as client:
             await client.call_tool("search_tools", {"tool_names": ["word_count"]})
             assert "word_count" in await tool_names(client)
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=60) as http:
             with pytest.raises(BaseException) as refused:  # the 401 reaches the caller as an error, not a hang
                 async with Client(streamable_http_client(url, http_client=http), mode="legacy"):
                     pass
@@ -72,7 +72,7 @@ async def test_real_client_with_the_token_works_and_without_it_fails() -> None:
 
 
 async def test_foreign_origin_is_refused() -> None:
-    async with serving(lazy()) as url, httpx2.AsyncClient() as http:
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
         for era in ({}, {"mcp-protocol-version": "2026-07-28"}):
             refused = await http.post(url, json=LIST, headers={"accept": ACCEPT, "origin": "http://evil.example",
                                                                **era})
@@ -86,7 +86,7 @@ async def test_foreign_origin_is_refused() -> None:
 
 
 async def test_configured_origin_is_allowed_and_gets_cors_headers() -> None:
-    async with serving(lazy(allowed_origins="https://app.example")) as url, httpx2.AsyncClient() as http:
+    async with serving(lazy(allowed_origins="https://app.example")) as url, httpx2.AsyncClient(timeout=60) as http:
         ok = await http.post(url, json=LIST, headers={"accept": ACCEPT, "origin": "https://app.example"})
         assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == "https://app.example"
         assert "mcp-session-id" in ok.headers["access-control-expose-headers"].lower()
@@ -100,7 +100,7 @@ async def test_configured_origin_is_allowed_and_gets_cors_headers() -> None:
 
 
 async def test_foreign_host_is_refused_unless_configured() -> None:
-    async with serving(lazy()) as url, httpx2.AsyncClient() as http:
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
         rebound = await http.post(url, json=LIST, headers={"accept": ACCEPT, "host": "attacker.example:8000"})
         assert_jsonrpc_error(rebound, 421, -32600, "Host 'attacker.example:8000' is not accepted")
         health = await http.get(url.removesuffix("/mcp") + "/healthz", headers={"host": "attacker.example"})
@@ -110,7 +110,7 @@ async def test_foreign_host_is_refused_unless_configured() -> None:
         # A Host that is not a name and a port is refused even when it starts like an allowed one.
         for host in ("127.0.0.1:8000@evil.example", "localhost:x", "[::1]evil.example", "[::1]:80x"):
             assert (await http.post(url, json=LIST, headers={"accept": ACCEPT, "host": host})).status_code == 421, host
-    async with serving(lazy(allowed_hosts="mcp.internal")) as url, httpx2.AsyncClient() as http:
+    async with serving(lazy(allowed_hosts="mcp.internal")) as url, httpx2.AsyncClient(timeout=60) as http:
         named = await http.post(url, json=LIST, headers={"accept": ACCEPT, "host": "mcp.internal:8000"})
         assert named.status_code == 200
         assert (await http.post(url, json=LIST, headers={"accept": ACCEPT, "host": "x.internal"})).status_code == 421
@@ -137,7 +137,7 @@ def test_host_rules(options: dict[str, Any], host: str, expected: bool) -> None:
 async def test_oversized_body_is_refused_with_or_without_content_length() -> None:
     server = lazy(max_body_bytes=2048)
     big = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {"pad": "x" * 4096}}}
-    async with serving(server) as url, httpx2.AsyncClient() as http:
+    async with serving(server) as url, httpx2.AsyncClient(timeout=60) as http:
         declared = await http.post(url, json=big, headers={"accept": ACCEPT})
         assert_jsonrpc_error(declared, 413, -32600, "larger than 2048 bytes")
 
@@ -174,7 +174,7 @@ async def test_oversized_body_is_refused_with_or_without_content_length() -> Non
 async def test_malformed_requests_get_jsonrpc_errors(content: bytes, content_type: str, status: int, code: int,
                                                      fragment: str) -> None:
     server = lazy()
-    async with serving(server) as url, httpx2.AsyncClient() as http:
+    async with serving(server) as url, httpx2.AsyncClient(timeout=60) as http:
         session_id = await open_raw_session(http, url)
         for headers in ({}, {"mcp-session-id": session_id}):
             response = await http.post(url, content=content, headers={"accept": ACCEPT,
@@ -187,7 +187,7 @@ async def test_malformed_requests_get_jsonrpc_errors(content: bytes, content_typ
 
 
 async def test_protocol_level_mistakes_get_jsonrpc_errors() -> None:
-    async with serving(lazy()) as url, httpx2.AsyncClient() as http:
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
         unknown_session, message = await rpc(http, url, "tools/list", session_id="no-such-session")
         assert unknown_session.status_code == 404 and message["error"]["code"] == -32600
         session_id = await open_raw_session(http, url)

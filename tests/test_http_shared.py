@@ -110,7 +110,7 @@ async def test_another_credentials_delete_is_404_and_deletes_nothing() -> None:
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
         settings = make_settings(transport="http", port=port, auth_issuer=idp.issuer, auth_audience=base + "/mcp",
-                                 auth_scopes=["tools"], auth_fetch_timeout=2.0)
+                                 auth_scopes=["tools"], auth_fetch_timeout=60.0)
         shared = MemoryShared(ttl=60)
         server = build_server(small_catalog(), settings)
         SharedSessions(server, shared).install()

@@ -53,7 +53,7 @@ async def oauth_server(tmp_path: Path, **overrides: object) -> AsyncIterator[Cal
 def _user(idp: IdP, url: str, server: LazyServer) -> Callable[[str, str], object]:
     async def use(user: str, query: str, *, then_email: bool = True) -> str:
         token = idp.sign(audience=url, sub=user)
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+        async with httpx2.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {token}"}) as http, \
                 Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
             found = text_of(await client.call_tool("search_tools", {"query": query}))
             assert not (await client.call_tool("search_notes", {"words": "budget"})).is_error

@@ -260,7 +260,7 @@ async def test_redis_down_pauses_learning_once_and_never_fails_a_search(tmp_path
         redis = Redis(free_port(), Path(scratch))
         # Down at start: the replica serves, learning waits for the shared key.
         with caplog.at_level(logging.WARNING, logger="lazytools.usage"):
-            server = replica(redis.url, tmp_path, state_timeout=1.0)
+            server = replica(redis.url, tmp_path, state_timeout=10.0)  # an outage here refuses at once
             assert server.usage is not None and server.usage.loaded.wait(10) and server.usage.paused
             await _search_and_call(server)
             assert server.usage.stored == 0

@@ -48,8 +48,8 @@ async def test_metrics_count_requests_calls_searches_conversions_and_refusals(tm
             server = build_server(catalog, settings, front=gateway.front)
             async with running_http(build_app(server, settings)) as base:
                 headers = {"Authorization": f"Bearer {TOKEN}"}
-                async with httpx2.AsyncClient(headers=headers) as http:
-                    async with httpx2.AsyncClient() as anonymous:
+                async with httpx2.AsyncClient(timeout=60, headers=headers) as http:
+                    async with httpx2.AsyncClient(timeout=60) as anonymous:
                         assert (await anonymous.get(base + "/metrics")).status_code == 401
                     async with Client(streamable_http_client(base + "/mcp", http_client=http),  # type: ignore[arg-type]
                                       mode="legacy") as client:
@@ -107,7 +107,7 @@ async def test_metrics_need_an_operator_scope_under_a_policy(tmp_path: Path, pol
                                  policy=path if policy else None, metrics_scope=scope)
         server = build_server(small_catalog(), settings)
         async with running_http(build_app(server, settings), port=port) as base:
-            async with httpx2.AsyncClient() as http:
+            async with httpx2.AsyncClient(timeout=60) as http:
                 answer = await http.get(base + "/metrics", headers={
                     "Authorization": f"Bearer {idp.sign(audience=url, scope=scopes)}"})
     assert answer.status_code == status, answer.text
@@ -119,5 +119,5 @@ async def test_metrics_can_be_turned_off() -> None:
 
     server = build_server(small_catalog(), make_settings(metrics=False))
     async with running_http(build_app(server, make_settings(metrics=False))) as base:
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=60) as http:
             assert (await http.get(base + "/metrics")).status_code == 404

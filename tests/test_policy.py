@@ -64,7 +64,7 @@ class Team:
     @asynccontextmanager
     async def user(self, name: str, group: str, *, mode: str = "legacy") -> AsyncIterator[Client]:
         token = self.idp.sign(audience=self.url, sub=name, groups=[group])
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+        async with httpx2.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {token}"}) as http:
             async with Client(streamable_http_client(self.url, http_client=http), mode=mode,  # type: ignore[arg-type]
                               cache=None) as client:
                 yield client
@@ -466,7 +466,7 @@ async def test_learning_counts_an_oauth_user_once_however_many_sessions_they_ope
         async def pattern(user: str) -> str:
             """`user` searches their notes, then sends an email: what the search said."""
             token = idp.sign(audience=url, sub=user)
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+            async with httpx2.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {token}"}) as http, \
                     Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
                 found = text_of(await client.call_tool("search_tools", {"query": LEARNT_QUERY}))
                 assert not (await client.call_tool("search_notes", {"words": "budget"})).is_error

@@ -58,7 +58,7 @@ async def served_files(**overrides: Any) -> AsyncIterator[Served]:
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
         settings = make_settings(transport="http", port=port, auth_issuer=idp.issuer, auth_audience=base + "/mcp",
-                                 auth_fetch_timeout=2.0, **overrides)
+                                 auth_fetch_timeout=60.0, **overrides)
         async with running_http(build_app(build_server(catalog, settings), settings), port=port):
             yield Served(idp, base + "/mcp", base)
 
@@ -66,7 +66,7 @@ async def served_files(**overrides: Any) -> AsyncIterator[Served]:
 @asynccontextmanager
 async def as_user(s: Served, **claims: Any) -> AsyncIterator[Client]:
     token = s.idp.sign(audience=s.url, **claims)
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+    async with httpx2.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {token}"}) as http, \
             Client(streamable_http_client(s.url, http_client=http), mode="legacy") as client:
         yield client
 

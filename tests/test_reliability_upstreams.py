@@ -165,7 +165,7 @@ async def test_lazytools_over_http_exits_143_on_sigterm_and_leaves_no_upstream_r
     config, pid_dir = _three_upstreams(tmp_path)
     async with spawned_http_server("--config", str(config)) as server:
         pids = _upstream_pids(pid_dir)
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=60) as http:
             assert (await http.get(server.url.removesuffix("/mcp") + "/healthz")).status_code == 200
     # Leaving the block sent SIGTERM. uvicorn re-raises it once it has stopped; lazytools must still stop the
     # gateway (the stubborn upstream ignores the end of its stdin) and exit 143 (128 + SIGTERM).

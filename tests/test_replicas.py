@@ -598,7 +598,7 @@ async def test_a_draining_replica_accepts_and_serves_through_the_grace_period_th
             process.send_signal(signal.SIGTERM)  # idle: no request in flight, none for a while
             await eventually(lambda: _not_ready(replica))
             # New connections are accepted and served meanwhile (sessions live in Redis: opened here too).
-            async with httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0)) as http, \
+            async with httpx2.AsyncClient(timeout=60, limits=httpx2.Limits(max_keepalive_connections=0)) as http, \
                     Client(streamable_http_client(f"{replica.base}/mcp", http_client=http), mode="legacy") as client:
                 assert (await client.list_tools()).tools
             with anyio.fail_after(60):

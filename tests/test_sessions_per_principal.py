@@ -71,7 +71,7 @@ async def test_initialize_counts_against_the_calls_per_minute() -> None:
 async def replica(idp: IdP, redis_url: str, **overrides: Any) -> AsyncIterator[str]:
     """A replica on the shared Redis, in this process: its /mcp URL."""
     settings = make_settings(transport="http", state_url=redis_url, auth_issuer=idp.issuer, auth_audience=AUDIENCE,
-                             auth_fetch_timeout=2.0, **overrides)
+                             auth_fetch_timeout=60.0, **overrides)
     async with open_state(settings) as state:
         server = build_server(small_catalog(), settings,
                               limiter=RedisRateLimiter(state.client, prefix=settings.state_prefix))

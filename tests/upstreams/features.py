@@ -5,7 +5,8 @@
 One row of issue #15 each:
 - progress: `slow_count` reports one `notifications/progress` per step when the call carries a progressToken;
   with a short delay per step and many steps it outlives a short per-call timeout while staying alive.
-- cancellation: `wait_forever` runs until cancelled; `cancelled` says how many calls were cancelled.
+- cancellation: `wait_forever` runs until cancelled; `cancelled` says how many of its calls started and how
+  many were cancelled.
 - logging: `log` sends `notifications/message` during the call (at or above the level set by `logging/setLevel`);
   `log_later` sends one after its call has returned (outside any call).
 - requests to the client: `ask_sampling`, `ask_elicitation`, `ask_roots` (each listed only to clients that declared
@@ -62,6 +63,7 @@ class Features:
         self.level_meta: list[str] = []
         self.counts: dict[str, int] = {}
         self.cancelled_calls = 0
+        self.started_waits = 0
         self.roots_changes = 0
         self.last_roots: list[str] = []
         self.subscribed: set[str] = set()
@@ -80,7 +82,8 @@ class Features:
             types.Tool(name="slow_count", description="Count to steps, one step per delay seconds, with progress.",
                        input_schema=_schema(steps="integer", delay="number", pad="integer")),
             types.Tool(name="wait_forever", description="Run until cancelled.", input_schema=_schema()),
-            types.Tool(name="cancelled", description="How many calls were cancelled.", input_schema=_schema()),
+            types.Tool(name="cancelled", description="How many wait_forever calls started, how many were cancelled.",
+                       input_schema=_schema()),
             types.Tool(name="log", description="Send a log message at a level during the call.",
                        input_schema=_schema(level="string", message="string")),
             types.Tool(name="level", description="The log level set, and the _meta keys its setLevel carried.",
@@ -140,6 +143,7 @@ class Features:
         return _text(f"counted to {steps}")
 
     async def tool_wait_forever(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
+        self.started_waits += 1
         try:
             await anyio.sleep_forever()
         except anyio.get_cancelled_exc_class():
@@ -148,7 +152,7 @@ class Features:
         raise AssertionError("unreachable")
 
     async def tool_cancelled(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
-        return _text(str(self.cancelled_calls))
+        return _text(f"{self.cancelled_calls} cancelled of {self.started_waits} started")
 
     async def tool_log(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
         level = args.get("level", "info")
