@@ -10,7 +10,8 @@ Each task is searched once in a fresh session, with no limit given, as a model a
 
 Per surface and form: the initial tools/list; the context after one search (the tools/list then, which on the
 dynamic surface holds the tools the search enabled, plus the result text the model reads); both as a share of an
-eager tools/list of the whole catalog; and R@5 as served (the first five tools the result names). Tokens are counted
+eager tools/list of the whole catalog; R@5 as served (the first five tools the result names); and, on the dynamic
+surface, the recall of the tools the search enabled (those the model may call at once). Tokens are counted
 as `lazytools.tokens` counts them (cl100k_base over the tools/list JSON, the result as text). A form is a set of
 settings (`FORMS`): the manifest's budget is the knob.
 
@@ -50,15 +51,16 @@ __all__ = ["FORMS", "Figures", "catalog_lines", "main", "measure", "tasks"]
 SETS = ("queries", "confirm", "everyday", "crossserver")
 K = 5
 FORMS: dict[str, dict[str, Any]] = {
-    "manifest 12,060 chars (the old bound)": {"manifest_chars": 12_060},
+    "manifest 12,060 chars (the old bound, every summary whole)": {"manifest_chars": 12_060},
     "manifest 2,000 chars": {"manifest_chars": 2_000},
     "manifest 1,200 chars (default)": {},
     "manifest 600 chars": {"manifest_chars": 600},
     "no manifest": {"manifest_chars": 0},
-    "floor .6": {"relevance_floor": 0.6},
-    "floor .8": {"relevance_floor": 0.8},
+    "default, relevance floor .6": {"relevance_floor": 0.6},
+    "default, relevance floor .8": {"relevance_floor": 0.8},
 }
-"""Each form's settings. The default form is the settings' defaults."""
+"""Each form's settings (the default form is the settings' defaults). The last two enable fewer tools per search
+(the others stay suggestions): not a rendering form, shown for what the dynamic surface's list costs."""
 
 
 def catalog_lines(tools: int) -> list[str]:
@@ -88,6 +90,8 @@ class Figures:
     """Tokens after one search, per task."""
     recall: float
     """R@5 as served, mean over the tasks."""
+    enabled: float | None = None
+    """Recall of the tools the search enabled (dynamic: callable at once), mean over the tasks."""
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -100,6 +104,7 @@ async def _served(server: LazyServer, surface: Surface, queries: Sequence[Labell
     settings = server.settings
     after: list[int] = []
     results: list[QueryResult] = []
+    enabled: list[QueryResult] = []
     for number, query in enumerate(queries):
         state = SessionState(key=f"context-{surface}-{number}", surface=surface)
         text = _text(await server.call(state, "search_tools", {"query": query.query}))
@@ -112,7 +117,9 @@ async def _served(server: LazyServer, surface: Surface, queries: Sequence[Labell
         if outcome.text != text:
             raise AssertionError(f"the served text differs from the meta-tool's for {query.id}")
         results.append(QueryResult(query, [ids[entry.name] for entry in outcome.returned]))
-    return Figures(initial, after, statistics.mean(r.recall(K) for r in results))
+        enabled.append(QueryResult(query, [ids[entry.name] for entry in outcome.found]))
+    return Figures(initial, after, statistics.mean(r.recall(K) for r in results),
+                   statistics.mean(r.recall(len(r.ranked)) for r in enabled) if surface == "dynamic" else None)
 
 
 def measure(tools: Path, queries: Sequence[LabelledQuery], overrides: Mapping[str, Any]) -> dict[Surface, Figures]:
@@ -169,7 +176,8 @@ def _fastmcp(tools: Path, queries: Sequence[LabelledQuery]) -> Figures | None:
 def _row(label: str, surface: str, figures: Figures, eager: int) -> str:
     mean = statistics.mean(figures.after)
     return (f"| {label} | {surface} | {figures.initial} | {figures.initial / eager:.2%} | {mean:.0f} | "
-            f"{mean / eager:.2%} | {max(figures.after)} | {figures.recall:.3f} |")
+            f"{mean / eager:.2%} | {max(figures.after)} | {figures.recall:.3f} | "
+            f"{'' if figures.enabled is None else f'{figures.enabled:.3f}'} |")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -193,8 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Tokens ({tokenizer_name()}); {len(loaded.catalog)} tools of {len(loaded.catalog.groups)} servers of "
               f"the dev catalog (an eager tools/list is {eager:,} tokens); {len(queries)} tasks ({', '.join(SETS)}), "
               "one search each in a fresh session, no limit given.\n")
-        print("| form | surface | initial | / eager | after one search: mean | / eager | largest | R@5 as served |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| form | surface | initial | / eager | after one search: mean | / eager | largest | R@5 as served | "
+              "R of the enabled |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for label, overrides in forms.items():
             for surface, figures in measure(tools, queries, overrides).items():
                 print(_row(label, surface, figures, eager), flush=True)
@@ -202,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fast is not None:
             print(_row("FastMCP BM25SearchTransform (defaults)", "static", fast, eager))
         elif not args.no_fastmcp:
-            print("| FastMCP | (not run: fastmcp is not installed; `pip install fastmcp`) | | | | | | |")
+            print("| FastMCP | (not run: fastmcp is not installed; `pip install fastmcp`) | | | | | | | |")
     return 0
 
 
