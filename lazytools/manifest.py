@@ -1,4 +1,6 @@
-"""The compact catalog manifest inside the search_tools description: each group, its size and one line.
+"""The compact catalog manifest inside the search_tools description: each group, its size and one line, within a
+budget of characters (the `manifest_chars` setting); a catalog of more groups than fit names them without summaries,
+then names the largest and says how to reach the rest.
 
 A group's line is the first real sentence of its summary as plain words (no headings or markdown), unless the
 summary is a placeholder: a text that several groups share ("Tools from x.jsonl (no implementation)") says
@@ -7,6 +9,7 @@ nothing about any one of them, so those groups are described by their tools inst
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -15,16 +18,21 @@ from .entry import plain_summary
 from .safetext import clip, escape
 from .search.analysis import STOP_WORDS, split_words
 
-__all__ = ["LINE_CHARS", "MAX_CHARS", "MAX_GROUPS", "group_line", "manifest"]
+__all__ = ["LINE_CHARS", "MANIFEST_CHARS", "SUMMARY_TIERS", "group_line", "manifest"]
 
-MAX_GROUPS = 60
-"""Past this many groups the manifest names the largest ones and counts the rest."""
+MANIFEST_CHARS = 1_200
+"""The manifest's budget in characters when none is given (the `manifest_chars` setting's default): within it, every
+group of a catalog of a few dozen servers is named with its size."""
+
+SUMMARY_TIERS = (100, 60, 30)
+"""A group's summary is cut at the first of these lengths at which every group's line fits the budget; when none
+does, the groups are named without summaries, and past that the largest are named and the rest counted."""
 
 _NAMES_UP_TO = 3
 """Groups this small list their tool names: cheaper than a summary and exact."""
 
 
-SUMMARY_CHARS = 100
+SUMMARY_CHARS = SUMMARY_TIERS[0]
 
 WORD_CHARS = 30
 """A longer word is no topic word: real ones are a few letters, a hostile tool name can be a megabyte long."""
@@ -35,22 +43,39 @@ _NAME_CHARS = 200
 LINE_CHARS = 200
 """A group's line is cut here (group names and summaries come from upstreams and catalog files)."""
 
-MAX_CHARS = MAX_GROUPS * (LINE_CHARS + 1)
-"""The manifest's total bound: lines past it are counted, not shown (a line is at most LINE_CHARS plus the cut's
-note, so this holds about MAX_GROUPS ordinary lines)."""
+REACH = "search_tools(group=NAME) lists a group; an unknown group's error names them all"
+"""How every group is reached when the manifest does not name it."""
 
 
-def group_line(catalog: Catalog, group: Group, placeholders: frozenset[str] = frozenset()) -> str:
-    """`name (tool count): summary`, where a summary in `placeholders` counts as none."""
+def group_line(catalog: Catalog, group: Group, placeholders: frozenset[str] = frozenset(),
+               summary_chars: int = SUMMARY_CHARS) -> str:
+    """`name (tool count): summary`, where a summary in `placeholders` counts as none, cut at `summary_chars`."""
     tools = catalog.in_group(group.name)
-    summary = plain_summary(group.summary, limit=SUMMARY_CHARS) if group.summary else ""
+    summary = plain_summary(_told(group.summary), limit=summary_chars) if group.summary else ""
     if summary and group.summary not in placeholders:
         about = summary
     elif len(tools) <= _NAMES_UP_TO:
-        about = ", ".join(tool.name for tool in tools)
+        about = ", ".join(tool.name for tool in tools)[:summary_chars]
     else:
-        about = _topic_words(catalog, group)
+        about = _topic_words(catalog, group)[:summary_chars]
     return clip(f"{group.name} ({len(tools)}): {about}", LINE_CHARS)
+
+
+_BOILERPLATE = re.compile(
+    r"^(?:an?\s+|the\s+)?(?:official\s+)?(?:mcp|model context protocol)(?:\s*\(mcp\))?\s+server"
+    r"(?:\s+implementation)?(?:\s+(?:for|that|which|to)\b)?(?:\s+provides?\b)?\s*", re.IGNORECASE)
+"""How most servers' descriptions open ("A Model Context Protocol server that provides ..."): every group is one,
+so the words say nothing about any of them."""
+
+
+def _told(summary: str) -> str:
+    """The summary less an opening that only says it is an MCP server (the whole summary when that is all)."""
+    rest = _BOILERPLATE.sub("", summary[:_NAME_CHARS], count=1) + summary[_NAME_CHARS:]
+    return rest if rest.strip(" .") else summary
+
+
+def _name(name: str) -> str:
+    return clip(name, LINE_CHARS // 2)
 
 
 def _topic_words(catalog: Catalog, group: Group, count: int = 6) -> str:
@@ -63,26 +88,37 @@ def _topic_words(catalog: Catalog, group: Group, count: int = 6) -> str:
     return ", ".join(escape(word) for word, _ in words.most_common(count)) or "tools"
 
 
-def manifest(catalog: Catalog) -> str:
+def manifest(catalog: Catalog, budget: int = MANIFEST_CHARS) -> str:
+    """The groups within `budget` characters (the header and the closing note aside): a line per group with its
+    summary cut at the longest of SUMMARY_TIERS that lets every line fit; else `name (size)` for every group on one
+    line; else the largest groups that fit and a count of the rest. The last line says how to reach any group."""
     groups = sorted((g for g in catalog.groups if catalog.in_group(g.name)), key=lambda g: g.name)
-    shown = groups
-    if len(groups) > MAX_GROUPS:
-        shown = sorted(groups, key=lambda g: -len(catalog.in_group(g.name)))[:MAX_GROUPS]
-        shown.sort(key=lambda g: g.name)
+    if not groups:
+        return ""
     counts = Counter(group.summary for group in groups if group.summary)
     placeholders = frozenset(summary for summary, count in counts.items() if count > 1)
-    lines = _within(MAX_CHARS, (group_line(catalog, group, placeholders) for group in shown))
-    if len(groups) > len(lines):
-        lines.append(f"… and {len(groups) - len(lines)} more groups: search by query to reach them.")
-    return "\n".join(lines)
+    for chars in SUMMARY_TIERS:
+        lines = _within(budget, (group_line(catalog, group, placeholders, chars) for group in groups))
+        if len(lines) == len(groups):
+            return "Groups (tool count): summary\n" + "\n".join(lines)
+    sizes = {g.name: len(catalog.in_group(g.name)) for g in groups}
+    largest = sorted(groups, key=lambda g: (-sizes[g.name], g.name))
+    named = _within(budget, (f"{_name(g.name)} ({sizes[g.name]})" for g in largest), sep=2)
+    shown = sorted(named)
+    rest = len(groups) - len(shown)
+    if not shown:
+        return f"{len(groups)} groups; {REACH}."
+    more = f"; {rest} more groups: {REACH}." if rest else f". {REACH}."
+    return "Groups (tool count): " + ", ".join(shown) + more
 
 
-def _within(budget: int, lines: Iterable[str]) -> list[str]:
-    """The first `lines` whose total length (with newlines) stays within `budget`."""
+def _within(budget: int, lines: Iterable[str], sep: int = 1) -> list[str]:
+    """The first `lines` whose total length (with a separator of `sep` characters between them) stays within
+    `budget`."""
     kept: list[str] = []
     for line in lines:
-        budget -= len(line) + 1
-        if budget < 0:
+        budget -= len(line) + sep
+        if budget < -sep:
             break
         kept.append(line)
     return kept

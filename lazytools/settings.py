@@ -65,6 +65,11 @@ class Settings(BaseSettings):
         default=True,
         description="List invoke_tool in dynamic sessions too, so tools found in this turn can be called before the "
                     "client re-lists.")
+    manifest_chars: int = Field(
+        default=1_200, ge=0, le=50_000,
+        description="Characters of search_tools' description that name the catalog's groups (the manifest): a line "
+                    "per group with a summary cut to fit, else every group's name and size, else the largest and a "
+                    "count of the rest, with how to reach any group (0: only that count).")
     always_available_tools: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Comma-separated tool names listed from the start in every surface (unknown names are a start-up "

@@ -352,3 +352,22 @@ def test_the_semantic_rule_is_chosen_on_even_halves_and_weighs_what_separates() 
     assert dict(chosen.semantic_weights) == {"gap": 1.0} and chosen.min_semantic == 0.3
     assert chosen.fits(Evidence(0.1, 0.1, embedder=DEFAULT_EMBEDDER, gap=0.3))
     assert not chosen.fits(Evidence(0.1, 0.9, embedder=DEFAULT_EMBEDDER, gap=0.29))
+
+
+def test_the_context_benchmark_prints_both_surfaces_and_fastmcp_or_says_why_not(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    from benchmarks.context import main as context_main
+
+    assert context_main(["--tools", "40", "--tasks", "3", "--forms", "manifest 1,200"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| manifest 1,200")]
+    assert [row.split(" | ")[1] for row in rows] == ["dynamic", "proxy"], out
+    for row in rows:
+        initial, after = (int(cell) for cell in row.split(" | ")[2:5:2])
+        assert 0 < initial < after, row  # a search adds its result (and, dynamic, what it enabled)
+    if importlib.util.find_spec("fastmcp") is not None:
+        assert re.search(r"\| FastMCP BM25SearchTransform \(defaults\) \| static \| \d+ \|", out), out
+    else:
+        assert "not run: fastmcp is not installed" in out

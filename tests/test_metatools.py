@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -132,7 +133,7 @@ async def test_a_proxy_result_shows_schemas_up_to_a_total() -> None:
 def _claimed(text: str) -> list[str]:
     head = text.splitlines()[0]
     assert head.startswith("Enabled: "), head
-    return head.removeprefix("Enabled: ").split(". They")[0].split(", ")
+    return head.removeprefix("Enabled: ").split(". Now")[0].split(", ")
 
 
 @pytest.mark.parametrize(("settings", "arguments"), [
@@ -231,3 +232,30 @@ async def test_the_meta_tools_ask_claude_code_to_load_them_whole(tmp_path: Path,
     assert "invoke_tool" in meta or client_name == "claude-code"
     wire = search_tools_definition(Catalog(), 20, 5, "dynamic").model_dump(by_alias=True, exclude_none=True)
     assert wire["_meta"] == {"anthropic/alwaysLoad": True}  # the key on the wire is `_meta`
+
+
+async def test_a_search_result_carries_what_a_call_needs_and_no_more() -> None:
+    # Before: dynamic results repeated each enabled tool's summary (its tool list entry has it), proxy results gave
+    # a signature beside the schema that says the same, and every schema its `$schema`.
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "properties": {"port": {"type": "string", "description": "The harbour."}, "days": {"type": "integer"}},
+              "required": ["port"]}
+    catalog = Catalog()
+    catalog.set_group(Group("sea", ""), [ToolEntry(name="get_tide", group="sea", description="Tide times for a port.",
+                                                   input_schema=schema, call=_never)])
+    texts = {}
+    for mode, bridge in (("proxy", True), ("dynamic", True), ("dynamic", False)):
+        async with client(build_server(catalog, make_settings(mode=mode, dynamic_bridge=bridge))) as c:
+            texts[mode, bridge] = text_of(await c.call_tool("search_tools", {"query": "tide times for a port"}))
+            listed = {tool.name: tool for tool in (await c.list_tools()).tools}
+        if mode == "dynamic":
+            assert listed["get_tide"].description == "Tide times for a port."  # what the text no longer repeats
+    proxy = texts["proxy", True].splitlines()
+    assert proxy[0].startswith("Found: get_tide. ") and "invoke_tool(tool_name, arguments)" in proxy[0]
+    assert proxy[1] == "- get_tide [sea]: Tide times for a port."
+    shown = json.loads(proxy[2].removeprefix("  input_schema: "))
+    assert shown == {key: value for key, value in schema.items() if key != "$schema"}
+    bridged = texts["dynamic", True].splitlines()
+    assert bridged[0].startswith("Enabled: get_tide. ") and "invoke_tool" in bridged[0]
+    assert bridged[1] == "- get_tide(port: string, days?: integer) [sea]"  # enough to call through the bridge
+    assert texts["dynamic", False] == "Enabled: get_tide. Now in your tool list."

@@ -168,7 +168,7 @@ async def test_two_users_see_and_reach_only_their_own_tools(tmp_path: Path, mode
 async def test_a_user_of_no_group_sees_nothing_but_the_meta_tools(tmp_path: Path) -> None:
     async with team(tmp_path) as t, t.user("mallory", "guests") as mallory:
         assert sorted(tool.name for tool in (await mallory.list_tools()).tools) == ["invoke_tool", "search_tools"]
-        assert "0 tools are available" in await _description(mallory)
+        assert "0 are hidden until found" in await _description(mallory)
         found = await mallory.call_tool("search_tools", {"query": "echo"})
         assert "No tools match" in _text(found) and "__" not in _text(found)
         assert (await mallory.list_prompts()).prompts == [] and (await mallory.list_resources()).resources == []

@@ -65,7 +65,7 @@ async def test_a_request_of_several_needs_gets_a_place_per_further_need(tmp_path
         assert "slack__post_message" in text and "Not matched yet" not in text
         # A place past the five is a suggestion: a line in the result, not a definition in the tool list.
         assert text.startswith("Enabled: ") and "slack__post_message" not in text.splitlines()[0]
-        assert len(text.splitlines()[0].split(". They are")[0].split(", ")) <= 5
+        assert len(text.splitlines()[0].split(". Now in your")[0].split(", ")) <= 5
         single = text_of(await c.call_tool("search_tools", {"query": "weather forecast"}))
         assert len(tool_lines(single)) == 5
 

@@ -307,7 +307,7 @@ class LazyServer(Server[Any]):
             visible = access.catalog
             tools = [visible.get(name).to_mcp() for name in self.pinned if name in visible]
             tools.append(search_tools_definition(visible, settings.search_max_limit, settings.search_limit,
-                                                 surface))
+                                                 surface, settings.manifest_chars))
             if view.offers_invoke:
                 tools.append(invoke_tool_definition())
             self._definitions[cache_key] = tools

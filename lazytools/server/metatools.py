@@ -12,7 +12,7 @@ import mcp_types as types
 from ..catalog import Catalog
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, UnknownToolError
-from ..manifest import manifest
+from ..manifest import MANIFEST_CHARS, manifest
 from ..modes import Surface
 from ..safetext import clip
 from ..search import SearchIndex
@@ -58,11 +58,10 @@ def search_schema(max_limit: int, default_limit: int) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
-                      "description": "The capability you need, in plain words."},
-            "group": {"type": "string", "description": "Only tools of this group."},
+            "query": {"type": "string", "maxLength": MAX_QUERY_CHARS, "description": "What you need, in plain words."},
+            "group": {"type": "string", "description": "Only this group's tools."},
             "tool_names": {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": MAX_TOOL_NAMES,
-                           "description": "Exact tool names."},
+                           "description": "Exact names: the cheapest search."},
             "limit": {"type": "integer", "minimum": 1, "maximum": max_limit, "default": default_limit},
         },
         "additionalProperties": False,
@@ -74,17 +73,14 @@ ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
 loaded whole. The meta-tools are how the model finds everything else: deferring them would hide the door."""
 
 
-def search_tools_definition(catalog: Catalog, max_limit: int, default_limit: int, surface: Surface) -> types.Tool:
-    how = (
-        "Matches are added to your tool list; call them directly."
-        if surface == "dynamic"
-        else "Call matches with invoke_tool; results include their input schemas."
-    )
-    description = (
-        f"Find tools by what they do. {len(catalog)} tools are available but hidden until found. {how}\n"
-        "Give a query (plain words), a group, or exact tool_names (cheapest when you know them).\n"
-        "Groups (tool count): summary\n" + manifest(catalog)
-    )
+def search_tools_definition(catalog: Catalog, max_limit: int, default_limit: int, surface: Surface,
+                            manifest_chars: int = MANIFEST_CHARS) -> types.Tool:
+    """search_tools as listed: what it does, how matches are used on `surface`, and the groups within
+    `manifest_chars` (`manifest.manifest`)."""
+    how = "Matches join your tool list." if surface == "dynamic" else "Call matches with invoke_tool."
+    groups = manifest(catalog, manifest_chars)
+    description = f"Find tools by what they do: {len(catalog)} are hidden until found. {how}" + (
+        f"\n{groups}" if groups else "")
     return types.Tool(
         name=SEARCH_TOOLS,
         title="Search tools",
@@ -100,12 +96,12 @@ def invoke_tool_definition() -> types.Tool:
     return types.Tool(
         name=INVOKE_TOOL,
         title="Invoke a tool",
-        description="Call a tool found by search_tools: its name and its arguments as an object.",
+        description="Call a tool found by search_tools.",
         input_schema={
             "type": "object",
             "properties": {
-                "tool_name": {"type": "string", "description": "Exact name from search_tools."},
-                "arguments": {"type": "object", "description": "Arguments matching the tool's input schema."},
+                "tool_name": {"type": "string", "description": "Its exact name."},
+                "arguments": {"type": "object", "description": "Per its input schema."},
             },
             "required": ["tool_name"],
             "additionalProperties": False,

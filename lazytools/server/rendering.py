@@ -100,23 +100,31 @@ def _matches_text(
     if not found:
         head = "No strong match."
     elif surface == "dynamic":
-        head = f"Enabled: {names}. They are in your tool list now (re-list if needed)."
-        if bridge:
-            head += " If your list has not refreshed yet, call them through invoke_tool(tool_name, arguments)."
+        head = f"Enabled: {names}. Now in your tool list"
+        head += "; until it refreshes, call them with invoke_tool(tool_name, arguments)." if bridge else "."
     else:
         head = f"Found: {names}. Call them with invoke_tool(tool_name, arguments)."
     lines = [head, *notes]
     shown = 0
     for entry in found:
-        lines.append(f"- {_signature_of(entry)} [{clip(entry.group, _NAME_CHARS)}]: {entry.summary}"
-                     f"{why.get(entry.name, '')}")
-        if surface == "proxy":
-            schema = _schema_of(entry)
-            if shown + len(schema) > RESULT_SCHEMA_CHARS:
-                schema = (f"(not shown: this result already holds {shown:,} characters of schemas; "
-                          f"search_tools(tool_names=[\"{entry.name}\"]) shows it)")
-            shown += len(schema)
-            lines.append(f"  input_schema: {schema}")
+        group = clip(entry.group, _NAME_CHARS)
+        if surface == "dynamic":
+            # Its description and schema are in the tool list: the line is what a call through the bridge needs
+            # before the client re-lists, and nothing when there is no bridge.
+            if bridge:
+                lines.append(f"- {_signature_of(entry)} [{group}]{why.get(entry.name, '')}")
+            elif entry.name in why:
+                lines.append(f"- {entry.name} [{group}]{why[entry.name]}")
+            continue
+        schema = _schema_of(entry)
+        if shown + len(schema) > RESULT_SCHEMA_CHARS:
+            schema = (f"(not shown: this result already holds {shown:,} characters of schemas; "
+                      f"search_tools(tool_names=[\"{entry.name}\"]) shows it)")
+        shown += len(schema)
+        # The schema says what the signature would; a schema not shown leaves the signature to say it.
+        called = entry.name if schema.startswith("{") else _signature_of(entry)
+        lines.append(f"- {called} [{group}]: {entry.summary}{why.get(entry.name, '')}")
+        lines.append(f"  input_schema: {schema}")
     if suggested:
         how = ("search_tools(tool_names=[...]) enables them" if surface == "dynamic"
                else "search_tools(tool_names=[...]) shows their input schemas")
@@ -166,9 +174,14 @@ def _remembered(entry: ToolEntry, schema: bool) -> str:
         return known[1]
     if len(_RENDERED) >= _RENDERED_KEPT:
         _RENDERED.clear()
-    text = schema_text(entry.input_schema) if schema else signature(entry)
+    text = schema_text(_without_meta(entry.input_schema)) if schema else signature(entry)
     _RENDERED[key] = (entry, text)
     return text
+
+
+def _without_meta(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The schema less its `$schema` (which JSON Schema draft it follows: nothing a call needs, a dozen tokens)."""
+    return {key: value for key, value in schema.items() if key != "$schema"} if "$schema" in schema else schema
 
 
 def signature(entry: ToolEntry) -> str:
