@@ -23,9 +23,10 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 
+from lazytools.app import build_server
 from lazytools.evaluate import read_queries
 from lazytools.modes import Surface
-from lazytools.server.core import LazyServer, build_server
+from lazytools.server.core import LazyServer
 from lazytools.server.sessions import SessionState
 from lazytools.settings import Settings
 from lazytools.sources.jsonl import load_jsonl_catalog, read_servers

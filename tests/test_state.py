@@ -11,8 +11,7 @@ import pytest
 from mcp.server.streamable_http import EventMessage
 from redis.exceptions import RedisError
 
-from lazytools.app import check_replicas_agree, open_state, replica_fingerprint
-from lazytools.server.core import build_server
+from lazytools.app import build_server, check_replicas_agree, open_state, replica_fingerprint
 from lazytools.server.sessions import SessionState
 from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
 from lazytools.state.events import MemorySessionEvents, message_of

@@ -115,8 +115,8 @@ class SharedSessions:
 
     async def wanted(self, key: str, uri: str) -> bool:
         """Whether session `key` still subscribes to `uri` (its record says so, wherever it unsubscribed) and may
-        still see it (`LazyServer.may_hear`)."""
-        if not await self.server.may_hear(key, uri):
+        still see it (`SessionRegistry.may_hear`)."""
+        if not await self.server.sessions.may_hear(key, uri):
             return False
         if (key, uri) in self._subscribing:
             return True
@@ -146,7 +146,7 @@ class SharedSessions:
             record = self._loaded(ctx) or await self.store.load(connection.session_id)
             if record is None:
                 raise MCPError(code=types.INVALID_REQUEST, message=_GONE)
-            state = self.server.session_for(ctx)
+            state = self.server.sessions.session_for(ctx)
             if state is None:
                 return await call_next(ctx)
             _overlay(state, record)
@@ -202,7 +202,7 @@ class SharedSessions:
             return
         if record is None:
             return
-        state = self.server.session_of(connection, record.protocol_version)
+        state = self.server.sessions.session_of(connection, record.protocol_version)
         if state is None or state.client is None:
             return
         front.restore_uri_memory(key, record.uris)
@@ -253,7 +253,7 @@ class SharedSessions:
         # The SDK's rule: the client's version when it is a handshake version, else the latest one.
         requested = init.protocol_version
         version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
-        surface = self.server.surface_for(init.client_info.name, version)
+        surface = self.server.sessions.surface_for(init.client_info.name, version)
         return SessionRecord(key=key, surface=surface, protocol_version=version, client_params=_stored_params(init))
 
 
