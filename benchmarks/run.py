@@ -21,8 +21,8 @@ from lazytools.modes import Surface
 from lazytools.report import surface_cost
 from lazytools.server.core import LazyServer
 from lazytools.server.metatools import invoke_tool_definition, search_tools_definition
-from lazytools.server.sessions import SessionState
 from lazytools.settings import Settings
+from lazytools.state.sessions import SessionState
 from lazytools.tokens import count_tokens, tokenizer_name
 
 from . import LAZYTOOLS

@@ -52,11 +52,11 @@ from .server.middleware.shared_sessions import SharedSessions
 from .server.parts import ServerParts
 from .server.passthrough import PassThrough, SessionClients, UpstreamFeatures
 from .server.registry import SessionRegistry, session_key
-from .server.sessions import MemorySessionStore, SessionStore
 from .server.subscriptions import LocalSubscriptionBus
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool
+from .state.sessions import MemorySessionStore, SessionStore
 from .telemetry import configure_tracing
 
 if TYPE_CHECKING:

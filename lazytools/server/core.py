@@ -26,6 +26,7 @@ from ..errors import LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..modes import Surface
 from ..safetext import clip
 from ..search.prior import Prior
+from ..state.sessions import SessionState, SessionStore
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call
 from .access import Access
@@ -44,7 +45,6 @@ from .metatools import (
 )
 from .parts import ServerParts
 from .results import deliverable
-from .sessions import SessionState, SessionStore
 from .subscriptions import ToolsListChanged
 from .surface import SessionView
 

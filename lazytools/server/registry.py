@@ -15,11 +15,11 @@ from mcp.server.context import ServerRequestContext
 from ..modes import Surface
 from ..sdk import connection_of
 from ..settings import Settings
+from ..state.sessions import SessionState, SessionStore
 from .access import Gate
 from .clients import client_table
 from .metrics import Metrics
 from .passthrough import SessionClient, UpstreamFeatures
-from .sessions import SessionState, SessionStore
 from .surface import choose_surface, is_stateless_era
 
 __all__ = ["SessionRegistry", "session_key"]

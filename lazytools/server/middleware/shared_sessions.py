@@ -26,9 +26,9 @@ from ...origin import CallOrigin, ClientSide, calling
 from ...sdk import connection_of
 from ...state import SessionRecord, SharedState, StateUnavailableError
 from ...state.outbox import collecting
+from ...state.sessions import LastSearch, SessionState
 from ..learning import MAX_LINKED
 from ..passthrough import SessionClient, UpstreamFeatures, origin_of
-from ..sessions import LastSearch, SessionState
 from ..surface import is_stateless_era
 
 if TYPE_CHECKING:
