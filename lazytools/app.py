@@ -81,7 +81,7 @@ def configure_logging(level: str, *, progress: bool = False) -> None:
     """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else.
 
     Credentials are redacted from every record (`redact_secrets_in_logs`), and the HTTP client's line per request
-    to an upstream shows only at DEBUG: at INFO it was most of the log, one line per call or notification.
+    to an upstream shows only at DEBUG: at INFO it would be most of the log, one line per call or notification.
     `progress` shows the gateway's start-up at INFO whatever `level` is: `lazytools search` and `surface` wait
     for every upstream (npx and uvx downloads, docker pulls: up to the connect timeout) and would otherwise print
     nothing meanwhile. Upstreams' own stderr lines stay at `level`."""
