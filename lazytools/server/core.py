@@ -1,6 +1,7 @@
 """The MCP server wiring: tools/list and tools/call over catalog, index and session state.
 
-Knows nothing of transports: stdio and HTTP hand it streams. Errors become `isError` results here and only here.
+Built from parts made elsewhere (parts.py; app.py `build_server` makes them). Knows nothing of transports: stdio and
+HTTP hand it streams. Errors become `isError` results here and only here.
 """
 
 from __future__ import annotations
