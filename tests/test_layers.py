@@ -29,7 +29,7 @@ LAYERS: dict[str, int] = {
     "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)
     "policy": 1,  # the policy file and its decisions, rate limits
     "tokens": 1, "validation": 1, "settingsdoc": 1,  # settingsdoc: .env.example, docs/settings.md, flag names
-    "state": 1,  # per-session state shared by replicas (Redis): records, bus, events
+    "state": 1,  # per-session state: live here, and shared by replicas (Redis): records, bus, events
     "catalog": 2,
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
