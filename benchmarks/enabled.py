@@ -20,7 +20,7 @@ import anyio
 import mcp_types as types
 from mcp import Client
 
-from lazytools.server.core import build_server
+from lazytools.app import build_server
 from lazytools.settings import Settings
 from lazytools.sources.jsonl import load_jsonl_catalog
 

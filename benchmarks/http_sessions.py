@@ -252,8 +252,7 @@ async def _child(kind: str, *, traced: bool) -> AsyncIterator[tuple[str, _Measur
 
 
 def _bench_server(kind: str, files_root: Path) -> Server[Any]:
-    from lazytools.app import bundled_catalog
-    from lazytools.server.core import build_server
+    from lazytools.app import build_server, bundled_catalog
 
     if kind == "lazytools":
         return build_server(bundled_catalog(files_root), _child_settings(files_root))

@@ -23,12 +23,13 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 
+from lazytools.app import build_server
 from lazytools.evaluate import read_queries
 from lazytools.modes import Surface
-from lazytools.server.core import LazyServer, build_server
-from lazytools.server.sessions import SessionState
+from lazytools.server.core import LazyServer
 from lazytools.settings import Settings
 from lazytools.sources.jsonl import load_jsonl_catalog, read_servers
+from lazytools.state.sessions import SessionState
 from lazytools.tokens import count_tokens, tokenizer_name, tools_tokens
 
 from .searchsets import DATA

@@ -15,14 +15,14 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 
-from lazytools.app import bundled_catalog
+from lazytools.app import build_server, bundled_catalog
 from lazytools.catalog import Catalog, Group
 from lazytools.modes import Surface
 from lazytools.report import surface_cost
-from lazytools.server.core import LazyServer, build_server
+from lazytools.server.core import LazyServer
 from lazytools.server.metatools import invoke_tool_definition, search_tools_definition
-from lazytools.server.sessions import SessionState
 from lazytools.settings import Settings
+from lazytools.state.sessions import SessionState
 from lazytools.tokens import count_tokens, tokenizer_name
 
 from . import LAZYTOOLS

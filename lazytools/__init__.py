@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .app import build_server
     from .catalog import Catalog, Group
     from .entry import ToolEntry
     from .errors import (
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
         UpstreamTimeoutError,
         UpstreamUnavailableError,
     )
-    from .server.core import LazyServer, build_server
+    from .server.core import LazyServer
     from .settings import Settings
     from .sources.functions import FunctionGroup, function_tool
 
@@ -50,7 +51,7 @@ __all__ = [
 
 _HOMES = {
     "Catalog": "catalog", "Group": "catalog", "ToolEntry": "entry", "LazyServer": "server.core",
-    "build_server": "server.core", "Settings": "settings", "FunctionGroup": "sources.functions",
+    "build_server": "app", "Settings": "settings", "FunctionGroup": "sources.functions",
     "function_tool": "sources.functions",
     **{name: "errors" for name in __all__ if name.endswith("Error")},
 }

@@ -13,7 +13,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import FrameType
@@ -23,25 +23,46 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 import mcp_types as types
+from mcp.server.context import ServerMiddleware
 
-from .audit import open_audit
-from .catalog import Catalog, Group
+from .audit import AuditLog, open_audit
+from .catalog import Catalog, Group, suggest
 from .errors import ConfigError
+from .identity import Principal, named_principal
+from .learning.log import UsageLog
 from .learning.start import open_usage
-from .policy.limits import RateLimiter, RedisRateLimiter
+from .policy.file import PolicyFile
+from .policy.limits import MemoryRateLimiter, RateLimiter, RedisRateLimiter
+from .policy.rules import spaced_names
 from .safetext import clip, redact_secrets_in_logs, redact_session_ids, redact_url
-from .server.core import LazyServer, build_server
+from .sdk import OpenTelemetryMiddleware
+from .search import LiveIndex
+from .search.config import configured_ranking
+from .server.access import Gate
+from .server.core import LazyServer
+from .server.metatools import META_TOOL_NAMES
+from .server.metrics import Metrics
+from .server.middleware.access import AccessMiddleware
+from .server.middleware.audit import AuditMiddleware
+from .server.middleware.metrics import MetricsMiddleware
+from .server.middleware.origin import OriginMiddleware
+from .server.middleware.principal import PrincipalMiddleware
+from .server.middleware.rate_limit import RateLimitMiddleware
 from .server.middleware.shared_sessions import SharedSessions
-from .server.passthrough import UpstreamFeatures
+from .server.parts import ServerParts
+from .server.passthrough import PassThrough, SessionClients, UpstreamFeatures
+from .server.registry import SessionRegistry, session_key
+from .server.subscriptions import LocalSubscriptionBus
 from .settings import Settings
 from .sources import Source, StaticSource
 from .sources.functions import function_tool
+from .state.sessions import MemorySessionStore, SessionStore
 from .telemetry import configure_tracing
 
 if TYPE_CHECKING:
     from .state.redis import RedisState
 
-__all__ = ["bundled_catalog", "check_replicas_agree", "configure_logging", "open_catalog", "open_server", "open_state",
+__all__ = ["build_server", "bundled_catalog", "check_replicas_agree", "configure_logging", "open_catalog", "open_server", "open_state",
            "replica_fingerprint", "serve", "sources_for"]
 
 logger = logging.getLogger("lazytools")
@@ -60,7 +81,7 @@ def configure_logging(level: str, *, progress: bool = False) -> None:
     """Logs go to stderr: on stdio, stdout carries protocol messages and nothing else.
 
     Credentials are redacted from every record (`redact_secrets_in_logs`), and the HTTP client's line per request
-    to an upstream shows only at DEBUG: at INFO it was most of the log, one line per call or notification.
+    to an upstream shows only at DEBUG: at INFO it would be most of the log, one line per call or notification.
     `progress` shows the gateway's start-up at INFO whatever `level` is: `lazytools search` and `surface` wait
     for every upstream (npx and uvx downloads, docker pulls: up to the connect timeout) and would otherwise print
     nothing meanwhile. Upstreams' own stderr lines stay at `level`."""
@@ -135,6 +156,105 @@ async def _open_sources(settings: Settings, down: list[str] | None = None
                 down.extend(f"{u.name} ({(u.error or 'still starting').partition(' (its stderr ended with')[0]})"
                             for u in getattr(opened, "down", ()))
         yield catalog, front
+
+
+def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
+                 front: UpstreamFeatures | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
+                 limiter: RateLimiter | None = None, usage: UsageLog | None = None) -> LazyServer:
+    """The server, every part of it built here; `policy`, `limiter` and `usage` default to what `settings` name (a
+    policy file, a rate limit in memory, the usage log), a caller may pass its own (a Redis limiter, the log
+    `open_server` opened)."""
+    reserved = META_TOOL_NAMES & set(catalog.names())
+    if reserved:
+        raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
+    if policy is None and settings.policy is not None:
+        policy = PolicyFile(settings.policy, max_bytes=settings.policy_max_bytes, settle=settings.policy_settle)
+    if policy is not None and settings.auth_issuer is not None and settings.auth_groups_format == "space":
+        spaced = spaced_names(policy.current().spec)
+        if spaced:
+            logger.warning("the policy names %s, but LAZYTOOLS_AUTH_GROUPS_FORMAT=space splits the claim on spaces: "
+                           "those never match, and each word is a group of its own (use list or comma)",
+                           ", ".join(clip(name) for name in spaced[:10]))
+    if limiter is None and (settings.rate_limit or policy is not None):
+        limiter = MemoryRateLimiter()
+    # Metrics are served over HTTP only (GET /metrics): over stdio nobody could read them, so nothing counts them.
+    metrics = Metrics() if settings.metrics and settings.transport == "http" else None
+    local = named_principal(settings.stdio_user, "stdio")
+    gate = Gate(catalog, policy, local)
+    sessions = SessionRegistry(store if store is not None else MemorySessionStore(), settings, gate, front=front,
+                               metrics=metrics)
+    passing = None
+    if front is not None:
+        passing = PassThrough(front, sessions.session_for, gate.access, gate.refused)
+        front.attach(SessionClients(sessions.store))
+        front.check_updates(sessions.may_hear)
+    limited = RateLimitMiddleware(limiter, gate, default=settings.rate_limit) if limiter is not None else None
+    index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
+                      cache_dir=settings.embedding_cache_dir(), config=configured_ranking(settings.search_ranking))
+    parts = ServerParts(
+        catalog=catalog, settings=settings, sessions=sessions, gate=gate, index=index, events=LocalSubscriptionBus(),
+        middleware=_middleware(catalog, gate, local, front, sessions, policy=policy, metrics=metrics, audit=audit,
+                               limited=limited),
+        always_available=_checked_pinned(catalog, settings.always_available_tools), front=front, passing=passing,
+        # History is read and records are written on the log's own thread; search reads its prior.
+        usage=usage if usage is not None else open_usage(settings), metrics=metrics, limited=limited)
+    server = LazyServer(parts)
+    if metrics is not None:
+        metrics.watch(server)
+    return server
+
+
+def _middleware(catalog: Catalog, gate: Gate, local: Principal, front: UpstreamFeatures | None,
+                sessions: SessionRegistry, *, policy: PolicyFile | None, metrics: Metrics | None,
+                audit: AuditLog | None, limited: RateLimitMiddleware | None) -> list[ServerMiddleware[Any]]:
+    """Around every request, outermost first (server/middleware/): the SDK's span, who the request acts for, what
+    they may see, metrics, the audit line that names them, their rate limit (a refused call is audited too), and
+    innermost, for requests an upstream may serve, their origin, so upstream progress, logs and requests reach the
+    client that asked. A layer whose feature is off is left out: each one costs every request its await and its
+    bookkeeping."""
+
+    def group_of(tool: str) -> str | None:
+        """The group of a tool the request's principal may call; None for any other name (metrics)."""
+        visible = gate.access().catalog
+        return visible.get(tool).group if tool in visible else None
+
+    def upstream_of(method: str, target: str) -> str | None:
+        """The server (or in-process group) that serves a tool, prompt or resource; None when unknown."""
+        if method == "prompts/get":
+            return front.prompt_server(target) if front is not None else None
+        if method == "resources/read":
+            return front.uri_server(target) if front is not None else None
+        return catalog.get(target).group if target in catalog else None
+
+    layers: list[ServerMiddleware[Any]] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
+    if policy is not None:  # without a policy every principal's Access is the whole catalog, ready at once
+        layers.append(AccessMiddleware(gate))
+    if metrics is not None:  # before the audit and the limit: it counts what they refuse
+        layers.append(MetricsMiddleware(metrics, server_of=group_of, session_of=session_key))
+    if audit is not None:
+        layers.append(AuditMiddleware(audit, upstream_of=upstream_of, session_of=session_key))
+    if limited is not None:
+        layers.append(limited)
+    if front is not None:  # only upstreams read a request's origin (in-process tools have no use for it)
+        layers.append(OriginMiddleware(sessions.session_for))
+    return layers
+
+
+def _checked_pinned(catalog: Catalog, names: Sequence[str]) -> list[str]:
+    """ALWAYS_AVAILABLE_TOOLS, each a tool of the catalog or of a group not serving yet (else a ConfigError)."""
+    # A group without tools is not serving yet (an upstream that failed to start).
+    waiting = [group.name for group in catalog.groups if not catalog.in_group(group.name)]
+    for name in names:
+        if name in META_TOOL_NAMES:
+            raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS: {name!r} is a meta-tool and is always listed")
+        if name not in catalog:
+            close = suggest(name, catalog.names())
+            hint = f" Closest: {', '.join(close)}." if close else ""
+            if not waiting:
+                raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS names an unknown tool {name!r}.{hint}")
+            logger.warning("ALWAYS_AVAILABLE_TOOLS names %r, which no server serves yet (not serving: %s); "
+                           "it is listed once it appears.%s", name, ", ".join(waiting), hint)
+    return list(dict.fromkeys(names))
 
 
 @asynccontextmanager

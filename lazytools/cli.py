@@ -170,8 +170,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _loop_options() -> dict[str, Any]:
-    """uvloop when it is installed (`uvicorn[standard]` brings it): stateless HTTP calls went from 0.69-0.76x to
-    0.72-0.91x of a bare SDK server's rate by CPU per request (docs/benchmarks.md). Everything else runs unchanged."""
+    """uvloop when it is installed (`uvicorn[standard]` brings it): it serves HTTP with less CPU per request
+    (docs/benchmarks.md). Everything else runs unchanged."""
     try:
         import uvloop  # noqa: F401
     except ImportError:

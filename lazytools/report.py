@@ -18,7 +18,7 @@ from .search.fit import DEFAULT_FIT
 from .server.core import LazyServer
 from .server.metatools import check_group
 from .server.rendering import nothing_fits_line, ranking_text
-from .server.sessions import SessionState
+from .state.sessions import SessionState
 from .tokens import tokenizer_name, tools_tokens
 
 __all__ = ["SurfaceCost", "UsageUnreadable", "down_report", "search_report", "shared_usage_report", "surface_cost",

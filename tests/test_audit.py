@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from lazytools.app import build_server
 from lazytools.audit import REASONS, AuditLog, open_audit, reason_of
 from lazytools.errors import (
     ConfigError,
@@ -30,7 +31,6 @@ from lazytools.errors import (
     UpstreamTimeoutError,
     UpstreamUnavailableError,
 )
-from lazytools.server.core import build_server
 
 from .conftest import make_settings, small_catalog, text_of
 from .helpers import spawned_http_server

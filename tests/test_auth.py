@@ -21,11 +21,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import ValidationError
 
+from lazytools.app import build_server
 from lazytools.auth.fetch import Fetcher
 from lazytools.auth.issuer import Issuer
 from lazytools.auth.verifier import MAX_TOKEN_BYTES, TokenChecks, Verifier
 from lazytools.identity import ClaimNames, principal_from_claims
-from lazytools.server.core import build_server
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings, small_catalog

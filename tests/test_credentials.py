@@ -20,6 +20,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from lazytools.app import build_server
 from lazytools.audit import AuditLog, open_audit
 from lazytools.auth.exchange import ExchangeRequest, TokenExchanger
 from lazytools.auth.fetch import Fetcher
@@ -27,7 +28,6 @@ from lazytools.auth.issuer import Issuer
 from lazytools.catalog import Catalog
 from lazytools.identity import principal_from_claims
 from lazytools.origin import CallOrigin, calling
-from lazytools.server.core import build_server
 from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.sources.gateway.relay import USER_OWNER, Inflight, Relay
 from lazytools.transports.http import build_app

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lazytools import build_server
-from lazytools.server.sessions import SessionState
+from lazytools.state.sessions import SessionState
 
 from .conftest import client, make_settings, small_catalog, text_of
 

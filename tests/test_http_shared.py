@@ -14,7 +14,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from lazytools.server.core import build_server
+from lazytools.app import build_server
 from lazytools.server.middleware.shared_sessions import SharedSessions
 from lazytools.state import MemoryShared, SessionRecord, StateUnavailableError
 from lazytools.transports.http import build_app

@@ -29,12 +29,12 @@ LAYERS: dict[str, int] = {
     "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)
     "policy": 1,  # the policy file and its decisions, rate limits
     "tokens": 1, "validation": 1, "settingsdoc": 1,  # settingsdoc: .env.example, docs/settings.md, flag names
-    "state": 1,  # per-session state shared by replicas (Redis): records, bus, events
+    "state": 1,  # per-session state: live here, and shared by replicas (Redis): records, bus, events
     "catalog": 2,
     "sources": 3,  # functions, JSONL files, upstream servers: they fill the catalog
     "search": 4, "manifest": 4,
     "learning": 5,  # learning from use: the usage log, its stores and prior; search reads it through search.prior
-    "server.sessions": 5, "server.clients": 5, "server.subscriptions": 5, "server.surface": 5,
+    "server.clients": 5, "server.subscriptions": 5, "server.surface": 5,
     "server.learning": 5, "server.rendering": 5, "server.access": 5,
     "server.metatools": 6, "server.middleware": 6, "server.metrics": 6,
     "server": 7, "server.core": 7, "server.middleware.shared_sessions": 7, "server.middleware.origin": 7,
@@ -95,7 +95,7 @@ def test_imports_go_one_way(module: str, path: Path) -> None:
 
 
 @pytest.mark.parametrize(("module", "line", "imported"), [
-    ("server.sessions", "from .core import LazyServer", "server.core"),
+    ("server.surface", "from .core import LazyServer", "server.core"),
     ("sources.gateway.upstream", "from ...server.metatools import SEARCH_TOOLS", "server.metatools"),
     ("catalog", "from lazytools.transports.http import serve_http", "transports.http"),
     ("search.index", "from ..cli import main", "cli"),
@@ -111,8 +111,8 @@ def test_a_climbing_import_is_caught(module: str, line: str, imported: str) -> N
 
 def test_an_import_for_type_checking_only_is_not_a_dependency() -> None:
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .core import LazyServer\n"
-    assert _climbing("server.sessions", source) == []
-    assert _climbing("server.sessions", source.replace("if TYPE_CHECKING:\n    ", "")) != []
+    assert _climbing("server.surface", source) == []
+    assert _climbing("server.surface", source.replace("if TYPE_CHECKING:\n    ", "")) != []
 
 
 def test_the_server_imports_no_source() -> None:
@@ -133,10 +133,10 @@ def test_no_import_circle() -> None:
 def test_a_circle_is_caught() -> None:
     """The check above can fail: a real module importing, for type checking only, one that imports it is found."""
     graph = _graph(typing=False)
-    assert "server.sessions" in graph["server.core"]
-    graph["server.sessions"] = {*graph["server.sessions"], "server.core"}
+    assert "server.surface" in graph["server.core"]
+    graph["server.surface"] = {*graph["server.surface"], "server.core"}
     found = _circle(graph)
-    assert found[0] == found[-1] and {"server.core", "server.sessions"} <= set(found), found
+    assert found[0] == found[-1] and {"server.core", "server.surface"} <= set(found), found
 
 
 def _graph(*, typing: bool = True) -> dict[str, set[str]]:

@@ -62,3 +62,40 @@ def test_a_module_missing_from_the_map_is_named() -> None:
     mapped = {path.resolve() for path in _mapped()}
     http_guard = (ROOT / "lazytools" / "transports" / "http_guard.py").resolve()
     assert _unmapped_modules(mapped - {http_guard}) == ["lazytools/transports/http_guard.py"]
+
+
+LONGEST_CLASS = 300
+"""Lines a class of the package may span: past it, a second job hides in it. `Settings` is data, and exempt."""
+
+
+def _classes() -> list[tuple[int, str]]:
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "lazytools").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                found.append((node.end_lineno - node.lineno + 1, f"{path.relative_to(ROOT)}:{node.name}"))
+    return found
+
+
+def test_no_class_is_longer_than_300_lines() -> None:
+    classes = _classes()
+    assert len(classes) > 50
+    long = [f"{where} ({lines} lines)" for lines, where in classes
+            if lines > LONGEST_CLASS and where != "lazytools/settings.py:Settings"]
+    assert not long, long
+
+
+def test_the_wiring_builds_none_of_its_parts() -> None:
+    """`LazyServer` receives what it is made of (server/parts.py) from the assembly root (app.py): its module calls
+    none of the constructors of those parts."""
+    import ast
+
+    parts = {"Gate", "PassThrough", "LiveIndex", "MemorySessionStore", "SessionRegistry", "LocalSubscriptionBus",
+             "Metrics", "MemoryRateLimiter", "PolicyFile", "open_usage", "SessionClients", "PrincipalMiddleware",
+             "AccessMiddleware", "MetricsMiddleware", "AuditMiddleware", "RateLimitMiddleware", "OriginMiddleware"}
+    tree = ast.parse((ROOT / "lazytools" / "server" / "core.py").read_text())
+    called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert "LazyServer" in (ROOT / "lazytools" / "server" / "core.py").read_text()
+    assert not called & parts, sorted(called & parts)

@@ -17,11 +17,12 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from lazytools.app import build_server
 from lazytools.learning.counted import Counted
 from lazytools.learning.keys import KEY_FILE
 from lazytools.learning.prior import UsagePrior
 from lazytools.learning.records import CallRecord
-from lazytools.server.core import LazyServer, build_server
+from lazytools.server.core import LazyServer
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings, text_of

@@ -75,7 +75,7 @@ async def test_replicas_share_their_counts_through_redis(redis_url: str) -> None
 async def test_calls_are_served_uncounted_when_redis_does_not_answer() -> None:
     from mcp import Client
 
-    from lazytools.server.core import build_server
+    from lazytools.app import build_server
 
     from .conftest import make_settings, small_catalog
 

@@ -13,8 +13,8 @@ from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
+from lazytools.app import build_server
 from lazytools.catalog import Catalog
-from lazytools.server.core import build_server
 from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.transports.http import build_app
 

@@ -21,12 +21,13 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from lazytools.app import build_server
 from lazytools.catalog import Catalog
 from lazytools.errors import ConfigError
 from lazytools.identity import ANONYMOUS, Principal, named_principal
 from lazytools.policy.file import PolicyFile
 from lazytools.policy.rules import Policy, PolicySpec, check_path
-from lazytools.server.core import LazyServer, build_server
+from lazytools.server.core import LazyServer
 from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.transports.http import build_app
 from lazytools.uris import UnsafeUriError, uri_forms

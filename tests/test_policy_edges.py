@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from lazytools import FunctionGroup, Group
-from lazytools.server.core import build_server
+from lazytools.app import build_server
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings, small_catalog, text_of

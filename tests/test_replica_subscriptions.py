@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from redis.asyncio import Redis as AsyncRedis
 
-from lazytools.server.middleware.shared_sessions import MAX_SUBSCRIPTION_CHARS, MAX_SUBSCRIPTION_URI, MAX_SUBSCRIPTIONS
+from lazytools.state.sync import MAX_SUBSCRIPTION_CHARS, MAX_SUBSCRIPTION_URI, MAX_SUBSCRIPTIONS
 
 from .cluster import Cluster, cluster
 from .helpers import eventually, running_http

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lazytools.server.sessions import SessionState
+from lazytools.state.sessions import SessionState
 
 
 def test_enable_reports_new_tools_and_keeps_the_order_they_came_in() -> None:

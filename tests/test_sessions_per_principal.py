@@ -13,9 +13,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from lazytools.app import open_state
+from lazytools.app import build_server, open_state
 from lazytools.policy.limits import WINDOW, RedisRateLimiter
-from lazytools.server.core import build_server
 from lazytools.server.middleware.shared_sessions import SharedSessions
 from lazytools.transports.http import build_app
 

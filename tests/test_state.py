@@ -11,12 +11,11 @@ import pytest
 from mcp.server.streamable_http import EventMessage
 from redis.exceptions import RedisError
 
-from lazytools.app import check_replicas_agree, open_state, replica_fingerprint
-from lazytools.server.core import build_server
-from lazytools.server.sessions import SessionState
+from lazytools.app import build_server, check_replicas_agree, open_state, replica_fingerprint
 from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
 from lazytools.state.events import MemorySessionEvents, message_of
 from lazytools.state.redis import RedisState
+from lazytools.state.sessions import SessionState
 
 from .cluster import free_port, running_redis
 from .conftest import make_settings, small_catalog

@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from lazytools.app import build_server
 from lazytools.catalog import Catalog
-from lazytools.server.core import build_server
 from lazytools.sources.gateway.gateway import open_gateway
 from lazytools.telemetry import configure_tracing
 

@@ -3,8 +3,8 @@
 Every fetch of the auth code goes through here (metadata, JWKS, introspection, token exchange). Redirects are not
 followed: the URLs come from the settings and the issuer's own metadata, nowhere else.
 
-One HTTP client serves every fetch of a `Fetcher`: building one loads the trust store into a TLS context (~40 ms of
-CPU), too much to pay per request on the event loop when every unauthenticated request may cause a fetch
+One HTTP client serves every fetch of a `Fetcher`: building one loads the trust store into a TLS context (CPU worth
+many requests), too much to pay per request on the event loop when every unauthenticated request may cause a fetch
 (introspection). It is built once, in a worker thread. It keeps no idle connections, so nothing is left open
 between fetches and a `Fetcher` needs no closing.
 """

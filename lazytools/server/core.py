@@ -1,47 +1,36 @@
 """The MCP server wiring: tools/list and tools/call over catalog, index and session state.
 
-Knows nothing of transports: stdio and HTTP hand it streams. Errors become `isError` results here and only here.
+Built from parts made elsewhere (parts.py; app.py `build_server` makes them). Knows nothing of transports: stdio and
+HTTP hand it streams. Errors become `isError` results here and only here.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
 from anyio.lowlevel import RunVar
-from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from opentelemetry import trace
 
-from ..audit import AuditLog, note_reason, reason_of
+from ..audit import note_reason, reason_of
 from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
-from ..errors import ConfigError, LazyToolsError, ToolNotEnabledError, UnknownToolError
-from ..identity import named_principal
-from ..learning.log import UsageLog
-from ..learning.start import open_usage
+from ..errors import LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..modes import Surface
-from ..policy.file import PolicyFile
-from ..policy.limits import MemoryRateLimiter, RateLimiter
-from ..policy.rules import spaced_names
 from ..safetext import clip
-from ..sdk import OpenTelemetryMiddleware, connection_of
-from ..search import LiveIndex
-from ..search.config import configured_ranking
 from ..search.prior import Prior
-from ..settings import Settings
+from ..state.sessions import SessionState, SessionStore
 from ..threads import loop_limiter, threads_for
 from ..validation import Limits, validate_call
-from .access import Access, Gate
-from .clients import client_table
+from .access import Access
 from .learning import record_call, record_search, source_of
 from .metatools import (
     INVOKE_TOOL,
@@ -55,20 +44,12 @@ from .metatools import (
     search_tools,
     search_tools_definition,
 )
-from .metrics import Metrics
-from .middleware.access import AccessMiddleware
-from .middleware.audit import AuditMiddleware
-from .middleware.metrics import MetricsMiddleware
-from .middleware.origin import OriginMiddleware
-from .middleware.principal import PrincipalMiddleware
-from .middleware.rate_limit import RateLimitMiddleware
-from .passthrough import PassThrough, SessionClient, SessionClients, UpstreamFeatures
+from .parts import ServerParts
 from .results import deliverable
-from .sessions import MemorySessionStore, SessionState, SessionStore
-from .subscriptions import LocalSubscriptionBus, ToolsListChanged
-from .surface import SessionView, choose_surface, is_stateless_era
+from .subscriptions import ToolsListChanged
+from .surface import SessionView
 
-__all__ = ["INSTRUCTIONS", "LazyServer", "build_server"]
+__all__ = ["INSTRUCTIONS", "LazyServer"]
 
 logger = logging.getLogger(__name__)
 _tracer = trace.get_tracer("lazytools")
@@ -81,25 +62,24 @@ Most tools are hidden to keep your context small. To do something, call search_t
 plain words (or exact tool_names). Found tools are added to your tool list, or, when results say so, are \
 called through invoke_tool(tool_name, arguments). Search again whenever you need a different capability."""
 
-_SESSION_KEY = "lazytools.session"
-
 
 class LazyServer(Server[Any]):
     """A low-level MCP server that shows a small tool surface and grows it per session."""
 
-    def __init__(self, catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: UpstreamFeatures | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
-                 limiter: RateLimiter | None = None, metrics: Metrics | None = None,
-                 usage: UsageLog | None = None) -> None:
-        # 2026-07-28 clients hear of catalog changes only on `subscriptions/listen` streams fed by this bus.
-        self.events = LocalSubscriptionBus()
-        self.store: SessionStore = store if store is not None else MemorySessionStore()
-        self.front = front
-        local = named_principal(settings.stdio_user, "stdio")
-        # What each principal may see and call: every route below reads its Access (access.py).
-        self.gate = Gate(catalog, policy, local)
-        passing = PassThrough(front, self.session_for, self.gate.access, self.gate.refused) if front is not None \
-            else None
+    def __init__(self, parts: ServerParts) -> None:
+        self.catalog = parts.catalog
+        self.settings = parts.settings
+        self.sessions = parts.sessions
+        self.store: SessionStore = parts.sessions.store
+        self.gate = parts.gate
+        self.index = parts.index
+        self.events = parts.events
+        self.front = parts.front
+        self.usage = parts.usage
+        self.metrics = parts.metrics
+        self.limits = Limits.of(parts.settings)
+        self._limited = parts.limited
+        passing = parts.passing
         super().__init__(
             "lazytools",
             version=_version(),
@@ -119,48 +99,18 @@ class LazyServer(Server[Any]):
             on_unsubscribe_resource=passing.unsubscribe if passing else None,
             on_completion=passing.complete if passing else None,
         )
-        if front is not None and passing is not None:
-            front.attach(SessionClients(self.store))
-            front.check_updates(self.may_hear)
+        if passing is not None:
             # Added, not passed: the constructor warns about these 2026-deprecated features.
             self.add_request_handler("logging/setLevel", types.SetLevelRequestParams, passing.set_level)
             self.add_notification_handler("notifications/roots/list_changed", types.NotificationParams,
                                           passing.roots_changed)
             self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
-        self.catalog = catalog
-        self.settings = settings
-        self.limits = Limits.of(settings)
-        # Around every request, outermost first (middleware/): the SDK's span, who the request acts for, what
-        # they may see, metrics, the audit line that names them, their rate limit (a refused call is audited
-        # too), and innermost, for requests an upstream may serve, their origin, so upstream progress, logs and
-        # requests reach the client that asked. A layer whose feature is off is left out: each one costs every
-        # request its await and its bookkeeping.
-        self.middleware[:] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
-        if policy is not None:  # without a policy every principal's Access is the whole catalog, ready at once
-            self.middleware.append(AccessMiddleware(self.gate))
-        self.metrics = metrics
-        if metrics is not None:  # before the audit and the limit: it counts what they refuse
-            self.middleware.append(MetricsMiddleware(metrics, server_of=self._group_of, session_of=self.session_key))
-            metrics.watch(self)
-        self._limited: RateLimitMiddleware | None = None
-        if audit is not None:
-            self.middleware.append(AuditMiddleware(audit, upstream_of=self._upstream_of, session_of=self.session_key))
-        if limiter is not None:
-            self._limited = RateLimitMiddleware(limiter, self.gate, default=settings.rate_limit)
-            self.middleware.append(self._limited)
-        if front is not None:  # only upstreams read a request's origin (in-process tools have no use for it)
-            self.middleware.append(OriginMiddleware(self.session_for))
-        self.index = LiveIndex(catalog, semantic=settings.semantic, embedder=settings.embedder,
-                               cache_dir=settings.embedding_cache_dir(), config=configured_ranking(settings.search_ranking))
-        # History is read and records are written on the log's own thread; search reads its prior. The assembly
-        # root opens it (app.py); a server built without one opens the one the settings ask for.
-        self.usage: UsageLog | None = usage if usage is not None else open_usage(settings)
-        self._table = client_table(settings.client_surfaces)
+        self.middleware[:] = list(parts.middleware)
         self._definitions: dict[tuple[int, Surface, Access], list[types.Tool]] = {}
-        self._always_available = self._check_pinned(settings.always_available_tools)
+        self._always_available = list(parts.always_available)
         self.pinned = self._pinned_now()
-        catalog.on_change(self._catalog_changed)
-        catalog.on_announce(self._tools_changed)
+        self.catalog.on_change(self._catalog_changed)
+        self.catalog.on_announce(self._tools_changed)
 
     def create_initialization_options(
         self,
@@ -175,75 +125,8 @@ class LazyServer(Server[Any]):
             experimental_capabilities, extensions
         )
 
-    # -- sessions -------------------------------------------------------------------------------------------
-
-    async def may_hear(self, key: str, uri: str) -> bool:
-        """Whether session `key` may still hear of `uri`'s updates: the policy in force (re-read when its file
-        changed) lets the principal that subscribed see it. A subscription to a resource the policy hides since
-        is left, as the resource no longer exists for that principal."""
-        state = self.store.get(key)
-        client = state.client if state is not None else None
-        principal = client.principal if isinstance(client, SessionClient) else None
-        if principal is None or self.front is None:
-            return True
-        return self.gate.access(principal).resource(uri, self.front.uri_server(uri))
-
-    def session_for(self, ctx: ServerRequestContext[Any, Any]) -> SessionState | None:
-        """This request's session state, created on first sight; None where the protocol allows no session."""
-        if is_stateless_era(ctx.protocol_version):
-            return None
-        connection = connection_of(ctx)
-        if ctx.request is not None and connection.session_id is None:
-            return None  # stateless HTTP in the handshake era: every request is a new connection
-        return self.session_of(connection, ctx.protocol_version)
-
-    def session_of(self, connection: Connection, protocol_version: str) -> SessionState | None:
-        """The session state of a handshake-era connection, created on first sight (also outside a request: a
-        shared session's GET stream); None before its handshake."""
-        key = connection.state.get(_SESSION_KEY)
-        state = self.store.get(key) if key is not None else None
-        if state is not None:
-            return state
-        if not connection.initialize_accepted:
-            return None  # a request the SDK will refuse before the handshake (OriginMiddleware sees it first)
-        key = connection.session_id or uuid.uuid4().hex
-        info = connection.client_params.client_info if connection.client_params is not None else None
-        client_name = info.name if info is not None else None
-        surface = self.surface_for(client_name, protocol_version)
-
-        async def notify() -> None:
-            await connection.outbound.notify("notifications/tools/list_changed", None)
-
-        state = SessionState(key=key, surface=surface, client_name=client_name, notify=notify,
-                             client=SessionClient(key, connection))
-        connection.state[_SESSION_KEY] = key
-        self.store.put(state)
-        connection.exit_stack.callback(self.store.drop, key)
-        if self.metrics is not None:
-            connection.exit_stack.callback(self.metrics.closed, key)
-        if self.front is not None:
-            connection.exit_stack.push_async_callback(self.front.session_closed, key)
-        logger.info("session %s: client %r, %s surface", key[:8], client_name, surface)
-        return state
-
-    def surface_for(self, client_name: str | None, protocol_version: str) -> Surface:
-        """The surface a handshake-era session of this client gets (also what a shared store records for it)."""
-        return choose_surface(mode=self.settings.mode, protocol_version=protocol_version, has_session=True,
-                              client_name=client_name, table=self._table, default=self.settings.default_surface)
-
-    def session_key(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
-        """The key of the request's session, if it has one yet (its `Mcp-Session-Id` over HTTP)."""
-        connection = connection_of(ctx)
-        key = connection.session_id or connection.state.get(_SESSION_KEY)
-        return key if isinstance(key, str) else None
-
     def rate_refusals(self) -> int:
         return self._limited.refusals if self._limited is not None else 0
-
-    def _group_of(self, tool: str) -> str | None:
-        """The group of a tool the request's principal may call; None for any other name (metrics)."""
-        catalog = self.gate.access().catalog
-        return catalog.get(tool).group if tool in catalog else None
 
     def _prior(self, state: SessionState | None) -> Prior | None:
         """The usage prior as this request's user (or session) may read it: others' use above the floor only."""
@@ -251,14 +134,6 @@ class LazyServer(Server[Any]):
             return None
         source = source_of(self.usage, state)
         return self.usage.seen_by(source) if source is not None else self.usage.prior
-
-    def _upstream_of(self, method: str, target: str) -> str | None:
-        """The server (or in-process group) that serves a tool, prompt or resource; None when unknown."""
-        if method == "prompts/get":
-            return self.front.prompt_server(target) if self.front is not None else None
-        if method == "resources/read":
-            return self.front.uri_server(target) if self.front is not None else None
-        return self.catalog.get(target).group if target in self.catalog else None
 
     def input_schema_of(self, name: str) -> Mapping[str, Any] | None:
         """The input schema of any tool a client may call by name (for the transport's header checks)."""
@@ -316,14 +191,14 @@ class LazyServer(Server[Any]):
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self.surface_tools(self.session_for(ctx)))
+        return types.ListToolsResult(tools=self.surface_tools(self.sessions.session_for(ctx)))
 
     # -- tools/call -----------------------------------------------------------------------------------------
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await self.handle_call(self.session_for(ctx), params.name, params.arguments, ctx)
+        return await self.handle_call(self.sessions.session_for(ctx), params.name, params.arguments, ctx)
 
     async def handle_call(
         self,
@@ -485,45 +360,6 @@ class LazyServer(Server[Any]):
         """ALWAYS_AVAILABLE_TOOLS that the catalog holds now, then the tools their upstream pins."""
         configured = [name for name in self._always_available if name in self.catalog]
         return list(dict.fromkeys([*configured, *(entry.name for entry in self.catalog if entry.pinned)]))
-
-    def _check_pinned(self, names: Sequence[str]) -> list[str]:
-        # A group without tools is not serving yet (an upstream that failed to start).
-        waiting = [group.name for group in self.catalog.groups if not self.catalog.in_group(group.name)]
-        for name in names:
-            if name in META_TOOL_NAMES:
-                raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS: {name!r} is a meta-tool and is always listed")
-            if name not in self.catalog:
-                close = suggest(name, self.catalog.names())
-                hint = f" Closest: {', '.join(close)}." if close else ""
-                if not waiting:
-                    raise ConfigError(f"ALWAYS_AVAILABLE_TOOLS names an unknown tool {name!r}.{hint}")
-                logger.warning("ALWAYS_AVAILABLE_TOOLS names %r, which no server serves yet (not serving: %s); "
-                               "it is listed once it appears.%s", name, ", ".join(waiting), hint)
-        return list(dict.fromkeys(names))
-
-
-def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | None = None,
-                 front: UpstreamFeatures | None = None, audit: AuditLog | None = None, policy: PolicyFile | None = None,
-                 limiter: RateLimiter | None = None, usage: UsageLog | None = None) -> LazyServer:
-    """The server; `policy`, `limiter` and `usage` default to what `settings` name (a policy file, a rate limit in
-    memory, the usage log), a caller may pass its own (a Redis limiter, the log app.py opened)."""
-    reserved = META_TOOL_NAMES & set(catalog.names())
-    if reserved:
-        raise ConfigError(f"Tool names {sorted(reserved)} are reserved for lazytools' meta-tools")
-    if policy is None and settings.policy is not None:
-        policy = PolicyFile(settings.policy, max_bytes=settings.policy_max_bytes, settle=settings.policy_settle)
-    if policy is not None and settings.auth_issuer is not None and settings.auth_groups_format == "space":
-        spaced = spaced_names(policy.current().spec)
-        if spaced:
-            logger.warning("the policy names %s, but LAZYTOOLS_AUTH_GROUPS_FORMAT=space splits the claim on spaces: "
-                           "those never match, and each word is a group of its own (use list or comma)",
-                           ", ".join(clip(name) for name in spaced[:10]))
-    if limiter is None and (settings.rate_limit or policy is not None):
-        limiter = MemoryRateLimiter()
-    # Metrics are served over HTTP only (GET /metrics): over stdio nobody could read them, so nothing counts them.
-    counted = settings.metrics and settings.transport == "http"
-    return LazyServer(catalog, settings, store=store, front=front, audit=audit, policy=policy, limiter=limiter,
-                      metrics=Metrics() if counted else None, usage=usage)
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -12,7 +12,7 @@ from ..entry import ToolEntry
 from ..identity import current_principal
 from ..learning.log import UsageLog
 from ..learning.records import MAX_SEARCH_TERMS, CallRecord, SearchRecord
-from .sessions import LastSearch, SessionState
+from ..state.sessions import LastSearch, SessionState
 
 __all__ = ["MAX_LINKED", "MAX_REMEMBERED", "record_call", "record_search", "source_of"]
 

@@ -18,8 +18,8 @@ from ..audit import note_reason, reason_of
 from ..errors import LazyToolsError, UnknownPromptError, UnknownResourceError
 from ..identity import Principal, current_principal
 from ..origin import LOG_LEVELS, CallOrigin, Clients, ClientSide
+from ..state.sessions import SessionState, SessionStore
 from .access import Access
-from .sessions import SessionState, SessionStore
 from .surface import is_stateless_era
 
 __all__ = ["FORWARDED", "RESOURCE_NOT_FOUND", "PassThrough", "SessionClient",

@@ -160,8 +160,8 @@ def _signature_of(entry: ToolEntry) -> str:
 
 
 def _schema_of(entry: ToolEntry) -> str:
-    """`schema_text` of the entry's input schema, remembered per entry object (its JSON was a tenth of a proxy
-    search served over HTTP)."""
+    """`schema_text` of the entry's input schema, remembered per entry object: a proxy search shows the schema
+    of every tool it returns, and serializing the same schema again for every search would cost each one."""
     return _remembered(entry, True)
 
 

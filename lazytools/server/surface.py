@@ -16,8 +16,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..modes import Mode, Surface
 
 if TYPE_CHECKING:
+    from ..state.sessions import SessionState
     from .access import Access
-    from .sessions import SessionState
 
 __all__ = ["SessionView", "choose_surface", "is_stateless_era"]
 

@@ -1,4 +1,5 @@
-"""Per-session state shared by several replicas: records, the store protocol, the Redis store, GET-stream events."""
+"""Per-session state: each session's live state here (sessions.py), and what replicas share of it (records kept in
+step with it by sync.py, the store protocol, the Redis store, GET-stream events)."""
 
 from __future__ import annotations
 

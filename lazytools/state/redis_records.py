@@ -30,7 +30,7 @@ _REFRESHED_MAX = 100_000
 """Sessions whose last TTL refresh a replica remembers."""
 
 # A record is stored as "<rev>|<json>": reading it is one GET, the cheapest command redis-py sends (a pipeline or a
-# script costs it twice the CPU), and every request of a session reads it.
+# script costs it more), and every request of a session reads it.
 # Writing compares the revision it was made from: returns "gone" (publishing `<id>|` on `changed`, so every replica
 # drops its copy of a record Redis lost), the newer value to redo the write on, or (written) how many replicas are
 # subscribed to `changed`. Every write publishes `<id>|<rev>` there in the same script, so Redis
@@ -130,7 +130,7 @@ class RedisRecords:
     async def _get(self, key: str, what: str) -> bytes | None:
         """The stored record; kept as a local copy when nothing newer was heard meanwhile."""
         # Bounded by the client's socket timeouts alone (at most two attempts of `timeout`): every request reads its
-        # record, and a cancel scope around the read would cost a third of its CPU.
+        # record, and a cancel scope around the read would cost a large share of its CPU.
         value: bytes | None = None
         token = self.copies.begin(key) if self.copies is not None else 0
         try:

@@ -19,8 +19,8 @@ stopped answering. `guarded_protocol` wraps uvicorn's HTTP protocol class:
   connections in a loop would otherwise evict exactly the newcomers.
 
 A request's headers (with its request line) are also bounded in size, `max_header_bytes`: uvicorn's httptools
-parser keeps every header line it is sent, so 16 connections sending 50 MiB of headers each took the process from
-120 to 933 MB before any token was checked. Past the bound the connection gets a 431 and is closed, for either
+parser keeps every header line it is sent, so a few connections sending huge headers would grow the process by
+hundreds of megabytes before any token was checked. Past the bound the connection gets a 431 and is closed, for either
 parser; the count of header fields is bounded by `HeaderCount`, an ASGI middleware in front of every other check
 (h11 holds a whole header block before anyone sees one of its fields, bounded by the same byte cap). The bound holds
 for a request read while the one before it on the connection is still being served (sent right behind a POST's
@@ -99,7 +99,7 @@ def fd_bounded(max_connections: int, backlog: int = 2048) -> tuple[int, int]:
     asyncio accepts up to `backlog` connections in one go before any of them is seen (and closed, if over the cap),
     and two or three such bursts can land before the first is seen, so the file descriptors must cover the open
     connections, three bursts and a reserve for the rest; past the limit accept() fails with EMFILE and asyncio stops
-    accepting for a second at a time (measured: 44 times in 20 s of slowloris with room for one burst only)."""
+    accepting for a second at a time, again and again under a slowloris."""
     if resource is None:
         return max_connections, backlog
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)

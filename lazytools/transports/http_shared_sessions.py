@@ -50,6 +50,7 @@ from ..server.middleware.shared_sessions import (
 from ..state import GET_STREAM, SessionRecord, SharedState, StateUnavailableError
 from ..state.events import message_of
 from ..state.outbox import defer
+from ..state.sync import restore_connection
 from .http_guard import jsonrpc_error
 
 __all__ = ["SharedSessionManager"]
@@ -358,7 +359,7 @@ class SharedSessionManager:
                 connection = Connection.for_loop(_SharedOutbound(dispatcher, key, self.state), session_id=key)
                 held.connection = connection
                 if record is not None:
-                    _restore(connection, record)
+                    restore_connection(connection, record)
                 held.started.set()
                 idle = transport.idle_scope if transport.idle_scope is not None else anyio.CancelScope()
                 with idle:
@@ -395,13 +396,3 @@ def _requestor(scope: Scope) -> dict[str, str | None] | None:
 
 async def _ended(scope: Scope, receive: Receive, send: Send) -> None:
     await Response(status_code=200)(scope, receive, send)
-
-
-def _restore(connection: Connection, record: SessionRecord) -> None:
-    """The connection as it stood after the session's handshake on whichever replica it happened."""
-    if record.client_params is not None:
-        connection.client_params = types.InitializeRequestParams.model_validate(record.client_params, by_name=False)
-    connection.protocol_version = record.protocol_version
-    connection.initialized.set()
-
-

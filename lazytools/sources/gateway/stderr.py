@@ -1,7 +1,7 @@
 """An upstream server's stderr, as log lines that name the server (`[github] token expired`).
 
-Inherited as it was before, every upstream wrote into our stderr unlabelled, and `lazytools search` printed the
-chatter of every server it started around its results. Through a pipe each line becomes an INFO record of the
+Inherited, every upstream would write into our stderr unlabelled, and `lazytools search` would print the chatter
+of every server it started around its results. Through a pipe each line becomes an INFO record of the
 `lazytools.upstream` logger: shown when serving (INFO by default), quiet in `search` and `surface` unless
 `--log-level DEBUG` (or INFO) asks for it. The last lines are also kept (`StderrTail`), so that the warning for a
 server that fails can say what it said ("Cannot connect to the Docker daemon") whatever the log level.

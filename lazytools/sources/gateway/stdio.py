@@ -1,8 +1,8 @@
 """The stdio transport to an upstream server: the SDK's `stdio_client`, with a line reader that is linear and bounded.
 
 The SDK's reader joins its buffer with each 64 KiB chunk and splits the whole again (`(buffer + chunk).split("\\n")`),
-so one long line costs time quadratic in its length: a 40 MB result took 19 s, 100 MB hit the call timeout, and the
-event loop was busy all along. Here a byte buffer is searched only where new bytes arrived, and a line longer than
+so one long line costs time quadratic in its length, and the event loop is busy all along (a result of tens of
+megabytes reaches the call timeout). Here a byte buffer is searched only where new bytes arrived, and a line longer than
 `max_line_bytes` is not kept at all: its bytes are skipped to the next newline, and if it was an answer, the request
 it answers gets an error saying how large it was (found from the `"id"` at the start of the line).
 

@@ -1,7 +1,7 @@
-"""Per-session state (surface and enabled tools) and the store that holds it.
+"""Each session's live state in this process (its surface, enabled tools, learning links) and the store of them.
 
-The store is a separate object from the catalog so a shared one (Redis, say) can replace the in-memory store
-for several replicas; everything in `SessionState` but `notify` is plain data for that reason.
+Everything in `SessionState` but `notify`, `client` and `threads` is plain data: with replicas it is loaded from the
+session's shared record (records.py) at each request, and what the request changed is written back there.
 """
 
 from __future__ import annotations
