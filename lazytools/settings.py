@@ -273,6 +273,16 @@ class Settings(BaseSettings):
         default=300.0, gt=0,
         description="With a state URL: seconds a replica keeps its part of a session (the connection, per-session "
                     "upstreams) after the session's last request there; the session itself lives on in the store.")
+    replica_heartbeat: float = Field(
+        default=1.0, gt=0, le=60,
+        description="With a state URL: seconds between two refreshes of this replica's liveness key in Redis, by "
+                    "which another replica learns that a call whose answer stream it resumed has lost its replica "
+                    "(docs/scaling.md, \"What a killed replica costs\").")
+    replica_liveness_ttl: float = Field(
+        default=5.0, gt=0, le=600,
+        description="With a state URL: seconds a replica counts as alive after its last heartbeat (at least twice "
+                    "LAZYTOOLS_REPLICA_HEARTBEAT; a smaller value is raised to that). A call in flight on a replica "
+                    "killed with -9 gets its JSON-RPC error about this long after the kill.")
     drain_seconds: float = Field(
         default=0.0, ge=0,
         description="On SIGTERM over HTTP: /readyz answers 503 at once, and requests in flight get up to this many "
