@@ -318,12 +318,14 @@ class Settings(BaseSettings):
                     "LAZYTOOLS_AUTH_CLIENT_ID and _SECRET.")
     auth_introspection_concurrency: int = Field(
         default=4, ge=1,
-        description="Most introspection requests in flight at once; a token that would start one more is refused "
-                    "unchecked (503, try again): made-up opaque tokens cannot flood the issuer or this server.")
+        description="Most introspection requests in flight at once (one client address: half of them, at least "
+                    "one); a token that would start one more is refused unchecked (503, try again): made-up opaque "
+                    "tokens cannot flood the issuer or this server, nor hold every check of the other users.")
     auth_introspection_rate: float = Field(
         default=10.0, gt=0,
-        description="Introspection requests a second, on average (bursts up to "
-                    "LAZYTOOLS_AUTH_INTROSPECTION_CONCURRENCY); past it a new token is refused unchecked (503).")
+        description="Introspection requests a second per client address, on average (bursts up to "
+                    "LAZYTOOLS_AUTH_INTROSPECTION_CONCURRENCY; the newest 4,096 addresses kept); past it a new "
+                    "token from that address is refused unchecked (503), while other addresses keep their own.")
     auth_refusal_cache_seconds: float = Field(
         default=30.0, ge=0,
         description="Seconds a refused token stays refused without being checked again (10,000 remembered at "
