@@ -39,9 +39,9 @@ from lazytools.evaluate import LabelledQuery, QueryResult, read_queries
 from lazytools.modes import Surface
 from lazytools.server.core import LazyServer, build_server
 from lazytools.server.metatools import search_tools
-from lazytools.server.sessions import SessionState
 from lazytools.settings import Settings
 from lazytools.sources.jsonl import load_jsonl_catalog, read_servers
+from lazytools.state.sessions import SessionState
 from lazytools.tokens import count_tokens, tokenizer_name, tools_tokens
 
 from .searchsets import DATA

@@ -449,7 +449,8 @@ async def open_state(settings: Settings) -> AsyncIterator[RedisState]:
     assert settings.state_url is not None
     state = RedisState(settings.state_url.get_secret_value(), ttl=settings.session_idle_timeout,
                        timeout=settings.state_timeout, prefix=settings.state_prefix,
-                       local_copy=settings.state_local_copy)
+                       local_copy=settings.state_local_copy, heartbeat=settings.replica_heartbeat,
+                       liveness_ttl=settings.replica_liveness_ttl)
     async with state.running():
         if not await state.ping():  # served anyway: /readyz says 503 until Redis answers
             logger.warning("the session store (LAZYTOOLS_STATE_URL) does not answer yet (%s); /readyz is 503 until "

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from .errors import ConfigError
 from .identity import Principal
+from .safetext import json_text
 
 __all__ = ["REASONS", "AuditEvent", "AuditLog", "note_reason", "noting_reasons", "open_audit", "reason_of"]
 
@@ -171,7 +172,8 @@ class AuditLog:
         record["argument_sha256"] = hashlib.sha256(encoded).hexdigest() if event.arguments is not None else None
         if self.values:
             record["arguments"] = event.arguments
-        return json.dumps(record, ensure_ascii=False, default=str)
+        # Direction overrides, zero-width and line-separating characters of a name or value as JSON escapes.
+        return json_text(json.dumps(record, ensure_ascii=False, default=str))
 
     def _write_all(self) -> None:
         while True:

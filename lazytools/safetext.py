@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 __all__ = [
-    "ECHO_LIMIT", "SessionIdRedactor", "clip", "escape", "redact_secrets", "redact_secrets_in_logs",
+    "ECHO_LIMIT", "SessionIdRedactor", "clip", "escape", "json_text", "redact_secrets", "redact_secrets_in_logs",
     "redact_session_ids", "redact_url",
 ]
 
@@ -45,6 +45,21 @@ def _escape(match: re.Match[str]) -> str:
 def escape(text: str) -> str:
     """`text` with every unsafe character (see `_UNSAFE`) written as a visible escape, nothing cut."""
     return _UNSAFE.sub(_escape, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code >= 0x10000:  # JSON escapes a character past the BMP as its UTF-16 surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def json_text(encoded: str) -> str:
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) with every unsafe character (see `_UNSAFE`) written as
+    its JSON escape: the same JSON to a parser, but a person sees no reordered or hidden text and a reader that
+    splits lines (U+2028, U+0085) finds one line. Other text stays as it is."""
+    return _UNSAFE.sub(_json_escape, encoded)
 
 
 def clip(value: object, limit: int = ECHO_LIMIT) -> str:
@@ -100,9 +115,10 @@ _HOST_PORT = re.compile(r"(?:\[[0-9a-fA-F:.]*+\]|[^:\[\]]*+)(?::[0-9]*+)?+")
 """An authority without userinfo: a host (a bracketed IPv6 address or a name) and an optional numeric port."""
 
 
-def redact_url(url: str) -> str:
-    """`url` with its userinfo (`user:password@`), each query value and its fragment replaced by `***`: an
-    upstream's URL in a config often carries its API key there. Scheme, host, port, path and query names stay."""
+def redact_url(url: str, *, keep_fragment: bool = False) -> str:
+    """`url` with its userinfo (`user:password@`), each query value and its fragment (unless `keep_fragment`)
+    replaced by `***`: an upstream's URL in a config often carries its API key there. Scheme, host, port, path and
+    query names stay."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         return url
@@ -121,23 +137,34 @@ def redact_url(url: str) -> str:
         authority = REDACTED + "@" + authority.rpartition("@")[2]
     elif not _HOST_PORT.fullmatch(authority):  # `user:pa?ss@host`, or a port that is no number: what follows ":"
         authority = authority.partition(":")[0] + ":" + REDACTED
-    rest, hashed, _ = rest.partition("#")
+    rest, hashed, kept = rest.partition("#")
     path, asked, query = rest.partition("?")
     if asked:
         items = (item.partition("=") for item in query.split("&"))
         query = "&".join(f"{name}={REDACTED}" if eq else (REDACTED if name else "") for name, eq, _ in items)
-    return f"{scheme}://{authority}{path}{asked}{query}" + (f"#{REDACTED}" if hashed else "")
+    fragment = f"#{kept if keep_fragment else REDACTED}" if hashed else ""
+    return f"{scheme}://{authority}{path}{asked}{query}{fragment}"
 
 
 def redact_secrets(text: str) -> str:
     """`text` with every URL in it passed through `redact_url`, and the value after "header value", "header name"
     (how h11 and httpx report a header they refuse) and "invalid port" replaced by `***`."""
     if "://" in text:
-        text = _URL.sub(lambda match: redact_url(match.group()), text)
+        text = _URL.sub(_redacted_url, text)
     lowered = text.lower()
     if "header value" in lowered or "header name" in lowered or "invalid port" in lowered:
         text = _HEADER_VALUE.sub(lambda match: match.group(1) + REDACTED, text)
     return text
+
+
+_PRINCIPAL_KEY = "oauth:"
+"""Before an issuer URL in a principal's key, `oauth:<issuer>#<subject>` (identity.py): an issuer has no fragment
+(RFC 8414), so what follows its "#" is the subject, who the line is about, and stays readable."""
+
+
+def _redacted_url(match: re.Match[str]) -> str:
+    principal = match.string.endswith(_PRINCIPAL_KEY, 0, match.start())
+    return redact_url(match.group(), keep_fragment=principal)
 
 
 def _redacted(record: logging.LogRecord) -> None:

@@ -278,6 +278,16 @@ class Settings(BaseSettings):
         default=300.0, gt=0,
         description="With a state URL: seconds a replica keeps its part of a session (the connection, per-session "
                     "upstreams) after the session's last request there; the session itself lives on in the store.")
+    replica_heartbeat: float = Field(
+        default=1.0, gt=0, le=60,
+        description="With a state URL: seconds between two refreshes of this replica's liveness key in Redis, by "
+                    "which another replica learns that a call whose answer stream it resumed has lost its replica "
+                    "(docs/scaling.md, \"What a killed replica costs\").")
+    replica_liveness_ttl: float = Field(
+        default=5.0, gt=0, le=600,
+        description="With a state URL: seconds a replica counts as alive after its last heartbeat (at least twice "
+                    "LAZYTOOLS_REPLICA_HEARTBEAT; a smaller value is raised to that). A call in flight on a replica "
+                    "killed with -9 gets its JSON-RPC error about this long after the kill.")
     drain_seconds: float = Field(
         default=0.0, ge=0,
         description="On SIGTERM over HTTP: /readyz answers 503 at once, and requests in flight get up to this many "
@@ -313,12 +323,14 @@ class Settings(BaseSettings):
                     "LAZYTOOLS_AUTH_CLIENT_ID and _SECRET.")
     auth_introspection_concurrency: int = Field(
         default=4, ge=1,
-        description="Most introspection requests in flight at once; a token that would start one more is refused "
-                    "unchecked (503, try again): made-up opaque tokens cannot flood the issuer or this server.")
+        description="Most introspection requests in flight at once (one client address: half of them, at least "
+                    "one); a token that would start one more is refused unchecked (503, try again): made-up opaque "
+                    "tokens cannot flood the issuer or this server, nor hold every check of the other users.")
     auth_introspection_rate: float = Field(
         default=10.0, gt=0,
-        description="Introspection requests a second, on average (bursts up to "
-                    "LAZYTOOLS_AUTH_INTROSPECTION_CONCURRENCY); past it a new token is refused unchecked (503).")
+        description="Introspection requests a second per client address, on average (bursts up to "
+                    "LAZYTOOLS_AUTH_INTROSPECTION_CONCURRENCY; the newest 4,096 addresses kept); past it a new "
+                    "token from that address is refused unchecked (503), while other addresses keep their own.")
     auth_refusal_cache_seconds: float = Field(
         default=30.0, ge=0,
         description="Seconds a refused token stays refused without being checked again (10,000 remembered at "

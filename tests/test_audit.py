@@ -31,6 +31,7 @@ from lazytools.errors import (
     UpstreamTimeoutError,
     UpstreamUnavailableError,
 )
+from lazytools.safetext import escape
 
 from .conftest import make_settings, small_catalog, text_of
 from .helpers import spawned_http_server
@@ -87,6 +88,27 @@ async def test_values_are_written_only_when_configured(tmp_path: Path) -> None:
     lines = await anyio.to_thread.run_sync(_lines, log, path)
     log.close()
     assert lines[0]["arguments"] == {"city": "Oslo"} and lines[0]["principal"] == "local"
+
+
+async def test_bidi_and_control_characters_are_escaped_in_the_line_and_read_back_as_they_were(tmp_path: Path) -> None:
+    """Before: with `ensure_ascii=False` a tool name or argument with U+202E (or another direction override, a zero-
+    width space, U+0085, U+2028) went into the JSON line raw: a person reading the log saw reordered text, and a
+    line-splitting reader a broken line. Now each is a JSON escape: the line shows it, json.loads gives it back."""
+    path = tmp_path / "audit.jsonl"
+    log = open_audit(str(path), values=True)
+    assert log is not None
+    hostile = "evil\u202etxt.exe\u2066\u200b\x85\u2028\U000e0041\x7f"
+    server = build_server(small_catalog(), make_settings(), audit=log)
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("invoke_tool", {"tool_name": hostile, "arguments": {"city": hostile}})
+    lines = await anyio.to_thread.run_sync(_lines, log, path)
+    log.close()
+    raw = path.read_text()
+    for char in ("\u202e", "\u2066", "\u200b", "\x85", "\u2028", "\U000e0041", "\x7f"):
+        assert char not in raw, repr(char)
+    assert "\\u202e" in raw and "\\udb40\\udc41" in raw
+    assert lines[0]["arguments"] == {"city": hostile}  # the value as it was
+    assert lines[0]["target"] == escape(hostile)  # a name the server already shows escaped
 
 
 @pytest.mark.parametrize("where", ["stdout", "-", "/dev/stdout"])

@@ -82,6 +82,43 @@ async def test_a_flood_of_made_up_opaque_tokens_costs_a_bounded_number_of_intros
             assert statistics.median(during) < 50 * statistics.median(baseline), (baseline, during)
 
 
+async def test_a_flood_of_made_up_opaque_tokens_from_one_address_does_not_refuse_a_new_user_at_another() -> None:
+    """Before: the introspection budget (2 a second here) was one for everybody: while one address flooded made-up
+    opaque tokens, a legitimate user with a new opaque token got 503 "too many tokens are being checked". Now each
+    client address has its own bucket (the same rate and burst) and holds at most half of the requests in flight:
+    the flooder's tokens are refused as busy, the other address's are introspected and served."""
+    async with served(auth_introspection_rate=2, auth_introspection_concurrency=2, **INTROSPECTION) as s:
+        for name in ("dora", "emil"):
+            s.idp.opaque[f"opaque-{name}"] = {"sub": name, "aud": s.url, "iss": s.idp.issuer, "scope": "tools",
+                                              "exp": int(time.time()) + 300}
+        busy = anyio.Event()
+        stop = anyio.Event()
+        statuses: dict[int, int] = {}
+
+        async def flood(first: int, http: httpx2.AsyncClient) -> None:
+            number = first
+            while not stop.is_set():
+                number += 1
+                answer = await http.post(s.url, json=INITIALIZE, headers={
+                    **ACCEPT, "Authorization": f"Bearer made-up-{first}-{number}"})
+                statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
+                if answer.status_code == 503:
+                    busy.set()
+
+        other = httpx2.AsyncHTTPTransport(local_address="127.0.0.2")  # another client address on loopback
+        async with httpx2.AsyncClient(timeout=60) as attacker, httpx2.AsyncClient(timeout=60, transport=other) as user:
+            async with anyio.create_task_group() as tg:
+                for first in range(10):
+                    tg.start_soon(flood, first * 1_000_000, attacker)
+                with anyio.fail_after(60):
+                    await busy.wait()  # the flooder has spent its budget
+                answers = [await user.post(s.url, json=INITIALIZE, headers={
+                    **ACCEPT, "Authorization": f"Bearer opaque-{name}"}) for name in ("dora", "emil")]
+                stop.set()
+        assert [answer.status_code for answer in answers] == [200, 200], [a.text[:200] for a in answers]
+        assert statuses.get(503, 0) > 0 and set(statuses) <= {401, 503}, statuses
+
+
 async def test_a_known_opaque_token_still_passes_when_introspection_is_on() -> None:
     async with served(**INTROSPECTION) as s:
         s.idp.opaque["opaque-1"] = {"sub": "carol", "aud": s.url, "iss": s.idp.issuer, "scope": "tools",

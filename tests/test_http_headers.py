@@ -153,3 +153,17 @@ async def test_endless_trailers_of_a_chunked_body_get_431(implementation: str) -
         else:  # h11 stops reading the trailers (then the body's deadline answers) or refuses them past its buffer
             assert answer[:13] in (b"HTTP/1.1 431 ", b"HTTP/1.1 400 ", b"HTTP/1.1 408 "), answer[:300]
         await stream.aclose()
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("size", [66_000, 72_000, 80_000])
+async def test_one_large_header_on_the_first_request_of_a_connection_gets_431(implementation: str, size: int) -> None:
+    """Before (httptools): one header of 66-80 KB, the first request of its connection, was served: the parser held
+    the header's first part uncounted (no callback yet) and the connection's own byte count stopped with the
+    headers' end. Now the part the parser holds counts too."""
+    async with serving(http_implementation=implementation, header_timeout=600) as (base, port):
+        async with httpx2.AsyncClient(timeout=10) as http:
+            answer = await http.get(base + "/healthz", headers={"X-Big": "b" * size})
+            assert answer.status_code == 431, (answer.status_code, answer.text[:200])
+            assert "LAZYTOOLS_MAX_HEADER_BYTES" in answer.text
+            assert (await http.get(base + "/healthz", headers={"X-Big": "b" * 60_000})).status_code == 200

@@ -365,12 +365,57 @@ async def test_a_call_in_flight_on_a_killed_replica_gets_a_json_rpc_error_and_is
         assert not after.is_error and "still here" in text_of(after), text_of(after)
 
 
+WENT_AWAY = "the replica serving this call went away before answering; it may or may not have run"
+"""From the JSON-RPC error the replica that takes a resumed call stream answers once the call's own replica is dead."""
+
+
+async def test_a_streamed_call_whose_replica_is_killed_after_its_first_event_gets_a_json_rpc_error(
+        tmp_path: Path) -> None:
+    """Before: the answer's SSE stream had sent events (the priming event, a progress notification) when its replica
+    died, so the SDK resumed it with Last-Event-ID at another replica, which ended the resumed stream with nothing;
+    the SDK resumed again, and again, until the client's own timeout (here a day). Now each replica keeps a
+    liveness key in Redis; a call stream's event ids name the replica serving the call, and the replica that takes
+    the resumed stream answers the JSON-RPC error once that replica's liveness lapses. The call is not sent again."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"alpha": faulty("alpha", "--tools", "echo,stall", pid_dir=tmp_path)}}))
+    stalled = tmp_path / "alpha-stalled.pid"
+    progressed = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        progressed.set()
+
+    async with cluster(3, extra=("--config", str(config))) as c, \
+            httpx2.AsyncClient(timeout=httpx2.Timeout(60, read=86_400)) as http, \
+            Client(streamable_http_client(c.url, http_client=http), mode="legacy",
+                   client_info=types.Implementation(name="mcp", version="1.0")) as client:
+
+        async def kill_the_replica_after_the_first_event() -> None:
+            await progressed.wait()  # the progress event reached the client: its stream is resumable
+            serving = _parent(int(stalled.read_text()))
+            victim = next(r for r in c.replicas if r.process is not None and r.process.pid == serving)
+            victim.kill()
+
+        with anyio.fail_after(180):  # only against a hang: the client's own read timeout is a day
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(kill_the_replica_after_the_first_event)
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool("invoke_tool", {"tool_name": "alpha__stall", "arguments": {}},
+                                           progress_callback=on_progress)
+        assert WENT_AWAY in str(raised.value), raised.value
+        assert (tmp_path / "alpha.calls").read_text().splitlines().count("stall") == 1  # sent to one replica only
+        after = await client.call_tool("invoke_tool", {"tool_name": "alpha__echo", "arguments": {"text": "still here"}})
+        assert not after.is_error and "still here" in text_of(after), text_of(after)
+
+
 async def test_replicas_killed_under_round_robin_fail_no_request_that_starts_after_the_kill() -> None:
     """Clients as users run them (keep-alive connections, a GET stream each) calling through haproxy round robin
     while each replica in turn is killed with -9 and started again. A request that starts after a kill is never
-    failed; one in flight on the killed replica may be (it may have run): with haproxy's JSON-RPC error when the
-    replica had not started its answer, else (an SSE answer begun) the client resumes a stream nobody will finish
-    and its own timeout ends the call (docs/scaling.md, "What a killed replica costs")."""
+    failed; one in flight on the killed replica may be (it may have run), always with a JSON-RPC error: haproxy's
+    when the replica had not started its answer; the SDK's "SSE stream ended without a response" when it had sent
+    the answer's 200 but not yet its first event (the priming event follows the headers in another write: nothing
+    to resume from); else the error of the replica that took the resumed stream, once the killed one's liveness
+    lapsed. Before: that last case resumed a stream nobody finished, until the client's own timeout
+    (docs/scaling.md, "What a killed replica costs")."""
     async with cluster(3) as c:
         calls: list[tuple[float, float, str | None]] = []  # (started, ended, why it failed)
         stop = anyio.Event()
@@ -408,9 +453,9 @@ async def test_replicas_killed_under_round_robin_fail_no_request_that_starts_aft
         failures = [(started, ended, why) for started, ended, why in calls if why is not None]
         # Only a call in flight at a kill may fail (it reached the replica, which may have run it) ...
         assert [f for f in failures if not any(f[0] < kill <= f[1] for kill in kills)] == [], (kills, failures)
-        # ... and then with haproxy's JSON-RPC error (never its HTML page), with the SDK's error for an answer's SSE
-        # stream that the killed replica ended before the answer, or by the client's own timeout.
-        assert all(HAPROXY_502 in why or why.startswith("TimeoutError")
+        # ... and then with a JSON-RPC error (never haproxy's HTML page, never the client's own timeout): haproxy's,
+        # the SDK's for an answer's stream that ended before its first event, or the resuming replica's.
+        assert all(HAPROXY_502 in why or WENT_AWAY in why
                    or why == "MCPError: SSE stream ended without a response" for _, _, why in failures), failures
         assert not any("<html" in why.lower() for _, _, why in failures), failures
         assert len(calls) > 200

@@ -61,6 +61,18 @@ def test_urls_lose_their_userinfo_and_query_values(url: str, shown: str) -> None
     assert redact_secrets(f"POST {url} \"200 OK\"") == f"POST {shown} \"200 OK\""
 
 
+@pytest.mark.parametrize(("said", "shown"), [
+    ("session opened by oauth:http://127.0.0.1:9000#alice", "session opened by oauth:http://127.0.0.1:9000#alice"),
+    ("oauth:https://idp.example.com/realms/x#svc-42 refused", "oauth:https://idp.example.com/realms/x#svc-42 refused"),
+    ("oauth:https://u:pw@idp.example.com?k=v#bob", "oauth:https://***@idp.example.com?k=***#bob"),
+    ("see http://host/cb#access_token=SECRET", "see http://host/cb#***"),  # any other URL's fragment still goes
+])
+def test_a_principal_key_keeps_its_issuer_and_subject_readable(said: str, shown: str) -> None:
+    """Before: `oauth:<issuer>#<subject>` (a principal's key in logs) lost its subject to the fragment redaction: the
+    operator could not tell whose request a line was about. The subject is no secret; an issuer has no fragment."""
+    assert redact_secrets(said) == shown
+
+
 def test_a_refused_header_value_is_not_echoed() -> None:
     said = "LocalProtocolError: Illegal header value b'tok\\nen SECRET'; retrying"
     assert redact_secrets(said) == "LocalProtocolError: Illegal header value ***; retrying"

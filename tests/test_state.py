@@ -4,16 +4,19 @@ real redis-server (tests/cluster.py starts one; Debian's redis-server package)."
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp.server.streamable_http import EventMessage
 from redis.exceptions import RedisError
 
 from lazytools.app import build_server, check_replicas_agree, open_state, replica_fingerprint
 from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
-from lazytools.state.events import MemorySessionEvents, message_of
+from lazytools.state.events import WENT_AWAY, MemorySessionEvents, message_of
+from lazytools.state.liveness import CallEvent, call_event_id, parse_call_event_id
 from lazytools.state.redis import RedisState
 from lazytools.state.sessions import SessionState
 
@@ -183,6 +186,58 @@ async def test_a_malformed_last_event_id_is_no_position_and_a_dead_store_still_d
         assert await events.replay_events_after(first, send) == GET_STREAM
         with pytest.raises(RedisError):  # a priming event has nothing to deliver: it fails
             await events.store_event(GET_STREAM, None)
+
+
+@pytest.mark.process
+async def test_a_call_stream_resumed_at_another_replica_is_held_while_its_replica_lives_then_answers_an_error() -> None:
+    """Before: a POST stream's event ids were local, and a resumption with one at another replica found nothing (the
+    SDK client resumed again, for ever). Now the id names the replica and the request; the replica that takes the
+    resumption waits while the call's replica is alive and answers the request's JSON-RPC error once it is not."""
+    async with running_redis() as redis, \
+            RedisState(redis.url, ttl=30, prefix="t:", heartbeat=0.05, liveness_ttl=0.2).running() as there, \
+            RedisState(redis.url, ttl=30, prefix="t:", heartbeat=0.05, liveness_ttl=0.2).running() as here:
+        await eventually(lambda: there.client.exists(there.liveness.key(there.liveness.replica)))  # it says so
+        got: list[Any] = []
+
+        async def send(event: EventMessage) -> None:
+            got.append(event.message)
+
+        event_id = await there.events("abc").store_event("7", None)  # the priming event of request 7's stream
+        assert parse_call_event_id(event_id) == CallEvent(there.liveness.replica, 7)
+        assert parse_call_event_id(await there.events("abc").store_event("x.y", None)) == CallEvent(
+            there.liveness.replica, "x.y")
+        assert (await there.events("abc").store_event("x" * 1000, None)).startswith("local-")  # too long to carry
+        # On the replica that serves the call: nothing to replay (the live stream is its own).
+        assert await there.events("abc").replay_events_after(event_id, send) is None and got == []
+        for forged in ("c.zz.1.Nw", "c.0123456789abcdef.1.!!", "c." + "0" * 16 + ".1." + "A" * 400):
+            assert parse_call_event_id(forged) is None
+
+        resumed: list[str | None] = []
+
+        async def resume() -> None:
+            resumed.append(await here.events("abc").replay_events_after(event_id, send))
+
+        async def exists_calls() -> int:
+            stats = await here.client.info("commandstats")
+            return int(stats.get("cmdstat_exists", {}).get("calls", 0))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(resume)
+            before = await exists_calls()
+            await eventually(lambda: _more(exists_calls, before + 5))  # asked five times: still alive, still held
+            assert got == [] and resumed == []
+            there.liveness.every = 3600.0  # as a replica killed with -9: no more beats; its key lapses by itself
+            await eventually(lambda: resumed == [None])
+        assert len(got) == 1 and isinstance(got[0], types.JSONRPCError) and got[0].id == 7, got
+        assert got[0].error.message == WENT_AWAY
+
+        # A replica already gone when the stream is resumed: answered at once.
+        await here.events("abc").replay_events_after(call_event_id("0123456789abcdef", 1, "req-9") or "", send)
+        assert isinstance(got[1], types.JSONRPCError) and got[1].id == "req-9"
+
+
+async def _more(count: Callable[[], Awaitable[int]], than: int) -> bool:
+    return await count() >= than
 
 
 async def _published(state: RedisState, got: list[Any]) -> bool:

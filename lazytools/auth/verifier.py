@@ -8,9 +8,11 @@ client's next request costs a dictionary lookup, not a signature check.
 
 Refused tokens are remembered too, briefly (`refusal_ttl`, bounded in number), so a client retrying a bad token
 costs nothing either. Introspection is the one check an unauthenticated request can make cost a round trip to
-the issuer, so it is bounded: at most `introspection_concurrency` at once and `introspection_rate` a second (a
-token bucket); a token that would pass either bound is refused as busy (the edge answers 503), not queued, so a
-flood of made-up opaque tokens costs the issuer a few requests a second and other requests nothing.
+the issuer, so it is bounded: at most `introspection_concurrency` at once, and per client address
+`introspection_rate` a second (a token bucket, bursts of `introspection_concurrency`; the newest `_CLIENTS`
+addresses kept) and at most half of those in flight; a token that would pass a bound is refused as busy (the edge
+answers 503), not queued, so a flood of made-up opaque tokens costs the issuer a few requests a second, and the
+users at other addresses nothing: their own budget is whole.
 
 Every refusal has a reason (`Refusal`): the client reads it in `WWW-Authenticate` (RFC 6750 §3), the operator in a
 WARNING line, at most `_LOGGED_PER_MINUTE` a minute (then one line counts the rest).
@@ -48,6 +50,10 @@ _REMEMBERED = 10_000
 
 _INTROSPECTION_TTL = 60.0
 """Seconds an introspection answer is trusted: a revoked token is refused within this."""
+
+_CLIENTS = 4096
+"""Client addresses whose introspection budget is kept (the least recently seen go first: a new address starts
+with a whole budget, so forgetting one never refuses it)."""
 
 _LOGGED_PER_MINUTE = 10
 """Refusals written to the log in one minute; the rest are counted in the next line written."""
@@ -111,9 +117,9 @@ class Verifier:
         self._accepted: OrderedDict[bytes, tuple[VerifiedToken, float]] = OrderedDict()
         self._refused: OrderedDict[bytes, tuple[Refusal, float]] = OrderedDict()
         self._in_flight = anyio.CapacityLimiter(max(checks.introspection_concurrency, 1))
-        self._tokens = float(max(checks.introspection_concurrency, 1))
-        """The introspection token bucket: requests that may start now."""
-        self._filled_at = time.monotonic()
+        self._budgets: OrderedDict[str, list[float]] = OrderedDict()
+        """Per client address: [introspection requests it may start now (its token bucket), when that was counted,
+        its requests in flight]."""
         self._log_window = -1
         self._logged = 0
         self._unlogged = 0
@@ -122,8 +128,9 @@ class Verifier:
         found = await self.check(token)
         return found if isinstance(found, VerifiedToken) else None
 
-    async def check(self, token: str) -> VerifiedToken | Refusal:
-        """The checked token, or why it is refused (logged, at a bounded rate)."""
+    async def check(self, token: str, *, client: str = "") -> VerifiedToken | Refusal:
+        """The checked token, or why it is refused (logged, at a bounded rate). `client`: the request's address,
+        whose own budget an introspection is taken from."""
         if not token:
             return self._refuse(Refusal("the token is empty"))
         if len(token) > MAX_TOKEN_BYTES:
@@ -145,7 +152,7 @@ class Verifier:
             if token.count(".") == 2:
                 access, until = await self._check_jwt(token, now)
             elif self.checks.introspection:
-                access, until = await self._introspect(token, now)
+                access, until = await self._introspect(token, now, client)
             else:
                 raise _Refused(Refusal("the token is not a JWT, and opaque tokens are not accepted",
                                        "LAZYTOOLS_AUTH_INTROSPECTION is off"))
@@ -199,35 +206,47 @@ class Verifier:
         expires = float(claims["exp"])
         return _access(token, claims, self.checks), expires + self.checks.leeway
 
-    def _may_introspect(self) -> bool:
-        """Take one request from the bucket, if one is left (it refills at `introspection_rate` a second)."""
+    def _budget(self, client: str) -> list[float]:
+        """`client`'s budget, refilled at `introspection_rate` a second up to a burst of the concurrency."""
         now = time.monotonic()
         burst = float(max(self.checks.introspection_concurrency, 1))
-        self._tokens = min(burst, self._tokens + (now - self._filled_at) * self.checks.introspection_rate)
-        self._filled_at = now
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
-        return True
+        budget = self._budgets.get(client)
+        if budget is None:
+            budget = self._budgets[client] = [burst, now, 0.0]
+            if len(self._budgets) > _CLIENTS:
+                # The oldest without a request in flight (one in flight keeps its live count); at most
+                # `introspection_concurrency` are in flight, so one is found among the first few.
+                oldest = next(old for old, entry in self._budgets.items() if not entry[2] and old != client)
+                del self._budgets[oldest]
+        else:
+            self._budgets.move_to_end(client)
+            budget[0] = min(burst, budget[0] + (now - budget[1]) * self.checks.introspection_rate)
+            budget[1] = now
+        return budget
 
-    async def _introspect(self, token: str, now: float) -> tuple[VerifiedToken, float]:
+    async def _introspect(self, token: str, now: float, client: str) -> tuple[VerifiedToken, float]:
         checks = self.checks
         busy = Refusal("too many tokens are being checked: try again shortly",
                        "introspection at its bound (LAZYTOOLS_AUTH_INTROSPECTION_CONCURRENCY, _RATE)",
                        transient=True, busy=True)
+        budget = self._budget(client)
+        # One address never holds every request in flight (half, at least one), nor spends another's rate.
+        if budget[0] < 1 or budget[2] >= max(checks.introspection_concurrency // 2, 1):
+            raise _Refused(busy)
         try:
             self._in_flight.acquire_nowait()
         except anyio.WouldBlock:
             raise _Refused(busy) from None
+        budget[0] -= 1
+        budget[2] += 1
         try:
-            if not self._may_introspect():
-                raise _Refused(busy)
             url = await self.issuer.endpoint("introspection_endpoint", checks.introspection_url)
             auth = (checks.client_id, checks.client_secret or "") if checks.client_id else None
             answer = await self.issuer.fetcher.post(url, {"token": token, "token_type_hint": "access_token"},
                                                     auth=auth)
         finally:
             self._in_flight.release()
+            budget[2] -= 1
         if answer.get("active") is not True:
             raise _Refused(Refusal("the token is not active (introspection)"))
         issuer = answer.get("iss")

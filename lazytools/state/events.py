@@ -2,8 +2,10 @@
 
 One store per session (the SDK names streams by request id, which repeats across sessions). Only the GET stream's
 events are kept: they are what a client that reconnects to another replica must not miss (list changes, resource
-updates, logs outside a call). A POST's events answer one request on the replica that serves it; their ids are
-local and a resumption with one finds nothing.
+updates, logs outside a call). A POST's events answer one request on the replica that serves it and are not kept:
+with Redis their ids name that replica and the request (liveness.py), so a resumption at another replica answers
+the request with a JSON-RPC error once that replica is dead (it died before answering); elsewhere, and in memory,
+a resumption with one finds nothing.
 """
 
 from __future__ import annotations
@@ -13,15 +15,18 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+import mcp_types as types
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types import JSONRPCMessage
 from pydantic import TypeAdapter
 from redis.exceptions import RedisError
 
+from .liveness import CallEvent, Liveness, call_event_id, parse_call_event_id
+
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["GET_STREAM", "MemorySessionEvents", "RedisSessionEvents", "message_of"]
+__all__ = ["GET_STREAM", "WENT_AWAY", "MemorySessionEvents", "RedisSessionEvents", "message_of"]
 
 GET_STREAM = "_GET_stream"
 """The SDK's stream id for a session's GET stream (`mcp.server.streamable_http.GET_STREAM_KEY`)."""
@@ -32,6 +37,10 @@ _MESSAGE: TypeAdapter[Any] = TypeAdapter(JSONRPCMessage)
 _STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
 """A Redis stream entry id; a `Last-Event-ID` of any other form is no position (and never reaches XRANGE)."""
 _LOCAL_IDS = itertools.count(1)
+
+WENT_AWAY = ("the replica serving this call went away before answering; it may or may not have run: check before "
+             "repeating it")
+"""The error a resumed call stream answers when the call's replica died."""
 
 
 def _local_id() -> str:
@@ -47,15 +56,19 @@ def _dump(message: JSONRPCMessage | None) -> bytes:
 class RedisSessionEvents(EventStore):
     """A session's GET stream events in a Redis stream (capped, expiring with the session)."""
 
-    def __init__(self, client: Redis, key: str, *, ttl: float, max_events: int) -> None:
+    def __init__(self, client: Redis, key: str, *, ttl: float, max_events: int,
+                 liveness: Liveness | None = None) -> None:
         self._client = client
         self._key = key
         self._ttl = max(1, int(ttl))
         self._max_events = max_events
+        self._liveness = liveness
 
     async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
         if stream_id != GET_STREAM:
-            return _local_id()
+            if self._liveness is None:
+                return _local_id()
+            return call_event_id(self._liveness.replica, next(_LOCAL_IDS), stream_id) or _local_id()
         try:
             async with self._client.pipeline(transaction=False) as pipe:
                 pipe.xadd(self._key, {"m": _dump(message)}, maxlen=self._max_events, approximate=True)
@@ -76,6 +89,10 @@ class RedisSessionEvents(EventStore):
     async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
         if last_event_id.startswith("local-"):
             return None
+        call = parse_call_event_id(last_event_id)
+        if call is not None:
+            await self._resume_call(call, send_callback)
+            return None
         if not _STREAM_ID.fullmatch(last_event_id):
             return GET_STREAM  # not an id this server gave: as if the client sent none
         try:
@@ -91,6 +108,21 @@ class RedisSessionEvents(EventStore):
                 await send_callback(EventMessage(message, bytes(event_id).decode()))
         # Events past the cap or the TTL are gone; the stream still goes live from here.
         return GET_STREAM
+
+    async def _resume_call(self, call: CallEvent, send_callback: EventCallback) -> None:
+        """A request's answer stream resumed here: held while the replica serving the request is alive, then its
+        answer is that replica's death (a JSON-RPC error, the stream ends). Resumed on that replica itself, or with
+        Redis away, it ends at once with nothing: the client resumes again (another replica, a moment later)."""
+        liveness = self._liveness
+        if liveness is None or call.replica == liveness.replica:
+            return
+        if not await liveness.gone(call.replica):
+            return
+        logger.warning("request %s of a session ran on replica %s, which went away before answering: answered "
+                       "with an error", str(call.request_id)[:16], call.replica)
+        error = types.JSONRPCError(jsonrpc="2.0", id=call.request_id,
+                                   error=types.ErrorData(code=types.INTERNAL_ERROR, message=WENT_AWAY))
+        await send_callback(EventMessage(error, None))
 
 
 class MemorySessionEvents(EventStore):

@@ -1,5 +1,6 @@
 """The session store on Redis (redis-py's asyncio client): records (redis_records.py), the GET-stream bus and
-ended sessions (redis_bus.py), events, readiness; key names in redis_keys.py.
+ended sessions (redis_bus.py), events, readiness, which replicas are alive (liveness.py); key names in
+redis_keys.py.
 
 `RedisState` owns one connection pool; `client` is public so other shared state (search usage, rate limits) can use
 the same Redis without a second pool. Every operation is bounded by `timeout` and turns Redis trouble into
@@ -22,6 +23,7 @@ from redis.exceptions import RedisError
 
 from .bus import Deliver
 from .events import RedisSessionEvents
+from .liveness import Liveness, new_replica_id
 from .local_copies import LocalCopies
 from .records import SessionRecord
 from .redis_bus import RedisBus
@@ -45,7 +47,8 @@ class RedisState:
     """Session records, the GET-stream bus and per-session event stores on one Redis."""
 
     def __init__(self, url: str, *, ttl: float, timeout: float = 2.0, prefix: str = "lazytools:",
-                 local_copy: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
+                 local_copy: bool = True, clock: Callable[[], float] = time.monotonic,
+                 heartbeat: float = 1.0, liveness_ttl: float = 5.0) -> None:
         self.ttl = max(1, int(ttl))
         self.timeout = timeout
         self.prefix = prefix
@@ -63,21 +66,27 @@ class RedisState:
         self.bus = RedisBus(self.client, self._keys, timeout=timeout, copies=self.copies, clock=clock)
         self.records = RedisRecords(self.client, self._keys, ttl=self.ttl, timeout=timeout, copies=self.copies,
                                     trusted=self.bus.quiet, clock=clock)
+        self.liveness = Liveness(self.client, prefix, replica=new_replica_id(), every=heartbeat, ttl=liveness_ttl,
+                                 timeout=timeout)
+        """This replica's liveness key (refreshed while `running`), read when a call's stream is resumed here."""
         self.last_error = ""
         """Why the last ping failed (an error class and Redis's own words; never the URL)."""
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[RedisState]:
-        """Listen for GET-stream messages and ended sessions while open; the pool is closed on exit."""
+        """Listen for GET-stream messages and ended sessions, and say this replica is alive, while open; the liveness
+        key is deleted and the pool closed on exit."""
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.bus.listen)
+                tg.start_soon(self.liveness.beat)
                 try:
                     yield self
                 finally:
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
+                await self.liveness.stop()
                 await self.bus.close()
                 await self.client.aclose()
 
@@ -109,7 +118,8 @@ class RedisState:
 
     def events(self, key: str) -> RedisSessionEvents:
         """The event store of one session's GET stream."""
-        return RedisSessionEvents(self.client, self._keys.events(key), ttl=self.ttl, max_events=_MAX_EVENTS)
+        return RedisSessionEvents(self.client, self._keys.events(key), ttl=self.ttl, max_events=_MAX_EVENTS,
+                                  liveness=self.liveness)
 
     # -- the store (redis_records.py) and the bus (redis_bus.py) --------------------------------------------------
 

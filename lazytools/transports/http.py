@@ -393,7 +393,8 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
             expose_headers=[MCP_SESSION_ID_HEADER, "www-authenticate"],
         ))
     # Before anything reads a header (CORS, Host, the token): too many of them is a 431 (http_limits.py).
-    middleware.insert(0, Middleware(HeaderCount, max_count=settings.max_header_count))
+    middleware.insert(0, Middleware(HeaderCount, max_count=settings.max_header_count,
+                                    max_bytes=settings.max_header_bytes))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
                            body_timeout=settings.body_timeout, readiness=readiness,
                            admission=_admission(server, settings, sessions, state))

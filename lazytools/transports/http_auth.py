@@ -122,7 +122,7 @@ class ReasonedBearer(BearerAuthBackend):
         header = conn.headers.get("authorization")
         if not header or not header.lower().startswith("bearer "):
             return None
-        found = await self.verifier.check(header[7:])
+        found = await self.verifier.check(header[7:], client=conn.client.host if conn.client else "")
         if isinstance(found, Refusal):
             conn.scope[REFUSAL_KEY] = found
             return None

@@ -77,20 +77,36 @@ def too_large(why: str) -> bytes:
 
 
 class HeaderCount:
-    """ASGI middleware: a request with more than `max_count` header fields gets a 431, before any other check."""
+    """ASGI middleware: a request with more than `max_count` header fields, or whose request line and headers come
+    to more than `max_bytes`, gets a 431, before any other check. The connection's own count (below) refuses
+    headers still arriving; this one a request whose headers came whole in one read, which h11 parses up to its
+    incomplete-event size (over `max_bytes`, so that it can hold the next request while one is served)."""
 
-    def __init__(self, app: ASGIApp, *, max_count: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_count: int, max_bytes: int | None = None) -> None:
         self.app = app
         self.max_count = max_count
+        self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and len(scope.get("headers", ())) > self.max_count:
-            body = _too_large_body(f"more than {self.max_count} header fields (LAZYTOOLS_MAX_HEADER_COUNT)")
-            await send({"type": "http.response.start", "status": 431, "headers": [
-                (b"content-type", b"application/json"), (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": body})
-            return
+        if scope["type"] == "http":
+            headers = scope.get("headers", ())
+            refusal = None
+            if len(headers) > self.max_count:
+                refusal = f"more than {self.max_count} header fields (LAZYTOOLS_MAX_HEADER_COUNT)"
+            elif self.max_bytes is not None and _head_bytes(scope) > self.max_bytes:
+                refusal = f"the request line and headers are over {self.max_bytes} bytes (LAZYTOOLS_MAX_HEADER_BYTES)"
+            if refusal is not None:
+                await send({"type": "http.response.start", "status": 431, "headers": [
+                    (b"content-type", b"application/json"), (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": _too_large_body(refusal)})
+                return
         await self.app(scope, receive, send)
+
+
+def _head_bytes(scope: Scope) -> int:
+    """About the bytes of a request's line and headers on the wire (`name: value` and CRLF each)."""
+    line = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") + len(scope["method"]) + 12
+    return line + sum(len(name) + len(value) + 4 for name, value in scope.get("headers", ()))
 
 
 def fd_bounded(max_connections: int, backlog: int = 2048) -> tuple[int, int]:

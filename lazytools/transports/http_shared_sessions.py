@@ -28,7 +28,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorizat
 from mcp.server.connection import Connection
 from mcp.server.lowlevel import Server
 from mcp.server.runner import serve_connection
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http import LAST_EVENT_ID_HEADER, MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.dispatcher import CallOptions, Outbound
@@ -49,6 +49,7 @@ from ..server.middleware.shared_sessions import (
 )
 from ..state import GET_STREAM, SessionRecord, SharedState, StateUnavailableError
 from ..state.events import message_of
+from ..state.liveness import parse_call_event_id
 from ..state.outbox import defer
 from ..state.sync import restore_connection
 from .http_guard import jsonrpc_error
@@ -212,7 +213,7 @@ class SharedSessionManager:
             await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
         scope[RECORD_SCOPE_KEY] = record
-        if scope["method"] == "GET":
+        if scope["method"] == "GET" and not _resumes_a_call(headers):
             await self._serve_stream(key, held, scope, receive, send)
         else:
             await held.transport.handle_request(scope, receive, send)
@@ -392,6 +393,13 @@ def _requestor(scope: Scope) -> dict[str, str | None] | None:
         return None
     context = authorization_context(user)
     return {"client_id": context["client_id"], "issuer": context["issuer"], "subject": context["subject"]}
+
+
+def _resumes_a_call(headers: Headers) -> bool:
+    """A GET that resumes a request's answer stream (events.py answers it), not the session's GET stream: it takes
+    none of the session's messages."""
+    last = headers.get(LAST_EVENT_ID_HEADER)
+    return last is not None and parse_call_event_id(last) is not None
 
 
 async def _ended(scope: Scope, receive: Receive, send: Send) -> None:

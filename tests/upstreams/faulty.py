@@ -3,7 +3,8 @@
     python -m tests.upstreams.faulty --name alpha [--tools echo,pid] [--banner] [--helper] [--stubborn]
 
 It serves the toy's tools plus `garble(kind)`, which writes junk on its stdout (the MCP wire) and then answers,
-and `stall`, which says it has started (see FAULTY_PID_DIR) and never answers.
+and `stall`, which says it has started (see FAULTY_PID_DIR), reports one progress step when the call carries a
+progressToken, and never answers.
 `--banner` prints log lines on stdout before serving, as servers that log to stdout do. `--helper` starts a
 background process it never stops (as a server that launches a browser might). `--stubborn` ignores SIGTERM and
 keeps running after its stdin closes, so only SIGKILL stops it. With `FAULTY_PID_DIR` set, it writes its own PID
@@ -52,7 +53,7 @@ GARBAGE: dict[str, bytes] = {
 """What `garble(kind)` writes on the wire before its answer: whole lines, so the answer itself stays intact."""
 
 _EXTRAS = {tool.name: tool for tool in (
-    types.Tool(name="stall", description="Say so in FAULTY_PID_DIR, then never answer.",
+    types.Tool(name="stall", description="Say so in FAULTY_PID_DIR, report progress if asked, then never answer.",
                input_schema={"type": "object", "properties": {}}),
     types.Tool(name="garble", description="Write junk on the MCP wire, then answer.",
                input_schema={"type": "object", "properties": {"kind": {"type": "string", "enum": list(GARBAGE)}},
@@ -121,6 +122,7 @@ def build(name: str, tools: list[str] | None, wire: _Wire) -> Server[Any]:
             return types.CallToolResult(content=[types.TextContent(text=f"garbled {kind}")])
         if params.name == "stall":
             _record_pid(f"{name}-stalled", os.getpid())  # the call has arrived: a test may now kill this process
+            await ctx.session.report_progress(1, None, "started, and stalling")  # a no-op without a token
             await anyio.sleep_forever()
         return await toy.call_tool(ctx, params)
 
