@@ -218,6 +218,10 @@ class SearchIndex:
     def _scores_of(self, terms: Mapping[str, float]) -> ScoreArray:
         return self._bm25.scores(terms)
 
+    def _scores_of_each(self, terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
+        """`_scores_of` each of `terms` (a request's needs), in one pass over their postings."""
+        return list(self._bm25.scores_many(terms)) if terms else []
+
     def search(self, query: str, *, limit: int = 5, groups: Sequence[str] | None = None) -> list[Hit]:
         """Tools matching `query`, best first; `groups` restricts them to those groups."""
         return self.find(query, limit=limit, groups=groups).hits
