@@ -36,7 +36,7 @@ from .fusion import ScoreArray
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .needs import Need, answered_needs
-from .query import Cost, Lexicon, Query, analyze, catalog_expansions, clauses, tagged_terms, text_cost
+from .query import Cost, Lexicon, Query, TermReader, analyze, catalog_expansions, clauses, tagged_terms, text_cost
 from .recent import RecentAnswers
 from .related import RelatedWords, default_related_words
 from .servers import ServerIndex
@@ -109,6 +109,7 @@ class SearchIndex:
         self._names = NameMatcher([(e.name, e.upstream_name or e.name) for e in self.entries])
         self._lexicon = Lexicon(self.vocabulary, self._expansions, self._rendered, self._words, self._names)
         self._analyzed: RecentAnswers[Query] = RecentAnswers(RECENT_QUERIES)
+        self._reader = TermReader(self._lexicon, config)
         name_keys = [name_terms(entry_words, known) for entry_words in words]
         self._name_words = NameWords(name_keys)
         self._name_keys = name_keys
@@ -152,6 +153,7 @@ class SearchIndex:
         view.config = config
         view._recent = RecentAnswers(RECENT_QUERIES)
         view._analyzed = RecentAnswers(RECENT_QUERIES)
+        view._reader = TermReader(view._lexicon, config)
         return view
 
     @property
@@ -173,14 +175,14 @@ class SearchIndex:
     def query_terms(self, query: str) -> dict[str, float]:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
         related words)."""
-        return tagged_terms(query, self._lexicon, self.config).weights
+        return tagged_terms(query, self._lexicon, self.config, self._reader).weights
 
     def analyze(self, text: str) -> Query:
         """`text` analysed for this catalog (query.analyze), once: the last RECENT_QUERIES are kept, so the
         selection, the index and the server read one analysis."""
         known = self._analyzed.get(text)
         if known is None:
-            known = analyze(text, self._lexicon, self.config)
+            known = analyze(text, self._lexicon, self.config, self._reader)
             self._analyzed.put(text, known)
         return known
 
