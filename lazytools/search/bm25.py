@@ -149,11 +149,12 @@ class BM25FPostings:
 
     def holds(self, doc: int, term: str) -> bool:
         """Whether document `doc` holds `term` (in some field)."""
-        posting = self._posting(term)
-        if posting is None:
+        slot = self._slot.get(term)
+        if slot is None:
             return False
-        at = int(np.searchsorted(posting[0], doc))  # ids are in document order
-        return at < posting[0].size and int(posting[0][at]) == doc
+        start, end = int(self._starts[slot]), int(self._ends[slot])
+        at = start + int(self._ids[start:end].searchsorted(doc))  # ids are in document order
+        return at < end and int(self._ids[at]) == doc
 
     def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
         """Add `term`'s BM25F contribution (times `weight`) to `scores`; False if no document has it."""

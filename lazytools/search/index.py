@@ -118,6 +118,11 @@ class SearchIndex:
         self._group_masks = {group: self._groups == group for group in group_names}
         self._group_positions = {group: np.flatnonzero(mask) for group, mask in self._group_masks.items()}
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
+        # Each group under one of its name's terms: a query looks up its own few terms, not every group (a
+        # gateway of many servers has hundreds).
+        self._groups_by_term: dict[str, list[tuple[str, frozenset[str]]]] = {}
+        for group, group_terms in self._group_terms.items():
+            self._groups_by_term.setdefault(min(group_terms), []).append((group, group_terms))
         self._servers = ServerIndex(
             [entry.group for entry in self.entries], servers or {},
             [[term for field in ("name", "description") for term in terms[field]]
@@ -196,7 +201,8 @@ class SearchIndex:
     def _mentioned(self, terms: AbstractSet[str]) -> list[str]:
         """The groups a query with these terms names ("post it on Slack", "github issues"): all of a group
         name's words."""
-        return [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
+        by_term = self._groups_by_term
+        return [group for term in terms for group, group_terms in by_term.get(term, ()) if group_terms <= terms]
 
     def _server_choice(self, texts: Sequence[str], scores: Sequence[ScoreArray],
                        terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
