@@ -79,9 +79,9 @@ class BM25FPostings:
         self.rendered_only = frozenset(t for t in pseudo if t not in counted)
         idf = {t: math.log(self.size - n + 0.5) - math.log(n + 0.5) for t, n in frequency.items()}
         floor = epsilon * (sum(idf.values()) / len(idf))
-        lengths = np.fromiter((len(docs) for docs in pseudo.values()), dtype=np.int64, count=len(pseudo))
-        self._ends = np.cumsum(lengths)
-        self._starts = self._ends - lengths
+        sizes = np.fromiter((len(docs) for docs in pseudo.values()), dtype=np.int64, count=len(pseudo))
+        self._ends = np.cumsum(sizes)
+        self._starts = self._ends - sizes
         total = int(self._ends[-1])
         self._ids = np.fromiter((doc for docs in pseudo.values() for doc in docs), dtype=np.int64, count=total)
         freqs = np.fromiter((f for docs in pseudo.values() for f in docs.values()), dtype=np.float64, count=total)
@@ -111,7 +111,8 @@ class BM25FPostings:
         the number of terms (a long request has hundreds), and `np.bincount` adds its weights in the order given, so
         each document's contributions are added in the terms' order, as `accumulate` adds them: the scores are the
         same to the last bit (a test checks it)."""
-        return self.scores_many([terms])[0]
+        row: npt.NDArray[np.float64] = self.scores_many([terms])[0]
+        return row
 
     def scores_many(self, queries: Sequence[Mapping[str, float]]) -> npt.NDArray[np.float64]:
         """(queries, documents): `scores` of each of `queries`, in one pass over their postings (a request and
