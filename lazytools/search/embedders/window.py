@@ -10,7 +10,7 @@ A longer one, with a static embedder beside the encoder (`minilm+wordllama`), is
 whole request and every need, each a unit vector whose encoder columns are zero, for under a millisecond. One pass
 of the encoder over its first QUERY_WINDOW tokens cost ~40-75 ms of CPU (the encoder's cost grows with every token)
 and found no more of the wanted tools: on 70 requests of ~1,000 characters joined from the dev set's long tasks
-(945 labelled needs), the needs with a returned tool were .522 through the window, .529 read statically, .524 with
+(945 labelled needs), the needs with a returned tool were .522 through the window, .529 read statically, .528 with
 BM25 alone; at ~2,000 characters .347 / .348 (`python -m benchmarks.longrequests`, docs/search-log.md). The
 static table reads every token of the request, where the window saw the first few needs.
 
