@@ -9,6 +9,12 @@ check, selection, the result's text; no usage history), and the process CPU time
 program's load changes the figure less than a wall clock would. `--compare-with TREE` measures a second lazytools
 source tree (e.g. `git archive` of the commit before a change, unpacked) in the same run, one child process per
 tree and mode, alternating, for a before/after on one machine at one time.
+
+    python -m benchmarks.longrequests --quality [--requests 70] [--chars 1000]
+
+measures what such requests find instead: the same joining, each request labelled with the needs of the tasks that
+lie wholly inside it (`relevant_tool_ids`: one need per item), served over the whole dev catalog with its servers;
+the share of those needs some returned tool answers, BM25 and semantic (docs/search-log.md, "Round 4c").
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from pathlib import Path
 
 from .stats import percentile
 
-__all__ = ["long_requests", "main", "measure"]
+__all__ = ["labelled_requests", "long_requests", "main", "measure", "needs_found"]
 
 DATA = Path(__file__).parent / "data" / "multiserver"
 
@@ -41,6 +47,44 @@ def long_requests(count: int, chars: int) -> list[str]:
             step += 7 + number // len(tasks)  # a different sequence of tasks for every request
         requests.append(text[:chars].rsplit(" ", 1)[0])
     return requests
+
+
+def labelled_requests(count: int, chars: int) -> list[tuple[str, list[frozenset[str]]]]:
+    """`long_requests`' requests, each with the needs (sets of tool ids, any of which answers) of its whole tasks."""
+    rows = [json.loads(line) for line in (DATA / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip() and json.loads(line).get("split") == "long"]
+    labelled = []
+    for number in range(count):
+        text, step, needs = "", number, []
+        while len(text) < chars:
+            row = rows[step % len(rows)]
+            if len(text) + len(row["query"].strip()) + 1 <= chars:
+                needs += [frozenset([need] if isinstance(need, str) else need) for need in row["relevant_tool_ids"]]
+            text += row["query"].strip() + "\n"
+            step += 7 + number // len(rows)
+        labelled.append((text[:chars].rsplit(" ", 1)[0], needs))
+    return labelled
+
+
+def needs_found(semantic: bool, requests: list[tuple[str, list[frozenset[str]]]], cache_dir: Path) -> tuple[int, int]:
+    """(needs some returned tool answers, needs) over `requests`, served over the whole dev catalog."""
+    from lazytools.search import build_index
+    from lazytools.server.metatools import search_tools
+    from lazytools.settings import Settings
+    from lazytools.sources.jsonl import load_jsonl_catalog, read_servers
+
+    loaded = load_jsonl_catalog(DATA / "tools.jsonl", servers=read_servers(DATA / "servers.jsonl"))
+    index = build_index(loaded.catalog, semantic=semantic, cache_dir=cache_dir, servers=loaded.catalog.about())
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    found = total = 0
+    for text, needs in requests:
+        outcome = search_tools(loaded.catalog, index, {"query": text}, surface="dynamic",
+                               default_limit=settings.search_limit, max_limit=settings.search_max_limit, bridge=False,
+                               floor=settings.relevance_floor)
+        returned = {loaded.ids[entry.name] for entry in outcome.returned}
+        found += sum(bool(need & returned) for need in needs)
+        total += len(needs)
+    return found, total
 
 
 def measure(semantic: bool, tools: int, requests: list[str], cache_dir: Path) -> list[float]:
@@ -101,7 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", type=int, default=500, help="tools of the dev catalog served (default 500)")
     parser.add_argument("--modes", default="bm25,semantic", help="bm25, semantic or both (default)")
     parser.add_argument("--compare-with", type=Path, metavar="TREE", help="a second lazytools source tree")
+    parser.add_argument("--quality", action="store_true", help="the share of labelled needs found instead of CPU")
     args = parser.parse_args(argv)
+    if args.quality:
+        labelled = labelled_requests(args.requests, args.chars)
+        with tempfile.TemporaryDirectory() as cache:
+            for mode in args.modes.split(","):
+                found, total = needs_found(mode == "semantic", labelled, Path(cache))
+                print(f"{mode:<9} needs found {found}/{total} = {found / total:.3f} ({len(labelled)} requests of "
+                      f"~{args.chars} characters)")
+        return 0
     here = Path(__file__).resolve().parent.parent
     trees = {"this tree": here, **({str(args.compare_with): args.compare_with} if args.compare_with else {})}
     figures: dict[tuple[str, str], list[float]] = {}

@@ -14,6 +14,18 @@ Beside the index alone (wall clock), each size's BM25 line gives CPU time per qu
 less on what else the machine runs): the index's `find` alone, and `search_tools` as served, the meta-tool a
 dynamic session calls with the default settings (argument check, selection, the usage prior, the result's text),
 once with no usage history and once with a learned prior of 3,000 past searches (learning is on by default).
+
+    python -m benchmarks.search --real [--sizes 1000,10000,100000] [--rounds 3] [--compare-with TREE]
+
+measures the fixed cost of a search on real text instead: catalogs of 1k / 10k / 100k tools made from the repo's real
+tool data (benchmarks/data: the multi-server dev catalog, ToolAlpaca's and RestBench's APIs, 863 tools; past that,
+copies of them under renumbered servers, `github2`, `github3`, ...), and the dev sets' own requests of 130-190
+characters (121 sentences, 160 on average; never LiveMCPBench or BFCL). Each round is a fresh process per tree;
+each request is sent once per round through `search_tools` as served (BM25, no usage history), after a warm-up with
+the dev sets' shorter requests, and its CPU time taken (`time.process_time`). Beside it, in the same process over
+the same tokens (`lazytools.search.tokenize` of each tool's name, description and parameters), a naive baseline:
+rank-bm25's `BM25Okapi.get_scores` and the five best, on `--naive` of the requests. Each cell is the median of the
+rounds' p50s, with the rounds' min and max.
 """
 
 from __future__ import annotations
@@ -43,8 +55,12 @@ from lazytools.settings import Settings
 
 from .stats import percentiles
 
-__all__ = ["learned_prior", "main", "search_benchmarks", "served_cpu", "served_figures", "synthetic_catalog",
-           "synthetic_queries"]
+__all__ = ["learned_prior", "main", "real_catalog", "real_figures", "real_requests", "search_benchmarks", "served_cpu",
+           "served_figures", "synthetic_catalog", "synthetic_queries"]
+
+DATA = Path(__file__).parent / "data"
+_REAL_TOOLS = ("multiserver", "toolalpaca", "restbench")
+_REQUEST_SETS = ("multiserver", "toolalpaca", "restbench")
 
 _VERBS = "get list create update delete search find send read write move copy run start stop sync export import".split()
 _OBJECTS = (
@@ -217,21 +233,118 @@ def served_figures(sizes: list[int], queries: int = 400) -> dict[int, tuple[floa
     return figures
 
 
+def real_requests(shortest: int = 130, longest: int = 190) -> tuple[list[str], list[str]]:
+    """The dev sets' distinct requests of `shortest`-`longest` characters (ASCII), and the shorter ones (the warm-up),
+    in file order."""
+    seen: dict[str, None] = {}
+    for name in _REQUEST_SETS:
+        for path in sorted((DATA / name).glob("*.jsonl")):
+            if path.name in ("tools.jsonl", "servers.jsonl", "usage.jsonl"):
+                continue
+            for line in path.read_text(encoding="utf-8").splitlines():
+                query = json.loads(line).get("query") if line.strip() else None
+                if isinstance(query, str) and query.isascii():
+                    seen[query] = None
+    texts = list(seen)
+    return ([q for q in texts if shortest <= len(q) <= longest], [q for q in texts if len(q) < shortest])
+
+
+def real_catalog(size: int) -> list[ToolEntry]:
+    """`size` tools from the repo's real tool data: each tool once, then copies under renumbered servers."""
+    rows = [json.loads(line) for name in _REAL_TOOLS
+            for line in (DATA / name / "tools.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    entries: list[ToolEntry] = []
+    names: set[str] = set()
+    copy = 0
+    while len(entries) < size:
+        for row in rows[: size - len(entries)]:
+            server = f"{row['server']}{copy + 1 if copy else ''}"
+            name = f"{server}__{row['name']}"[:56]  # public names are at most 64 characters
+            name = name if name not in names else f"{name}_{len(entries)}"
+            names.add(name)
+            entries.append(ToolEntry(name=name, group=server,
+                                     description=row.get("description") or "",
+                                     input_schema=row.get("input_schema") or {"type": "object"}, call=_unused))
+        copy += 1
+    return entries
+
+
+def _naive(entries: list[ToolEntry], queries: list[str]) -> float:
+    """rank-bm25 over the same tokens: CPU ms per request, p50 (get_scores and the five best)."""
+    from rank_bm25 import BM25Okapi
+
+    from lazytools.search import tokenize
+
+    def words(entry: ToolEntry) -> list[str]:
+        properties = entry.input_schema.get("properties")
+        parameters = " ".join(f"{name} {value.get('description', '') if isinstance(value, dict) else ''}"
+                              for name, value in properties.items()) if isinstance(properties, dict) else ""
+        return tokenize(f"{entry.name} {entry.description} {parameters}")
+
+    model = BM25Okapi([words(entry) for entry in entries])
+    samples = []
+    for query in queries:
+        start = time.process_time_ns()
+        scores = model.get_scores(tokenize(query))
+        sorted(range(len(scores)), key=lambda i: -scores[i])[:5]
+        samples.append((time.process_time_ns() - start) / 1e6)
+    return statistics.median(samples)
+
+
+def real_figures(sizes: list[int], naive: int = 20) -> dict[int, tuple[float, float, float]]:
+    """Per size: CPU ms per request, p50, of `search_tools` as served, of the index's `find` alone, and of the naive
+    baseline (on the first `naive` requests), in this process."""
+    requests, warm = real_requests()
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    figures: dict[int, tuple[float, float, float]] = {}
+    for size in sizes:
+        entries = real_catalog(size)
+        catalog = Catalog()
+        groups: dict[str, list[ToolEntry]] = {}
+        for entry in entries:
+            groups.setdefault(entry.group, []).append(entry)
+        for name, members in groups.items():
+            catalog.set_group(Group(name, ""), members)
+        index = SearchIndex(entries)
+        index.vocabulary.prepare()  # as the server does in the thread that builds its index
+
+        def served(query: str) -> object:
+            return search_tools(catalog, index, {"query": query}, surface="dynamic",
+                                default_limit=settings.search_limit, max_limit=settings.search_max_limit,
+                                bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
+                                enable_at_most=settings.max_enabled)
+
+        for query in warm:  # the caches a running server has warm: the stemmer, the words' own readings
+            served(query)
+        columns: list[float] = []
+        for search in (served, lambda query: index.find(f"{query} ", limit=settings.search_limit)):
+            samples = []
+            for query in requests:  # each once: a repeated request would be answered from the index's recent answers
+                start = time.process_time_ns()
+                search(query)
+                samples.append((time.process_time_ns() - start) / 1e6)
+            columns.append(statistics.median(samples))
+        figures[size] = (columns[0], columns[1], _naive(entries, requests[:naive]))
+    return figures
+
+
 _CHILD = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import lazytools  # from the tree compared, before this tree's benchmarks are put in front
 sys.path.insert(0, sys.argv[2])
-from benchmarks.search import served_figures
-print(json.dumps(served_figures([int(n) for n in sys.argv[3].split(",")], int(sys.argv[4]))))
+from benchmarks.search import real_figures, served_figures
+sizes = [int(n) for n in sys.argv[3].split(",")]
+print(json.dumps(real_figures(sizes, int(sys.argv[4])) if sys.argv[5] == "real" else served_figures(sizes, int(sys.argv[4]))))
 """
 
 
-def _measured_in(tree: Path, sizes: list[int], queries: int) -> dict[int, tuple[float, float, float]]:
-    """`served_figures` in a child process that imports lazytools from `tree` (and these benchmarks)."""
+def _measured_in(tree: Path, sizes: list[int], queries: int, real: bool = False) -> dict[int, tuple[float, float, float]]:
+    """`served_figures` (`real`: `real_figures`) in a child process that imports lazytools from `tree` (and these
+    benchmarks)."""
     here = Path(__file__).resolve().parent.parent
     done = subprocess.run([sys.executable, "-c", _CHILD, str(tree.resolve()), str(here),
-                           ",".join(map(str, sizes)), str(queries)],
+                           ",".join(map(str, sizes)), str(queries), "real" if real else "synthetic"],
                           capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": ""})
     return {int(size): (a, b, c) for size, (a, b, c) in json.loads(done.stdout).items()}
 
@@ -245,7 +358,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="runs of each tree, alternating (default 3)")
     parser.add_argument("--compare-with", type=Path, metavar="TREE", help="a second lazytools source tree (an "
                         "export of main) measured in the same rounds")
+    parser.add_argument("--real", action="store_true", help="real catalogs (1k/10k/100k tools from benchmarks/data) "
+                        "and the dev sets' real 160-character requests, beside a naive rank-bm25 baseline")
+    parser.add_argument("--naive", type=int, default=20, help="with --real: requests the naive baseline scores "
+                        "(default 20)")
     args = parser.parse_args(argv)
+    if args.real:
+        return _real_main(args)
     sizes = [int(size) for size in args.sizes.split(",")]
     here = Path(__file__).resolve().parent.parent
     trees = {"this tree": here, **({str(args.compare_with): args.compare_with} if args.compare_with else {})}
@@ -265,6 +384,31 @@ def main(argv: list[str] | None = None) -> int:
                 cells.append(f"{statistics.median(values):.3f} ({min(values):.2f}-{max(values):.2f})")
             print(f"{name[:28]:<28} {size:>6}  " + "  ".join(f"{cell:>16}" for cell in cells))
     print("each cell: the median of the rounds (their range)")
+    return 0
+
+
+def _real_main(args: argparse.Namespace) -> int:
+    sizes = [int(size) for size in (args.sizes if args.sizes != "1000,10000" else "1000,10000,100000").split(",")]
+    here = Path(__file__).resolve().parent.parent
+    trees = {"this tree": here, **({str(args.compare_with): args.compare_with} if args.compare_with else {})}
+    runs: dict[str, list[dict[int, tuple[float, float, float]]]] = {name: [] for name in trees}
+    for number in range(args.rounds):
+        for name in list(trees) if number % 2 == 0 else list(reversed(trees)):
+            print(f"round {number + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
+            runs[name].append(_measured_in(trees[name], sizes, args.naive, real=True))
+    requests, _ = real_requests()
+    print(f"## search_tools as served on real requests ({len(requests)} of 130-190 characters, mean "
+          f"{statistics.mean(map(len, requests)):.0f}) over catalogs of real tools: CPU ms per request, p50, "
+          f"{args.rounds} rounds; load average at the end: {os.getloadavg()[0]:.1f}")
+    print(f"{'tree':<28} {'tools':>7}  {'served':>20}  {'index alone':>20}  {'naive rank-bm25':>20}")
+    for name, rounds in runs.items():
+        for size in sizes:
+            cells = []
+            for column in range(3):
+                values = [run[size][column] for run in rounds]
+                cells.append(f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})")
+            print(f"{name[:28]:<28} {size:>7}  " + "  ".join(f"{cell:>20}" for cell in cells))
+    print("each cell: the median of the rounds' p50s (their min-max)")
     return 0
 
 

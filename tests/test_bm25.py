@@ -152,3 +152,18 @@ def test_scoring_all_terms_at_once_adds_them_as_one_by_one_does_to_the_last_bit(
         at_once = postings.scores(terms)
         assert at_once.dtype == np.float64 and np.array_equal(at_once, one_by_one)
     assert np.array_equal(postings.scores({}), np.zeros(postings.size))
+
+
+def test_scoring_several_queries_at_once_gives_each_its_own_scores_to_the_last_bit() -> None:
+    postings = SearchIndex(realistic())._bm25
+    rng = np.random.default_rng(5)
+    vocabulary = postings.vocabulary
+    queries = [{str(term): float(rng.random()) for term in rng.choice(vocabulary, size=int(rng.integers(0, 30)),
+                                                                       replace=False)} for _ in range(40)]
+    queries[3] = {"no such term": 1.0}
+    together = postings.scores_many(queries)
+    assert together.shape == (len(queries), postings.size)
+    for row, terms in zip(together, queries, strict=True):
+        assert np.array_equal(row, postings.scores(terms))
+    assert not together[3].any()
+    assert postings.scores_many([{}, {}]).shape == (2, postings.size)

@@ -1,4 +1,5 @@
-"""A long request is encoded once, within the encoder's window; shorter ones as before (`embedders.window`)."""
+"""A long request is read once: by the static embedder beside the encoder when there is one, else within the
+encoder's window; shorter ones as before (`embedders.window`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 from lazytools.search.embedders import Joined, TransformerEmbedder, embed_finite, embedder_named
 from lazytools.search.embedders.window import QUERY_WINDOW, request_vectors
 from lazytools.search.query import clauses
-from lazytools.search.semantic import _spans, query_vectors
+from lazytools.search.semantic import MAX_EMBEDDED_NEEDS, _spans, query_vectors
 
 TASKS = Path(__file__).parent.parent / "benchmarks" / "data" / "multiserver" / "queries.jsonl"
 
@@ -62,11 +63,25 @@ def test_a_long_request_is_read_once_within_the_window() -> None:
     assert np.mean(nearest == np.arange(kept)) >= 0.8
 
 
-def test_the_default_pair_gives_one_row_per_need_kept() -> None:
-    model = embedder_named("minilm+wordllama")
-    assert isinstance(model, Joined)
+def test_the_default_pair_reads_a_long_request_with_its_static_part_alone() -> None:
+    counted, passes = counted_minilm()
+    static = embedder_named("wordllama")
+    pair = Joined([counted, static])
     query = long_request()
+    needs = clauses(query)[:MAX_EMBEDDED_NEEDS]
+    vectors = request_vectors(pair, query, needs, _spans(query, needs))
+    assert passes == []  # no pass of the encoder at all
+    assert vectors.shape == (1 + len(needs), pair.dimensions)  # every need has a vector, none is cut at a window
+    encoder, table = vectors[:, :counted.dimensions], vectors[:, counted.dimensions:]
+    assert not encoder.any()
+    assert np.allclose(table, static.embed([query, *needs]), atol=1e-6)  # the static table's own unit vectors
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_short_request_still_goes_through_the_encoder() -> None:
+    counted, passes = counted_minilm()
+    pair = Joined([counted, embedder_named("wordllama")])
+    query = "find the weather in Lisbon, then post it on Slack"
     needs = clauses(query)
-    vectors = query_vectors(model, query, needs)
-    assert vectors.shape[1] == model.dimensions and 2 <= len(vectors) <= len(needs)
-    assert np.isfinite(vectors).all() and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    request_vectors(pair, query, needs, _spans(query, needs))
+    assert len(passes) == 1 + len(needs)

@@ -1,5 +1,5 @@
 """BM25F scoring over precomputed postings: each term's document ids and weights are numpy arrays built once, so a
-query costs one vectorised add per query term over only the documents that contain it.
+query costs a few vectorised calls over only the documents that contain its terms.
 
 The formula, parameters and IDF are Okapi BM25's as rank-bm25 computes them; with one field of weight 1 the scores
 equal rank-bm25's `BM25Okapi.get_scores` (tests/test_bm25.py keeps rank-bm25 as that reference).
@@ -41,7 +41,14 @@ class BM25FPostings:
         document frequency only when no other field holds the term, so the rest of the catalog ranks as before."""
         self.size = len(documents)
         self.idf: dict[str, float] = {}
-        self._postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        self._slot: dict[str, int] = {}
+        """Term -> its slot: its postings are `_ids[_starts[slot]:_ends[slot]]` (documents in order) and the same
+        range of `_weights` (each document's saturated pseudo-frequency), all terms' in two flat arrays."""
+        self._ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._weights: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
+        self._starts: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._ends: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._idfs: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self.rendered_only: frozenset[str] = frozenset()
         """Terms only an `apart` field holds: a typed word finds them, expansions do not."""
         fields = list(weights)
@@ -72,51 +79,87 @@ class BM25FPostings:
         self.rendered_only = frozenset(t for t in pseudo if t not in counted)
         idf = {t: math.log(self.size - n + 0.5) - math.log(n + 0.5) for t, n in frequency.items()}
         floor = epsilon * (sum(idf.values()) / len(idf))
-        for term, docs in pseudo.items():
-            ids = np.fromiter(docs.keys(), dtype=np.int64, count=len(docs))
-            freqs = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
-            self._postings[term] = (ids, freqs * (k1 + 1) / (freqs + k1))
+        sizes = np.fromiter((len(docs) for docs in pseudo.values()), dtype=np.int64, count=len(pseudo))
+        self._ends = np.cumsum(sizes)
+        self._starts = self._ends - sizes
+        total = int(self._ends[-1])
+        self._ids = np.fromiter((doc for docs in pseudo.values() for doc in docs), dtype=np.int64, count=total)
+        freqs = np.fromiter((f for docs in pseudo.values() for f in docs.values()), dtype=np.float64, count=total)
+        self._weights = freqs * (k1 + 1) / (freqs + k1)
+        del freqs
+        for slot, term in enumerate(pseudo):
+            self._slot[term] = slot
             raw = idf[term] if idf[term] >= 0 else floor
             self.idf[term] = _positive_idf(raw, self.size, frequency[term], epsilon)
+        self._idfs = np.fromiter(self.idf.values(), dtype=np.float64, count=len(self.idf))
 
     @property
     def vocabulary(self) -> list[str]:
-        return list(self._postings)
+        return list(self._slot)
+
+    def _posting(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        slot = self._slot.get(term)
+        if slot is None:
+            return None
+        start, end = int(self._starts[slot]), int(self._ends[slot])
+        return self._ids[start:end], self._weights[start:end]
 
     def scores(self, terms: Mapping[str, float]) -> npt.NDArray[np.float64]:
         """Every document's score for weighted terms: the sum `accumulate` makes term by term, in one pass.
 
-        `np.bincount` adds its weights in the order given, so each document's contributions are added in the terms'
-        order, as `accumulate` adds them: the scores are the same to the last bit (a test checks it), for a few numpy
-        calls per query instead of four per term."""
-        ids: list[npt.NDArray[np.int64]] = []
-        contributions: list[npt.NDArray[np.float64]] = []
-        for term, weight in terms.items():
-            posting = self._postings.get(term)
-            if posting is not None:
-                ids.append(posting[0])
-                contributions.append((self.idf[term] * weight) * posting[1])
-        if not ids:
-            return np.zeros(self.size, dtype=np.float64)
-        summed = np.bincount(np.concatenate(ids), np.concatenate(contributions), minlength=self.size)
-        return np.asarray(summed, dtype=np.float64)  # float64 already (float weights): no copy
+        The postings of the terms the index holds are gathered from the flat arrays with a few numpy calls, whatever
+        the number of terms (a long request has hundreds), and `np.bincount` adds its weights in the order given, so
+        each document's contributions are added in the terms' order, as `accumulate` adds them: the scores are the
+        same to the last bit (a test checks it)."""
+        row: npt.NDArray[np.float64] = self.scores_many([terms])[0]
+        return row
+
+    def scores_many(self, queries: Sequence[Mapping[str, float]]) -> npt.NDArray[np.float64]:
+        """(queries, documents): `scores` of each of `queries`, in one pass over their postings (a request and
+        each of its needs)."""
+        slot_of = self._slot.get
+        slots: list[int] = []
+        weights: list[float] = []
+        rows: list[int] = []
+        for row, terms in enumerate(queries):
+            for term, weight in terms.items():
+                slot = slot_of(term)
+                if slot is not None:
+                    slots.append(slot)
+                    weights.append(weight)
+                    rows.append(row)
+        if not slots:
+            return np.zeros((len(queries), self.size), dtype=np.float64)
+        chosen = np.asarray(slots, dtype=np.int64)
+        starts, lengths = self._starts[chosen], self._ends[chosen] - self._starts[chosen]
+        # Each term's factor (IDF times its weight, as `accumulate` computes it) repeated over its postings.
+        factors = np.repeat(self._idfs[chosen] * np.asarray(weights, dtype=np.float64), lengths)
+        # The positions of every chosen posting in the flat arrays, range after range, in the terms' order.
+        ends = np.cumsum(lengths)
+        at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
+        cells = self._ids[at]
+        if len(queries) > 1:
+            cells = cells + np.repeat(np.asarray(rows, dtype=np.int64) * self.size, lengths)
+        summed = np.bincount(cells, factors * self._weights[at], minlength=len(queries) * self.size)
+        return np.asarray(summed, dtype=np.float64).reshape(len(queries), self.size)
 
     def share(self, term: str) -> float:
         """The share of the documents that hold `term` (0 for a term none holds)."""
-        posting = self._postings.get(term)
-        return posting[0].size / self.size if posting is not None and self.size else 0.0
+        slot = self._slot.get(term)
+        return int(self._ends[slot] - self._starts[slot]) / self.size if slot is not None and self.size else 0.0
 
     def holds(self, doc: int, term: str) -> bool:
         """Whether document `doc` holds `term` (in some field)."""
-        posting = self._postings.get(term)
-        if posting is None:
+        slot = self._slot.get(term)
+        if slot is None:
             return False
-        at = int(np.searchsorted(posting[0], doc))  # ids are in document order
-        return at < posting[0].size and int(posting[0][at]) == doc
+        start, end = int(self._starts[slot]), int(self._ends[slot])
+        at = start + int(self._ids[start:end].searchsorted(doc))  # ids are in document order
+        return at < end and int(self._ids[at]) == doc
 
     def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
         """Add `term`'s BM25F contribution (times `weight`) to `scores`; False if no document has it."""
-        posting = self._postings.get(term)
+        posting = self._posting(term)
         if posting is None:
             return False
         ids, weights = posting

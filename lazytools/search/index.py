@@ -36,7 +36,7 @@ from .fusion import ScoreArray
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
 from .needs import Need, answered_needs
-from .query import Cost, Lexicon, Query, analyze, catalog_expansions, clauses, tagged_terms, text_cost
+from .query import Cost, Lexicon, Query, TermReader, analyze, catalog_expansions, clauses, tagged_terms, text_cost
 from .recent import RecentAnswers
 from .related import RelatedWords, default_related_words
 from .servers import ServerIndex
@@ -109,6 +109,7 @@ class SearchIndex:
         self._names = NameMatcher([(e.name, e.upstream_name or e.name) for e in self.entries])
         self._lexicon = Lexicon(self.vocabulary, self._expansions, self._rendered, self._words, self._names)
         self._analyzed: RecentAnswers[Query] = RecentAnswers(RECENT_QUERIES)
+        self._reader = TermReader(self._lexicon, config)
         name_keys = [name_terms(entry_words, known) for entry_words in words]
         self._name_words = NameWords(name_keys)
         self._name_keys = name_keys
@@ -117,6 +118,11 @@ class SearchIndex:
         self._group_masks = {group: self._groups == group for group in group_names}
         self._group_positions = {group: np.flatnonzero(mask) for group, mask in self._group_masks.items()}
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
+        # Each group under one of its name's terms: a query looks up its own few terms, not every group (a
+        # gateway of many servers has hundreds).
+        self._groups_by_term: dict[str, list[tuple[str, frozenset[str]]]] = {}
+        for group, group_terms in self._group_terms.items():
+            self._groups_by_term.setdefault(min(group_terms), []).append((group, group_terms))
         self._servers = ServerIndex(
             [entry.group for entry in self.entries], servers or {},
             [[term for field in ("name", "description") for term in terms[field]]
@@ -154,6 +160,7 @@ class SearchIndex:
         view.config = config
         view._recent = RecentAnswers(RECENT_QUERIES)
         view._analyzed = RecentAnswers(RECENT_QUERIES)
+        view._reader = TermReader(view._lexicon, config)
         return view
 
     @property
@@ -185,14 +192,14 @@ class SearchIndex:
     def query_terms(self, query: str) -> dict[str, float]:
         """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
         related words)."""
-        return tagged_terms(query, self._lexicon, self.config).weights
+        return tagged_terms(query, self._lexicon, self.config, self._reader).weights
 
     def analyze(self, text: str) -> Query:
         """`text` analysed for this catalog (query.analyze), once: the last RECENT_QUERIES are kept, so the
         selection, the index and the server read one analysis."""
         known = self._analyzed.get(text)
         if known is None:
-            known = analyze(text, self._lexicon, self.config)
+            known = analyze(text, self._lexicon, self.config, self._reader)
             self._analyzed.put(text, known)
         return known
 
@@ -206,7 +213,8 @@ class SearchIndex:
     def _mentioned(self, terms: AbstractSet[str]) -> list[str]:
         """The groups a query with these terms names ("post it on Slack", "github issues"): all of a group
         name's words."""
-        return [group for group, group_terms in self._group_terms.items() if group_terms <= terms]
+        by_term = self._groups_by_term
+        return [group for term in terms for group, group_terms in by_term.get(term, ()) if group_terms <= terms]
 
     def _server_choice(self, texts: Sequence[str], scores: Sequence[ScoreArray],
                        terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
@@ -229,6 +237,10 @@ class SearchIndex:
 
     def _scores_of(self, terms: Mapping[str, float]) -> ScoreArray:
         return self._bm25.scores(terms)
+
+    def _scores_of_each(self, terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
+        """`_scores_of` each of `terms` (a request's needs), in one pass over their postings."""
+        return list(self._bm25.scores_many(terms)) if terms else []
 
     def search(self, query: str, *, limit: int = 5, groups: Sequence[str] | None = None) -> list[Hit]:
         """Tools matching `query`, best first; `groups` restricts them to those groups."""

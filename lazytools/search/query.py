@@ -25,6 +25,7 @@ __all__ = [
     "Expansions",
     "Lexicon",
     "Query",
+    "TermReader",
     "Terms",
     "analyze",
     "catalog_expansions",
@@ -85,18 +86,85 @@ class Terms:
     rules: dict[str, str]
 
 
-def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT) -> Terms:
+MAX_READ_TERMS = 16_384
+"""Distinct terms a `TermReader` remembers what they add; past it, its memory starts afresh (bounded whatever
+requests hold)."""
+
+Added = tuple[tuple[str, float, str], ...]
+"""The (term, weight, rule) a query's term adds to its weighted terms."""
+
+
+class TermReader:
+    """What each term of a request adds to its weighted terms (itself, its typo fixes, completions, synonyms) and
+    the catalog's related words it brings, for one `Lexicon` and config: the same for that term in every request,
+    so each is worked out once and remembered (at most `size` terms). A long request repeats its needs' words in
+    its whole, and requests repeat the same few thousand words."""
+
+    def __init__(self, lexicon: Lexicon, config: RankingConfig = DEFAULT, size: int = MAX_READ_TERMS) -> None:
+        self.lexicon = lexicon
+        self.config = config
+        self.size = size
+        self._typed: dict[tuple[str, bool], Added] = {}
+        self._related: dict[str, tuple[tuple[str, float], ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._typed) + len(self._related)
+
+    def typed(self, term: str, guess: bool) -> Added:
+        """What the query term `term` adds; `guess`: whether the query is short enough for typo fixes."""
+        key = (term, guess)
+        added = self._typed.get(key)
+        if added is None:
+            added = self._read(term, guess)
+            if len(self._typed) >= self.size:
+                self._typed.clear()
+            self._typed[key] = added
+        return added
+
+    def related(self, term: str) -> tuple[tuple[str, float], ...]:
+        """The catalog's words related to `term`, each with its weight, at most the config's `max_related`."""
+        found = self._related.get(term)
+        if found is None:
+            expansions = self.lexicon.expansions
+            found = tuple(expansions(term)[: self.config.max_related]) if expansions is not None else ()
+            if len(self._related) >= self.size:
+                self._related.clear()
+            self._related[term] = found
+        return found
+
+    def _read(self, term: str, guess: bool) -> Added:
+        config, on = self.config, self.config.on
+        vocabulary = self.lexicon.vocabulary
+        added: list[tuple[str, float, str]] = []
+        if on("short_numbers") and term.isdigit() and len(term) <= config.max_amount_digits:
+            return ((term, config.number_weight, "short_numbers"),) if term in vocabulary else ()
+        if term in vocabulary or term in self.lexicon.rendered:
+            added.append((term, 1.0, TYPED))
+        elif guess:
+            fixes = [] if term in self.lexicon.words or not on("typos") else vocabulary.corrections(term)[:2]
+            added.extend((fix, config.typo_weight, "typos") for fix in fixes)
+            if not fixes and on("completions"):
+                # A word cut short ("kube", "calend") or the head of a longer name.
+                added.extend((completion, config.completion_weight, "completions")
+                             for completion in vocabulary.completions(term))
+        if on("synonyms"):
+            added.extend((synonym, config.synonym_weight, "synonyms") for synonym in synonyms_of(term)
+                         if synonym in vocabulary)
+        return tuple(added)
+
+
+def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT,
+                 reader: TermReader | None = None) -> Terms:
     """Index terms for `query`, each with its weight (repeated words add up, as in BM25) and the rule that made it:
     its words, then the words of its everyday phrases and (for Chinese) English glosses, then the
     catalog's words related to them that the query does not already have, each at its best weight. Each rule
-    can be switched off by `config.off` (config.RULES)."""
-    vocabulary, rendered, words = lexicon.vocabulary, lexicon.rendered, lexicon.words
+    can be switched off by `config.off` (config.RULES). `reader` (for this lexicon and config) remembers what
+    each term adds across requests; without one, a new one serves this query alone."""
+    if reader is None:
+        reader = TermReader(lexicon, config)
+    vocabulary, rendered = lexicon.vocabulary, lexicon.rendered
     weights: dict[str, float] = {}
     rules: dict[str, str] = {}
-
-    def add(term: str, weight: float, rule: str) -> None:
-        weights[term] = weights.get(term, 0.0) + weight
-        rules.setdefault(term, rule)
 
     def put(term: str, weight: float, rule: str) -> None:
         weights[term] = weight
@@ -107,26 +175,10 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT) 
     meant, replaced = read_phrases(typed, off=config.off)
     terms = [term for term in terms_of(typed) if term not in replaced]
     guess = len(terms) <= config.max_terms_to_correct
-    amounts = on("short_numbers")
     for term in terms:
-        if amounts and term.isdigit() and len(term) <= config.max_amount_digits:
-            if term in vocabulary:
-                add(term, config.number_weight, "short_numbers")
-            continue
-        if term in vocabulary or term in rendered:
-            add(term, 1.0, TYPED)
-        elif guess:
-            fixes = [] if term in words or not on("typos") else vocabulary.corrections(term)[:2]
-            for fix in fixes:
-                add(fix, config.typo_weight, "typos")
-            if not fixes and on("completions"):
-                # A word cut short ("kube", "calend") or the head of a longer name.
-                for completion in vocabulary.completions(term):
-                    add(completion, config.completion_weight, "completions")
-        if on("synonyms"):
-            for synonym in synonyms_of(term):
-                if synonym in vocabulary:
-                    add(synonym, config.synonym_weight, "synonyms")
+        for other, weight, rule in reader.typed(term, guess):
+            weights[other] = weights.get(other, 0.0) + weight
+            rules.setdefault(other, rule)
     for word in meant:
         if word in vocabulary and word not in weights:
             put(word, config.phrase_weight, "phrases")
@@ -139,11 +191,10 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT) 
         for word in read_phrases(glosses, questions=False, off=config.off)[0]:
             if word in vocabulary and word not in weights:
                 put(word, config.phrase_weight, "crosslang")
-    expansions = lexicon.expansions
-    if expansions is not None and on("related"):
+    if lexicon.expansions is not None and on("related"):
         extra: dict[str, float] = {}
         for term in set(terms):
-            for other, weight in expansions(term)[: config.max_related]:
+            for other, weight in reader.related(term):
                 if other not in weights and weight > extra.get(other, 0.0):
                     extra[other] = weight
         weights.update(extra)
@@ -223,18 +274,22 @@ def text_cost(text: str, needs: Sequence[str]) -> Cost:
     return Cost(len(text), words, max(1, len(needs)), not text.isascii() and has_cjk(text))
 
 
-def analyze(text: str, lexicon: Lexicon | None = None, config: RankingConfig = DEFAULT) -> Query:
+def analyze(text: str, lexicon: Lexicon | None = None, config: RankingConfig = DEFAULT,
+            reader: TermReader | None = None) -> Query:
     """Every text rule, run once: the needs, the terms (with `lexicon`, the catalog's weighted terms of the whole
-    request and of each need, and the tools it names), the deliverable, the language and the cost."""
+    request and of each need, and the tools it names), the deliverable, the language and the cost. `reader`: see
+    `tagged_terms` (one for the whole request and its needs when not given)."""
     needs = tuple(clauses(text))
     cost = text_cost(text, needs)
     tokens = frozenset(tokenize(text))
     if lexicon is None:
         return Query(text, needs, tokens, deliverable=deliverable(text), cjk=cost.cjk, cost=cost)
+    if reader is None:
+        reader = TermReader(lexicon, config)
     return Query(
         text, needs, tokens,
-        terms=tagged_terms(text, lexicon, config),
-        need_terms=tuple(tagged_terms(need, lexicon, config) for need in needs),
+        terms=tagged_terms(text, lexicon, config, reader),
+        need_terms=tuple(tagged_terms(need, lexicon, config, reader) for need in needs),
         named=lexicon.names.matches(text) if lexicon.names is not None else {},
         deliverable=deliverable(text), cjk=cost.cjk, cost=cost,
     )

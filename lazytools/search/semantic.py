@@ -59,8 +59,8 @@ def query_vectors(embedder: Embedder, query: str, needs: Sequence[str]) -> Vecto
     """The vector of `query`, then one per need of it (`needs`, from `query.clauses`, at most
     MAX_EMBEDDED_NEEDS), in one call so that an encoder batches them. The whole request is encoded on its own, not
     made from its needs' vectors: a mean of parts loses what the sentence says as a whole (docs/search-log.md).
-    A long request is read once, within the encoder's window (`embedders.window`): then fewer needs may have a
-    vector, the first ones."""
+    A long request is read once (`embedders.window`): by the static embedder beside the encoder when there is one,
+    else within the encoder's window, where fewer needs may have a vector, the first ones."""
     needs = needs[:MAX_EMBEDDED_NEEDS]
     return request_vectors(embedder, _readable(query), [_readable(text) for text in needs], _spans(query, needs))
 

@@ -71,8 +71,8 @@ class Lexical(Stage):
 
     def run(self, index: SearchIndex, ranking: Ranking) -> None:
         query = ranking.query
-        ranking.parts = [index._scores_of(terms.weights) for terms in query.need_terms]
-        ranking.whole = index._scores_of(query.terms.weights)
+        ranking.whole, *ranking.parts = index._scores_of_each([query.terms.weights,
+                                                               *(terms.weights for terms in query.need_terms)])
 
 
 class Combined(Stage):

@@ -1,14 +1,23 @@
-"""A long request encoded once: one pass of the sentence encoder over its first tokens, its needs pooled from it.
+"""A long request read once: by the static embedder beside the encoder when there is one, else by one pass of the
+sentence encoder over its first tokens, its needs pooled from it.
 
 A request and its needs were encoded as separate texts, so every word of a long request went through the encoder
 twice, and past the model's window its whole text was cut anyway: a 1,000-character task (about 230 tokens, 19
 needs) cost ~125 ms of CPU of which the needs were a third. A request whose texts together stay within
-REQUEST_TOKENS is still encoded as before (its needs each on their own, in one batch, which measured best); a longer
-one is read once, over its first QUERY_WINDOW tokens: the whole is the mean of every token's state there, and each
-need that starts inside the window is the mean of its own tokens' states (contextual, as the encoder read them in
-the request). Needs past the window get no vector (BM25 still scores them), as needs past MAX_EMBEDDED_NEEDS did.
-A static embedder beside the encoder (`minilm+wordllama`) embeds the same texts its own way: it costs next to
-nothing.
+REQUEST_TOKENS is still encoded as before (its needs each on their own, in one batch, which measured best).
+
+A longer one, with a static embedder beside the encoder (`minilm+wordllama`), is read by the static one alone: the
+whole request and every need, each a unit vector whose encoder columns are zero, for under a millisecond. One pass
+of the encoder over its first QUERY_WINDOW tokens cost ~40-75 ms of CPU (the encoder's cost grows with every token)
+and found no more of the wanted tools: on 70 requests of ~1,000 characters joined from the dev set's long tasks
+(945 labelled needs), the needs with a returned tool were .522 through the window, .529 read statically, .528 with
+BM25 alone; at ~2,000 characters .347 / .348 (`python -m benchmarks.longrequests`, docs/search-log.md). The
+static table reads every token of the request, where the window saw the first few needs.
+
+With the encoder alone (`minilm`, a model folder) a longer request is read once over its first QUERY_WINDOW tokens:
+the whole is the mean of every token's state there, and each need that starts inside the window is the mean of its
+own tokens' states (contextual, as the encoder read them in the request). Needs past the window get no vector
+(BM25 still scores them), as needs past MAX_EMBEDDED_NEEDS did.
 """
 
 from __future__ import annotations
@@ -39,6 +48,8 @@ def request_vectors(embedder: Embedder, text: str, needs: Sequence[str], spans: 
     texts = [text, *needs]
     if not encoders or sum(encoders[0].tokens(t) for t in texts) <= REQUEST_TOKENS:
         return embed_finite(embedder, texts)
+    if len(encoders) < len(parts):
+        return _read_statically(parts, texts)
     read = [encoder.token_states(text, QUERY_WINDOW) for encoder in encoders]
     if any(states is None for states in read):
         return embed_finite(embedder, texts)
@@ -57,6 +68,14 @@ def request_vectors(embedder: Embedder, text: str, needs: Sequence[str], spans: 
     out = np.asarray(joined, dtype=np.float32)
     out[~np.isfinite(out).all(axis=1)] = 0.0
     return out
+
+
+def _read_statically(parts: Sequence[Embedder], texts: Sequence[str]) -> Vectors:
+    """Every text by the static parts alone, as unit rows of the joined width whose encoders' columns are zero."""
+    scale = np.float32(1.0 / math.sqrt(len(parts)))
+    columns = [np.zeros((len(texts), part.dimensions), dtype=np.float32) if isinstance(part, TransformerEmbedder)
+               else embed_finite(part, texts) * scale for part in parts]
+    return unit_rows(np.hstack(columns))
 
 
 def _parts(embedder: Embedder) -> list[Embedder]:

@@ -1,0 +1,51 @@
+"""The query path's own memory: what each term adds, remembered per term and bounded, gives what reading afresh
+gives (`query.TermReader`)."""
+
+from __future__ import annotations
+
+from lazytools.search import SearchIndex
+from lazytools.search.config import RankingConfig
+from lazytools.search.query import TermReader, tagged_terms
+
+from .fixtures.catalogs import realistic
+
+
+def test_a_term_reader_gives_what_reading_afresh_gives_and_stays_bounded() -> None:
+    index = SearchIndex(realistic())
+    texts = ["create an issue in the github repository, then post it on slack", "wether in oslo", "kube pods",
+             "read a file and write another file", "list issues", "remove the old database"]
+    reader = TermReader(index._lexicon, index.config, size=8)
+    for _ in range(2):  # the second round reads what the first remembered
+        for text in texts:
+            again = tagged_terms(text, index._lexicon, index.config, reader)
+            fresh = tagged_terms(text, index._lexicon, index.config)
+            assert again.weights == fresh.weights and list(again.weights) == list(fresh.weights)
+            assert again.rules == fresh.rules
+            assert len(reader._typed) <= 8 and len(reader._related) <= 8
+    assert len(reader) > 0
+    off = RankingConfig(off={"synonyms", "related"})
+    assert tagged_terms("remove the old database", index._lexicon, off, TermReader(index._lexicon, off)).weights == \
+        tagged_terms("remove the old database", index._lexicon, off).weights
+
+
+def test_the_groups_a_query_names_are_found_through_its_own_terms() -> None:
+    from lazytools.search.analysis import tokenize
+
+    index = SearchIndex(realistic())
+    for text in ["post it on slack", "github issues", "list my github pull requests and post them on slack",
+                 "read a file", "", "slack github filesystem"]:
+        terms = frozenset(tokenize(text))
+        every = {group for group, group_terms in index._group_terms.items() if group_terms <= terms}
+        assert sorted(index._mentioned(terms)) == sorted(every)
+    assert index._mentioned(frozenset(tokenize("post it on slack")))
+
+
+def test_holds_and_share_read_the_postings() -> None:
+    index = SearchIndex(realistic())
+    postings = index._bm25
+    for term in postings.vocabulary[:200]:
+        ids = [doc for doc in range(postings.size) if postings.holds(doc, term)]
+        assert ids and len(ids) / postings.size == postings.share(term)
+        scores = postings.scores({term: 1.0})
+        assert ids == [doc for doc in range(postings.size) if scores[doc] != 0]
+    assert not postings.holds(0, "no such term") and postings.share("no such term") == 0.0
