@@ -71,7 +71,7 @@ def _bundled(semantic: bool) -> tuple[object, object]:
     from lazytools.catalog import Catalog
 
     catalog = bundled_catalog(Path(tempfile.mkdtemp()), Catalog())
-    return catalog, build_index(catalog, semantic=semantic, servers=catalog.about())
+    return catalog, build_index(catalog, semantic=semantic)
 
 
 def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> Iterable[Row]:
@@ -89,7 +89,7 @@ def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> I
         print(f"searching {name} ({'semantic' if semantic else 'BM25'}) ...", file=sys.stderr, flush=True)
         beside = servers_beside(tools)
         loaded = load_jsonl_catalog(tools, servers=read_servers(beside) if beside is not None else None)
-        index = build_index(loaded.catalog, semantic=semantic, servers=loaded.catalog.about())
+        index = build_index(loaded.catalog, semantic=semantic)
         search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids, fit=OFF)
         for set_name, path, every in sets:
             for half in HALVES:

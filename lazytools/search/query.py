@@ -1,5 +1,5 @@
 """A request analysed once (`analyze`): its needs, its weighted index terms each tagged with the rule that made it
-(its words, synonyms, everyday phrases, typo fixes, related words...), the tools it names, the output it
+(its words, everyday phrases, typo fixes, related words...), the tools it names, the output it
 names, its language and what scoring it will cost. Every stage of the ranking reads this `Query`; none reads the
 raw text again."""
 
@@ -17,7 +17,6 @@ from .names import NameMatcher
 from .phrases import read_phrases
 from .related import RelatedWords
 from .steps import deliverable
-from .synonyms import synonyms_of
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -123,10 +122,6 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT) 
                 # A word cut short ("kube", "calend") or the head of a longer name.
                 for completion in vocabulary.completions(term):
                     add(completion, config.completion_weight, "completions")
-        if on("synonyms"):
-            for synonym in synonyms_of(term):
-                if synonym in vocabulary:
-                    add(synonym, config.synonym_weight, "synonyms")
     for word in meant:
         if word in vocabulary and word not in weights:
             put(word, config.phrase_weight, "phrases")
