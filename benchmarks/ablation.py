@@ -1,10 +1,13 @@
 """What each ranking stage and each query rule is worth: R@5 as served with it switched off, one at a time.
 
     python -m benchmarks.ablation [--semantic | --only-semantic] [--sets dev,metatool,toolalpaca,restbench]
-                                  [--variants producer,synonyms,...] [--json FILE]
+                                  [--variants producer,typos,stop_words.function_words,...] [--config JSON]
+                                  [--json FILE]
 
-Each catalog's index is built once; every variant ranks with `SearchIndex.configured(RankingConfig(off={name}))`
-through `search_tools` at the served limit (5), exactly as `lazytools eval` and `benchmarks.searchsets` serve it.
+Each catalog's index is built once; every variant ranks with `SearchIndex.configured(config.without(name))`
+(`config`: `--config`, the defaults when not given) through `search_tools` at the served limit (5), exactly as
+`lazytools eval` and `benchmarks.searchsets` serve it. A stop-word list (`stop_words.<list>`) is part of how the
+index reads the tools, so that variant builds another index with the list emptied, for tools and requests alike.
 The sets: the multi-server dev sets (benchmarks/data/multiserver, pooled: every query of every set once), MetaTool
 (every 7th single-tool query and all two-tool queries; /work/shared/eval-data/metatool or `--metatool DIR`, skipped
 when absent), ToolAlpaca (benchmarks/data/toolalpaca) and RestBench (benchmarks/data/restbench, or the
@@ -22,7 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,8 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from lazytools.evaluate import HALVES, LabelledQuery, QueryResult, read_queries, served_search
-from lazytools.search import build_index
-from lazytools.search.config import RULES, STAGES, RankingConfig
+from lazytools.search import analysis, build_index, documents, phrases, query, tables
+from lazytools.search.config import RULES, STAGES, RankingConfig, ranking_config
 from lazytools.sources.jsonl import load_jsonl_catalog, read_servers, servers_beside
 
 from .searchsets import DATA, LIMIT, METATOOL, METATOOL_EVERY, SETS
@@ -42,7 +46,7 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).parent / "data"
 RESTBENCH_ELSEWHERE = Path("/work/wt/search-edges/benchmarks/data/restbench")
-BM25_ONLY = frozenset({"server_choice"})
+BM25_ONLY: frozenset[str] = frozenset()
 """Stages that do nothing with the semantic extra (and `SEMANTIC_ONLY` nothing without it)."""
 SEMANTIC_ONLY = frozenset({"semantic"})
 LOSS = 0.005
@@ -101,10 +105,39 @@ class RememberingEmbedder:
 
 
 
+TABLES: tuple[str, ...] = ("stop_words.function_words", "stop_words.request_filler")
+"""Tables no config switches off, because the index is built with them (a tool's text loses its stop words too):
+each variant builds another index with one list of data/stop_words.json emptied, for the tools and the requests."""
+_STOP_USERS = (analysis, documents, phrases)
+"""The modules that read `analysis.STOP_WORDS`."""
+
+
+@contextmanager
+def without_stop_words(name: str) -> Iterator[None]:
+    """The stop-word list `name` ("stop_words.<list>") emptied while the block runs, tools and requests alike."""
+    lists = [key for key in tables.table("stop_words") if not key.startswith("_")]
+    kept = frozenset().union(*(tables.words("stop_words", key) for key in lists if key != name.removeprefix("stop_words.")))
+    saved = [module.STOP_WORDS for module in _STOP_USERS]
+    try:
+        for module in _STOP_USERS:
+            module.STOP_WORDS = kept  # type: ignore[attr-defined]
+        _clear_text_caches()
+        yield
+    finally:
+        for module, value in zip(_STOP_USERS, saved, strict=True):
+            module.STOP_WORDS = value  # type: ignore[attr-defined]
+        _clear_text_caches()
+
+
+def _clear_text_caches() -> None:
+    analysis._tokenized.cache_clear()
+    query._clauses.cache_clear()
+
+
 def variants(semantic: bool, chosen: Sequence[str] | None) -> list[str]:
-    names = [name for name in (*STAGES, *RULES)
+    names = [name for name in (*STAGES, *RULES, *TABLES)
              if not (semantic and name in BM25_ONLY) and not (not semantic and name in SEMANTIC_ONLY)]
-    return [name for name in names if chosen is None or name in chosen]
+    return names if chosen is None else [name for name in chosen if name in names]  # in the order asked
 
 
 SERVED = 1000
@@ -115,11 +148,12 @@ def recall(results: Sequence[QueryResult], k: int = SERVED) -> float:
     return sum(r.recall(k) for r in results) / len(results) if results else 0.0
 
 
-def measure(labelled: LabelledSet, names: Sequence[str], *, semantic: bool) -> dict[str, dict[str, float]]:
+def measure(labelled: LabelledSet, names: Sequence[str], *, semantic: bool,
+            base: RankingConfig | None = None) -> dict[str, dict[str, float]]:
     """variant ("" for everything on) -> half -> R@5 as served; the index is built once."""
     beside = servers_beside(labelled.tools)
     loaded = load_jsonl_catalog(labelled.tools, servers=read_servers(beside) if beside is not None else None)
-    index = build_index(loaded.catalog, semantic=semantic, servers=loaded.catalog.about())
+    index = build_index(loaded.catalog, semantic=semantic)
     if index.embedder is not None and index._vectors is not None:
         index.use_embeddings(RememberingEmbedder(index.embedder), index._vectors)
     halves: dict[str, list[LabelledQuery]] = {
@@ -127,15 +161,21 @@ def measure(labelled: LabelledSet, names: Sequence[str], *, semantic: bool) -> d
         for half in HALVES}
     figures: dict[str, dict[str, float]] = {}
     for name in ["", *names]:
-        view = index.configured(RankingConfig(off=frozenset({name} if name else ())))
-        search = served_search(loaded.catalog, view, limit=LIMIT, ids=loaded.ids)
-        for half, queries in halves.items():
-            results = [QueryResult(q, search(q.query).returned) for q in queries]
-            figures.setdefault(name, {})[half] = recall(results)
-            figures.setdefault(f"{name}@{LIMIT}", {})[half] = recall(results, LIMIT)
+        with without_stop_words(name) if name in TABLES else nullcontext():
+            if name in TABLES:
+                view = build_index(loaded.catalog, config=base or RankingConfig())
+                if index.embedder is not None and index._vectors is not None:
+                    view.use_embeddings(index.embedder, index._vectors)
+            else:
+                view = index.configured((base or RankingConfig()).without(*([name] if name else [])))
+            search = served_search(loaded.catalog, view, limit=LIMIT, ids=loaded.ids)
+            for half, queries in halves.items():
+                results = [QueryResult(q, search(q.query).returned) for q in queries]
+                figures.setdefault(name, {})[half] = recall(results)
+                figures.setdefault(f"{name}@{LIMIT}", {})[half] = recall(results, LIMIT)
         print(f"  {labelled.name} {name or 'everything on'}: as served "
-              + " / ".join(f"{figures[name][h]:.3f}" for h in HALVES) + f", first {LIMIT} "
-              + " / ".join(f"{figures[f'{name}@{LIMIT}'][h]:.3f}" for h in HALVES), file=sys.stderr, flush=True)
+              + " / ".join(f"{figures[name][h]:.4f}" for h in HALVES) + f", first {LIMIT} "
+              + " / ".join(f"{figures[f'{name}@{LIMIT}'][h]:.4f}" for h in HALVES), file=sys.stderr, flush=True)
     return figures
 
 
@@ -174,16 +214,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--semantic", action="store_true", help="also measure with the semantic extra")
     parser.add_argument("--only-semantic", action="store_true", help="measure with the semantic extra only")
     parser.add_argument("--sets", default="dev,metatool,toolalpaca,restbench", help="comma-separated")
-    parser.add_argument("--variants", help=f"comma-separated, of {', '.join((*STAGES, *RULES))} (default: all; none: only "
-                        "everything on)")
+    parser.add_argument("--variants", help=f"comma-separated, of {', '.join((*STAGES, *RULES, *TABLES))} (default: "
+                        "all; none: only everything on)")
     parser.add_argument("--metatool", type=Path, help=f"MetaTool folder; default {METATOOL} when it exists")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--config", default="", help="the ranking every variant starts from (JSON, as "
+                        "LAZYTOOLS_SEARCH_RANKING; default: the defaults)")
     args = parser.parse_args(argv)
     chosen = [] if args.variants == "none" else args.variants.split(",") if args.variants else None
-    unknown = [name for name in chosen or () if name not in (*STAGES, *RULES)]
+    unknown = [name for name in chosen or () if name not in (*STAGES, *RULES, *TABLES)]
     if unknown:
         parser.error(f"unknown variants: {', '.join(unknown)}")
     metatool = args.metatool or (METATOOL if METATOOL.is_dir() else None)
+    base = ranking_config(args.config)
     modes = ([] if args.only_semantic else [False]) + ([True] if args.semantic or args.only_semantic else [])
     everything: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for semantic in modes:
@@ -192,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures: dict[str, dict[str, dict[str, float]]] = {}
         for labelled in labelled_sets(args.sets.split(","), metatool):
             print(f"measuring {labelled.name}, {mode} ...", file=sys.stderr, flush=True)
-            figures[labelled.name] = measure(labelled, names, semantic=semantic)
+            figures[labelled.name] = measure(labelled, names, semantic=semantic, base=base)
         everything[mode] = figures
         print(f"\n{mode}: R@{LIMIT} as served with everything on, then the change each stage or rule brings "
               f"(on minus off), even / odd halves:\n")

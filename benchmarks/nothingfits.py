@@ -82,7 +82,7 @@ def _bundled(semantic: bool) -> tuple[object, object]:
     from lazytools.catalog import Catalog
 
     catalog = bundled_catalog(Path(tempfile.mkdtemp()), Catalog())
-    index = build_index(catalog, semantic=semantic, servers=catalog.about())
+    index = build_index(catalog, semantic=semantic)
     index.measure_floors()  # the lift is measured here though the shipped rule does not weigh it
     return catalog, index
 
@@ -102,7 +102,7 @@ def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> I
         print(f"searching {name} ({'semantic' if semantic else 'BM25'}) ...", file=sys.stderr, flush=True)
         beside = servers_beside(tools)
         loaded = load_jsonl_catalog(tools, servers=read_servers(beside) if beside is not None else None)
-        index = build_index(loaded.catalog, semantic=semantic, servers=loaded.catalog.about())
+        index = build_index(loaded.catalog, semantic=semantic)
         index.measure_floors()  # the lift is measured here though the shipped rule does not weigh it
         search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids, fit=OFF)
         for set_name, path, every in sets:

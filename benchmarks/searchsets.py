@@ -67,7 +67,7 @@ def measure(catalogue: Catalogue, *, semantic: bool, rankings: Path | None = Non
     """(set, split, half) -> scores, as served at the default limit; the index is built once per catalog."""
     beside = servers_beside(catalogue.tools)  # what its servers say of themselves, as `lazytools eval` reads it
     loaded = load_jsonl_catalog(catalogue.tools, servers=read_servers(beside) if beside is not None else None)
-    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder, servers=loaded.catalog.about())
+    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder)
     search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
     figures: dict[tuple[str, str, str], Scores] = {}
     for name, path, every in catalogue.sets:

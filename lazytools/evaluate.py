@@ -325,7 +325,7 @@ def run_eval(
     if servers is None:
         servers = servers_beside(tools_path)
     loaded = load_jsonl_catalog(tools_path, servers=read_servers(servers) if servers is not None else None)
-    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder, servers=loaded.catalog.about(),
+    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder,
                         config=configured_ranking(ranking))
     queries = read_queries(queries_path, every=every, split=split, half=half)
     if not queries:

@@ -34,7 +34,7 @@ def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None
     """The ranked matches of `query`, as the server ranks them (`ranking`: LAZYTOOLS_SEARCH_RANKING)."""
     if group is not None:
         check_group(catalog, group)
-    index = build_index(catalog, semantic=semantic, embedder=embedder, servers=catalog.about(),
+    index = build_index(catalog, semantic=semantic, embedder=embedder,
                         config=configured_ranking(ranking))
     results = index.find(query, limit=limit, groups=[group] if group else None)
     if not results.hits:

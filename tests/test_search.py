@@ -1,4 +1,4 @@
-"""Ranking behaviours of the search index: names first, typos, synonyms, groups, long requests, stop words."""
+"""Ranking behaviours of the search index: names first, typos, groups, long requests, stop words."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from lazytools import Catalog, Group, ToolEntry
-from lazytools.search import LiveIndex, SearchIndex, split_words, stem, tokenize
+from lazytools.search import LiveIndex, SearchIndex, split_words, tokenize
 from lazytools.search.config import RankingConfig
 from lazytools.search.query import clauses
 from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit_distance, split_compound
@@ -84,25 +84,6 @@ def test_word_cut_short_is_completed() -> None:
     assert names(INDEX, "screensh")[0] == "browser__screenshot"
 
 
-def test_synonyms_bridge_common_verbs() -> None:
-    assert names(INDEX, "remove a file")[0] == "filesystem__delete_file"
-    assert names(INDEX, "fetch the thread replies")[0] == "slack__get_thread_replies"
-    assert "jira__create_ticket" in names(INDEX, "new jira ticket", limit=2)
-    terms = INDEX.query_terms("remove")
-    assert terms["delet"] < 1.0  # a synonym counts less than the word itself
-
-
-def test_synonyms_bridge_common_subjects_of_tools() -> None:
-    index = SearchIndex([
-        tool("hotel_finder", "Find hotels and other lodging near a place."),
-        tool("flight_status", "Status of a flight by its number."),
-        tool("db_query", "Run SQL against a db."),
-    ])
-    assert names(index, "somewhere to stay: accommodation in Rome")[0] == "hotel_finder"
-    assert names(index, "count the rows in the database")[0] == "db_query"
-    assert names(index, "is my airline on time")[0] == "flight_status"
-
-
 def test_phrasal_verbs_and_idioms_mean_their_action_not_their_words() -> None:
     # Tools whose names hold a phrase's literal words ("kick", "drop", "pull", "list ... machines") come first, so
     # that ties go to them: on the words alone "spin up a machine" lists machines and "kick off" kicks a member.
@@ -130,8 +111,7 @@ def test_phrasal_verbs_and_idioms_mean_their_action_not_their_words() -> None:
 
 
 def test_reacting_to_something_adds_a_reaction_and_react_alone_stays_a_word() -> None:
-    # Snowball keeps "react" and "reaction" apart (the related words join them, but only at a share of a typed
-    # word, so the React docs' own word won); "react to" is the phrase that means a reaction.
+    # Snowball keeps "react" and "reaction" apart; "react to" is the phrase that means a reaction.
     index = SearchIndex([
         tool("add_issue_comment", "Add a comment to an existing issue."),
         tool("update_issue", "Update an existing issue: its title, body, labels or state."),
@@ -227,13 +207,6 @@ def test_plural_acronyms_stay_whole_words() -> None:
     assert tokenize("PRs") == tokenize("pr")
 
 
-def test_words_with_a_technical_second_sense_are_not_expanded() -> None:
-    from lazytools.search.synonyms import synonyms_of
-
-    for word in ("share", "class", "book", "review", "property", "deal", "home"):
-        assert synonyms_of(stem(word)) == frozenset(), word
-
-
 def test_query_stop_words_are_ignored() -> None:
     assert tokenize("Hi! Can you please help me, I want to get the weather") == tokenize("get weather")
     assert names(INDEX, "can you please help me read a file")[0] == "filesystem__read_file"
@@ -271,16 +244,18 @@ def test_long_request_with_two_needs_gets_both_tools() -> None:
 def test_name_spelled_out_in_a_sentence_lifts_that_tool() -> None:
     def build(config: RankingConfig = RankingConfig()) -> SearchIndex:
         return SearchIndex([
-            tool("send_message", "Deliver a text to one person."),
-            tool("channel_post", "Post a message to a channel of the team workspace, with the team's formatting."),
+            tool("post_message", "Deliver a text to one person."),
+            tool("channel_send", "Post a message to a channel of the team workspace, with the team's formatting."),
             tool("list_users", "List the people of the workspace."),
             tool("upload_file", "Upload a file to a channel."),
         ], config=config)
 
-    query = "send a message to the team channel"
-    assert names(build(), query)[0] == "send_message"  # every word of its name is in the request
-    assert names(build(RankingConfig(name_words_boost=0.0)), query)[0] == "channel_post"  # the longer text wins
-    assert names(build(RankingConfig(off={"name_words"})), query)[0] == "channel_post"
+    query = "post a message to the team channel"
+    boosted, plain = scores(build(), query), scores(build(RankingConfig(name_words_boost=0.0)), query)
+    # Every word of post_message's name is in the request: it scores name_words_boost more; the others do not move.
+    assert boosted["post_message"] == pytest.approx(plain["post_message"] * (1 + RankingConfig().name_words_boost))
+    assert boosted["channel_send"] == pytest.approx(plain["channel_send"])
+    assert scores(build(RankingConfig(off={"name_words"})), query) == plain
 
 
 def test_name_words_need_all_words_and_at_least_two() -> None:
@@ -317,7 +292,7 @@ def test_steps_of_a_task_description_are_separate_needs() -> None:
 
 def test_glued_names_are_cut_into_catalog_words() -> None:
     index = SearchIndex([
-        tool("seoanalysis", "Analyze the rankings of a website."),
+        tool("seoanalysis", "Analysis of the rankings of a website."),
         tool("keyword_planner", "Plan SEO keywords and ad campaigns."),
         tool("site_ping", "Check that a website is up."),
     ])
@@ -504,10 +479,11 @@ def test_a_long_task_keeps_the_tool_of_its_shortest_step() -> None:
     top = names(INDEX, LONG_TASK)
     needed = {"github__list_issues", "github__get_pull_request", "github__create_issue", "slack__post_message"}
     assert needed <= set(top)
-    # The long-task clause weight brings it back (its clause is the one no GitHub tool answers); with the short
-    # requests' weight it sinks.
+    # The long-task clause weight lifts it (its clause is the one no GitHub tool answers); with the short requests'
+    # weight it ranks lower (out of the five before round 4 removed synonyms, which had lifted GitHub's tools too).
     short_weight = RankingConfig(long_task_clause_weight=default.clause_weight)
-    assert "slack__post_message" not in names(INDEX.configured(short_weight), LONG_TASK)
+    shorter = names(INDEX.configured(short_weight), LONG_TASK)
+    assert "slack__post_message" not in shorter or shorter.index("slack__post_message") > top.index("slack__post_message")
 
 
 def test_requests_of_few_clauses_keep_the_short_clause_weight() -> None:

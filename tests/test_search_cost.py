@@ -10,7 +10,6 @@ import random
 import threading
 import time
 
-import numpy as np
 import pytest
 
 from lazytools.learning import keys as usage
@@ -20,7 +19,6 @@ from lazytools.learning.records import CallRecord, SearchRecord
 from lazytools.search import analysis
 from lazytools.search.analysis import split_words, tokenize
 from lazytools.search.prior import LEARN_WEIGHT, reorder
-from lazytools.search.servers import _firsts
 
 _WORDS = ("deploy", "Deployments", "getUserPRs", "snake_case_name", "kube-ctl", "天气预报", "ｃｏｎｖｅｒｔ", "URLs",
           "the", "v2", "HTTPServer", "calendar", "notes", "x" * 100)
@@ -75,17 +73,6 @@ def test_the_term_hash_cache_stays_bounded_and_hashes_as_blake2b(monkeypatch: py
             assert hashed_terms(query, key) == expected
             assert len(usage._hashes) <= 5
     assert all(len(term) <= usage.MAX_CACHED_TERM_CHARS for _, term in usage._hashes)
-
-
-def test_server_firsts_are_numpys_unique_with_first_indices() -> None:
-    rng = np.random.default_rng(5)
-    for size in (1, 2, 3, 17, 64):
-        for _ in range(50):
-            values = rng.integers(0, 6, size).astype(np.intp)
-            servers, first = _firsts(values)
-            expected_servers, expected_first = np.unique(values, return_index=True)
-            assert servers.tolist() == expected_servers.tolist()
-            assert first.tolist() == expected_first.tolist()
 
 
 _TOOLS = [f"srv{n % 4}__tool{n}" for n in range(12)]

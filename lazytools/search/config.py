@@ -24,7 +24,6 @@ from ..safetext import clip
 __all__ = ["RULES", "STAGES", "RankingConfig", "ranking_config"]
 
 STAGES: tuple[str, ...] = (
-    "server_choice",
     "clauses",
     "group_boost",
     "name_words",
@@ -38,7 +37,6 @@ STAGES: tuple[str, ...] = (
 """The ranking stages that can be switched off, in the order they run (BM25F itself always runs)."""
 
 RULES: tuple[str, ...] = (
-    "synonyms",
     "phrasal_verbs",
     "verb_objects",
     "verb_senses",
@@ -69,7 +67,6 @@ class RankingConfig(BaseModel):
     off: frozenset[str] = Field(default=frozenset(), description="Stages and rules switched off (STAGES, RULES).")
 
     # Query terms (query.analyze): each a share of a typed word's weight.
-    synonym_weight: Weight = Field(default=0.5, description='A synonym ("remove" for "delete").')
     typo_weight: Weight = Field(default=0.7, description="A typo fix one edit away in the catalog's vocabulary.")
     completion_weight: Weight = Field(default=0.5, description='A completion of a cut-off word ("kube").')
     phrase_weight: Weight = Field(default=0.7, description='Each word an everyday phrase means ("create" for "spin up").')
@@ -92,10 +89,6 @@ class RankingConfig(BaseModel):
     long_task_clause_weight: Weight = Field(default=0.6, description="clause_weight for a long task.")
     group_boost: Weight = Field(default=0.5, description="Tools of a group the query names score this share more.")
     name_words_boost: Weight = Field(default=0.5, description="Tools all of whose name words the query holds score more.")
-
-    # Choosing the server.
-    server_text_weight: Weight = Field(default=0.5, description="The server's own document, next to its best tool's score.")
-    server_lift: Weight = Field(default=0.3, description="The chosen server's best tool for a need scores this share more.")
 
     # The semantic extra.
     semantic_weight: Share = Field(default=0.6, description="The embedding similarity's share of the fused score.")

@@ -2,8 +2,7 @@
 
 The index holds what is built once per catalog (BM25F postings, the vocabulary and its typo table, names, servers,
 producers, copies, vectors) and its `RankingConfig`; a query is analysed once (`analyze` -> `query.Query`) and
-ranked by the stages of `stages.PIPELINE`, in order: BM25F of the request and of each need, the server each need
-is about, the needs' share, the group and name-words boosts, the semantic extra, named tools first, the scope,
+ranked by the stages of `stages.PIPELINE`, in order: BM25F of the request and of each need, the needs' share, the group and name-words boosts, the semantic extra, named tools first, the scope,
 the places by score, then a deliverable's writer and a prerequisite's producer after the places (docs/search.md,
 "The pipeline"). `configured` gives the same index ranking with another config.
 
@@ -17,7 +16,6 @@ import copy
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +37,6 @@ from .needs import Need, answered_needs
 from .query import Cost, Lexicon, Query, TermReader, analyze, catalog_expansions, clauses, tagged_terms, text_cost
 from .recent import RecentAnswers
 from .related import RelatedWords, default_related_words
-from .servers import ServerIndex
 from .stages import Ranking, run
 from .steps import writes
 from .vocabulary import Vocabulary
@@ -81,13 +78,11 @@ class SearchIndex:
         embedder: Embedder | None = None,
         semantic_weight: float | None = None,
         related: RelatedWords | None = None,
-        servers: Mapping[str, str] | None = None,
         config: RankingConfig = DEFAULT,
     ) -> None:
         """`related` is the related-words table queries are expanded with (None: the shipped one; an empty
-        `RelatedWords({})` turns expansion off); `servers`: each group's own description of itself (see
-        `servers`); `config`: the ranking's weights and switches (`semantic_weight`, when given, replaces its
-        own)."""
+        `RelatedWords({})` turns expansion off); `config`: the ranking's weights and switches (`semantic_weight`,
+        when given, replaces its own)."""
         if semantic_weight is not None:
             config = config.model_copy(update={"semantic_weight": semantic_weight})
         self.config = config
@@ -123,11 +118,6 @@ class SearchIndex:
         self._groups_by_term: dict[str, list[tuple[str, frozenset[str]]]] = {}
         for group, group_terms in self._group_terms.items():
             self._groups_by_term.setdefault(min(group_terms), []).append((group, group_terms))
-        self._servers = ServerIndex(
-            [entry.group for entry in self.entries], servers or {},
-            [[term for field in ("name", "description") for term in terms[field]]
-             for terms in (field_terms({f: w[f] for f in ("name", "description")}, known) for w in words)],
-        )
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
         self._producers = input_producers(self.entries)
         self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
@@ -190,7 +180,7 @@ class SearchIndex:
         self._recent.clear()  # answers given by BM25 alone (a search running now keys its answer as such)
 
     def query_terms(self, query: str) -> dict[str, float]:
-        """The weighted index terms `query` is scored with (its words, synonyms, corrections, completions and
+        """The weighted index terms `query` is scored with (its words, phrases, corrections, completions and
         related words)."""
         return tagged_terms(query, self._lexicon, self.config, self._reader).weights
 
@@ -215,22 +205,6 @@ class SearchIndex:
         name's words."""
         by_term = self._groups_by_term
         return [group for term in terms for group, group_terms in by_term.get(term, ()) if group_terms <= terms]
-
-    def _server_choice(self, texts: Sequence[str], scores: Sequence[ScoreArray],
-                       terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
-        """Each need's `scores` (its `texts`, scored with `terms`) with the best tool of the server that need is
-        about lifted (see `servers`)."""
-        return [self._servers.lift(need, partial(self._server_terms, text, need_terms), self.config)
-                for text, need, need_terms in zip(texts, scores, terms, strict=True)]
-
-    @staticmethod
-    def _server_terms(text: str, terms: Mapping[str, float]) -> dict[str, float]:
-        """The terms a server's document is scored with: the tools' query terms, and every word of `text` (a
-        server's description may use words no tool does)."""
-        asked = dict(terms)
-        for term in tokenize(text):
-            asked.setdefault(term, 1.0)
-        return asked
 
     def _bm25_scores(self, query: str) -> ScoreArray:
         return self._scores_of(self.query_terms(query))
@@ -404,12 +378,11 @@ def build_index(
     semantic: bool = False,
     embedder: str | Embedder = DEFAULT_EMBEDDER,
     cache_dir: Path | None = None,
-    servers: Mapping[str, str] | None = None,
     config: RankingConfig = DEFAULT,
 ) -> SearchIndex:
     """BM25 only, or (`semantic`) fused with `embedder`'s similarity, embedded here and now (through the vector
     cache in `cache_dir` when given)."""
-    index = SearchIndex(entries, servers=servers, config=config)
+    index = SearchIndex(entries, config=config)
     if semantic:
         from .semantic import resolve, tool_vectors  # the optional extra is imported only when asked for
 

@@ -49,8 +49,8 @@ class LiveIndex:
         self.background: BackgroundVectors | None = None
         self._embedding: list[BackgroundVectors] = []  # every index's, until done: an older one may still run
 
-    def _build(self, entries: list[ToolEntry], servers: dict[str, str]) -> SearchIndex:
-        index = SearchIndex(entries, servers=servers, config=self._config)
+    def _build(self, entries: list[ToolEntry]) -> SearchIndex:
+        index = SearchIndex(entries, config=self._config)
         # Built here, in the worker thread, so the first typo of a query on the event loop (`quick_search`) costs
         # a look-up, not the table.
         index.vocabulary.prepare()
@@ -77,7 +77,7 @@ class LiveIndex:
             while self._index is None or self._version != self._catalog.version:
                 version = self._catalog.version
                 # set_group swaps in new dicts rather than mutating, so the thread reads a consistent snapshot.
-                snapshot, servers = list(self._catalog), self._catalog.about()
-                index = await anyio.to_thread.run_sync(lambda: self._build(snapshot, servers))
+                snapshot = list(self._catalog)
+                index = await anyio.to_thread.run_sync(lambda: self._build(snapshot))
                 self._index, self._version = index, version
         return self._index

@@ -4,7 +4,7 @@ is no pull request, "drop a message" no `drop-database`).
 
 A phrase's verb is read through its stem ("kicked off", "spinning up") and its particle as written; the verb's
 own word is then left out of the query's terms (the particle is usually a stop word anyway), and the words the
-phrase means are added at the weight query.py gives them. Only general English lives here, as in `synonyms`;
+phrase means are added at the weight query.py gives them. Only general English lives here;
 a verb whose plain sense is common in tool requests ("ping" a host, "fire" an event) keeps its word and only adds
 the phrase's sense.
 """

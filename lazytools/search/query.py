@@ -1,5 +1,5 @@
 """A request analysed once (`analyze`): its needs, its weighted index terms each tagged with the rule that made it
-(its words, synonyms, everyday phrases, typo fixes, related words...), the tools it names, the output it
+(its words, everyday phrases, typo fixes, related words...), the tools it names, the output it
 names, its language and what scoring it will cost. Every stage of the ranking reads this `Query`; none reads the
 raw text again."""
 
@@ -17,7 +17,6 @@ from .names import NameMatcher
 from .phrases import read_phrases
 from .related import RelatedWords
 from .steps import deliverable
-from .synonyms import synonyms_of
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -95,7 +94,7 @@ Added = tuple[tuple[str, float, str], ...]
 
 
 class TermReader:
-    """What each term of a request adds to its weighted terms (itself, its typo fixes, completions, synonyms) and
+    """What each term of a request adds to its weighted terms (itself, its typo fixes and completions) and
     the catalog's related words it brings, for one `Lexicon` and config: the same for that term in every request,
     so each is worked out once and remembered (at most `size` terms). A long request repeats its needs' words in
     its whole, and requests repeat the same few thousand words."""
@@ -147,9 +146,6 @@ class TermReader:
                 # A word cut short ("kube", "calend") or the head of a longer name.
                 added.extend((completion, config.completion_weight, "completions")
                              for completion in vocabulary.completions(term))
-        if on("synonyms"):
-            added.extend((synonym, config.synonym_weight, "synonyms") for synonym in synonyms_of(term)
-                         if synonym in vocabulary)
         return tuple(added)
 
 

@@ -89,22 +89,6 @@ class Candidates(Stage):
         ranking.candidates = ranking.scores > 0
 
 
-class ServerChoice(Stage):
-    """Each need's best tool of the server that need is about, lifted (`servers`): BM25 alone."""
-
-    name = "server_choice"
-
-    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
-        return not index.semantic
-
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
-        query = ranking.query
-        if query.needs:
-            ranking.parts = index._server_choice(query.needs, ranking.parts, [t.weights for t in query.need_terms])
-        else:
-            [ranking.whole] = index._server_choice([query.text], [ranking.whole], [query.terms.weights])
-
-
 class Clauses(Stage):
     """Each tool gains `clause_weight` (long tasks: `long_task_clause_weight`) of its best need's score."""
 
@@ -157,8 +141,10 @@ class Embed(Stage):
 
 
 class Fuse(Stage):
-    """Semantic: z-scores of BM25 and of the similarity, weighted by `semantic_weight` (`long_task_semantic_weight`,
-    `unnamed_semantic_weight`), each tool gaining `clause_weight` of its best need's similarity."""
+    """Semantic: z-scores of BM25 and of the request's similarity, weighted by `semantic_weight`
+    (`long_task_semantic_weight`, `unnamed_semantic_weight`). A request's needs count once, through their BM25
+    scores (`Clauses`): adding each tool's best need similarity as well lost ToolAlpaca and gained nothing the
+    BM25 share did not (docs/search-log.md, "Round 4, second pass")."""
 
     name = "semantic"
 
@@ -172,9 +158,7 @@ class Fuse(Stage):
         ranking.candidates[:] = True
         named = bool(index._mentioned(ranking.query.tokens))
         weight = semantic_weight(len(ranking.query.needs), config, named=named)
-        clause = config.clause_weight if config.on("clauses") else 0.0
-        ranking.scores = fuse_semantic(ranking.scores, ranking.similarities[0], weight,
-                                       parts=ranking.need_similarities, clause_weight=clause)
+        ranking.scores = fuse_semantic(ranking.scores, ranking.similarities[0], weight)
 
 
 class Names(Stage):
@@ -244,7 +228,7 @@ class Producer(Stage):
 
 
 PIPELINE: tuple[Stage, ...] = (
-    Lexical(), ServerChoice(), Combined(), Clauses(), GroupBoost(), NameWords(), Candidates(), Embed(),
+    Lexical(), Combined(), Clauses(), GroupBoost(), NameWords(), Candidates(), Embed(),
     Fuse(), Names(), Scope(), Pick(), Deliverable(), Producer(),
 )
 """The stages, in the order they run."""

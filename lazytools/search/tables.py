@@ -1,7 +1,6 @@
-"""The rule tables search reads, as data files beside the code (`data/*.json`): stop words, synonyms,
-everyday phrasing, the words every server says of itself. Each file holds plain JSON with an `_about` line saying
-what it is for; the modules that apply a table (`analysis`, `synonyms`, `phrases`, `servers`) read it
-here once per process."""
+"""The rule tables search reads, as data files beside the code (`data/*.json`): stop words and everyday phrasing.
+Each file holds plain JSON with an `_about` line saying what it is for; the modules that apply a table
+(`analysis`, `phrases`) read it here once per process."""
 
 from __future__ import annotations
 
