@@ -35,9 +35,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 
+from lazytools.app import build_server
 from lazytools.evaluate import LabelledQuery, QueryResult, read_queries
 from lazytools.modes import Surface
-from lazytools.server.core import LazyServer, build_server
+from lazytools.server.core import LazyServer
 from lazytools.server.metatools import search_tools
 from lazytools.settings import Settings
 from lazytools.sources.jsonl import load_jsonl_catalog, read_servers

@@ -74,7 +74,7 @@ def needs_found(semantic: bool, requests: list[tuple[str, list[frozenset[str]]]]
     from lazytools.sources.jsonl import load_jsonl_catalog, read_servers
 
     loaded = load_jsonl_catalog(DATA / "tools.jsonl", servers=read_servers(DATA / "servers.jsonl"))
-    index = build_index(loaded.catalog, semantic=semantic, cache_dir=cache_dir, servers=loaded.catalog.about())
+    index = build_index(loaded.catalog, semantic=semantic, cache_dir=cache_dir)
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     found = total = 0
     for text, needs in requests:

@@ -45,6 +45,13 @@ NEWER_PAGE = 1_000
 catches up over several polls, and one poll stays bounded."""
 
 
+def _bounded(record: SearchRecord, keep_requests: bool) -> SearchRecord:
+    """A search record bounded in bytes, not only in rows: a query of thousands of words stores its start."""
+    request = record.request[:MAX_REQUEST_CHARS] if keep_requests and record.request else None
+    return SearchRecord(record.id, record.at, record.session, record.terms[:MAX_SEARCH_TERMS], record.returned,
+                        record.enabled, request)
+
+
 class UsageLog:
     """Records usage into a store on one writer thread and keeps the prior up to date in memory.
 
@@ -149,12 +156,7 @@ class UsageLog:
             # Other replicas' operators read this store: a session is known by a keyed hash of its id (the id is
             # a credential of the live session), the same on every replica that serves it.
             record = replace(record, session=self.stored_source(record.session))
-        if isinstance(record, SearchRecord):
-            # Bounded in bytes, not only in rows: a query of thousands of words stores its start.
-            request = record.request[:MAX_REQUEST_CHARS] if self.keep_requests and record.request else None
-            record = SearchRecord(record.id, record.at, record.session, record.terms[:MAX_SEARCH_TERMS],
-                                  record.returned, record.enabled, request)
-        return record
+        return _bounded(record, self.keep_requests) if isinstance(record, SearchRecord) else record
 
     def flushed(self, timeout: float = 10.0) -> bool:
         """Wait until every record queued so far is counted into the prior and written, or dropped for a paused

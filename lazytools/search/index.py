@@ -161,8 +161,7 @@ class SearchIndex:
         return [embedding_text(entry) for entry in self.entries]
 
     def measure_floors(self, quantile: float = DEFAULT_FIT.background_quantile) -> None:
-        """Each tool's background floor, so that a search's evidence has its lift (`fit`); done as the vectors come
-        when the shipped rule weighs the lift, else only when asked (a benchmark weighing other rules)."""
+        """Each tool's background floor, for the lift (`fit`): with the vectors if the shipped rule weighs it."""
         if self.embedder is not None and self._vectors is not None:
             self._floors = background_floor(self.embedder, self._vectors, quantile)
             self._recent.clear()
@@ -172,9 +171,8 @@ class SearchIndex:
         Safe while other threads search: the embedder is set before the vectors that switch fusion on."""
         if vectors.shape != (len(self.entries), embedder.dimensions):
             raise ValueError(f"{vectors.shape} vectors for {len(self.entries)} tools of {embedder.dimensions}")
-        self._floors = None
-        if DEFAULT_FIT.weighs("lift"):
-            self._floors = background_floor(embedder, vectors, DEFAULT_FIT.background_quantile)
+        weighed = DEFAULT_FIT.weighs("lift")
+        self._floors = background_floor(embedder, vectors, DEFAULT_FIT.background_quantile) if weighed else None
         self.embedder = embedder
         self._vectors = vectors
         self._recent.clear()  # answers given by BM25 alone (a search running now keys its answer as such)
