@@ -94,8 +94,9 @@ class SearchIndex:
         self.entries: list[ToolEntry] = list(entries)
         words = [field_words(entry) for entry in self.entries]
         known = known_words(words)
+        documents = [field_terms(entry_words, known) for entry_words in words]
         self._bm25 = BM25FPostings(
-            [field_terms(entry_words, known) for entry_words in words], config.field_weights, k1=config.bm25_k1,
+            documents, config.field_weights, k1=config.bm25_k1,
             b=config.bm25_b,
             apart=RENDERED_FIELDS,
         )
@@ -117,11 +118,7 @@ class SearchIndex:
         self._group_masks = {group: self._groups == group for group in group_names}
         self._group_positions = {group: np.flatnonzero(mask) for group, mask in self._group_masks.items()}
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
-        self._servers = ServerIndex(
-            [entry.group for entry in self.entries], servers or {},
-            [[term for field in ("name", "description") for term in terms[field]]
-             for terms in (field_terms({f: w[f] for f in ("name", "description")}, known) for w in words)],
-        )
+        self._servers = ServerIndex([entry.group for entry in self.entries], servers or {}, _server_terms(documents))
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
         self._producers = input_producers(self.entries)
         self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
@@ -371,6 +368,12 @@ class SearchIndex:
             if len(order) >= limit or pool.size == matched.size:
                 return order[:limit]
             wanted *= 2
+
+
+def _server_terms(documents: Sequence[Mapping[str, Sequence[str]]]) -> list[list[str]]:
+    """Each tool's terms in its server's document: those of its name and description, read from its BM25F fields
+    (each field's terms depend on that field alone, so they need not be analysed a second time)."""
+    return [[*terms["name"], *terms["description"]] for terms in documents]
 
 
 def build_index(
