@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lazytools.search import SearchIndex
-from lazytools.search import documents
+from lazytools.search import SearchIndex, documents
 from lazytools.search.analysis import STOP_WORDS, split_words, stem
 from lazytools.search.documents import field_terms, field_words, index_terms, known_words
 
@@ -63,3 +62,50 @@ def test_an_index_built_with_a_cold_or_warm_word_table_ranks_alike(monkeypatch: 
     cold = SearchIndex(realistic())
     assert [(hit.entry.name, hit.score) for hit in cold.find(query, limit=8).hits] == [
         (hit.entry.name, hit.score) for hit in warm.find(query, limit=8).hits]
+
+
+def _reference_postings(documents: list[dict[str, list[str]]], weights: dict[str, float],
+                        apart: frozenset[str]) -> tuple[list[str], dict[str, tuple[list[int], list[float]]], list[int]]:
+    """The postings as the index built them before: a dict of documents per term, each field's count times its
+    scale added in field order."""
+    from collections import Counter
+
+    import numpy as np
+
+    fields = list(weights)
+    lengths = {f: np.asarray([len(doc.get(f, ())) for doc in documents], dtype=np.float64) for f in fields}
+    averages = {f: float(lengths[f][lengths[f] > 0].mean()) if f in apart else float(lengths[f].mean())
+                for f in fields}
+    scale = {f: weights[f] / (0.25 + 0.75 * lengths[f] / (averages[f] or 1.0)) for f in fields}
+    pseudo: dict[str, dict[int, float]] = {}
+    counted: dict[str, set[int]] = {}
+    for doc_id, doc in enumerate(documents):
+        for f in fields:
+            for term, tf in Counter(doc.get(f, ())).items():
+                per_doc = pseudo.setdefault(term, {})
+                per_doc[doc_id] = per_doc.get(doc_id, 0.0) + tf * float(scale[f][doc_id])
+                if f not in apart:
+                    counted.setdefault(term, set()).add(doc_id)
+    return (list(pseudo), {t: (list(d), list(d.values())) for t, d in pseudo.items()},
+            [len(counted.get(t, ())) for t in pseudo])
+
+
+def test_postings_built_at_once_equal_a_dict_per_term_to_the_last_bit() -> None:
+    from lazytools.search.bm25 import BM25FPostings
+
+    words = [field_words(entry) for entry in realistic()]
+    known = known_words(words)
+    documents_ = [field_terms(entry_words, known) for entry_words in words]
+    # Another rendering in some documents only, with terms no other field holds and terms repeated.
+    documents_[3]["english"] = ["weather", "weather", "zzrendered"]
+    documents_[7]["english"] = ["zzrendered", "file"]
+    weights = {"name": 3.0, "title": 1.0, "description": 1.0, "parameters": 0.5, "group": 1.0, "english": 0.3}
+    apart = frozenset({"english"})
+    terms, postings, outside = _reference_postings(documents_, weights, apart)
+    built = BM25FPostings(documents_, weights, b=0.75, apart=apart)
+    assert built.vocabulary == terms
+    for term in terms:
+        ids, pseudo = postings[term]
+        assert built._postings[term][0].tolist() == ids
+        assert built._postings[term][1].tolist() == [f * 2.5 / (f + 1.5) for f in pseudo]
+    assert built.rendered_only == {term for term, n in zip(terms, outside, strict=True) if n == 0} == {"zzrendered"}
