@@ -36,14 +36,14 @@ def test_a_catalogs_field_terms_are_those_of_word_by_word_analysis() -> None:
 
 
 def test_a_servers_terms_are_its_tools_name_and_description_terms() -> None:
-    from lazytools.search.index import _server_terms
+    from lazytools.search.index import _server_documents
 
     words = [field_words(entry) for entry in realistic()]
     known = known_words(words)
     documents_ = [field_terms(entry_words, known) for entry_words in words]
     separately = [[term for field in ("name", "description") for term in terms[field]]
                   for terms in (field_terms({f: w[f] for f in ("name", "description")}, known) for w in words)]
-    assert _server_terms(documents_) == separately
+    assert _server_documents(documents_) == separately
 
 
 def test_the_word_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,3 +109,19 @@ def test_postings_built_at_once_equal_a_dict_per_term_to_the_last_bit() -> None:
         assert built._postings[term][0].tolist() == ids
         assert built._postings[term][1].tolist() == [f * 2.5 / (f + 1.5) for f in pseudo]
     assert built.rendered_only == {term for term, n in zip(terms, outside, strict=True) if n == 0} == {"zzrendered"}
+
+
+def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:
+    import numpy as np
+
+    from lazytools.search.index import _group_positions
+
+    entries = realistic()
+    groups = np.array([entry.group for entry in entries], dtype=object)
+    positions = _group_positions(entries)
+    assert set(positions) == set(groups.tolist())
+    for group, held in positions.items():
+        assert held.tolist() == np.flatnonzero(groups == group).tolist()
+    index = SearchIndex(entries)
+    some = sorted(positions)[:2]
+    assert index._in_groups([*some, "no such group"]).tolist() == np.isin(groups, some).tolist()

@@ -114,11 +114,10 @@ class SearchIndex:
         self._name_words = NameWords(name_keys)
         self._name_keys = name_keys
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
+        self._group_positions = _group_positions(self.entries)
         group_names = set(self._groups.tolist())
-        self._group_masks = {group: self._groups == group for group in group_names}
-        self._group_positions = {group: np.flatnonzero(mask) for group, mask in self._group_masks.items()}
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
-        self._servers = ServerIndex([entry.group for entry in self.entries], servers or {}, _server_terms(documents))
+        self._servers = ServerIndex([entry.group for entry in self.entries], servers or {}, _server_documents(documents))
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
         self._producers = input_producers(self.entries)
         self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
@@ -336,9 +335,9 @@ class SearchIndex:
     def _in_groups(self, groups: Iterable[str]) -> npt.NDArray[np.bool_]:
         inside = np.zeros(len(self.entries), dtype=bool)
         for group in groups:
-            mask = self._group_masks.get(group)
-            if mask is not None:
-                inside |= mask
+            positions = self._group_positions.get(group)
+            if positions is not None:
+                inside[positions] = True
         return inside
 
     def _ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
@@ -370,7 +369,16 @@ class SearchIndex:
             wanted *= 2
 
 
-def _server_terms(documents: Sequence[Mapping[str, Sequence[str]]]) -> list[list[str]]:
+def _group_positions(entries: Sequence[ToolEntry]) -> dict[str, npt.NDArray[np.int64]]:
+    """Each group's tools' positions, ascending, in one pass: a mask per group compared every tool with every group,
+    tools times groups (at 100,000 tools of 5,000 servers, half a billion comparisons and as many bytes kept)."""
+    positions: dict[str, list[int]] = {}
+    for position, entry in enumerate(entries):
+        positions.setdefault(entry.group, []).append(position)
+    return {group: np.asarray(held, dtype=np.int64) for group, held in positions.items()}
+
+
+def _server_documents(documents: Sequence[Mapping[str, Sequence[str]]]) -> list[list[str]]:
     """Each tool's terms in its server's document: those of its name and description, read from its BM25F fields
     (each field's terms depend on that field alone, so they need not be analysed a second time)."""
     return [[*terms["name"], *terms["description"]] for terms in documents]
