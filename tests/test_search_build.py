@@ -125,3 +125,13 @@ def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:
     index = SearchIndex(entries)
     some = sorted(positions)[:2]
     assert index._in_groups([*some, "no such group"]).tolist() == np.isin(groups, some).tolist()
+
+
+def test_the_build_benchmarks_catalog_is_distinct_real_tools() -> None:
+    from benchmarks.build import TOOLS, scaled_catalog
+
+    real = scaled_catalog(sum(1 for line in TOOLS.read_text().splitlines() if line.strip()))
+    scaled = scaled_catalog(3 * len(real))
+    assert len({entry.name for entry in scaled}) == len(scaled) == 3 * len(real)
+    assert [entry.description for entry in scaled] == [entry.description for entry in real] * 3
+    assert {entry.group for entry in scaled[len(real):2 * len(real)]} == {f"{entry.group}_1" for entry in real}
