@@ -14,7 +14,8 @@ from .crosslang import english_rendering
 from .vocabulary import split_compound
 
 __all__ = [
-    "FIELD_WEIGHTS", "RENDERED_FIELDS", "embedding_text", "field_terms", "field_words", "known_words", "name_terms",
+    "FIELD_WEIGHTS", "RENDERED_FIELDS", "embedding_text", "field_terms", "field_words", "index_terms", "known_words",
+    "name_terms",
 ]
 
 
@@ -77,7 +78,32 @@ def field_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]
             field_words = field_words + [
                 part for word in field_words if len(word) >= _MIN_COMPOUND for part in split_compound(word, known)
             ]
-        terms[field] = [stem(word) for word in field_words if word not in STOP_WORDS and len(word) > 1]
+        terms[field] = index_terms(field_words)
+    return terms
+
+
+MAX_CACHED_TERMS = 131_072
+"""Distinct words whose index term `index_terms` keeps (a catalog of 100,000 tools uses some tens of thousands);
+past it the table starts afresh, so its memory stays bounded whatever descriptions hold."""
+_terms: dict[str, str] = {}
+"""word -> its stem, or "" for a word that is no term (a stop word, a single character)."""
+
+
+def index_terms(words: Iterable[str]) -> list[str]:
+    """The index terms of a field's words: stop words and single characters dropped, the rest stemmed. Each
+    distinct word is looked up once per catalog rather than checked and stemmed again in every tool that uses it
+    (a tenth of a build at 10,000 tools)."""
+    known = _terms
+    terms: list[str] = []
+    for word in words:
+        term = known.get(word)
+        if term is None:
+            term = stem(word) if word not in STOP_WORDS and len(word) > 1 else ""
+            if len(known) >= MAX_CACHED_TERMS:
+                known.clear()
+            known[word] = term
+        if term:
+            terms.append(term)
     return terms
 
 

@@ -89,8 +89,9 @@ class SearchIndex:
         self.entries: list[ToolEntry] = list(entries)
         words = [field_words(entry) for entry in self.entries]
         known = known_words(words)
+        documents = [field_terms(entry_words, known) for entry_words in words]
         self._bm25 = BM25FPostings(
-            [field_terms(entry_words, known) for entry_words in words], config.field_weights, k1=config.bm25_k1,
+            documents, config.field_weights, k1=config.bm25_k1,
             b=config.bm25_b,
             apart=RENDERED_FIELDS,
         )
@@ -109,9 +110,8 @@ class SearchIndex:
         self._name_words = NameWords(name_keys)
         self._name_keys = name_keys
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
+        self._group_positions = _group_positions(self.entries)
         group_names = set(self._groups.tolist())
-        self._group_masks = {group: self._groups == group for group in group_names}
-        self._group_positions = {group: np.flatnonzero(mask) for group, mask in self._group_masks.items()}
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
         # Each group under one of its name's terms: a query looks up its own few terms, not every group (a
         # gateway of many servers has hundreds).
@@ -336,9 +336,9 @@ class SearchIndex:
     def _in_groups(self, groups: Iterable[str]) -> npt.NDArray[np.bool_]:
         inside = np.zeros(len(self.entries), dtype=bool)
         for group in groups:
-            mask = self._group_masks.get(group)
-            if mask is not None:
-                inside |= mask
+            positions = self._group_positions.get(group)
+            if positions is not None:
+                inside[positions] = True
         return inside
 
     def _ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
@@ -368,6 +368,15 @@ class SearchIndex:
             if len(order) >= limit or pool.size == matched.size:
                 return order[:limit]
             wanted *= 2
+
+
+def _group_positions(entries: Sequence[ToolEntry]) -> dict[str, npt.NDArray[np.int64]]:
+    """Each group's tools' positions, ascending, in one pass: a mask per group compared every tool with every group,
+    tools times groups (at 100,000 tools of 5,000 servers, half a billion comparisons and as many bytes kept)."""
+    positions: dict[str, list[int]] = {}
+    for position, entry in enumerate(entries):
+        positions.setdefault(entry.group, []).append(position)
+    return {group: np.asarray(held, dtype=np.int64) for group, held in positions.items()}
 
 
 def build_index(

@@ -1,0 +1,126 @@
+"""Building the index: the build-side shortcuts (a term per distinct word, a server's terms read from the tools'
+fields) give the index the old way of analysing each tool gave, and the word table stays bounded."""
+
+from __future__ import annotations
+
+import pytest
+
+from lazytools.search import SearchIndex, documents
+from lazytools.search.analysis import STOP_WORDS, split_words, stem
+from lazytools.search.documents import field_terms, field_words, index_terms, known_words
+
+from .fixtures.catalogs import realistic
+
+QUERIES = ["create an issue in the github repository", "read a file and write another file",
+           "post a message to the team channel", "weather forecast for Oslo", "run a sql query on the database"]
+
+
+def _one_by_one(words: list[str]) -> list[str]:
+    """The terms as each tool's words were analysed before: every word checked and stemmed where it stands."""
+    return [stem(word) for word in words if word not in STOP_WORDS and len(word) > 1]
+
+
+def test_index_terms_are_each_word_analysed_where_it_stands() -> None:
+    words = split_words("The PRs of a repo: list them, then a x read_file in the README (once, twice, the files)")
+    assert index_terms(words) == _one_by_one(words)
+    assert index_terms(words) == _one_by_one(words)  # the second time from the table: the same terms
+
+
+def test_a_catalogs_field_terms_are_those_of_word_by_word_analysis() -> None:
+    words = [field_words(entry) for entry in realistic()]
+    known = known_words(words)
+    for entry_words in words:
+        for field, terms in field_terms(entry_words, known).items():
+            if field != "name":  # a name also gets the known words glued inside it
+                assert terms == _one_by_one(entry_words[field])
+
+
+def test_the_word_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(documents, "MAX_CACHED_TERMS", 8)
+    monkeypatch.setattr(documents, "_terms", {})
+    words = [f"word{number}" for number in range(50)]
+    assert index_terms(words) == _one_by_one(words)
+    assert 0 < len(documents._terms) <= 8
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_an_index_built_with_a_cold_or_warm_word_table_ranks_alike(monkeypatch: pytest.MonkeyPatch,
+                                                                  query: str) -> None:
+    warm = SearchIndex(realistic())
+    monkeypatch.setattr(documents, "_terms", {})
+    cold = SearchIndex(realistic())
+    assert [(hit.entry.name, hit.score) for hit in cold.find(query, limit=8).hits] == [
+        (hit.entry.name, hit.score) for hit in warm.find(query, limit=8).hits]
+
+
+def _reference_postings(documents: list[dict[str, list[str]]], weights: dict[str, float],
+                        apart: frozenset[str]) -> tuple[list[str], dict[str, tuple[list[int], list[float]]], list[int]]:
+    """The postings as the index built them before: a dict of documents per term, each field's count times its
+    scale added in field order."""
+    from collections import Counter
+
+    import numpy as np
+
+    fields = list(weights)
+    lengths = {f: np.asarray([len(doc.get(f, ())) for doc in documents], dtype=np.float64) for f in fields}
+    averages = {f: float(lengths[f][lengths[f] > 0].mean()) if f in apart else float(lengths[f].mean())
+                for f in fields}
+    scale = {f: weights[f] / (0.25 + 0.75 * lengths[f] / (averages[f] or 1.0)) for f in fields}
+    pseudo: dict[str, dict[int, float]] = {}
+    counted: dict[str, set[int]] = {}
+    for doc_id, doc in enumerate(documents):
+        for f in fields:
+            for term, tf in Counter(doc.get(f, ())).items():
+                per_doc = pseudo.setdefault(term, {})
+                per_doc[doc_id] = per_doc.get(doc_id, 0.0) + tf * float(scale[f][doc_id])
+                if f not in apart:
+                    counted.setdefault(term, set()).add(doc_id)
+    return (list(pseudo), {t: (list(d), list(d.values())) for t, d in pseudo.items()},
+            [len(counted.get(t, ())) for t in pseudo])
+
+
+def test_postings_built_at_once_equal_a_dict_per_term_to_the_last_bit() -> None:
+    from lazytools.search.bm25 import BM25FPostings
+
+    words = [field_words(entry) for entry in realistic()]
+    known = known_words(words)
+    documents_ = [field_terms(entry_words, known) for entry_words in words]
+    # Another rendering in some documents only, with terms no other field holds and terms repeated.
+    documents_[3]["english"] = ["weather", "weather", "zzrendered"]
+    documents_[7]["english"] = ["zzrendered", "file"]
+    weights = {"name": 3.0, "title": 1.0, "description": 1.0, "parameters": 0.5, "group": 1.0, "english": 0.3}
+    apart = frozenset({"english"})
+    terms, postings, outside = _reference_postings(documents_, weights, apart)
+    built = BM25FPostings(documents_, weights, b=0.75, apart=apart)
+    assert built.vocabulary == terms
+    for term in terms:
+        ids, pseudo = postings[term]
+        assert built._postings[term][0].tolist() == ids
+        assert built._postings[term][1].tolist() == [f * 2.5 / (f + 1.5) for f in pseudo]
+    assert built.rendered_only == {term for term, n in zip(terms, outside, strict=True) if n == 0} == {"zzrendered"}
+
+
+def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:
+    import numpy as np
+
+    from lazytools.search.index import _group_positions
+
+    entries = realistic()
+    groups = np.array([entry.group for entry in entries], dtype=object)
+    positions = _group_positions(entries)
+    assert set(positions) == set(groups.tolist())
+    for group, held in positions.items():
+        assert held.tolist() == np.flatnonzero(groups == group).tolist()
+    index = SearchIndex(entries)
+    some = sorted(positions)[:2]
+    assert index._in_groups([*some, "no such group"]).tolist() == np.isin(groups, some).tolist()
+
+
+def test_the_build_benchmarks_catalog_is_distinct_real_tools() -> None:
+    from benchmarks.build import TOOLS, scaled_catalog
+
+    real = scaled_catalog(sum(1 for line in TOOLS.read_text().splitlines() if line.strip()))
+    scaled = scaled_catalog(3 * len(real))
+    assert len({entry.name for entry in scaled}) == len(scaled) == 3 * len(real)
+    assert [entry.description for entry in scaled] == [entry.description for entry in real] * 3
+    assert {entry.group for entry in scaled[len(real):2 * len(real)]} == {f"{entry.group}_1" for entry in real}
