@@ -95,8 +95,9 @@ def test_postings_built_at_once_equal_a_dict_per_term_to_the_last_bit() -> None:
     assert built.vocabulary == terms
     for term in terms:
         ids, pseudo = postings[term]
-        assert built._postings[term][0].tolist() == ids
-        assert built._postings[term][1].tolist() == [f * 2.5 / (f + 1.5) for f in pseudo]
+        posting = built._posting(term)
+        assert posting is not None and posting[0].tolist() == ids
+        assert posting[1].tolist() == [f * 2.5 / (f + 1.5) for f in pseudo]
     assert built.rendered_only == {term for term, n in zip(terms, outside, strict=True) if n == 0} == {"zzrendered"}
 
 

@@ -100,6 +100,21 @@ def test_each_need_of_a_request_adds_its_own_similarity() -> None:
     assert np.allclose(fuse_semantic(lexical, whole, 0.7, parts=[need, other]), expected)
 
 
+def test_search_embeds_the_needs_of_a_long_request() -> None:
+    tools = [tool("car_rental", "Rent a car at an airport."), tool("get_forecast", "Weather forecast for a city."),
+             tool("road_trip", "Car hire with the weather on the way."), tool("fleet_weather", "Weather for car fleets.")]
+
+    def lead_of_the_tools_between_the_needs(config: RankingConfig = RankingConfig()) -> float:
+        index = SearchIndex(tools, embedder=fake_embedder(), config=config)
+        hits = {h.entry.name: h.score for h in index.search(query, limit=4)}
+        return hits["fleet_weather"] - hits["get_forecast"]
+
+    query = "car hire, and the weather forecast"
+    with_needs = lead_of_the_tools_between_the_needs()
+    assert with_needs < lead_of_the_tools_between_the_needs(RankingConfig(clause_weight=0.0))
+    assert with_needs < lead_of_the_tools_between_the_needs(RankingConfig(off={"clauses"}))
+
+
 def test_a_long_task_gives_the_embedding_a_smaller_share(monkeypatch: pytest.MonkeyPatch) -> None:
     import lazytools.search.stages as stages
 

@@ -141,10 +141,9 @@ class Embed(Stage):
 
 
 class Fuse(Stage):
-    """Semantic: z-scores of BM25 and of the request's similarity, weighted by `semantic_weight`
-    (`long_task_semantic_weight`, `unnamed_semantic_weight`). A request's needs count once, through their BM25
-    scores (`Clauses`): adding each tool's best need similarity as well lost ToolAlpaca and gained nothing the
-    BM25 share did not (docs/search-log.md, "Round 4, second pass")."""
+    """Semantic: z-scores of BM25 and of the similarity, weighted by `semantic_weight` (`long_task_semantic_weight`,
+    `unnamed_semantic_weight`), each tool gaining `clause_weight` of its best need's similarity: without it
+    MetaTool's two-tool requests lose (docs/search-log.md, "Round 4, second pass")."""
 
     name = "semantic"
 
@@ -158,7 +157,9 @@ class Fuse(Stage):
         ranking.candidates[:] = True
         named = bool(index._mentioned(ranking.query.tokens))
         weight = semantic_weight(len(ranking.query.needs), config, named=named)
-        ranking.scores = fuse_semantic(ranking.scores, ranking.similarities[0], weight)
+        clause = config.clause_weight if config.on("clauses") else 0.0
+        ranking.scores = fuse_semantic(ranking.scores, ranking.similarities[0], weight,
+                                       parts=ranking.need_similarities, clause_weight=clause)
 
 
 class Names(Stage):
