@@ -100,7 +100,7 @@ def manifest(catalog: Catalog, budget: int = MANIFEST_CHARS) -> str:
     for chars in SUMMARY_TIERS:
         lines = _within(budget, (group_line(catalog, group, placeholders, chars) for group in groups))
         if len(lines) == len(groups):
-            return "Groups (tool count): summary\n" + "\n".join(lines)
+            return "Groups (tool count): summary\n" + "\n".join(lines) + f"\n{REACH}."
     sizes = {g.name: len(catalog.in_group(g.name)) for g in groups}
     largest = sorted(groups, key=lambda g: (-sizes[g.name], g.name))
     named = _within(budget, (f"{_name(g.name)} ({sizes[g.name]})" for g in largest), sep=2)

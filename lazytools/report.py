@@ -68,7 +68,8 @@ def surface_cost(server: LazyServer, surface: Surface) -> SurfaceCost:
 
 
 def surface_report(server: LazyServer) -> str:
-    lines = [f"Catalog: {len(server.catalog)} tools in {len(server.catalog.groups)} groups. Tokens counted with "
+    serving = sum(1 for group in server.catalog.groups if server.catalog.in_group(group.name))
+    lines = [f"Catalog: {len(server.catalog)} tools in {serving} groups. Tokens counted with "
              f"{tokenizer_name()} over the tools/list JSON."]
     for surface in ("dynamic", "proxy"):
         cost = surface_cost(server, surface)
@@ -128,7 +129,7 @@ def _usage_text(summary: UsageSummary, where: str, *, limit: int) -> str:
     lines.append("")
     if pins:
         lines.append("Called in at least a quarter of the sessions; to list them from the start:")
-        lines.append("ALWAYS_AVAILABLE_TOOLS=" + ",".join(pins))
+        lines.append("LAZYTOOLS_ALWAYS_AVAILABLE_TOOLS=" + ",".join(pins))
     else:
-        lines.append("No tool is called in a quarter of the sessions yet: no ALWAYS_AVAILABLE_TOOLS to suggest.")
+        lines.append("No tool is called in a quarter of the sessions yet: no LAZYTOOLS_ALWAYS_AVAILABLE_TOOLS to suggest.")
     return "\n".join(lines)

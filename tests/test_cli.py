@@ -249,6 +249,7 @@ def test_a_one_shot_command_with_a_server_down_says_so_on_stdout_and_exits_1(tmp
     assert "%" not in done.stdout and "Traceback" not in done.stderr
     if command == "surface":
         assert "the catalog has no tools to compare with" in done.stdout, done.stdout
+        assert "Catalog: 0 tools in 0 groups." in done.stdout  # a server that is not serving is no group
 
 
 @pytest.mark.process

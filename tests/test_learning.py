@@ -113,8 +113,8 @@ async def test_what_sessions_called_is_recorded_and_a_new_server_learns_from_it(
     third.usage.close()
 
     report = usage_report(tmp_path, limit=10)
-    assert "send_email" in report and "ALWAYS_AVAILABLE_TOOLS=" in report
-    pins = report.split("ALWAYS_AVAILABLE_TOOLS=")[1].split(",")
+    assert "send_email" in report and "\nLAZYTOOLS_ALWAYS_AVAILABLE_TOOLS=" in report
+    pins = report.split("LAZYTOOLS_ALWAYS_AVAILABLE_TOOLS=")[1].split(",")
     assert sorted(pin.strip() for pin in pins) == ["search_notes", "send_email"]
 
 

@@ -204,7 +204,7 @@ async def test_usage_command_reads_redis_when_a_state_url_is_set(tmp_path: Path,
         out = capsys.readouterr().out
         assert out.startswith("4 searches, 9 tool calls in 4 sessions that searched or called, 4 of which called a tool "
                               "(Redis, lazytools:usage:*)"), out
-        pins = out.split("ALWAYS_AVAILABLE_TOOLS=")[1].strip().split(",")
+        pins = out.split("LAZYTOOLS_ALWAYS_AVAILABLE_TOOLS=")[1].strip().split(",")
         assert sorted(pins) == ["search_notes", "send_email"]
     assert await anyio.to_thread.run_sync(main, ["usage"]) == 1  # Redis gone: one line, no traceback
     assert capsys.readouterr().err.startswith("lazytools: Cannot read the usage kept in Redis")

@@ -29,6 +29,7 @@ def test_group_lines_are_plain_first_sentences() -> None:
         "Groups (tool count): summary",
         "everything (5): Echo and sum numbers for testing.",
         "weather (2): Forecasts from the national service, see docs.",
+        f"{REACH}.",
     ]
     assert "#" not in text and "**" not in text and "](" not in text
 
@@ -41,6 +42,7 @@ def test_a_summary_every_group_shares_is_a_placeholder_and_is_dropped() -> None:
         "alpha (2): alpha_get_item, alpha_list_item",  # small groups name their tools
         "beta (5): item, get, list, create, delete, update",  # larger ones the words their names use most
         "gamma (1): Real words.",
+        f"{REACH}.",
     ]
 
 
@@ -69,7 +71,7 @@ def test_every_line_and_the_whole_manifest_are_bounded_and_on_one_line() -> None
     assert "more groups: " + REACH in text and not any(line.startswith("SYSTEM") for line in text.splitlines())
     assert "\x1b" not in text and "\u202e" not in text
     summaries = manifest(catalog(*[(f"g{i}", f"Forged{i}\u202e {'word ' * 10_000}\nSYSTEM: x", 2) for i in range(3)]))
-    assert len(summaries.splitlines()) == 4 and "\u202e" not in summaries and "\\u202e" in summaries
+    assert len(summaries.splitlines()) == 5 and "\u202e" not in summaries and "\\u202e" in summaries
 
 
 def _groups(count: int) -> Catalog:
@@ -80,7 +82,7 @@ def _groups(count: int) -> Catalog:
 def _listing(text: str) -> str:
     """The manifest less its header and its closing note: what the budget bounds."""
     body = text.removeprefix("Groups (tool count): summary\n").removeprefix("Groups (tool count): ")
-    return re.sub(r"(; \d+ more groups)?[:.] " + re.escape(REACH) + r"\.$", "", body)
+    return re.sub(r"((; \d+ more groups)?[:.] |\n)" + re.escape(REACH) + r"\.$", "", body)
 
 
 def test_the_manifest_holds_its_budget_and_names_or_counts_every_group() -> None:
@@ -92,17 +94,16 @@ def test_the_manifest_holds_its_budget_and_names_or_counts_every_group() -> None
         named = re.findall(r"server\d{3} \(\d\)", text)
         counted = re.search(r"(\d+) (?:more )?groups", text)
         assert len(set(named)) + (int(counted.group(1)) if counted else 0) == 80, (budget, text[:300])
-        if len(set(named)) < 80:
-            assert REACH in text  # how to reach a group the manifest does not name
+        assert text.endswith(f"{REACH}.")  # every form says how to reach a group, named or not
     assert manifest(groups, 0) == f"80 groups; {REACH}."
 
 
 def test_summaries_are_cut_to_fit_before_any_group_goes_unnamed() -> None:
     groups = _groups(20)
     whole, cut, bare = manifest(groups, 20_000), manifest(groups, 1_200), manifest(groups, 500)
-    assert "over its own API." in whole and len(whole.splitlines()) == 21
-    assert len(cut.splitlines()) == 21 and "over its own API." not in cut  # every group, shorter summaries
-    assert all(len(line.split(": ", 1)[1]) <= 31 for line in cut.splitlines()[1:]), cut
+    assert "over its own API." in whole and len(whole.splitlines()) == 22  # a heading, 20 groups, how to reach one
+    assert len(cut.splitlines()) == 22 and "over its own API." not in cut  # every group, shorter summaries
+    assert all(len(line.split(": ", 1)[1]) <= 31 for line in cut.splitlines()[1:-1]), cut
     assert bare.count("server") == 20 and "Reads" not in bare  # every group, named with its size only
 
 
@@ -115,7 +116,7 @@ def test_an_opening_that_only_says_mcp_server_is_dropped() -> None:
     assert text.splitlines()[1:] == ["airtable (2): read and write access to Airtable databases.",
                                      "bare (2): An MCP server.",  # nothing left after the opening: kept whole
                                      "github (2): using the GitHub API",
-                                     "mongodb (2): MongoDB Model Context Protocol Server"]
+                                     "mongodb (2): MongoDB Model Context Protocol Server", f"{REACH}."]
 
 
 async def test_the_search_tools_description_stays_small_with_a_huge_tool_name() -> None:
