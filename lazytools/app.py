@@ -302,6 +302,7 @@ async def serve(settings: Settings) -> int:
 async def _serve(settings: Settings) -> int:
     failed: Exception | None = None
     stopped_by: int | None = None
+    held = _HeldSignals()
     with anyio.CancelScope() as whole:
         async with anyio.create_task_group() as tg:
             # Start-up (upstreams answering initialize, npx downloads) can take up to the connect timeout; a
@@ -309,10 +310,12 @@ async def _serve(settings: Settings) -> int:
             watching = await tg.start(_cancel_on_signal, whole) if _in_main_thread() else None
             try:
                 async with AsyncExitStack() as stack:
+                    stack.callback(held.release)  # last, once every upstream is stopped
                     # Replicas: sessions in Redis (docs/scaling.md), and the rate limits on the same pool.
                     state = await stack.enter_async_context(open_state(settings)) \
                         if settings.transport == "http" and settings.state_url is not None else None
                     server = await stack.enter_async_context(open_server(settings, state=state))
+                    stack.callback(held.hold)  # first: a signal during the stop waits for the upstreams' end
                     await server.index.ready()  # built before the first client asks, not during its first search
                     if watching is not None:
                         await watching.stop()  # the transports handle signals from here on
@@ -326,6 +329,8 @@ async def _serve(settings: Settings) -> int:
         raise failed
     if watching is not None and watching.signum is not None:
         stopped_by = watching.signum
+    if stopped_by is None and held.received:  # the client closed stdin, then signalled while we stopped
+        stopped_by = held.received[0]
     exits: dict[int, int] = {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}
     return exits.get(stopped_by, 0) if stopped_by is not None else 0
 
@@ -488,6 +493,37 @@ async def _cancel_on_signal(target: anyio.CancelScope, *,
                 return
     finally:
         watch.gone.set()
+
+
+class _HeldSignals:
+    """SIGTERM and SIGINT noted, not acted on, while the gateway stops its upstream servers.
+
+    A transport's own handlers are gone once it stops serving (stdio: the end of stdin). A client such as the SDK's
+    stdio client closes stdin, then sends SIGTERM about 2 s later, while the gateway is still in an upstream's grace
+    period (stdin closed, 2 s, SIGTERM, 2 s, SIGKILL); with the default action the process died there and left that
+    upstream running, orphaned. Held, the signal only sets the exit status; the stop is bounded already."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._previous: dict[int, Any] = {}
+
+    def hold(self) -> None:
+        if not _in_main_thread() or self._previous:
+            return
+        logger.info("stopping the upstream servers")
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self._previous[signum] = signal.signal(signum, self._note)
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signum)  # only noted: logging from a signal handler could deadlock on its lock
+
+    def release(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        self._previous.clear()
+        if self.received:
+            logger.info("received %s while stopping the upstream servers; they are stopped",
+                        signal.Signals(self.received[0]).name)
 
 
 async def _until_stopped(serving: Awaitable[None]) -> int | None:

@@ -161,6 +161,33 @@ async def test_lazytools_over_stdio_stops_cleanly_and_leaves_no_upstream_running
     await _all_gone(pids)
 
 
+async def test_sigterm_after_the_end_of_stdin_still_leaves_no_upstream_running(tmp_path: Path) -> None:
+    """As the SDK's stdio client stops a server: stdin closed, SIGTERM ~2 s later. The SIGTERM lands while lazytools
+    waits out the grace of an upstream still busy in a call that timed out (stubborn: it outlives its stdin). It
+    used to kill lazytools there (-15), leaving that upstream running under init."""
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "hung": entry("hung", "--tools", "stall", "--stubborn", pid_dir=pid_dir, timeout=1)}}))
+    with _lazytools_stdio(config, tmp_path) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        pid = int((pid_dir / "hung.pid").read_text())
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "invoke_tool", "arguments": {"tool_name": "hung__stall", "arguments": {}}}}
+        proc.stdin.write(json.dumps(call) + "\n")
+        proc.stdin.flush()
+        answer = json.loads(await anyio.to_thread.run_sync(proc.stdout.readline))
+        assert answer["id"] == 2 and "did not answer within 1 s" in json.dumps(answer), answer
+        proc.stdin.close()
+        calls = pid_dir / "hung.calls"
+        await eventually(lambda: "end of stdin" in calls.read_text())  # lazytools is stopping it: its grace runs
+        proc.send_signal(signal.SIGTERM)
+        code = await anyio.to_thread.run_sync(lambda: proc.wait(timeout=60))
+    await _all_gone({"hung": pid})
+    assert code == 143  # 128 + SIGTERM, as after a SIGTERM while serving
+
+
 async def test_lazytools_over_http_exits_143_on_sigterm_and_leaves_no_upstream_running(tmp_path: Path) -> None:
     config, pid_dir = _three_upstreams(tmp_path)
     async with spawned_http_server("--config", str(config)) as server:

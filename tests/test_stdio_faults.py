@@ -125,3 +125,29 @@ def test_an_integer_too_long_for_python_gets_an_error_not_silence(tmp_path: Path
     assert errors[7]["code"] == -32600 and "4,300 digits" in errors[7]["message"]  # type: ignore[index]
     assert errors[None]["code"] == -32700  # type: ignore[index]
     assert len(messages) == 4  # the notification is owed nothing; service went on (tools/list, id 99)
+
+
+def test_lines_the_sdk_cannot_read_get_an_error_not_silence(tmp_path: Path) -> None:
+    """Python's json reads a lone surrogate escape, the SDK's parser refuses it; a batch or a request without a
+    method the SDK refuses too. Each went unanswered (the client waited for ever); now each gets its JSON-RPC
+    error with its id (id null when none can be read), a notification nothing, and the session goes on."""
+    call = '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}'
+    lines = [
+        call % ("8", "search_tools", '{"query":"\\ud800 hash"}'),  # in a tool argument's value
+        call % ('"s-12"', "search_tools", '{"\\ud800":"x"}'),  # in an argument's name; a string id
+        call % ("13", "search_\\ud800tools", "{}"),  # in the tool's name
+        '[{"jsonrpc":"2.0","id":11,"method":"tools/list"}]',  # a batch
+        '{"jsonrpc":"2.0","id":9}',  # no method
+        '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"\\ud800","progress":1}}',
+        '{"jsonrpc":"2.0","id":14,"result":"\\ud800"}',  # an answer the client sent: never answered
+        "this is not json",
+        json.dumps({"jsonrpc": "2.0", "id": 50, "method": "ping"}),
+    ]
+    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 50, 99}))
+    errors = [(m.get("id"), m["error"]["code"]) for m in messages if "error" in m]  # type: ignore[index]
+    assert sorted(errors, key=repr) == sorted([(8, -32700), ("s-12", -32700), (13, -32700), (None, -32600),
+                                               (9, -32600), (None, -32700)], key=repr)
+    by_id = {m.get("id"): m for m in messages if "result" in m}
+    assert by_id[50]["result"] == {} and "tools" in by_id[99]["result"]  # type: ignore[operator]
+    assert len(messages) == 9  # handshake, six errors, the ping, tools/list: nothing for the notification
+    assert all(len(json.dumps(m)) < 1000 for m in messages if "error" in m)  # the input is not echoed

@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from types import TracebackType
@@ -19,6 +20,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from ..streams import WatchedReadStream
 
@@ -214,11 +216,17 @@ class ScreenedLines:
     """The client's lines, less those holding an integer longer than Python converts (over 4,300 digits): the SDK
     could not parse them and would answer nothing, so the client would wait for ever. Each gets its JSON-RPC error
     here, with its request's id when that can be read (else id null, as for a parse error); a notification is
-    dropped. Only a line that long is searched, so ordinary messages cost a length comparison."""
+    dropped. Only a line that long is searched, so ordinary messages cost a length comparison.
+
+    The lines handed on are remembered until the server receives what the SDK made of them: for one it could not
+    read, `refusal` gives the error owed (see `_RefusalsAnswered`)."""
 
     def __init__(self, lines: AsyncIterator[str]) -> None:
         self._lines = lines
         self.reply: Callable[[SessionMessage], Awaitable[None]] | None = None
+        # The lines handed to the SDK whose message (or parse failure) the server has not received yet: the SDK's
+        # reader turns each line into exactly one item, in order, over an unbuffered stream, so this holds two at most.
+        self._handed: deque[str] = deque()
 
     def __aiter__(self) -> ScreenedLines:
         return self
@@ -228,10 +236,18 @@ class ScreenedLines:
             line = await self._lines.__anext__()
             if _LONG_NUMBER is None or len(line) <= _DIGITS or self.reply is None \
                     or not _LONG_NUMBER.search(line):
+                self._handed.append(line)
                 return line
             refusal = _refused(line)
             if refusal is not None:
                 await self.reply(SessionMessage(refusal))
+
+    def refusal(self, item: SessionMessage | Exception) -> types.JSONRPCError | None:
+        """The error owed for the line `item` came from (the next handed on), when the SDK could not read it."""
+        line = self._handed.popleft() if self._handed else None
+        if line is None or not isinstance(item, Exception):
+            return None
+        return _unreadable(line, item)
 
 
 def _refused(line: str) -> types.JSONRPCError | None:
@@ -251,6 +267,59 @@ def _refused(line: str) -> types.JSONRPCError | None:
     return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
         code=types.INVALID_REQUEST, message=f"Invalid request: it holds an integer of more than {_DIGITS:,} digits, "
                                             "more than this server reads; send a smaller number (or a string)"))
+
+
+_READ_ID_LIMIT = 4 * 1024 * 1024
+"""A line the SDK refused is searched for its id with Python's json only up to this length (else id null)."""
+
+
+def _unreadable(line: str, error: Exception) -> types.JSONRPCError | None:
+    """The error for a line the SDK refused: invalid JSON or a lone surrogate escape (-32700), a batch or a shape
+    JSON-RPC does not allow (-32600), with the request's id when Python's json can read it; None for a notification
+    or a response (nothing is owed to either). The input is never echoed."""
+    message: Any = None
+    if len(line) <= _READ_ID_LIMIT:
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+    ident: Any = None
+    if isinstance(message, dict):
+        if "id" not in message and "method" in message:
+            return None  # a notification
+        if "method" not in message and ("result" in message or "error" in message):
+            return None  # an answer to a request of the server's: JSON-RPC never answers an answer
+        ident = message.get("id")
+    if not isinstance(ident, (str, int)) or isinstance(ident, bool):
+        ident = None
+    if isinstance(error, ValidationError) and any(e["type"] == "json_invalid" for e in error.errors()):
+        return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
+            code=types.PARSE_ERROR, message="Parse error: not valid JSON (or a string holds an unpaired surrogate "
+                                            "escape such as \\ud800)"))
+    reason = "a batch (JSON array): send one message a line" if isinstance(message, list) \
+        else "not a JSON-RPC 2.0 request (it needs \"jsonrpc\": \"2.0\", a method and a string or integer id)"
+    return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
+        code=types.INVALID_REQUEST, message=f"Invalid request: {reason}"))
+
+
+class _RefusalsAnswered:
+    """The server's read stream: a line the SDK could not read (it comes as an exception, which the SDK drops with
+    a DEBUG line) gets its JSON-RPC error on stdout here, so the client does not wait for ever."""
+
+    def __init__(self, inner: Any, lines: ScreenedLines, reply: Callable[[SessionMessage], Awaitable[None]]) -> None:
+        self._inner = inner
+        self._lines = lines
+        self._reply = reply
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def receive(self) -> SessionMessage | Exception:
+        item: SessionMessage | Exception = await self._inner.receive()
+        refusal = self._lines.refusal(item)
+        if refusal is not None:
+            await self._reply(SessionMessage(refusal))
+        return item
 
 
 @contextmanager
@@ -308,10 +377,12 @@ async def _serve_stdio(server: Server, stdin_fd: int, client_left: Callable[[], 
         stdout = stack.enter_context(_claimed_stdout(1, client_left)) if _stdout_is_a_pipe() else None
         read_stream, write_stream = await stack.enter_async_context(
             stdio_server(stdin=lines, stdout=stdout))  # type: ignore[arg-type]
+        inner: Any = read_stream
         if isinstance(lines, ScreenedLines):
             lines.reply = write_stream.send
+            inner = _RefusalsAnswered(read_stream, lines, write_stream.send)
         unanswered = Unanswered()
         reads: WatchedReadStream[SessionMessage | Exception] = WatchedReadStream(
-            read_stream, on_item=unanswered.received, on_end=unanswered.drain)
+            inner, on_item=unanswered.received, on_end=unanswered.drain)
         await server.run(reads, _WatchedWrites(write_stream, unanswered),
                          server.create_initialization_options())

@@ -10,7 +10,7 @@ background process it never stops (as a server that launches a browser might). `
 keeps running after its stdin closes, so only SIGKILL stops it. With `FAULTY_PID_DIR` set, it writes its own PID
 (and its helper's) there, one file each, so a test can check nothing outlives lazytools, and appends the name of
 every tool it is asked to call (and `tools/list` for each listing) to `NAME.calls`, so a test can check what
-reached it.
+reached it; a stubborn one appends `end of stdin` there when its stdin has closed.
 """
 
 from __future__ import annotations
@@ -158,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     server = build(args.name, args.tools.split(",") if args.tools else None, wire)
     anyio.run(partial(_serve, server, wire))
     if args.stubborn:
+        _record_call(args.name, "end of stdin")  # a test may now signal lazytools while it waits for this one
         time.sleep(600)  # stdin closed: a well-behaved server exits here; this one does not
 
 
