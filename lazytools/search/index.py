@@ -6,9 +6,8 @@ ranked by the stages of `stages.PIPELINE`, in order: BM25F of the request and of
 the places by score, then a deliverable's writer and a prerequisite's producer after the places (docs/search.md,
 "The pipeline"). `configured` gives the same index ranking with another config.
 
-No place is reserved for the best tool of each separate need: as served (limit 5) that rule cost recall on both
-MetaTool halves and did not help the multi-server dev set; a request of several needs gets more places instead
-(`places`).
+No place is reserved for the best tool of each separate need (it lost recall as served, docs/search-log.md); a
+request of several needs gets more places instead (`places`).
 """
 from __future__ import annotations
 
@@ -344,7 +343,7 @@ class SearchIndex:
     def _ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
         """Positions of the `limit` best candidates, best first, a tool listed twice by its server only once."""
         matched = np.flatnonzero(candidates)
-        negated = -scores[matched]  # gathered once: three passes over thousands of candidates used to gather it
+        negated = -scores[matched]  # gathered once, for every pass over thousands of candidates below
         # Copies sit next to each other in the ranking, so twice the limit almost always holds `limit` originals.
         wanted = 2 * limit
         while True:
@@ -358,7 +357,7 @@ class SearchIndex:
                 pool = np.concatenate([above, tied])
             order: list[int] = []
             seen: set[int] = set()
-            # As Python numbers, read once: indexing numpy per item was a tenth of a search at 10,000 tools.
+            # As Python numbers, read once: indexing numpy per item is slow next to a search's other work.
             # Sorted by (-score, position): equal scores keep catalog order, so results are deterministic.
             ranked = sorted(zip((-scores[pool]).tolist(), pool.tolist(), self._copy_of[pool].tolist()))
             for _, i, original in ranked:

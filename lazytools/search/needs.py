@@ -7,7 +7,7 @@ no returned tool has ANSWERED_SHARE of it, with the same per-clause shares as `c
 the clause over the catalog's best for it, averaged with the same share of the clause's embedding z-scores), and
 when some tool of the catalog resembles the clause at all (STEP_SIMILARITY): a task's story ("I'm flying to
 Lisbon next Thursday", "My landlord says the flat has a damp problem") is a clause too, and no tool answers it.
-Without the semantic extra nothing is named: BM25 alone does not tell a story clause from a step (measured, see
+Without the semantic extra nothing is named: BM25 alone does not tell a story clause from a step (see
 docs/search-log.md). The results themselves stay as ranked: a named step's best tool is needed less often than
 the result whose place it would take, so the line names the step and the model's own search for it brings five
 results, not one.

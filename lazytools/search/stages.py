@@ -133,8 +133,8 @@ class Embed(Stage):
     def run(self, index: SearchIndex, ranking: Ranking) -> None:
         vectors, embedder = index._vectors, index.embedder
         assert vectors is not None and embedder is not None
-        # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which made it
-        # 3-20x slower and erratic on a busy 2-core machine (measured at 10,000 tools).
+        # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which make it
+        # slower and erratic on a busy machine.
         asked = query_vectors(embedder, ranking.query.text, ranking.query.needs)
         ranking.request = asked[0]
         ranking.similarities = list(np.einsum("ij,kj->ki", vectors, asked).astype(np.float64))

@@ -1,18 +1,15 @@
 """A long request read once: by the static embedder beside the encoder when there is one, else by one pass of the
 sentence encoder over its first tokens, its needs pooled from it.
 
-A request and its needs were encoded as separate texts, so every word of a long request went through the encoder
-twice, and past the model's window its whole text was cut anyway: a 1,000-character task (about 230 tokens, 19
-needs) cost ~125 ms of CPU of which the needs were a third. A request whose texts together stay within
-REQUEST_TOKENS is still encoded as before (its needs each on their own, in one batch, which measured best).
+Encoding a request and each of its needs as separate texts sends every word of a long request through the encoder
+twice, and past the model's window the whole text is cut anyway. A request whose texts together stay within
+REQUEST_TOKENS is encoded that way (its needs each on their own, in one batch, which ranks best).
 
 A longer one, with a static embedder beside the encoder (`minilm+wordllama`), is read by the static one alone: the
-whole request and every need, each a unit vector whose encoder columns are zero, for under a millisecond. One pass
-of the encoder over its first QUERY_WINDOW tokens cost ~40-75 ms of CPU (the encoder's cost grows with every token)
-and found no more of the wanted tools: on 70 requests of ~1,000 characters joined from the dev set's long tasks
-(945 labelled needs), the needs with a returned tool were .522 through the window, .529 read statically, .528 with
-BM25 alone; at ~2,000 characters .347 / .348 (`python -m benchmarks.longrequests`, docs/search-log.md). The
-static table reads every token of the request, where the window saw the first few needs.
+whole request and every need, each a unit vector whose encoder columns are zero. The encoder's cost grows with
+every token, and on long requests its pass over the first tokens found no more of the wanted tools than the static
+table, which reads every token of the request where the window sees only the first few needs (the figures:
+docs/search-log.md, "Round 4e").
 
 With the encoder alone (`minilm`, a model folder) a longer request is read once over its first QUERY_WINDOW tokens:
 the whole is the mean of every token's state there, and each need that starts inside the window is the mean of its
