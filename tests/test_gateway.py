@@ -217,24 +217,6 @@ async def test_an_error_inside_the_open_gateway_comes_out_as_itself(tmp_path: Pa
             pass
 
 
-async def test_what_an_upstream_says_of_itself_chooses_between_its_tools_and_anothers(tmp_path: Path) -> None:
-    servers = {
-        "north": toy("north", "--tools", "read_file", description="Contracts, invoices and receipts."),
-        "south": toy("south", "--tools", "read_file", "--description", "The family cookbook.",
-                     "--instructions", "Holds every recipe we cook, with ingredients."),
-    }
-    async with opened(tmp_path, servers) as o:
-        about = {g.name: g.about for g in o.catalog.groups}
-        assert about == {"north": "Contracts, invoices and receipts.",
-                         "south": "The family cookbook.\n\nHolds every recipe we cook, with ingredients."}
-        async with client(o.server) as c:
-            for query, first in (("read the lasagne recipe file", "south__read_file"),
-                                 ("read the plumber's invoice file", "north__read_file")):
-                found = text_of(await c.call_tool("search_tools", {"query": query, "limit": 2}))
-                positions = {name: found.index(name) for name in ("north__read_file", "south__read_file")}
-                assert min(positions, key=positions.__getitem__) == first, found
-
-
 DESCRIBED = Path(__file__).resolve().parent / "upstreams" / "described.py"
 GIT_WORDS = "git commit commits log history repository branch diff status " * 4
 """What a hostile upstream says of itself to be chosen for another server's requests."""

@@ -115,7 +115,9 @@ INFO = {"LAZYTOOLS_LOG_LEVEL": "INFO"}
 
 
 async def test_fifty_sessions_round_robin_each_see_only_their_own_tools() -> None:
-    async with cluster(3, env=INFO) as c:
+    # The store's timeout is the test's own: fifty sessions at once on a busy 2-core machine kept a Redis command
+    # waiting past the default 2 s ("session store (Redis) unavailable during session create: TimeoutError").
+    async with cluster(3, env={**INFO, "LAZYTOOLS_STATE_TIMEOUT": "60"}) as c:
         done: list[int] = []
 
         async def one(i: int) -> None:
