@@ -3,7 +3,10 @@ gives (`query.TermReader`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lazytools.search import SearchIndex
+from lazytools.search.analysis import split_words
 from lazytools.search.config import RankingConfig
 from lazytools.search.query import TermReader, tagged_terms
 
@@ -49,3 +52,21 @@ def test_holds_and_share_read_the_postings() -> None:
         scores = postings.scores({term: 1.0})
         assert ids == [doc for doc in range(postings.size) if scores[doc] != 0]
     assert not postings.holds(0, "no such term") and postings.share("no such term") == 0.0
+
+
+def test_words_are_stemmed_by_the_compiled_snowball_stemmer_with_the_same_stems() -> None:
+    """PyStemmer (Snowball's C code) is in force, and stems every word of the test catalogs, queries and docs as
+    snowballstemmer's pure-Python English stemmer does: a version of either that stemmed differently would change
+    what every index holds."""
+    import Stemmer
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    from lazytools.search import analysis
+
+    assert isinstance(analysis._stemmer, Stemmer.Stemmer)
+    root = Path(__file__).parent.parent
+    texts = [*(root / "tests" / "fixtures").glob("*.jsonl"), *(root / "docs").glob("*.md")]
+    words = sorted({word for path in texts for word in split_words(path.read_text())})
+    assert len(words) > 1000
+    pure = EnglishStemmer()
+    assert [analysis.stem(word) for word in words] == [pure.stemWord(word) for word in words]
