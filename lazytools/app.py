@@ -28,6 +28,7 @@ from mcp.server.context import ServerMiddleware
 from .audit import AuditLog, open_audit
 from .catalog import Catalog, Group, suggest
 from .errors import ConfigError
+from .heap import settle
 from .identity import Principal, named_principal
 from .learning.log import UsageLog
 from .learning.start import open_usage
@@ -317,6 +318,7 @@ async def _serve(settings: Settings) -> int:
                     server = await stack.enter_async_context(open_server(settings, state=state))
                     stack.callback(held.hold)  # first: a signal during the stop waits for the upstreams' end
                     await server.index.ready()  # built before the first client asks, not during its first search
+                    settle()  # the collector no longer walks what start-up built, on every full collection
                     if watching is not None:
                         await watching.stop()  # the transports handle signals from here on
                     stopped_by = await _serve_on(server, settings, state)

@@ -20,7 +20,7 @@ from mcp import Client
 from lazytools.transports.http import MCP_PATH
 
 from .conftest import make_settings
-from .helpers import eventually
+from .helpers import eventually, spawned_http_server
 
 
 @pytest.mark.process
@@ -93,3 +93,15 @@ def test_a_port_in_use_is_one_line_and_status_2(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and done.stdout == ""
     assert done.stderr.rstrip().splitlines()[-1] == f"lazytools: cannot listen on 127.0.0.1:{port} (the error above; --host, --port)"
     assert "address already in use" in done.stderr
+
+
+@pytest.mark.process
+async def test_what_start_up_built_is_frozen_out_of_the_collector_before_serving() -> None:
+    """The catalog, the index and the modules live as long as the process: the collector's full collections do not
+    walk them again during requests (heap.settle, called once the index is ready)."""
+    async with spawned_http_server(log_level="DEBUG") as child:
+        await eventually(lambda: "objects frozen out of the collector" in child.log.read_text(errors="replace"))
+        line = next(line for line in child.log.read_text(errors="replace").splitlines() if "objects frozen" in line)
+        assert int(re.search(r"(\d+) objects frozen", line).group(1)) > 10_000  # type: ignore[union-attr]
+        async with Client(child.url) as client:
+            assert "search_tools" in {tool.name for tool in (await client.list_tools()).tools}

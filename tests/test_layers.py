@@ -23,7 +23,7 @@ PACKAGE = Path(lazytools.__file__).resolve().parent
 LAYERS: dict[str, int] = {
     # what everything shares: errors, settings, the tool-name policy, the private-SDK adapter, the surfaces' names
     "errors": 0, "settings": 0, "toolnames": 0, "entry": 0, "sdk": 0, "modes": 0,
-    "safetext": 0, "threads": 0, "origin": 0, "streams": 0, "uris": 0,  # origin: whose request is served, read by server and gateway
+    "safetext": 0, "threads": 0, "heap": 0, "origin": 0, "streams": 0, "uris": 0,  # origin: whose request is served, read by server and gateway
     "identity": 0,  # identity: who a request acts for (a Principal)
     "telemetry": 0,  # trace export (OTLP), configured once at start-up
     "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)
