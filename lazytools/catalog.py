@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import heapq
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -31,6 +32,10 @@ class Group:
 NAME_CHARS = 200
 """Characters of a name `suggest` reads: a client may send megabytes of one, and each read costs per candidate."""
 
+_RATIOS = 64
+"""Candidates sharing as many words whose full spelling ratio is computed at most (each costs the product of the
+two names' lengths)."""
+
 
 def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
     """Closest names to `name`: case-insensitive exact match first, then suffix and fuzzy matches; when those give
@@ -53,18 +58,37 @@ def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
 
 
 def _by_words(name: str, pool: list[str], limit: int) -> list[str]:
-    """The `limit` names of `pool` sharing most words with `name` (at least one), ties by spelling ratio."""
+    """The `limit` names of `pool` sharing most words with `name` (at least one), ties by spelling ratio: computed
+    only in the tiers of shared words that fill `limit`, against `name` read once (a hostile name can share a
+    word with each of ten thousand tools)."""
     wanted = _words(name)
     if not wanted:
         return []
-    scored: list[tuple[int, float, str]] = []
+    tiers: dict[int, list[str]] = {}
     for candidate in pool:
         shared = len(wanted & _words(candidate[:NAME_CHARS]))
         if shared:
-            ratio = difflib.SequenceMatcher(None, name.lower(), candidate[:NAME_CHARS].lower()).ratio()
-            scored.append((shared, ratio, candidate))
-    scored.sort(key=lambda item: (-item[0], -item[1]))
-    return [candidate for _, _, candidate in scored[:limit]]
+            tiers.setdefault(shared, []).append(candidate)
+    spelling = difflib.SequenceMatcher(autojunk=False)
+    spelling.set_seq2(name.lower())  # the matcher keeps what it learns of the second sequence
+    found: list[str] = []
+    for shared in sorted(tiers, reverse=True):
+        tier = tiers[shared]
+        if len(tier) > _RATIOS:  # the full ratio is quadratic: first the cheap bound on it picks the few to compute
+            tier = heapq.nlargest(_RATIOS, tier, key=lambda c: _quick(spelling, c))
+        ranked: list[tuple[float, str]] = []
+        for candidate in tier:
+            spelling.set_seq1(candidate[:NAME_CHARS].lower())
+            ranked.append((-spelling.ratio(), candidate))
+        found += [candidate for _, candidate in sorted(ranked)[: limit - len(found)]]
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _quick(spelling: difflib.SequenceMatcher[str], candidate: str) -> float:
+    spelling.set_seq1(candidate[:NAME_CHARS].lower())
+    return spelling.quick_ratio()
 
 
 _WORD = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")

@@ -96,3 +96,19 @@ async def test_a_call_by_swapped_words_suggests_the_tool_over_the_wire() -> None
         assert direct.is_error and "Did you mean: word_count" in text_of(direct)
         bridged = await c.call_tool("invoke_tool", {"tool_name": "text_reverse", "arguments": {"text": "a"}})
         assert bridged.is_error and "Did you mean: reverse_text" in text_of(bridged)
+
+
+def test_a_name_sharing_words_with_every_tool_costs_a_bounded_number_of_spelling_ratios(monkeypatch) -> None:
+    import difflib
+
+    calls: list[int] = []
+    ratio = difflib.SequenceMatcher.ratio
+
+    def counted(self: difflib.SequenceMatcher[str]) -> float:
+        calls.append(1)
+        return ratio(self)
+
+    monkeypatch.setattr(difflib.SequenceMatcher, "ratio", counted)
+    found = suggest("get_item_" * 30, [f"get_item_{i}" for i in range(2_000)])  # every tool shares both words
+    assert len(found) == 3 and all(name.startswith("get_item_") for name in found)
+    assert len(calls) <= 64, len(calls)  # not one per tool: each full ratio costs the product of the lengths
