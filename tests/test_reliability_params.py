@@ -104,3 +104,16 @@ def test_an_answer_names_a_few_parameters_each_cut_short() -> None:
         ManyParams.model_validate({"a": 1, "b": 2, "c": 3, "d": 4, "k" * 10_000: 5})
     error = invalid_params(info.value, {"k" * 10_000: 5}).error
     assert "is not allowed" in error.message and len(error.message) < 200, error.message
+
+
+def test_the_members_of_a_union_are_not_named_as_parameters() -> None:
+    from mcp_types import methods
+    from pydantic import ValidationError
+
+    from lazytools.server.middleware.params import invalid_params
+
+    params = {"ref": {"type": "ref/prompt", "name": 3}, "argument": {"name": "a", "value": "b"}}
+    with pytest.raises(ValidationError) as info:
+        methods.validate_client_request("completion/complete", "2025-11-25", params)
+    # pydantic's locations run through each member it tried ("ref.PromptReference.name"): no such parameter.
+    assert invalid_params(info.value, params).error.message == "Invalid request parameters: 'ref' is not valid"

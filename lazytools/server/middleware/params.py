@@ -55,12 +55,13 @@ def invalid_params(exc: ValidationError, params: Mapping[str, Any] | None) -> MC
         location = list(error["loc"])
         if exc.title.endswith("Request") and location[:1] == ["params"]:
             location = location[1:]  # the whole request was validated: its params are one level down
-        path = _path_in(params, location, missing=error["type"] == "missing")
-        expected = _EXPECTED.get(error["type"], "is not valid")
+        path, inside = _path_in(params, location, missing=error["type"] == "missing")
+        path = path or "params"  # the whole of them
+        # A fault deeper inside than the path reaches (a union member's field) is not what the value must be.
+        expected = "is not valid" if inside else _EXPECTED.get(error["type"], "is not valid")
         if expected not in faults.setdefault(path, []):
             faults[path].append(expected)
-    named = [f"'{path}' {_merged(expected)}" if path else "the params must be an object"
-             for path, expected in list(faults.items())[:_NAMED]]
+    named = [f"'{path}' {_merged(expected)}" for path, expected in list(faults.items())[:_NAMED]]
     more = f" (and {len(faults) - _NAMED} more)" if len(faults) > _NAMED else ""
     return MCPError(code=types.INVALID_PARAMS, message=f"Invalid request parameters: {'; '.join(named)}{more}",
                     data={"parameters": list(faults)[:_NAMED]})
@@ -72,9 +73,10 @@ def _of_request(exc: ValidationError) -> bool:
     return exc.title.endswith(("Request", "RequestParams", "Params"))
 
 
-def _path_in(params: Mapping[str, Any] | None, location: Sequence[int | str], *, missing: bool) -> str:
-    """The part of `location` that is in `params` (a missing key included), dotted: pydantic adds the names of
-    union members it tried ("progressToken.str"), which are not parameters."""
+def _path_in(params: Mapping[str, Any] | None, location: Sequence[int | str], *, missing: bool) -> tuple[str, bool]:
+    """The part of `location` that is in `params` (a missing key included), dotted, and whether the fault lies
+    deeper than that part: pydantic adds the names of union members it tried ("progressToken.str"), which are not
+    parameters."""
     found: list[str] = []
     value: Any = params if params is not None else {}
     for step, key in enumerate(location):
@@ -84,9 +86,9 @@ def _path_in(params: Mapping[str, Any] | None, location: Sequence[int | str], *,
         elif isinstance(value, list) and isinstance(key, int) and 0 <= key < len(value):
             value = value[key]
         elif not (missing and last and isinstance(value, Mapping)):
-            break
+            return ".".join(found), not last
         found.append(clip(str(key), _NAME_CHARS))
-    return ".".join(found)
+    return ".".join(found), False
 
 
 def _merged(expected: list[str]) -> str:
