@@ -167,10 +167,7 @@ def choose(rows: Sequence[Row], semantic: bool, weighed: tuple[tuple[str, float]
         if sum(parts) != steps:
             continue
         weights = tuple((name, part / steps) for name, part in zip(WEIGHED, parts, strict=True) if part)
-        probe = FitConfig(semantic_weights=weights, embedder=DEFAULT_EMBEDDER)
-        fit = _chosen(outside, inside.values(), lambda r, p=probe: p.semantic_score(_evidence(r)),
-                      lambda t, w=weights: FitConfig(semantic_weights=w, min_semantic=t,
-                                                            embedder=DEFAULT_EMBEDDER))
+        fit = _threshold_of(outside, inside.values(), weights)
         caught = _share(outside, fit)
         if caught > best[0]:
             best = (caught, fit)
@@ -301,11 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _weights(text: str) -> tuple[tuple[str, float], ...]:
-    """`lexical=.2,gap=.8` as `FitConfig.semantic_weights`."""
-    pairs = [part.split("=", 1) for part in text.split(",") if part.strip()]
-    if any(len(pair) != 2 for pair in pairs):
-        raise argparse.ArgumentTypeError(f"expected name=weight,...: {text!r}")
-    return tuple((name.strip(), float(weight)) for name, weight in pairs)
+    """`lexical=.2,gap=.8` as `FitConfig.semantic_weights` (argparse reports a ValueError as a bad argument)."""
+    return tuple((name.strip(), float(weight)) for name, weight in (part.split("=") for part in text.split(",")))
 
 
 def _as_dict(row: Row) -> dict[str, object]:
