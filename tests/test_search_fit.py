@@ -226,8 +226,9 @@ def _general(words: int) -> Evidence:
 
 
 def test_a_long_request_fits_with_a_gap_a_short_one_needs_more_than() -> None:
-    # Before the length allowance (.2 lexical + .8 gap >= .1339) both were refused: ToolAlpaca's "I'm doing a
-    # presentation on famous scientists. Can you find out when Albert Einstein was born?" among them.
+    # Without the length (.2 lexical + .8 gap >= .1339) both are refused, and a long general question has a gap
+    # this small: ToolAlpaca's "I'm doing a presentation on famous scientists. Can you find out when Albert Einstein
+    # was born?" (lexical .30, gap .09) for Wolfram Alpha's short answers.
     long, short = _general(25), _general(3)
     assert long.lexical == pytest.approx(0.09, abs=0.01) and long.gap == pytest.approx(0.12)
     assert long.words == pytest.approx(math.log(25)) and short.words == pytest.approx(math.log(3))
