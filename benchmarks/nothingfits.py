@@ -1,6 +1,7 @@
 """When search says "nothing fits": the evidence per request, thresholds chosen on even halves, checked on odd ones.
 
     python -m benchmarks.nothingfits [--semantic] [--signals FILE] [--from FILE] [--metatool DIR] [--toolalpaca DIR]
+                                     [--weights lexical=.2,gap=.8,words=.035]
 
 Every request of the in-scope sets (the dev sets, MetaTool, ToolAlpaca, RestBench) and of the out-of-scope sets
 (`OUTSIDE`: benchmarks/data/multiserver/outofscope.jsonl for the dev catalog, benchmarks/data/bundled/outofscope.jsonl
@@ -70,6 +71,7 @@ class Row:
     coverage: float = 0.0
     gap: float | None = None
     lift: float | None = None
+    words: float = 0.0
 
 
 def _out_of_scope(path: Path, half: str) -> list[tuple[str, str]]:
@@ -128,7 +130,7 @@ def _row(catalog: str, name: str, half: str, qid: str, recall: float | None, evi
     if evidence is None:  # nothing matched at all: no tool is returned either way
         return Row(catalog, name, half, qid, recall, 0.0, None)
     return Row(catalog, name, half, qid, recall, evidence.lexical, evidence.cosine, evidence.second,
-               evidence.coverage, evidence.gap, evidence.lift)
+               evidence.coverage, evidence.gap, evidence.lift, evidence.words)
 
 
 def _fits(row: Row, fit: FitConfig) -> bool:
@@ -144,17 +146,19 @@ def _loss(rows: Sequence[Row], fit: FitConfig) -> float:
     return sum(r.recall or 0.0 for r in rows if not _fits(r, fit)) / len(rows) if rows else 0.0
 
 
-def choose(rows: Sequence[Row], semantic: bool) -> FitConfig:
+def choose(rows: Sequence[Row], semantic: bool, weighed: tuple[tuple[str, float], ...] | None = None) -> FitConfig:
     """The rule refusing the most even-half out-of-scope requests of the dev catalog while no calibration set's
     even half (each dev set on its own, MetaTool, ToolAlpaca) loses more than MAX_LOSS of R@5: in BM25 mode a
     lexical threshold, in semantic mode the weights of `WEIGHED` (non-negative, summing to 1, in steps of
-    WEIGHT_STEP) and the threshold of their sum."""
+    WEIGHT_STEP) and the threshold of their sum; with `weighed` given (semantic), only the threshold of its sum."""
     even = [r for r in rows if r.half == "even"]
     inside: dict[tuple[str, str], list[Row]] = {}
     for r in even:  # every set on its own: a small set refusing one request it answers loses more than .01
         if r.recall is not None and r.catalog in CALIBRATION:
             inside.setdefault((r.catalog, r.name), []).append(r)
     outside = [r for r in even if r.recall is None and r.catalog == "dev"]
+    if weighed is not None:
+        return _threshold_of(outside, inside.values(), weighed)
     if not semantic:
         return _chosen(outside, inside.values(), lambda r: r.lexical, lambda t: FitConfig(min_lexical=t))
     best: tuple[float, FitConfig] = (-1.0, OFF)
@@ -163,14 +167,18 @@ def choose(rows: Sequence[Row], semantic: bool) -> FitConfig:
         if sum(parts) != steps:
             continue
         weights = tuple((name, part / steps) for name, part in zip(WEIGHED, parts, strict=True) if part)
-        probe = FitConfig(semantic_weights=weights, embedder=DEFAULT_EMBEDDER)
-        fit = _chosen(outside, inside.values(), lambda r, p=probe: p.semantic_score(_evidence(r)),
-                      lambda t, w=weights: FitConfig(semantic_weights=w, min_semantic=t,
-                                                            embedder=DEFAULT_EMBEDDER))
+        fit = _threshold_of(outside, inside.values(), weights)
         caught = _share(outside, fit)
         if caught > best[0]:
             best = (caught, fit)
     return best[1]
+
+
+def _threshold_of(outside: Sequence[Row], inside: Iterable[Sequence[Row]],
+                  weights: tuple[tuple[str, float], ...]) -> FitConfig:
+    probe = FitConfig(semantic_weights=weights, embedder=DEFAULT_EMBEDDER)
+    return _chosen(outside, inside, lambda r: probe.semantic_score(_evidence(r)),
+                   lambda t: FitConfig(semantic_weights=weights, min_semantic=t, embedder=DEFAULT_EMBEDDER))
 
 
 WEIGHED = ("lexical", "gap", "lift")
@@ -202,7 +210,7 @@ def _share(outside: Sequence[Row], fit: FitConfig) -> float:
 
 def _evidence(row: Row) -> Evidence:
     return Evidence(row.lexical, row.cosine, embedder=DEFAULT_EMBEDDER if row.cosine is not None else None,
-                    second=row.second, coverage=row.coverage, gap=row.gap, lift=row.lift)
+                    second=row.second, coverage=row.coverage, gap=row.gap, lift=row.lift, words=row.words)
 
 
 def _outside(rows: Sequence[Row], sets: Sequence[tuple[str, str]]) -> list[Row]:
@@ -264,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--from", dest="source", type=Path, help="read them from here instead of searching")
     parser.add_argument("--metatool", type=Path, default=METATOOL if METATOOL.is_dir() else None)
     parser.add_argument("--toolalpaca", type=Path, default=TOOLALPACA if TOOLALPACA.is_dir() else None)
+    parser.add_argument("--weights", type=_weights, help="semantic: also choose the threshold for these weights "
+                        "on the even halves (e.g. lexical=.2,gap=.8,words=.035)")
     args = parser.parse_args(argv)
     if args.source is not None:
         rows = [Row(**json.loads(line)) for line in args.source.read_text(encoding="utf-8").splitlines() if line]
@@ -277,10 +287,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     semantic = any(r.cosine is not None for r in rows)
     chosen = choose(rows, semantic)
     print(f"chosen on the even halves ({'semantic' if semantic else 'BM25'}): {chosen}\n")
-    print(table(rows, {"chosen": chosen, "shipped": DEFAULT_FIT}))
+    fits = {"chosen": chosen, "shipped": DEFAULT_FIT}
+    if args.weights is not None and semantic:
+        fits["weights given"] = choose(rows, semantic, args.weights)
+        print(f"chosen on the even halves for the weights given: {fits['weights given']}\n")
+    print(table(rows, fits))
     print("\nEach in-scope set with the shipped thresholds:\n")
     print(per_set(rows, DEFAULT_FIT))
     return 0
+
+
+def _weights(text: str) -> tuple[tuple[str, float], ...]:
+    """`lexical=.2,gap=.8` as `FitConfig.semantic_weights` (argparse reports a ValueError as a bad argument)."""
+    return tuple((name.strip(), float(weight)) for name, weight in (part.split("=") for part in text.split(",")))
 
 
 def _as_dict(row: Row) -> dict[str, object]:

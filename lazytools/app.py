@@ -47,6 +47,7 @@ from .server.middleware.access import AccessMiddleware
 from .server.middleware.audit import AuditMiddleware
 from .server.middleware.metrics import MetricsMiddleware
 from .server.middleware.origin import OriginMiddleware
+from .server.middleware.params import ParamsMiddleware
 from .server.middleware.principal import PrincipalMiddleware
 from .server.middleware.rate_limit import RateLimitMiddleware
 from .server.middleware.shared_sessions import SharedSessions
@@ -208,8 +209,9 @@ def build_server(catalog: Catalog, settings: Settings, *, store: SessionStore | 
 def _middleware(catalog: Catalog, gate: Gate, local: Principal, front: UpstreamFeatures | None,
                 sessions: SessionRegistry, *, policy: PolicyFile | None, metrics: Metrics | None,
                 audit: AuditLog | None, limited: RateLimitMiddleware | None) -> list[ServerMiddleware[Any]]:
-    """Around every request, outermost first (server/middleware/): the SDK's span, who the request acts for, what
-    they may see, metrics, the audit line that names them, their rate limit (a refused call is audited too), and
+    """Around every request, outermost first (server/middleware/): params of the wrong shape answered naming the
+    parameter at fault (outside the rest, which still see the SDK's own error), the SDK's span, who the request
+    acts for, what they may see, metrics, the audit line that names them, their rate limit (a refused call is audited too), and
     innermost, for requests an upstream may serve, their origin, so upstream progress, logs and requests reach the
     client that asked. A layer whose feature is off is left out: each one costs every request its await and its
     bookkeeping."""
@@ -227,7 +229,7 @@ def _middleware(catalog: Catalog, gate: Gate, local: Principal, front: UpstreamF
             return front.uri_server(target) if front is not None else None
         return catalog.get(target).group if target in catalog else None
 
-    layers: list[ServerMiddleware[Any]] = [OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
+    layers: list[ServerMiddleware[Any]] = [ParamsMiddleware(), OpenTelemetryMiddleware(), PrincipalMiddleware(local)]
     if policy is not None:  # without a policy every principal's Access is the whole catalog, ready at once
         layers.append(AccessMiddleware(gate))
     if metrics is not None:  # before the audit and the limit: it counts what they refuse

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import heapq
+import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 from .entry import ToolEntry
@@ -26,8 +29,18 @@ class Group:
     `summary` is its one line."""
 
 
+NAME_CHARS = 200
+"""Characters of a name `suggest` reads: a client may send megabytes of one, and each read costs per candidate."""
+
+_RATIOS = 64
+"""Candidates sharing as many words whose full spelling ratio is computed at most (each costs the product of the
+two names' lengths)."""
+
+
 def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
-    """Closest names to `name`: case-insensitive exact match first, then suffix and fuzzy matches."""
+    """Closest names to `name`: case-insensitive exact match first, then suffix and fuzzy matches; when those give
+    fewer than `limit`, the names sharing most words with it ("count_words" for "word_count"), ties by spelling."""
+    name = name[:NAME_CHARS]
     pool = list(candidates)
     lowered = {c.lower(): c for c in pool}
     found: list[str] = []
@@ -38,7 +51,72 @@ def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
     found += [c for c in pool if c.lower().endswith("__" + tail) or c.lower() == tail]
     found += difflib.get_close_matches(name, pool, n=limit, cutoff=0.6)
     found += [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=limit, cutoff=0.6)]
-    return list(dict.fromkeys(found))[:limit]
+    found = list(dict.fromkeys(found))[:limit]
+    if len(found) < limit:
+        found += _by_words(name, [c for c in pool if c not in found], limit - len(found))
+    return found
+
+
+def _by_words(name: str, pool: list[str], limit: int) -> list[str]:
+    """The `limit` names of `pool` sharing most words with `name` (at least one), ties by spelling ratio: computed
+    only in the tiers of shared words that fill `limit`, against `name` read once (a hostile name can share a
+    word with each of ten thousand tools)."""
+    wanted = _words(name)
+    if not wanted:
+        return []
+    tiers: dict[int, list[str]] = {}
+    for candidate in pool:
+        shared = len(wanted & _words(candidate[:NAME_CHARS]))
+        if shared:
+            tiers.setdefault(shared, []).append(candidate)
+    spelling = difflib.SequenceMatcher(autojunk=False)
+    spelling.set_seq2(name.lower())  # the matcher keeps what it learns of the second sequence
+    found: list[str] = []
+    for shared in sorted(tiers, reverse=True):
+        tier = tiers[shared]
+        if len(tier) > _RATIOS:  # the full ratio is quadratic: first the cheap bound on it picks the few to compute
+            tier = heapq.nlargest(_RATIOS, tier, key=lambda c: _quick(spelling, c))
+        ranked: list[tuple[float, str]] = []
+        for candidate in tier:
+            spelling.set_seq1(candidate[:NAME_CHARS].lower())
+            ranked.append((-spelling.ratio(), candidate))
+        found += [candidate for _, candidate in sorted(ranked)[: limit - len(found)]]
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _quick(spelling: difflib.SequenceMatcher[str], candidate: str) -> float:
+    spelling.set_seq1(candidate[:NAME_CHARS].lower())
+    return spelling.quick_ratio()
+
+
+_WORD = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+"""A word: an acronym ("HTTP", "IDs"), a capitalised or lowercase run, or digits; anything else separates."""
+_VOWEL = re.compile(r"[aeiouy]")
+
+
+@lru_cache(maxsize=4096)
+def _words(name: str) -> frozenset[str]:
+    """The words of a name, split at separators and camelCase, lowercased, plurals and -ing forms made plain."""
+    return frozenset(_plain(word.lower()) for word in _WORD.findall(name))
+
+
+def _plain(word: str) -> str:
+    """A rough stem ("files", "filing" and "file" all give "fil"): enough to match one name's words to another's."""
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if len(word) > 5 and word.endswith("ing") and _VOWEL.search(word[:-3]):  # not "string" or "thing"
+        word = word[:-3]
+        if word[-1] == word[-2] and word[-1] not in "aeiouls":
+            word = word[:-1]  # "running" → "run"
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
 
 
 class ToolGroup(Protocol):

@@ -1,6 +1,6 @@
 """The compact catalog manifest inside the search_tools description: each group, its size and one line, within a
-budget of characters (the `manifest_chars` setting); a catalog of more groups than fit names them without summaries,
-then names the largest and says how to reach the rest.
+budget of characters (the `manifest_chars` setting) that all of its text counts against; a catalog of more groups
+than fit names them without summaries, then names the largest and says how to reach the rest.
 
 A group's line is the first real sentence of its summary as plain words (no headings or markdown), unless the
 summary is a placeholder: a text that several groups share ("Tools from x.jsonl (no implementation)") says
@@ -89,27 +89,42 @@ def _topic_words(catalog: Catalog, group: Group, count: int = 6) -> str:
 
 
 def manifest(catalog: Catalog, budget: int = MANIFEST_CHARS) -> str:
-    """The groups within `budget` characters (the header and the closing note aside): a line per group with its
-    summary cut at the longest of SUMMARY_TIERS that lets every line fit; else `name (size)` for every group on one
-    line; else the largest groups that fit and a count of the rest. The last line says how to reach any group."""
+    """The groups in at most `budget` characters, all of the text counted: a line per group with its summary cut at
+    the longest of SUMMARY_TIERS that lets every line fit; else `name (size)` for every group on one line; else the
+    largest groups that fit and a count of the rest; else that count alone, cut at a word. Every form but the cut
+    one ends saying how to reach any group; a budget of 0 is no manifest."""
     groups = sorted((g for g in catalog.groups if catalog.in_group(g.name)), key=lambda g: g.name)
-    if not groups:
+    if not groups or budget <= 0:
         return ""
     counts = Counter(group.summary for group in groups if group.summary)
     placeholders = frozenset(summary for summary, count in counts.items() if count > 1)
+    header, note = "Groups (tool count): summary\n", f"\n{REACH}."
     for chars in SUMMARY_TIERS:
-        lines = _within(budget, (group_line(catalog, group, placeholders, chars) for group in groups))
+        lines = _within(budget - len(header) - len(note),
+                        (group_line(catalog, group, placeholders, chars) for group in groups))
         if len(lines) == len(groups):
-            return "Groups (tool count): summary\n" + "\n".join(lines) + f"\n{REACH}."
+            return header + "\n".join(lines) + note
     sizes = {g.name: len(catalog.in_group(g.name)) for g in groups}
     largest = sorted(groups, key=lambda g: (-sizes[g.name], g.name))
-    named = _within(budget, (f"{_name(g.name)} ({sizes[g.name]})" for g in largest), sep=2)
+    header = "Groups (tool count): "
+    longest_more = len(f"; {len(groups)} more groups: {REACH}.")
+    named = _within(budget - len(header) - longest_more, (f"{_name(g.name)} ({sizes[g.name]})" for g in largest),
+                    sep=2)
     shown = sorted(named)
     rest = len(groups) - len(shown)
     if not shown:
-        return f"{len(groups)} groups; {REACH}."
+        return _cut(f"{len(groups)} groups; {REACH}.", budget)
     more = f"; {rest} more groups: {REACH}." if rest else f". {REACH}."
-    return "Groups (tool count): " + ", ".join(shown) + more
+    return header + ", ".join(shown) + more
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters: whole if it fits, else cut at a word and ended with an ellipsis, else
+    nothing (a piece of a word says nothing)."""
+    if len(text) <= limit:
+        return text
+    end = text.rfind(" ", 0, limit)  # the words before it and the ellipsis take at most `limit`
+    return text[:end].rstrip(",;:") + "…" if end > 0 else ""
 
 
 def _within(budget: int, lines: Iterable[str], sep: int = 1) -> list[str]:

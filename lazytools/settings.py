@@ -67,9 +67,10 @@ class Settings(BaseSettings):
                     "client re-lists.")
     manifest_chars: int = Field(
         default=1_200, ge=0, le=50_000,
-        description="Characters of search_tools' description that name the catalog's groups (the manifest): a line "
-                    "per group with a summary cut to fit, else every group's name and size, else the largest and a "
-                    "count of the rest, with how to reach any group (0: only that count).")
+        description="Characters of search_tools' description that name the catalog's groups (the manifest), all of "
+                    "its text counted: a line per group with a summary cut to fit, else every group's name and size, "
+                    "else the largest and a count of the rest, with how to reach any group; below about 100, only "
+                    "that count, cut at a word with an ellipsis (0: no manifest).")
     always_available_tools: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Comma-separated tool names listed from the start in every surface (unknown names are a start-up "

@@ -41,6 +41,13 @@ def require(binary: str, package: str) -> str:
     return found
 
 
+async def _answers_200(http: httpx2.AsyncClient, url: str) -> bool:
+    try:
+        return (await http.get(url)).status_code == 200
+    except httpx2.TransportError:
+        return False
+
+
 async def _wait(condition_name: str, check: object, timeout: float, process: subprocess.Popen[bytes] | None = None,
                 log: Path | None = None) -> None:
     with anyio.fail_after(timeout):
@@ -131,14 +138,15 @@ class Replica:
         with self.log.open("ab") as sink:
             self.process = subprocess.Popen(command, cwd=self.directory, env={**clean, **self.env},
                                             stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
-        await _wait(f"lazytools on {self.port}", self.ready, 90, self.process, self.log)
+        await self.wait_ready(90)
 
-    async def ready(self) -> bool:
-        try:
-            async with httpx2.AsyncClient(timeout=2) as http:
-                return (await http.get(f"{self.base}/readyz")).status_code == 200
-        except httpx2.TransportError:
-            return False
+    async def wait_ready(self, timeout: float) -> None:
+        # One client for the whole wait: a client made per poll (20 a second) cost more CPU than the replica's start.
+        async with httpx2.AsyncClient(timeout=2) as http:
+            await _wait(f"lazytools on {self.port}", lambda: self.ready(http), timeout, self.process, self.log)
+
+    async def ready(self, http: httpx2.AsyncClient) -> bool:
+        return await _answers_200(http, f"{self.base}/readyz")
 
     def kill(self) -> None:
         assert self.process is not None
@@ -149,8 +157,14 @@ class Replica:
         assert self.process is not None
         return await stop_process(self.process)
 
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
+    def mark(self) -> int:
+        """Where its log ends now: `output(since=...)` of it is what the replica wrote after this."""
+        return self.log.stat().st_size
+
+    def output(self, since: int = 0) -> str:
+        with self.log.open("rb") as log:
+            log.seek(since)
+            return log.read().decode(errors="replace")
 
 
 # -- haproxy ----------------------------------------------------------------------------------------------------------
@@ -182,7 +196,11 @@ class Cluster:
     async def all_ready_through_proxy(self) -> None:
         """Wait until haproxy's checks see every live replica ready (new sessions spread over all of them)."""
         for replica in self.replicas:
-            await _wait(f"replica {replica.port}", replica.ready, 60, replica.process, replica.log)
+            await replica.wait_ready(60)
+
+    def marks(self) -> list[int]:
+        """Where each replica's log ends now (`Replica.mark`)."""
+        return [replica.mark() for replica in self.replicas]
 
 
 @asynccontextmanager
@@ -210,15 +228,8 @@ async def cluster(size: int = 3, *, env: dict[str, str] | None = None, sticky: b
                                        stdout=sink, stderr=sink)
         stack.push_async_callback(stop_process, haproxy)
         base = f"http://127.0.0.1:{listen}"
-
-        async def through() -> bool:
-            try:
-                async with httpx2.AsyncClient(timeout=2) as http:
-                    return (await http.get(f"{base}/readyz")).status_code == 200
-            except httpx2.TransportError:
-                return False
-
-        await _wait("haproxy", through, 30, haproxy, log)
+        async with httpx2.AsyncClient(timeout=2) as http:
+            await _wait("haproxy", lambda: _answers_200(http, f"{base}/readyz"), 30, haproxy, log)
         yield Cluster(redis, replicas, f"{base}/mcp", haproxy, log)
 
 

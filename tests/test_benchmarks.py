@@ -339,7 +339,7 @@ def test_nothing_fits_thresholds_are_chosen_on_even_halves_within_the_loss() -> 
 
 
 def test_the_semantic_rule_is_chosen_on_even_halves_and_weighs_what_separates() -> None:
-    from benchmarks.nothingfits import Row, choose
+    from benchmarks.nothingfits import Row, _weights, choose
     from lazytools.search.embedders import DEFAULT_EMBEDDER
     from lazytools.search.fit import Evidence
 
@@ -352,6 +352,9 @@ def test_the_semantic_rule_is_chosen_on_even_halves_and_weighs_what_separates() 
     assert dict(chosen.semantic_weights) == {"gap": 1.0} and chosen.min_semantic == 0.3
     assert chosen.fits(Evidence(0.1, 0.1, embedder=DEFAULT_EMBEDDER, gap=0.3))
     assert not chosen.fits(Evidence(0.1, 0.9, embedder=DEFAULT_EMBEDDER, gap=0.29))
+    # Weights given (--weights): only the threshold is chosen, the highest that refuses no in-scope request here.
+    given = choose(rows, semantic=True, weighed=_weights("cosine=1"))
+    assert given.semantic_weights == (("cosine", 1.0),) and given.min_semantic == 0.1
 
 
 def test_the_context_benchmark_prints_both_surfaces_and_fastmcp_or_says_why_not(

@@ -68,3 +68,47 @@ def test_unique_name_cuts_to_fit_its_suffix() -> None:
     long = "x" * MAX_NAME_LENGTH
     made = unique_name(long, {long}, "_")
     assert made == "x" * (MAX_NAME_LENGTH - 2) + "_2" and len(made) == MAX_NAME_LENGTH
+
+
+def test_names_with_the_same_words_in_another_order_or_form_are_suggested() -> None:
+    tools = ["word_count", "reverse_text", "get_forecast", "fs__list_files", "list_issues"]
+    assert suggest("count_words", tools) == ["word_count"]  # no spelling match: the same words, swapped
+    assert suggest("listFile", tools)[0] == "fs__list_files"  # camelCase, singular
+    assert suggest("counting.words", tools) == ["word_count"]  # dots, and an -ing form
+    # Spelling first; then by words in common, ties by spelling (both share "list" with "listing_things").
+    assert suggest("word_cont", tools)[0] == "word_count"
+    assert suggest("listing_things", tools, limit=2) == ["list_issues", "fs__list_files"]
+    assert suggest("nothing_alike", tools) == []
+
+
+def test_only_the_first_200_characters_of_a_name_are_read() -> None:
+    assert suggest("x" * 200 + "_word_count", ["word_count"]) == []  # its words past the cut are not read
+    assert suggest("x" * 190 + "_word_count", ["word_count"]) == ["word_count"]
+
+
+async def test_a_call_by_swapped_words_suggests_the_tool_over_the_wire() -> None:
+    from lazytools import build_server
+
+    from .conftest import client, make_settings, small_catalog, text_of
+
+    async with client(build_server(small_catalog(), make_settings())) as c:
+        direct = await c.call_tool("count_words", {"text": "a"})
+        assert direct.is_error and "Did you mean: word_count" in text_of(direct)
+        bridged = await c.call_tool("invoke_tool", {"tool_name": "text_reverse", "arguments": {"text": "a"}})
+        assert bridged.is_error and "Did you mean: reverse_text" in text_of(bridged)
+
+
+def test_a_name_sharing_words_with_every_tool_costs_a_bounded_number_of_spelling_ratios(monkeypatch) -> None:
+    import difflib
+
+    calls: list[int] = []
+    ratio = difflib.SequenceMatcher.ratio
+
+    def counted(self: difflib.SequenceMatcher[str]) -> float:
+        calls.append(1)
+        return ratio(self)
+
+    monkeypatch.setattr(difflib.SequenceMatcher, "ratio", counted)
+    found = suggest("get_item_" * 30, [f"get_item_{i}" for i in range(2_000)])  # every tool shares both words
+    assert len(found) == 3 and all(name.startswith("get_item_") for name in found)
+    assert len(calls) <= 64, len(calls)  # not one per tool: each full ratio costs the product of the lengths

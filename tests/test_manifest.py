@@ -79,23 +79,30 @@ def _groups(count: int) -> Catalog:
                      for i in range(count)])
 
 
-def _listing(text: str) -> str:
-    """The manifest less its header and its closing note: what the budget bounds."""
-    body = text.removeprefix("Groups (tool count): summary\n").removeprefix("Groups (tool count): ")
-    return re.sub(r"((; \d+ more groups)?[:.] |\n)" + re.escape(REACH) + r"\.$", "", body)
-
-
 def test_the_manifest_holds_its_budget_and_names_or_counts_every_group() -> None:
     # Failed before the budget: 80 groups made 60 lines of 100-character summaries, whatever was asked.
     groups = _groups(80)
-    for budget in (0, 150, 600, 1_200, 3_000, 20_000):
+    for budget in (120, 150, 600, 1_200, 3_000, 20_000):
         text = manifest(groups, budget)
-        assert len(_listing(text)) <= budget or budget == 0, (budget, len(_listing(text)))
+        assert len(text) <= budget, (budget, len(text))
         named = re.findall(r"server\d{3} \(\d\)", text)
         counted = re.search(r"(\d+) (?:more )?groups", text)
         assert len(set(named)) + (int(counted.group(1)) if counted else 0) == 80, (budget, text[:300])
         assert text.endswith(f"{REACH}.")  # every form says how to reach a group, named or not
-    assert manifest(groups, 0) == f"80 groups; {REACH}."
+    assert manifest(groups, 91) == f"80 groups; {REACH}."
+
+
+def test_a_budget_too_small_for_the_count_cuts_it_at_a_word() -> None:
+    # Failed before: the budget bounded the group names only, and 50 gave a manifest of 91 characters.
+    groups = _groups(80)
+    whole = f"80 groups; {REACH}."
+    for budget in (1, 2, 9, 10, 11, 50, 90):
+        text = manifest(groups, budget)
+        assert len(text) <= budget, (budget, text)
+        kept = text.removesuffix("…")
+        assert text == "" or (text.endswith("…") and whole.startswith(kept) and whole[len(kept)] in " ;"), text
+    assert manifest(groups, 0) == manifest(groups, 2) == ""  # no manifest; then not even a whole word fits
+    assert manifest(groups, 11) == "80 groups…" and manifest(groups, 50) == "80 groups; search_tools(group=NAME) lists a…"
 
 
 def test_summaries_are_cut_to_fit_before_any_group_goes_unnamed() -> None:
@@ -133,14 +140,15 @@ async def test_the_search_tools_description_stays_small_with_a_huge_tool_name() 
 async def test_the_listed_description_is_bounded_by_the_manifest_setting() -> None:
     groups = _groups(80)
     descriptions = {}
-    for budget in (0, 600, 4_000):
+    for budget in (0, 50, 600, 4_000):
         async with client(build_server(groups, make_settings(manifest_chars=budget))) as c:
             listed = (await c.list_tools()).tools
         description = next(t.description for t in listed if t.name == "search_tools")
         assert description is not None
         first, _, groups_part = description.partition("\n")
         assert "hidden until found" in first and len(first) < 120, first
-        assert len(_listing(groups_part)) <= budget or budget == 0, (budget, len(groups_part))
-        assert REACH in groups_part or len(re.findall(r"server\d{3} \(", groups_part)) == 80
+        assert len(groups_part) <= budget, (budget, len(groups_part))
+        assert REACH in groups_part or budget < 100 or len(re.findall(r"server\d{3} \(", groups_part)) == 80
         descriptions[budget] = description
-    assert len(descriptions[0]) < len(descriptions[600]) < len(descriptions[4_000])
+    assert "\n" not in descriptions[0]  # no manifest at all
+    assert len(descriptions[0]) < len(descriptions[50]) < len(descriptions[600]) < len(descriptions[4_000])

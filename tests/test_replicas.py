@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from anyio.from_thread import start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -103,72 +104,85 @@ def own_tools(i: int) -> list[str]:
     return [TEXT_TOOLS[i % len(TEXT_TOOLS)], TEXT_TOOLS[(i * 3 + 1) % len(TEXT_TOOLS)]][: 1 + (i % 3 != 0)]
 
 
-def served_from_store(c: Cluster) -> list[int]:
-    """How many sessions each replica served without having opened them (from their record in Redis)."""
-    return [replica.output().count("served here from the store") for replica in c.replicas]
+def served_from_store(c: Cluster, since: list[int] | None = None) -> list[int]:
+    """How many sessions each replica served without having opened them (from their record in Redis), in what it
+    logged after `since` (`Cluster.marks`)."""
+    return [replica.output(mark).count("served here from the store")
+            for replica, mark in zip(c.replicas, since or [0] * len(c.replicas), strict=True)]
 
 
 INFO = {"LAZYTOOLS_LOG_LEVEL": "INFO"}
+SHARED = {**INFO, "LAZYTOOLS_STATE_TIMEOUT": "60", "LAZYTOOLS_MAX_ENABLED": "32"}
+"""The shared cluster's settings: what each test on it needs. The store's timeout: fifty sessions at once on a busy
+2-core machine kept a Redis command waiting past the default 2 s ("session store (Redis) unavailable during session
+create: TimeoutError"). At most 32 enabled: one session enables every one of TEXT_TOOLS."""
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[Cluster]:
+    """One cluster for the tests that kill, stop, pause, restart or empty nothing: starting one costs about 10 s of
+    CPU. Each test opens its own sessions and reads only what the replicas logged after it started. The cluster's
+    event loop runs in a thread of its own (each test has its own loop, the cluster outlives them)."""
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(cluster(3, env=SHARED)) as c:
+        yield c
 
 
 # -- any replica serves any request ---------------------------------------------------------------------------------
 
 
-async def test_fifty_sessions_round_robin_each_see_only_their_own_tools() -> None:
-    # The store's timeout is the test's own: fifty sessions at once on a busy 2-core machine kept a Redis command
-    # waiting past the default 2 s ("session store (Redis) unavailable during session create: TimeoutError").
-    async with cluster(3, env={**INFO, "LAZYTOOLS_STATE_TIMEOUT": "60"}) as c:
-        done: list[int] = []
+async def test_fifty_sessions_round_robin_each_see_only_their_own_tools(shared: Cluster) -> None:
+    c, since = shared, shared.marks()
+    done: list[int] = []
 
-        async def one(i: int) -> None:
-            async with session(c.url) as client:
-                assert await tool_names(client) == META
-                await search_and_use(client, own_tools(i))
-                # Again, after every replica has had a request of it: still exactly its own tools.
-                assert await tool_names(client) == [*META, *own_tools(i)]
-            done.append(i)
+    async def one(i: int) -> None:
+        async with session(c.url) as client:
+            assert await tool_names(client) == META
+            await search_and_use(client, own_tools(i))
+            # Again, after every replica has had a request of it: still exactly its own tools.
+            assert await tool_names(client) == [*META, *own_tools(i)]
+        done.append(i)
 
-        async with anyio.create_task_group() as tg:
-            for i in range(50):
-                tg.start_soon(one, i)
-        assert sorted(done) == list(range(50))
-        # No stickiness: every replica served sessions it did not open.
-        assert all(count > 0 for count in served_from_store(c)), served_from_store(c)
+    async with anyio.create_task_group() as tg:
+        for i in range(50):
+            tg.start_soon(one, i)
+    assert sorted(done) == list(range(50))
+    # No stickiness: every replica served sessions it did not open.
+    assert all(count > 0 for count in served_from_store(c, since)), served_from_store(c, since)
 
 
-async def test_list_changed_reaches_the_get_stream_held_by_another_replica() -> None:
-    async with cluster(3) as c:
-        stream, *others = [replica.port for replica in c.replicas]
-        turn = iter(range(10**6))
-        notifications = Notifications()
+async def test_list_changed_reaches_the_get_stream_held_by_another_replica(shared: Cluster) -> None:
+    c = shared
+    stream, *others = [replica.port for replica in c.replicas]
+    turn = iter(range(10**6))
+    notifications = Notifications()
 
-        def pick(method: str) -> int:
-            return stream if method == "GET" else others[next(turn) % 2]
+    def pick(method: str) -> int:
+        return stream if method == "GET" else others[next(turn) % 2]
 
-        async with session(c.url, notifications=notifications, pick=pick) as client:
-            await client.call_tool("search_tools", {"tool_names": ["reverse_text"]})
-            await eventually(lambda: notifications.count == 1)
-            await client.call_tool("search_tools", {"tool_names": ["hash_text"]})
-            await eventually(lambda: notifications.count == 2)
-            assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
+    async with session(c.url, notifications=notifications, pick=pick) as client:
+        await client.call_tool("search_tools", {"tool_names": ["reverse_text"]})
+        await eventually(lambda: notifications.count == 1)
+        await client.call_tool("search_tools", {"tool_names": ["hash_text"]})
+        await eventually(lambda: notifications.count == 2)
+        assert await tool_names(client) == [*META, "reverse_text", "hash_text"]
 
 
-async def test_delete_is_seen_by_every_replica() -> None:
-    async with cluster(3) as c:
-        async with httpx2.AsyncClient(timeout=30) as http:
-            first, second, third = [f"{replica.base}/mcp" for replica in c.replicas]
-            headers = {"accept": "application/json, text/event-stream"}
-            opened = await http.post(first, headers=headers, json={
-                "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
-            key = opened.headers["mcp-session-id"]
-            headers["mcp-session-id"] = key
-            listed = await http.post(third, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-            assert listed.status_code == 200 and "search_tools" in listed.text
-            assert (await http.delete(second, headers=headers)).status_code == 200
-            for url in (first, second, third):
-                gone = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
-                assert gone.status_code == 404, (url, gone.text)
+async def test_delete_is_seen_by_every_replica(shared: Cluster) -> None:
+    c = shared
+    async with httpx2.AsyncClient(timeout=30) as http:
+        first, second, third = [f"{replica.base}/mcp" for replica in c.replicas]
+        headers = {"accept": "application/json, text/event-stream"}
+        opened = await http.post(first, headers=headers, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}})
+        key = opened.headers["mcp-session-id"]
+        headers["mcp-session-id"] = key
+        listed = await http.post(third, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert listed.status_code == 200 and "search_tools" in listed.text
+        assert (await http.delete(second, headers=headers)).status_code == 200
+        for url in (first, second, third):
+            gone = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+            assert gone.status_code == 404, (url, gone.text)
 
 
 async def test_a_search_on_one_replica_is_seen_by_the_next_request_on_another_every_time() -> None:
@@ -189,9 +203,10 @@ async def test_a_search_on_one_replica_is_seen_by_the_next_request_on_another_ev
                 previous = tool
 
 
-async def test_a_delete_on_one_replica_ends_the_session_on_another_that_just_served_it() -> None:
-    async with cluster(2) as c, httpx2.AsyncClient(timeout=30) as http:
-        first, second = [f"{replica.base}/mcp" for replica in c.replicas]
+async def test_a_delete_on_one_replica_ends_the_session_on_another_that_just_served_it(shared: Cluster) -> None:
+    c = shared
+    async with httpx2.AsyncClient(timeout=30) as http:
+        first, second = [f"{replica.base}/mcp" for replica in c.replicas[:2]]
         for i in range(15):
             headers = {"accept": "application/json, text/event-stream"}
             opened = await http.post(first, headers=headers, json={
@@ -221,11 +236,13 @@ async def raw_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
     return headers
 
 
-async def test_concurrent_first_requests_of_a_session_at_a_replica_that_never_held_it_are_all_served() -> None:
+async def test_concurrent_first_requests_of_a_session_at_a_replica_that_never_held_it_are_all_served(
+        shared: Cluster) -> None:
     # The first of them rebuilds the session's connection here; the others wait for it instead of reaching a
     # transport that is not connected yet (which answered 500).
-    async with cluster(2) as c, httpx2.AsyncClient(timeout=60, limits=httpx2.Limits(max_connections=100)) as http:
-        first, second = [f"{replica.base}/mcp" for replica in c.replicas]
+    c, since = shared, shared.marks()
+    async with httpx2.AsyncClient(timeout=60, limits=httpx2.Limits(max_connections=100)) as http:
+        first, second = [f"{replica.base}/mcp" for replica in c.replicas[:2]]
         statuses: list[int] = []
         for _ in range(5):
             headers = await raw_session(http, first)
@@ -241,15 +258,15 @@ async def test_concurrent_first_requests_of_a_session_at_a_replica_that_never_he
                 for i in range(8):
                     tg.start_soon(listed, i)
         assert statuses == [200] * 40, statuses
-        assert "No read stream writer" not in c.replicas[1].output()
+        assert "No read stream writer" not in c.replicas[1].output(since[1])
 
 
-async def test_twenty_concurrent_searches_of_one_session_on_two_replicas_all_succeed() -> None:
+async def test_twenty_concurrent_searches_of_one_session_on_two_replicas_all_succeed(shared: Cluster) -> None:
     # Each writes the session's record; a write made from a revision another one replaced is redone on the newer
     # one (after a short random pause), never refused while the store answers.
-    async with cluster(2, env={"LAZYTOOLS_MAX_ENABLED": "32"}) as c, \
-            httpx2.AsyncClient(timeout=60, limits=httpx2.Limits(max_connections=100)) as http:
-        urls = [f"{replica.base}/mcp" for replica in c.replicas]
+    c = shared
+    async with httpx2.AsyncClient(timeout=60, limits=httpx2.Limits(max_connections=100)) as http:
+        urls = [f"{replica.base}/mcp" for replica in c.replicas[:2]]
         headers = await raw_session(http, urls[0])
         listed = await http.post(urls[1], headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         assert listed.status_code == 200, listed.text  # held on both: only the writes race
@@ -602,14 +619,13 @@ async def test_sticky_config_keeps_a_session_on_one_replica_and_fails_over() -> 
             assert holder.process is not None and holder.process.poll() is not None  # served without it
 
 
-async def test_typescript_sdk_client_through_haproxy(node_client: list[str]) -> None:
+async def test_typescript_sdk_client_through_haproxy(node_client: list[str], shared: Cluster) -> None:
     env = {**os.environ, "INTEROP_CLIENT_NAME": "Visual Studio Code",
            "INTEROP_QUERY": "convert a temperature from celsius to fahrenheit",
            "INTEROP_TOOL": "convert_temperature",
            "INTEROP_ARGS": json.dumps({"value": 100, "from_unit": "C", "to_unit": "F"})}
-    async with cluster(3) as c:
-        with anyio.fail_after(120):
-            proc = await anyio.run_process([*node_client, "http", c.url], env=env, check=False)
+    with anyio.fail_after(120):
+        proc = await anyio.run_process([*node_client, "http", shared.url], env=env, check=False)
     assert proc.returncode == 0, proc.stderr.decode()
     out = json.loads(proc.stdout.decode().strip().splitlines()[-1])
     assert out["first"] == META

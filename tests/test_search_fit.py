@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -208,3 +209,37 @@ def test_an_index_measures_the_floors_only_for_a_rule_that_weighs_the_lift() -> 
     assert index._floors is None
     index.measure_floors()
     assert index._floors is not None and index._floors.shape == (len(index.entries),)
+
+
+def _general(words: int) -> Evidence:
+    """The evidence of a request on a catalog of 40 tools whose best tool shares with it only a word 17 of them hold
+    (lexical about .09) and whose closest cosine stands .12 above the others' (the gap): a general question a tool
+    that answers anything does answer, or an out-of-scope request, by its words alone."""
+    from lazytools.search.bm25 import BM25FPostings
+
+    bm25 = BM25FPostings([{"name": [f"tool{n}", *(["common"] if n < 17 else [])]} for n in range(40)], {"name": 1.0})
+    vectors = np.eye(40, dtype=np.float32)
+    request = np.full(40, 0.4, dtype=np.float32)
+    request[0] = 0.52
+    return evidence_of(bm25, {"common": 1.0}, 0, np.ones(40, dtype=np.bool_), vectors, request, named=False,
+                       embedder=DEFAULT_FIT.embedder, words=words)
+
+
+def test_a_long_request_fits_with_a_gap_a_short_one_needs_more_than() -> None:
+    # Without the length (.2 lexical + .8 gap >= .1339) both are refused, and a long general question has a gap
+    # this small: ToolAlpaca's "I'm doing a presentation on famous scientists. Can you find out when Albert Einstein
+    # was born?" (lexical .30, gap .09) for Wolfram Alpha's short answers.
+    long, short = _general(25), _general(3)
+    assert long.lexical == pytest.approx(0.09, abs=0.01) and long.gap == pytest.approx(0.12)
+    assert long.words == pytest.approx(math.log(25)) and short.words == pytest.approx(math.log(3))
+    assert _general(200).words == long.words and _general(0).words == _general(1).words == 0.0
+    assert DEFAULT_FIT.fits(long)
+    assert not DEFAULT_FIT.fits(short)  # a short out-of-scope request with the same evidence is still refused
+
+
+def test_the_index_gives_the_request_word_count_to_the_fit_rule() -> None:
+    from lazytools.search import build_index
+
+    index = build_index(list(small_catalog()))
+    evidence = index.find("weather forecast for Paris please").evidence
+    assert evidence is not None and evidence.words == pytest.approx(math.log(5))

@@ -367,6 +367,7 @@ def test_only_the_features_turned_on_sit_in_the_middleware_chain(tmp_path) -> No
     from lazytools.server.middleware.access import AccessMiddleware
     from lazytools.server.middleware.audit import AuditMiddleware
     from lazytools.server.middleware.metrics import MetricsMiddleware
+    from lazytools.server.middleware.params import ParamsMiddleware
     from lazytools.server.middleware.principal import PrincipalMiddleware
     from lazytools.server.middleware.rate_limit import RateLimitMiddleware
 
@@ -378,7 +379,7 @@ def test_only_the_features_turned_on_sit_in_the_middleware_chain(tmp_path) -> No
         return [type(layer).__name__ for layer in server.middleware]
 
     plain = layers()
-    assert plain == ["OpenTelemetryMiddleware", PrincipalMiddleware.__name__]
+    assert plain == [ParamsMiddleware.__name__, "OpenTelemetryMiddleware", PrincipalMiddleware.__name__]
     assert layers(transport="http")[-1] == MetricsMiddleware.__name__  # metrics are read over HTTP only
     assert layers(transport="http", metrics=False) == plain
     assert layers(rate_limit=5)[-1] == RateLimitMiddleware.__name__

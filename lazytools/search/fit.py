@@ -22,6 +22,12 @@ scales that depend neither on the catalog's size nor on the request's length:
   Alpha's short answers, a dictionary) has a high floor, so general questions it does answer are refused too
   (docs/search-log.md, "Round 4c").
 
+- words: the natural log of the request's word count, at most WORDS_AT_MOST (`query.Cost.words`). A long general
+  question ("I'm doing a presentation on famous scientists. Can you find out when Albert Einstein was born?", for
+  Wolfram Alpha's short answers) is near many tools at once, so its tool stands out less from its near neighbours
+  (a small gap) though it was meant, while the out-of-scope requests are short ("mute my microphone"). Weighed a
+  little, it lets a long request through with a smaller gap than a short one needs.
+
 BM25 mode compares the lexical evidence with a threshold; semantic mode a weighted sum of the evidence (weights as
 data in `FitConfig`). Both were chosen on the even halves of in-scope sets against requests written to be out of
 scope, and checked on the odd halves (`python -m benchmarks.nothingfits`, figures in docs/search.md); they depend
@@ -50,7 +56,7 @@ __all__ = ["DEFAULT_FIT", "SIGNALS", "Evidence", "FitConfig", "background_floor"
            "evidence_of", "lexical_evidence"]
 
 
-SIGNALS = ("lexical", "cosine", "gap", "second", "coverage", "lift")
+SIGNALS = ("lexical", "cosine", "gap", "second", "coverage", "lift", "words")
 """The evidence a semantic rule may weigh (the fields of `Evidence`)."""
 
 
@@ -61,9 +67,9 @@ class FitConfig:
     enabled: bool = True
     min_lexical: float = 0.185
     """BM25 mode: the lexical evidence a request's best tool needs (0: every request fits)."""
-    semantic_weights: tuple[tuple[str, float], ...] = (("lexical", 0.2), ("gap", 0.8))
+    semantic_weights: tuple[tuple[str, float], ...] = (("lexical", 0.2), ("gap", 0.8), ("words", 0.035))
     """Semantic mode: a request fits when this weighted sum of its evidence (names from `SIGNALS`) ..."""
-    min_semantic: float = 0.1339
+    min_semantic: float = 0.206
     """... reaches this (0: every request fits)."""
     background_quantile: float = 0.9
     """Each tool's background floor is the cosine this share of the background requests stay under (read when an
@@ -120,14 +126,18 @@ class Evidence:
     lift: float | None = None
     """The most any tool searched has of the request's cosine above its background floor (semantic mode, once the
     index has its floors): above 0, the request is nearer that tool than nearly all everyday requests are."""
+    words: float = 0.0
+    """The natural log of the request's word count, at most WORDS_AT_MOST (0 for a word or none)."""
 
 
 def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, candidates: npt.NDArray[np.bool_],
                 vectors: Vectors | None, request: Vectors | None, *, named: bool,
-                embedder: str | None = None, floors: npt.NDArray[np.float32] | None = None) -> Evidence:
+                embedder: str | None = None, floors: npt.NDArray[np.float32] | None = None,
+                words: int = 1) -> Evidence:
     """The evidence for a request scored with the weighted `terms`, whose best-ranked tool is at position `best`;
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
-    cosine, before any lift by server), and with each tool's background `floors` (`background_floor`) the lift."""
+    cosine, before any lift by server), and with each tool's background `floors` (`background_floor`) the lift;
+    `words` is the request's word count (`query.Cost.words`)."""
     ranked, holds = _ranked(terms, bm25.idf), partial(bm25.holds, best)
     lexical = _strongest(ranked, holds, bm25.size)
     if lexical < 1.0 and (bm25.size < MIN_CATALOG or _about_the_catalog(terms, bm25, best)):
@@ -142,7 +152,8 @@ def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, cand
         gap = cosine - float(np.median(top))
         if floors is not None and floors.shape == every.shape:
             lift = float((every - floors)[candidates].max())
-    return Evidence(lexical, cosine, named, embedder if cosine is not None else None, second, coverage, gap, lift)
+    return Evidence(lexical, cosine, named, embedder if cosine is not None else None, second, coverage, gap, lift,
+                    math.log(min(max(words, 1), WORDS_AT_MOST)))
 
 
 @cache
@@ -194,6 +205,9 @@ def _mass(ranked: list[tuple[float, str]], holds: Callable[[str], bool], size: i
 
 MASS_TERMS = 64
 GAP_AMONG = 50
+WORDS_AT_MOST = 25
+"""Past this many words a request is long whatever its length: `Evidence.words` stops growing (a pasted task of
+200 words is no more general than one of 25)."""
 
 
 def _about_the_catalog(terms: Mapping[str, float], bm25: BM25FPostings, best: int) -> bool:

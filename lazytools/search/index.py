@@ -241,7 +241,7 @@ class SearchIndex:
         evidence = evidence_of(self._bm25, query.terms.weights, picked[0], ranking.candidates, self._vectors,
                                ranking.request, named=bool(query.named),
                                embedder=embedder.name if embedder is not None else None,
-                               floors=self._floors) if picked else None
+                               floors=self._floors, words=query.cost.words) if picked else None
         measured = bool(ranking.need_similarities) if needs is None else needs
         if not measured:
             return Results(hits, evidence=evidence)
