@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import compileall
 import gc
 import re
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -16,6 +18,23 @@ from pydantic import Field
 
 from lazytools import Catalog, FunctionGroup, Group, LazyServer, Settings, ToolEntry, build_server
 from lazytools.search import LiveIndex, SearchIndex
+
+_ROOT = Path(__file__).resolve().parent.parent
+# What the suite's child processes import from this checkout (pip compiled everything installed from an index).
+_SOURCES = ("lazytools", "examples", "benchmarks", "tests")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Byte-compile the checkout once, in the process that starts the others (xdist's controller, or the only one).
+
+    With PYTHONDONTWRITEBYTECODE set (as on the machine CI runs on) no import writes a .pyc, so every lazytools or
+    upstream process a test starts compiled the ~150 modules it imports again: ~0.25 s of CPU each, hundreds of
+    times a run. compileall writes them whatever that variable says; reading them was never turned off. Files that
+    are current are skipped, so a second run costs a few stat calls."""
+    if hasattr(config, "workerinput"):
+        return
+    for name in _SOURCES:
+        compileall.compile_dir(_ROOT / name, quiet=2, rx=re.compile(r"node_modules"), workers=1)
 
 
 def make_settings(**overrides: Any) -> Settings:
