@@ -9,6 +9,9 @@ server's wiring → transports → the assembly root and reports → the command
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -25,6 +28,7 @@ LAYERS: dict[str, int] = {
     "errors": 0, "settings": 0, "toolnames": 0, "entry": 0, "sdk": 0, "modes": 0,
     "safetext": 0, "threads": 0, "heap": 0, "origin": 0, "streams": 0, "uris": 0,  # origin: whose request is served, read by server and gateway
     "identity": 0,  # identity: who a request acts for (a Principal)
+    "textwords": 0,  # the words of a text and their stems (the catalog's name suggestions, search)
     "telemetry": 0,  # trace export (OTLP), configured once at start-up
     "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)
     "policy": 1,  # the policy file and its decisions, rate limits
@@ -192,3 +196,19 @@ def test_every_subpackage_is_installed() -> None:
     folders = {".".join(("lazytools", *p.parent.relative_to(PACKAGE).parts)) for p in PACKAGE.rglob("__init__.py")}
     assert folders <= listed, sorted(folders - listed)
     assert (PACKAGE / "py.typed").is_file()
+
+
+_OPTIONAL_AT_START = ("redis",)
+"""Libraries a default start must not import (pyproject says when each is needed): redis-py and what it pulls in
+cost ~0.2 s of CPU in every lazytools process, and only a state URL needs it."""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("imported", "expected"), [
+    ("lazytools.__main__, lazytools.cli, lazytools.app, lazytools.transports.http, lazytools.transports.stdio", []),
+    ("lazytools.state.redis", ["redis"]),  # the check sees it when it is there
+])
+def test_a_default_start_imports_no_optional_library(imported: str, expected: list[str]) -> None:
+    code = f"import json, sys, {imported}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert [name for name in json.loads(done.stdout) if name in _OPTIONAL_AT_START] == expected

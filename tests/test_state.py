@@ -15,8 +15,8 @@ from redis.exceptions import RedisError
 
 from lazytools.app import build_server, check_replicas_agree, open_state, replica_fingerprint
 from lazytools.state import GET_STREAM, MemoryStateStore, SessionRecord, StateUnavailableError
+from lazytools.state.event_ids import CallEvent, call_event_id, parse_call_event_id
 from lazytools.state.events import WENT_AWAY, MemorySessionEvents, message_of
-from lazytools.state.liveness import CallEvent, call_event_id, parse_call_event_id
 from lazytools.state.redis import RedisState
 from lazytools.state.sessions import SessionState
 

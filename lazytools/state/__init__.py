@@ -4,7 +4,7 @@ step with it by sync.py, the store protocol, the Redis store, GET-stream events)
 from __future__ import annotations
 
 from .bus import MemoryBus, SessionBus
-from .events import GET_STREAM, MemorySessionEvents, RedisSessionEvents
+from .events import GET_STREAM, MemorySessionEvents
 from .records import SessionRecord
 from .shared_state import MemoryShared, SharedState
 from .store import MemoryStateStore, StateStore, StateUnavailableError
@@ -15,7 +15,6 @@ __all__ = [
     "MemorySessionEvents",
     "MemoryShared",
     "MemoryStateStore",
-    "RedisSessionEvents",
     "SessionBus",
     "SessionRecord",
     "SharedState",

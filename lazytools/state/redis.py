@@ -22,11 +22,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from .bus import Deliver
-from .events import RedisSessionEvents
-from .liveness import Liveness, new_replica_id
+from .event_ids import new_replica_id
+from .liveness import Liveness
 from .local_copies import LocalCopies
 from .records import SessionRecord
 from .redis_bus import RedisBus
+from .redis_events import RedisSessionEvents
 from .redis_keys import RedisKeys, reason, redis_trouble
 from .redis_records import RedisRecords
 from .store import Update

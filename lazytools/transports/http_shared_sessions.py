@@ -48,8 +48,8 @@ from ..server.middleware.shared_sessions import (
     UNRECORDED_SCOPE_KEY,
 )
 from ..state import GET_STREAM, SessionRecord, SharedState, StateUnavailableError
+from ..state.event_ids import parse_call_event_id
 from ..state.events import message_of
-from ..state.liveness import parse_call_event_id
 from ..state.outbox import defer
 from ..state.sync import restore_connection
 from .http_guard import jsonrpc_error
