@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import heapq
-import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -12,6 +11,7 @@ from typing import Protocol
 
 from .entry import ToolEntry
 from .errors import ConfigError, UnknownToolError
+from .textwords import split_words, stem
 from .toolnames import check_tool_name
 
 __all__ = ["Catalog", "Group", "ToolGroup", "suggest"]
@@ -91,32 +91,10 @@ def _quick(spelling: difflib.SequenceMatcher[str], candidate: str) -> float:
     return spelling.quick_ratio()
 
 
-_WORD = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-"""A word: an acronym ("HTTP", "IDs"), a capitalised or lowercase run, or digits; anything else separates."""
-_VOWEL = re.compile(r"[aeiouy]")
-
-
 @lru_cache(maxsize=4096)
 def _words(name: str) -> frozenset[str]:
-    """The words of a name, split at separators and camelCase, lowercased, plurals and -ing forms made plain."""
-    return frozenset(_plain(word.lower()) for word in _WORD.findall(name))
-
-
-def _plain(word: str) -> str:
-    """A rough stem ("files", "filing" and "file" all give "fil"): enough to match one name's words to another's."""
-    if len(word) > 4 and word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
-        word = word[:-2]
-    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if len(word) > 5 and word.endswith("ing") and _VOWEL.search(word[:-3]):  # not "string" or "thing"
-        word = word[:-3]
-        if word[-1] == word[-2] and word[-1] not in "aeiouls":
-            word = word[:-1]  # "running" → "run"
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]
-    return word
+    """The stems of a name's words ("list_files" and "fileList" share "file" and "list")."""
+    return frozenset(stem(word) for word in split_words(name))
 
 
 class ToolGroup(Protocol):

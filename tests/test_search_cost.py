@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from lazytools import textwords
 from lazytools.learning import keys as usage
 from lazytools.learning.keys import hashed_terms
 from lazytools.learning.prior import UsagePrior
@@ -28,31 +29,31 @@ def _uncached_words(text: str) -> list[str]:
     """`split_words` as it reads a text with no cache at all."""
     import unicodedata
     words: list[str] = []
-    for chunk in analysis._WORDS.findall(unicodedata.normalize("NFKC", text)):
-        if analysis._CJK_RUN.match(chunk):
+    for chunk in textwords._WORDS.findall(unicodedata.normalize("NFKC", text)):
+        if textwords._CJK_RUN.match(chunk):
             words.extend([chunk] if len(chunk) == 1 else [chunk[i: i + 2] for i in range(len(chunk) - 1)])
         else:
-            words.extend(analysis._singular(part).lower() for part in analysis._IDENTIFIER_PARTS.findall(chunk))
+            words.extend(textwords._singular(part).lower() for part in textwords._IDENTIFIER_PARTS.findall(chunk))
     return words
 
 
 def test_the_per_word_cache_stays_bounded_and_splits_as_the_uncached_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(analysis, "MAX_CACHED_CHUNKS", 8)
-    monkeypatch.setattr(analysis, "_chunks", {})
+    monkeypatch.setattr(textwords, "MAX_CACHED_CHUNKS", 8)
+    monkeypatch.setattr(textwords, "_chunks", {})
     rng = random.Random(3)
     for number in range(300):
         text = " ".join(rng.sample(_WORDS, 4)) + f" word{number} {number}"
         assert split_words(text) == _uncached_words(text)
         assert tokenize(text) == analysis.terms_of(_uncached_words(text))
-        assert len(analysis._chunks) <= 8
-    assert all(len(chunk) <= analysis.MAX_CACHED_CHUNK_CHARS for chunk in analysis._chunks)
+        assert len(textwords._chunks) <= 8
+    assert all(len(chunk) <= textwords.MAX_CACHED_CHUNK_CHARS for chunk in textwords._chunks)
 
 
 def test_a_long_word_is_split_but_never_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(analysis, "_chunks", {})
+    monkeypatch.setattr(textwords, "_chunks", {})
     long = "GetIssue" * 50
     assert split_words(long) == ["get", "issue"] * 50
-    assert analysis._chunks == {}
+    assert textwords._chunks == {}
 
 
 def test_tokenize_hands_out_a_list_the_caller_may_change() -> None:

@@ -61,12 +61,12 @@ def test_words_are_stemmed_by_the_compiled_snowball_stemmer_with_the_same_stems(
     import Stemmer
     from snowballstemmer.english_stemmer import EnglishStemmer
 
-    from lazytools.search import analysis
+    from lazytools import textwords
 
-    assert isinstance(analysis._stemmer, Stemmer.Stemmer)
+    assert isinstance(textwords._stemmer, Stemmer.Stemmer)
     root = Path(__file__).parent.parent
     texts = [*(root / "tests" / "fixtures").glob("*.jsonl"), *(root / "docs").glob("*.md")]
     words = sorted({word for path in texts for word in split_words(path.read_text())})
     assert len(words) > 1000
     pure = EnglishStemmer()
-    assert [analysis.stem(word) for word in words] == [pure.stemWord(word) for word in words]
+    assert [textwords.stem(word) for word in words] == [pure.stemWord(word) for word in words]
