@@ -45,7 +45,7 @@ from .metatools import (
     search_tools_definition,
 )
 from .parts import ServerParts
-from .results import deliverable
+from .results import sendable
 from .subscriptions import ToolsListChanged
 from .surface import SessionView
 
@@ -221,7 +221,7 @@ class LazyServer(Server[Any]):
             note_reason("internal_error")
             result = _error(f"Internal error in lazytools while calling {clip(name)}: {type(exc).__name__}: "
                             f"{clip(str(exc), 500)}")
-        return deliverable(result, max_bytes=self.settings.max_result_bytes, tool=name)
+        return sendable(result, max_bytes=self.settings.max_result_bytes, tool=name)
 
     async def call(
         self,

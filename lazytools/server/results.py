@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from ..safetext import clip
 
-__all__ = ["deliverable", "replace_surrogates"]
+__all__ = ["replace_surrogates", "sendable"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def _serialised(result: types.CallToolResult) -> str:
     return result.model_dump_json(by_alias=True, exclude_none=True)
 
 
-def deliverable(result: types.CallToolResult, *, max_bytes: int, tool: str) -> types.CallToolResult:
+def sendable(result: types.CallToolResult, *, max_bytes: int, tool: str) -> types.CallToolResult:
     """`result` as it can be sent: every string encodable, non-finite numbers null, at most about `max_bytes`."""
     try:
         size = len(_serialised(result).encode())
