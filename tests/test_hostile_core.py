@@ -291,12 +291,15 @@ async def test_a_slow_validation_does_not_hold_other_sessions(tmp_path: Path,
 def test_unique_items_compares_as_json_schema_does() -> None:
     schema = {"type": "object", "properties": {"items": {"type": "array", "uniqueItems": True}}}
     distinct = [{"k": i, "v": [i, {"x": str(i)}]} for i in range(8000)]
-    assert validate_arguments("t", schema, {"items": distinct})["items"] is distinct
+    # The comparison is tested, not the budget: 8,000 items take ~0.2 s of CPU, and the default 5 s ran out when the
+    # test ran niced at a load average of 8 on 2 cores.
+    limits = Limits(timeout=300, max_bytes=Limits.defaults().max_bytes)
+    assert validate_arguments("t", schema, {"items": distinct}, limits)["items"] is distinct
     with pytest.raises(ToolArgumentsError, match="item 8000 repeats an earlier one"):
-        validate_arguments("t", schema, {"items": [*distinct, {"v": [3, {"x": "3"}], "k": 3}]})
+        validate_arguments("t", schema, {"items": [*distinct, {"v": [3, {"x": "3"}], "k": 3}]}, limits)
     with pytest.raises(ToolArgumentsError, match="item 1 repeats"):
-        validate_arguments("t", schema, {"items": [1, 1.0]})
-    assert validate_arguments("t", schema, {"items": [1, True, "1", [1], {"a": 1}, 0, False, None]})
+        validate_arguments("t", schema, {"items": [1, 1.0]}, limits)
+    assert validate_arguments("t", schema, {"items": [1, True, "1", [1], {"a": 1}, 0, False, None]}, limits)
 
 
 def test_arguments_over_the_size_limit_are_refused_before_checking() -> None:
