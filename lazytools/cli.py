@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import anyio
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_settings import SettingsError
 
 from .errors import LazyToolsError
 from .safetext import clip
@@ -187,6 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         print("lazytools: invalid settings:\n" + _settings_errors(exc), file=sys.stderr)
         return 2
+    except SettingsError as exc:  # a variable or .env line that could not even be read (a JSON field's bad JSON)
+        print("lazytools: invalid settings:\n" + _unreadable(exc), file=sys.stderr)
+        return 2
     except LazyToolsError as exc:
         print(f"lazytools: {exc}", file=sys.stderr)
         return 2
@@ -212,6 +217,19 @@ def _settings_errors(exc: ValidationError) -> str:
         else:
             lines.append(f"  {message}")
     return "\n".join(lines)
+
+
+_UNREADABLE = re.compile(r'field "(\w+)" from source "(\w+)"')
+
+
+def _unreadable(exc: SettingsError) -> str:
+    """The line for a value pydantic-settings could not parse: the variable, where it came from, the JSON error."""
+    found = _UNREADABLE.search(str(exc))
+    if found is None or found.group(1) not in Settings.model_fields:
+        return f"  {clip(str(exc), 200)}"
+    where = ".env" if found.group(2).startswith("DotEnv") else "the environment"
+    cause = f": {clip(str(exc.__cause__), 120)}" if exc.__cause__ is not None else ""
+    return f"  {env_name(found.group(1))} (from {where}): not valid JSON{cause}"
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:

@@ -172,6 +172,23 @@ def test_an_invalid_setting_names_its_flag_and_variable(capsys: pytest.CaptureFi
     assert "https://" not in error
 
 
+@pytest.mark.parametrize("where", ["environment", ".env"])
+def test_a_variable_that_is_not_json_is_named_without_a_traceback(where: str, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: pydantic-settings' SettingsError escaped as a traceback (the flag gave a clean usage error)."""
+    monkeypatch.chdir(tmp_path)
+    if where == ".env":
+        (tmp_path / ".env").write_text("LAZYTOOLS_CLIENT_SURFACES=notjson\n")
+    else:
+        monkeypatch.setenv("LAZYTOOLS_CLIENT_SURFACES", "notjson")
+    assert main(["search", "x"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "lazytools: invalid settings:",
+        f"  LAZYTOOLS_CLIENT_SURFACES (from {'the environment' if where == 'environment' else '.env'}): not valid "
+        "JSON: Expecting value: line 1 column 1 (char 0)"]
+
+
 @pytest.mark.parametrize("argv", [["search", "hash", "--search-l", "1"], ["search", "  "], ["surface", "--transp", "http"]])
 def test_abbreviated_flags_and_an_empty_query_are_usage_errors(argv: list[str],
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
