@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import compileall
 import gc
+import os
 import re
 import signal
 import subprocess
@@ -26,8 +27,8 @@ _SOURCES = ("lazytools", "examples", "benchmarks", "tests")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Ctrl-C as at a terminal for every child; then byte-compile the checkout once, in the process that starts the
-    others (xdist's controller, or the only one).
+    """Ctrl-C as at a terminal for every child, and none of the developer's LAZYTOOLS_* variables; then byte-compile
+    the checkout once, in the process that starts the others (xdist's controller, or the only one).
 
     With PYTHONDONTWRITEBYTECODE set (as on the machine CI runs on) no import writes a .pyc, so every lazytools or
     upstream process a test starts compiled the ~150 modules it imports again (`import lazytools.app` took 1.79 s
@@ -38,6 +39,10 @@ def pytest_configure(config: pytest.Config) -> None:
         # and every child would inherit that, so the tests that press Ctrl-C on lazytools would see it ignored.
         # A handler here resets to the default in each child, as at a terminal.
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The tests choose every setting they depend on (`make_settings`, or the environment a child is given): a
+    # developer's own LAZYTOOLS_* variables (a mode, a search limit) must not change what they see.
+    for variable in [name for name in os.environ if name.startswith("LAZYTOOLS_")]:
+        del os.environ[variable]
     if hasattr(config, "workerinput"):
         return
     for name in _SOURCES:

@@ -149,4 +149,4 @@ def test_a_missing_env_file_that_was_asked_for_is_an_error(tmp_path: Path, monke
 @pytest.mark.parametrize("blank", ["", " ", "\t \n"])
 def test_a_blank_shared_token_is_refused(blank: str) -> None:
     with pytest.raises(ValueError, match="LAZYTOOLS_AUTH_TOKEN is blank"):
-        Settings(auth_token=blank)
+        Settings(_env_file=None, auth_token=blank)  # type: ignore[call-arg]
