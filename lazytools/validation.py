@@ -456,8 +456,25 @@ def _validator(schema: Mapping[str, Any], trusted: bool) -> Validator:
     return validator
 
 
+_ENDLESS: dict[int, Mapping[str, Any]] = {}
+"""Schemas found to recurse without end, by id (holding the schema, so the id is not reused while listed): checked
+once. Each try can end in a panic of jsonschema's Rust maps, which prints itself to stderr (with RUST_BACKTRACE set,
+hundreds of lines): an upstream's schema must not write that once per call."""
+
+
+def _endless(schema: Mapping[str, Any], check: _Check) -> list[ValidationError]:
+    check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
+    if len(_ENDLESS) >= _MAX_VALIDATORS:
+        _ENDLESS.clear()
+    _ENDLESS[id(schema)] = schema
+    return []
+
+
 def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check,
             trusted: bool = False) -> list[ValidationError]:
+    if _ENDLESS.get(id(schema)) is schema:
+        check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
+        return []
     try:
         validator = _validator(schema, trusted)
     except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot even load: nothing can be checked
@@ -466,8 +483,7 @@ def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check,
     try:
         found = list(islice(validator.iter_errors(arguments), _MAX_COLLECTED))
     except RecursionError:
-        check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
-        return []
+        return _endless(schema, check)
     except (_OutOfTime, _PatternTooSlow):
         raise
     except BaseException as exc:
@@ -475,8 +491,7 @@ def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check,
         # panic is a BaseException that carries the RecursionError in its message. Anything else goes on.
         if type(exc).__name__ != "PanicException" or "RecursionError" not in str(exc):
             raise
-        check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
-        return []
+        return _endless(schema, check)
     except Exception as exc:  # noqa: BLE001 - raised outside any keyword (e.g. an unknown $schema dialect)
         check.problems.add(f"cannot be applied ({type(exc).__name__}: {clip(str(exc), 120)})")
         return []
