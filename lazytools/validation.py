@@ -456,25 +456,42 @@ def _validator(schema: Mapping[str, Any], trusted: bool) -> Validator:
     return validator
 
 
-_ENDLESS: dict[int, Mapping[str, Any]] = {}
-"""Schemas found to recurse without end, by id (holding the schema, so the id is not reused while listed): checked
-once. Each try can end in a panic of jsonschema's Rust maps, which prints itself to stderr (with RUST_BACKTRACE set,
-hundreds of lines): an upstream's schema must not write that once per call."""
+_ENDLESS: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+"""Schemas found to recurse without end, by id (holding the schema, so the id is not reused while listed), each
+with its copy without references, which later calls check instead: every try of the whole could end in a panic of
+jsonschema's Rust maps, which prints itself to stderr (with RUST_BACKTRACE set, hundreds of lines), and an upstream's
+schema must not write that once per call. The copy still checks what it can (types, required fields)."""
+
+_REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+_MAX_COPY_DEPTH = 64
+
+
+def _without_references(value: Any, depth: int = 0) -> Any:
+    """`value` (a schema part) without its references; past _MAX_COPY_DEPTH a part accepts anything."""
+    if depth > _MAX_COPY_DEPTH:
+        return {}
+    if isinstance(value, Mapping):
+        return {key: _without_references(part, depth + 1) for key, part in value.items() if key not in _REFERENCES}
+    if isinstance(value, list):
+        return [_without_references(part, depth + 1) for part in value]
+    return value
 
 
 def _endless(schema: Mapping[str, Any], check: _Check) -> list[ValidationError]:
     check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
-    if len(_ENDLESS) >= _MAX_VALIDATORS:
-        _ENDLESS.clear()
-    _ENDLESS[id(schema)] = schema
+    if _ENDLESS.get(id(schema), (None,))[0] is not schema:
+        if len(_ENDLESS) >= _MAX_VALIDATORS:
+            _ENDLESS.clear()
+        _ENDLESS[id(schema)] = (schema, _without_references(schema))
     return []
 
 
 def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check,
             trusted: bool = False) -> list[ValidationError]:
-    if _ENDLESS.get(id(schema)) is schema:
+    endless = _ENDLESS.get(id(schema))
+    if endless is not None and endless[0] is schema:
         check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
-        return []
+        schema = endless[1]
     try:
         validator = _validator(schema, trusted)
     except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot even load: nothing can be checked
