@@ -276,6 +276,10 @@ _REPLACED: dict[str, Callable[..., Iterator[ValidationError]]] = {
 }
 
 
+_ENDLESS_NOTE = "recurses without end (a $ref cycle, or too deep to check)"
+"""The problem noted for a schema whose check reaches the recursion limit: it is unbounded."""
+
+
 def _guarded(keyword: str, apply: Callable[..., Iterator[ValidationError]]) -> Callable[..., Iterator[ValidationError]]:
     """`apply` with the deadline checked first and a broken schema part turned into "accept anything" (noted)."""
 
@@ -290,7 +294,7 @@ def _guarded(keyword: str, apply: Callable[..., Iterator[ValidationError]]) -> C
             check.problems.add(str(exc))
         except RecursionError:
             # A reference cycle that consumes nothing ($ref: "#") or a schema deeper than the stack: unbounded.
-            check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
+            check.problems.add(_ENDLESS_NOTE)
         except Exception as exc:  # noqa: BLE001 - any failure here is the schema's, not the arguments'
             check.problems.add(_describe_broken(keyword, value, exc))
 
@@ -478,7 +482,7 @@ def _without_references(value: Any, depth: int = 0) -> Any:
 
 
 def _endless(schema: Mapping[str, Any], check: _Check) -> list[ValidationError]:
-    check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
+    check.problems.add(_ENDLESS_NOTE)
     if _ENDLESS.get(id(schema), (None,))[0] is not schema:
         if len(_ENDLESS) >= _MAX_VALIDATORS:
             _ENDLESS.clear()
@@ -490,7 +494,7 @@ def _errors(schema: Mapping[str, Any], arguments: dict[str, Any], check: _Check,
             trusted: bool = False) -> list[ValidationError]:
     endless = _ENDLESS.get(id(schema))
     if endless is not None and endless[0] is schema:
-        check.problems.add("recurses without end (a $ref cycle, or too deep to check)")
+        check.problems.add(_ENDLESS_NOTE)
         schema = endless[1]
     try:
         validator = _validator(schema, trusted)

@@ -63,5 +63,3 @@ def parse_call_event_id(value: str) -> CallEvent | None:
     # The SDK names a request's stream str(id): an id that reads as an integer was one (what clients send).
     request_id: str | int = int(raw) if _INTEGER.fullmatch(raw) else raw
     return CallEvent(found.group(1), request_id)
-
-

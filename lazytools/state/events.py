@@ -17,13 +17,15 @@ from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types import JSONRPCMessage
 from pydantic import TypeAdapter
 
-__all__ = ["GET_STREAM", "MESSAGE", "WENT_AWAY", "MemorySessionEvents", "dump_message", "local_event_id", "message_of"]
+__all__ = ["EVENT_NUMBERS", "GET_STREAM", "MESSAGE", "WENT_AWAY", "MemorySessionEvents", "dump_message", "local_event_id",
+           "message_of"]
 
 GET_STREAM = "_GET_stream"
 """The SDK's stream id for a session's GET stream (`mcp.server.streamable_http.GET_STREAM_KEY`)."""
 
 MESSAGE: TypeAdapter[Any] = TypeAdapter(JSONRPCMessage)
-_LOCAL_IDS = itertools.count(1)
+EVENT_NUMBERS = itertools.count(1)
+"""Numbers this process's unkept events (local ids, and the call-stream ids of redis_events.py), never reused."""
 
 WENT_AWAY = ("the replica serving this call went away before answering; it may or may not have run: check before "
              "repeating it")
@@ -32,7 +34,7 @@ WENT_AWAY = ("the replica serving this call went away before answering; it may o
 
 def local_event_id() -> str:
     """The id of an event no store keeps (a POST's answer stream): a resumption with it finds nothing."""
-    return f"local-{next(_LOCAL_IDS)}"
+    return f"local-{next(EVENT_NUMBERS)}"
 
 
 def dump_message(message: JSONRPCMessage | None) -> bytes:

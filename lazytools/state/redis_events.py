@@ -5,7 +5,6 @@ another replica, the request is answered with an error once that replica is gone
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 from typing import TYPE_CHECKING, Any
@@ -16,7 +15,7 @@ from mcp_types import JSONRPCMessage
 from redis.exceptions import RedisError
 
 from .event_ids import CallEvent, call_event_id, parse_call_event_id
-from .events import GET_STREAM, MESSAGE, WENT_AWAY, dump_message, local_event_id
+from .events import EVENT_NUMBERS, GET_STREAM, MESSAGE, WENT_AWAY, dump_message, local_event_id
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -29,8 +28,6 @@ logger = logging.getLogger(__name__)
 
 _STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
 """A Redis stream entry id; a `Last-Event-ID` of any other form is no position (and never reaches XRANGE)."""
-_EVENT_NUMBERS = itertools.count(1)
-"""Numbers the events of the answer streams this replica serves (`call_event_id`'s n)."""
 
 
 class RedisSessionEvents(EventStore):
@@ -48,7 +45,7 @@ class RedisSessionEvents(EventStore):
         if stream_id != GET_STREAM:
             if self._liveness is None:
                 return local_event_id()
-            return call_event_id(self._liveness.replica, next(_EVENT_NUMBERS), stream_id) or local_event_id()
+            return call_event_id(self._liveness.replica, next(EVENT_NUMBERS), stream_id) or local_event_id()
         try:
             async with self._client.pipeline(transaction=False) as pipe:
                 pipe.xadd(self._key, {"m": dump_message(message)}, maxlen=self._max_events, approximate=True)
