@@ -6,8 +6,10 @@ import compileall
 import gc
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +26,7 @@ from lazytools.search import LiveIndex, SearchIndex
 _ROOT = Path(__file__).resolve().parent.parent
 # What the suite's child processes import from this checkout (pip compiled everything installed from an index).
 _SOURCES = ("lazytools", "examples", "benchmarks", "tests")
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,8 +46,17 @@ def pytest_configure(config: pytest.Config) -> None:
     # developer's own LAZYTOOLS_* variables (a mode, a search limit) must not change what they see.
     for variable in [name for name in os.environ if name.startswith("LAZYTOOLS_")]:
         del os.environ[variable]
+    # Every server a test talks to is on loopback: a developer's HTTP(S)_PROXY sent those requests to the proxy
+    # (one test hung for good, dozens failed with a bare ConnectError).
+    for variable in [name for name in os.environ if name.lower() in _PROXY_VARIABLES]:
+        del os.environ[variable]
     if hasattr(config, "workerinput"):
         return
+    # What lazytools keeps between runs (the usage store it learns from, cached tool vectors) goes to a folder of
+    # this run's, which every worker and child inherits: a test's searches never reach the developer's own store.
+    cache = Path(tempfile.mkdtemp(prefix="lazytools-test-cache-"))
+    config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    os.environ["XDG_CACHE_HOME"] = str(cache)
     for name in _SOURCES:
         compileall.compile_dir(_ROOT / name, quiet=2, rx=re.compile(r"node_modules"), workers=1)
 
