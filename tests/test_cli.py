@@ -16,6 +16,13 @@ from lazytools.cli import main
 from .upstreams.helpers import toy
 
 
+@pytest.fixture(autouse=True)
+def _in_a_folder_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`main` reads the `.env` of the folder it runs in: one in the folder pytest was started from (a developer's
+    own) changed what these tests saw."""
+    monkeypatch.chdir(tmp_path)
+
+
 def test_search_prints_ranked_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
