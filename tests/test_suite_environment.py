@@ -7,11 +7,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from .conftest import make_settings
+from .conftest import _PROXY_VARIABLES, make_settings
 
 
 def test_no_proxy_variable_reaches_a_test_or_its_children() -> None:
-    proxies = [name for name in os.environ if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")]
+    proxies = [name for name in os.environ if name.lower() in _PROXY_VARIABLES]
     assert proxies == []
 
 
