@@ -27,7 +27,7 @@ from mcp.shared.message import SessionMessage
 import lazytools
 from lazytools import Catalog, ConfigError, FunctionGroup, Group, ToolArgumentsError, build_server, validation
 from lazytools.sources.gateway.config import load_config, parse_config
-from lazytools.sources.gateway.configtext import expand_variables
+from lazytools.sources.gateway.configtext import MAX_DEFAULT_DEPTH, expand_variables
 from lazytools.sources.gateway.stdio import LineReader, parse_line
 from lazytools.transports.http import build_app
 from lazytools.validation import Limits, validate_arguments
@@ -360,8 +360,15 @@ def test_a_deeply_nested_config_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="nested too deeply"):
         load_config(_config(tmp_path, deep), environ={})
     defaults = '{"mcpServers": {"a": {"command": "' + "${NOPE:-" * 5000 + "x" + "}" * 5000 + '"}}}'
-    with pytest.raises(ConfigError, match="nested too deeply"):
+    with pytest.raises(ConfigError, match=r"server 'a', field command: .*nested too deeply \(more than 16 levels"):
         load_config(_config(tmp_path, defaults), environ={})
+
+
+def test_defaults_nest_as_deep_as_the_bound_and_no_deeper() -> None:
+    assert expand_variables("${NOPE:-" * MAX_DEFAULT_DEPTH + "x" + "}" * MAX_DEFAULT_DEPTH, {}) == "x"
+    with pytest.raises(ValueError, match="nested too deeply"):
+        expand_variables("${NOPE:-" * (MAX_DEFAULT_DEPTH + 1) + "x" + "}" * (MAX_DEFAULT_DEPTH + 1), {})
+    assert expand_variables("${A:-${B}} and ${NOPE:-}{}", {"B": "b"}) == "b and {}"
 
 
 def test_a_config_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:

@@ -13,6 +13,9 @@ from ...errors import ConfigError
 __all__ = ["expand_tree", "expand_variables", "strip_jsonc", "workspace_of"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BRACES = re.compile(r"\$\{|\}")
+MAX_DEFAULT_DEPTH = 16
+"""How deep `${A:-${B:-...}}` defaults may nest (a real config uses two or three)."""
 
 
 # -- ${VAR} expansion -----------------------------------------------------------------------------------------------
@@ -38,16 +41,14 @@ def expand_variables(text: str, environ: Mapping[str, str], *, workspace: Path |
 def _closing_brace(text: str, i: int) -> int:
     """The index of the `}` that closes a `${` opened just before `i`, counting nested `${ }`; -1 if none."""
     depth = 1
-    while i < len(text):
-        if text.startswith("${", i):
-            depth += 1
-            i += 2
-            continue
-        if text[i] == "}":
+    for brace in _BRACES.finditer(text, i):
+        if brace.group() == "}":
             depth -= 1
             if depth == 0:
-                return i
-        i += 1
+                return brace.start()
+        elif (depth := depth + 1) > MAX_DEFAULT_DEPTH:
+            # Each level scans the text of the levels inside it, so unbounded nesting costs the square of its depth.
+            raise ValueError(f"${{...}} defaults nested too deeply (more than {MAX_DEFAULT_DEPTH} levels)")
     return -1
 
 
