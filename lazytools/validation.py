@@ -354,6 +354,8 @@ def within(value: Any, budget: int) -> bool:
 def non_finite_at(value: Any) -> str | None:
     """Where `value` holds NaN or an infinity (`a.2.b`; `arguments` for the whole), or None. JSON has no such
     numbers; Python's parser reads them anyway, and a tool would compute with them."""
+    if not _has_non_finite(value):
+        return None  # most arguments: found without making a path for each of their items
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         item, where = stack.pop()
@@ -364,6 +366,19 @@ def non_finite_at(value: Any) -> str | None:
         elif isinstance(item, list):
             stack.extend((child, f"{where}.{i}" if where else str(i)) for i, child in enumerate(item))
     return None
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return True
+    return False
 
 
 def refuse_non_finite(tool: str, schema: Mapping[str, Any], arguments: Any) -> None:
