@@ -24,6 +24,7 @@ from lazytools.search.embedders import DEFAULT_EMBEDDER, embedder_named
 from lazytools.search.related import RelatedWords
 from lazytools.sources.jsonl import JsonlCatalog, load_jsonl_catalog, read_servers
 
+from .conftest import VECTOR_CACHE
 from .fixtures.catalogs import realistic
 
 QUERIES = Path(__file__).parent / "fixtures" / "bundled_queries.jsonl"
@@ -44,7 +45,7 @@ def served_ranker(catalog: Catalog, index: SearchIndex, ids: Mapping[str, str] |
 
 def scores(tmp_path: Path, *, semantic: bool) -> Scores:
     catalog = bundled_catalog(tmp_path)
-    index = build_index(catalog, semantic=semantic)
+    index = build_index(catalog, semantic=semantic, cache_dir=VECTOR_CACHE)
     ranker = served_ranker(catalog, index)
     return evaluate(read_queries(QUERIES), ranker, cutoffs=cutoffs_for(LIMIT))["all"]
 
@@ -178,7 +179,7 @@ def _multiserver_semantic() -> tuple[JsonlCatalog, SearchIndex]:
     """The multi-server dev catalog and its index with the semantic extra, built once per test process: embedding
     it was the slowest step of two tests that only search it."""
     loaded = load_jsonl_catalog(MULTISERVER / "tools.jsonl")
-    return loaded, build_index(loaded.catalog, semantic=True)
+    return loaded, build_index(loaded.catalog, semantic=True, cache_dir=VECTOR_CACHE)
 
 
 def test_multiserver_requests_with_the_semantic_extra_stay_above_their_floor() -> None:
