@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _posixsubprocess
 import compileall
 import gc
 import os
@@ -28,6 +29,9 @@ _ROOT = Path(__file__).resolve().parent.parent
 # What the suite's child processes import from this checkout (pip compiled everything installed from an index).
 _SOURCES = ("lazytools", "examples", "benchmarks", "tests")
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+_PROCESS_STARTERS = ("system", "posix_spawn", "posix_spawnp", "fork", "forkpty", "execv", "execve")
+"""os's ways of starting (or becoming) another program that do not go through `_posixsubprocess.fork_exec`
+(os.spawn* and os.popen call fork or Popen)."""
 VECTOR_CACHE = _ROOT / ".cache" / "test-vectors"
 """Where the quality tests keep the vectors of the fixed catalogs they embed, between runs as lazytools keeps a
 user's: keyed by the text and the embedder's fingerprint, so a changed tool or model is embedded again. The
@@ -139,12 +143,17 @@ def small_catalog() -> Catalog:
 def _processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A test that starts a child process must be marked `process`, so `pytest -m "not process"` stays fast.
 
-    Every way of starting one here (subprocess, anyio.open_process, the SDK's stdio client) ends in Popen."""
+    Popen (subprocess, anyio.open_process, the SDK's stdio client) and multiprocessing's spawn and forkserver end
+    in `_posixsubprocess.fork_exec`; os.system, posix_spawn and fork (multiprocessing's fork too) start one without."""
     if request.node.get_closest_marker("process") is None:
-        def refuse(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
             raise AssertionError(f"{request.node.nodeid} starts a process: mark it @pytest.mark.process")
 
         monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+        monkeypatch.setattr(_posixsubprocess, "fork_exec", refuse)
+        for name in _PROCESS_STARTERS:
+            if hasattr(os, name):
+                monkeypatch.setattr(os, name, refuse)
     # Learning from use is on by default and writes to the user's cache directory: tests that want it turn it on
     # with a directory of their own (`learn=True, cache_dir=tmp_path`), child processes inherit this.
     monkeypatch.setenv("LAZYTOOLS_LEARN", "false")
