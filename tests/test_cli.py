@@ -23,9 +23,7 @@ def _in_a_folder_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.chdir(tmp_path)
 
 
-def test_search_prints_ranked_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+def test_search_prints_ranked_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--files-root", str(tmp_path), "search", "convert temperature celsius", "--limit", "3"]) == 0
     out = capsys.readouterr().out
     first = out.splitlines()[0]
@@ -33,9 +31,7 @@ def test_search_prints_ranked_matches(tmp_path: Path, capsys: pytest.CaptureFixt
     assert len(re.findall(r"^\s*\d+\.", out, flags=re.M)) <= 3
 
 
-def test_search_with_no_match(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+def test_search_with_no_match(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", "qqqzzz"]) == 0
     assert "No tools match 'qqqzzz'" in capsys.readouterr().out
     long = "qqqzzz " * 1000
@@ -45,9 +41,7 @@ def test_search_with_no_match(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert len(out) < 300, len(out)
 
 
-def test_search_refuses_an_unknown_group_and_a_limit_below_one(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+def test_search_refuses_an_unknown_group_and_a_limit_below_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", "convert", "--group", "nope"]) == 2
     err = capsys.readouterr().err
     assert "Unknown group 'nope'." in err and "units" in err, err
@@ -58,9 +52,7 @@ def test_search_refuses_an_unknown_group_and_a_limit_below_one(tmp_path: Path, c
         assert "--limit" in capsys.readouterr().err
 
 
-def test_surface_reports_tokens_against_the_whole_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+def test_surface_reports_tokens_against_the_whole_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["surface"]) == 0
     out = capsys.readouterr().out
     assert "cl100k_base" in out
@@ -70,16 +62,13 @@ def test_surface_reports_tokens_against_the_whole_catalog(tmp_path: Path, capsys
 
 def test_unknown_setting_value_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LAZYTOOLS_DEFAULT_SURFACE", "sometimes")
     assert main(["surface"]) == 2
     assert "LAZYTOOLS_DEFAULT_SURFACE: Input should be 'dynamic' or 'proxy'" in capsys.readouterr().err
 
 
-def test_options_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_options_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`lazytools search --tools-jsonl FILE "query"`: the option is an option, not the query."""
-    monkeypatch.chdir(tmp_path)
     tools = tmp_path / "tools.jsonl"
     tools.write_text('{"id": "t1", "name": "frobnicate_widget", "description": "Frobnicate a widget."}\n')
     assert main(["search", "--tools-jsonl", str(tools), "frobnicate", "--limit", "1"]) == 0
@@ -113,9 +102,7 @@ def test_upstream_stderr_is_quiet_in_search_unless_debugging_and_then_named(tmp_
 
 @pytest.mark.parametrize("command", [["surface"], []], ids=["surface", "serve"])
 def test_a_files_root_that_is_not_a_folder_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                            monkeypatch: pytest.MonkeyPatch,
                                                             command: list[str]) -> None:
-    monkeypatch.chdir(tmp_path)
     (tmp_path / "a-file").write_text("x")
     for root, said in ((tmp_path / "missing", "does not exist"), (tmp_path / "a-file", "is not a directory")):
         assert main(["--files-root", str(root), *command]) == 2
@@ -123,9 +110,7 @@ def test_a_files_root_that_is_not_a_folder_is_a_clear_error(tmp_path: Path, caps
         assert said in err and "LAZYTOOLS_FILES_ROOT" in err and "Traceback" not in err
 
 
-def test_search_shows_what_search_tools_returns(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+def test_search_shows_what_search_tools_returns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for options, shown in (([], 5), (["--search-limit", "2"], 2), (["--limit", "50", "--search-max-limit", "7"], 7)):
         assert main(["--files-root", str(tmp_path), "search", "convert a temperature", *options]) == 0
         assert len(re.findall(r"^\s*\d+\.", capsys.readouterr().out, flags=re.M)) == shown, options
@@ -184,7 +169,6 @@ def test_a_variable_that_is_not_json_is_named_without_a_traceback(where: str, tm
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """Before: pydantic-settings' SettingsError escaped as a traceback (the flag gave a clean usage error)."""
-    monkeypatch.chdir(tmp_path)
     if where == ".env":
         (tmp_path / ".env").write_text("LAZYTOOLS_CLIENT_SURFACES=notjson\n")
     else:
