@@ -118,7 +118,7 @@ async def _served(server: LazyServer, surface: Surface, queries: Sequence[Labell
         if outcome.text != text:
             raise AssertionError(f"the served text differs from the meta-tool's for {query.id}")
         results.append(QueryResult(query, [ids[entry.name] for entry in outcome.returned]))
-        enabled.append(QueryResult(query, [ids[entry.name] for entry in outcome.found]))
+        enabled.append(QueryResult(query, [ids[entry.name] for entry in outcome.enabled]))
     return Figures(initial, after, statistics.mean(r.recall(K) for r in results),
                    statistics.mean(r.recall(len(r.ranked)) for r in enabled) if surface == "dynamic" else None)
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lazytools.evaluate import LabelledQuery, read_queries
-from lazytools.search import build_index
+from lazytools.search import Results, build_index
 from lazytools.search.needs import ANSWERED_SHARE, MAX_UNANSWERED, Need, unanswered
-from lazytools.server.metatools import SearchOutcome, search_tools
+from lazytools.server.metatools import search_tools
 from lazytools.sources.jsonl import load_jsonl_catalog
 
 __all__ = ["Request", "Summary", "main", "measure", "summarise"]
@@ -78,11 +78,11 @@ def measure(tools: Path, queries: Sequence[LabelledQuery], *, semantic: bool) ->
     loaded = load_jsonl_catalog(tools)
     index = build_index(loaded.catalog, semantic=semantic)
 
-    def served(text: str) -> SearchOutcome:
+    def served(text: str) -> Results:
         return search_tools(loaded.catalog, index, {"query": text, "limit": LIMIT}, surface="dynamic",
                             default_limit=LIMIT, max_limit=LIMIT, bridge=False)
 
-    def ids(outcome: SearchOutcome) -> list[str]:
+    def ids(outcome: Results) -> list[str]:
         return [loaded.ids[entry.name] for entry in outcome.returned][:LIMIT]
 
     requests: list[Request] = []

@@ -40,7 +40,7 @@ def _searcher(catalog: Catalog, index: SearchIndex, ids: dict[str, str],
     def search(text: str) -> tuple[list[str], list[str]]:
         outcome = search_tools(catalog, index, {"query": text, "limit": LIMIT}, surface="dynamic",
                                default_limit=LIMIT, max_limit=LIMIT, bridge=False, prior=prior)
-        return [ids[e.name] for e in outcome.returned], [ids[e.name] for e in outcome.found]
+        return [ids[e.name] for e in outcome.returned], [ids[e.name] for e in outcome.enabled]
     return search
 
 

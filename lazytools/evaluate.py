@@ -240,7 +240,7 @@ def served_search(
             catalog, index, {"query": text} if places else {"query": text, "limit": limit},
             surface="dynamic", default_limit=limit, max_limit=max(limit, most), bridge=False, floor=floor, fit=fit,
         )
-        return Served(tool_ids(outcome.returned), tool_ids(outcome.found))
+        return Served(tool_ids(outcome.returned), tool_ids(outcome.enabled))
 
     return search
 

@@ -126,7 +126,7 @@ def test_the_served_search_returns_exactly_what_search_tools_returns() -> None:
             assert served.returned == [loaded.ids[entry.name] for entry in outcome.returned]
             # This catalog has no id producers to suggest beyond the places: the model's limit, or the needs'.
             assert len(served.returned) <= (index.places(query.query, limit, 20) if places else limit)
-            assert served.enabled == [loaded.ids[entry.name] for entry in outcome.found]
+            assert served.enabled == [loaded.ids[entry.name] for entry in outcome.enabled]
             assert served.returned[: len(served.enabled)] == served.enabled
 
 

@@ -55,3 +55,22 @@ def test_a_group_without_a_query_is_listed_up_to_the_limit() -> None:
     selection = select(catalog, index, query="", group="weather", limit=1)
     assert selection.enabled == members[:1]
     assert selection.group_size == (len(members) if len(members) > 1 else None)
+
+
+def test_one_result_carries_the_ranking_the_selection_and_the_text_sent() -> None:
+    from lazytools.server.metatools import search_tools
+
+    catalog = _chat()
+    index = SearchIndex(list(catalog))
+    ranked = index.find("post a message", limit=3)
+    selected = select(catalog, index, query="post a message", limit=3)
+    # The selection is filled into the ranking's own result: its scores and evidence are the index's.
+    assert [(h.entry.name, h.score) for h in selected.hits] == [(h.entry.name, h.score) for h in ranked.hits]
+    assert selected.evidence == ranked.evidence and selected.text == ""
+    served = search_tools(catalog, index, {"query": "post a message", "tool_names": ["chat_post_mesage"]},
+                          surface="proxy", default_limit=3, max_limit=5, bridge=True)
+    assert served.hits == selected.hits and served.enabled[0].name == "chat_post_message"
+    assert len(served.unknown) == 1 and "chat_post_message" in served.unknown[0]
+    # The text is rendered from this same object: every tool it returns and the unknown name's error are in it.
+    assert served.unknown[0] in served.text
+    assert all(entry.name in served.text for entry in served.returned)

@@ -2,9 +2,10 @@
 
 from .analysis import split_words, stem, tokenize
 from .documents import FIELD_WEIGHTS
-from .index import Hit, Results, SearchIndex, build_index
+from .index import SearchIndex, build_index
 from .live import LiveIndex
-from .selection import RELEVANCE_FLOOR, Selection, select
+from .results import Hit, Results
+from .selection import RELEVANCE_FLOOR, select
 
 __all__ = [
     "FIELD_WEIGHTS",
@@ -13,7 +14,6 @@ __all__ = [
     "LiveIndex",
     "Results",
     "SearchIndex",
-    "Selection",
     "build_index",
     "select",
     "split_words",

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from ..catalog import Catalog
 from .prior import Prior
-from .selection import Selection
+from .results import Results
 
 __all__ = ["MAX_CO_USED", "with_co_used"]
 
@@ -18,9 +18,9 @@ MAX_CO_USED = 1
 """Places co-usage may add."""
 
 
-def with_co_used(selection: Selection, prior: Prior | None, catalog: Catalog, *, query: str,
+def with_co_used(selection: Results, prior: Prior | None, catalog: Catalog, *, query: str,
                  group: str | None = None, enable_at_most: int | None = None, pinned: Collection[str] = (),
-                 visible: Callable[[str], bool] | None = None) -> Selection:
+                 visible: Callable[[str], bool] | None = None) -> Results:
     """`selection` with, after its enabled tools, the tool past sessions used most with its top match (if any)."""
     if not query or prior is None or not prior or not selection.enabled:
         return selection

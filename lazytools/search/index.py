@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,14 +27,15 @@ from .config import DEFAULT, RankingConfig
 from .copies import first_copies
 from .documents import RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
-from .fit import DEFAULT_FIT, Evidence, background_floor, evidence_of
+from .fit import DEFAULT_FIT, background_floor, evidence_of
 from .fusion import ScoreArray
 from .inputs import MAX_PRODUCERS, input_producers
 from .names import NameMatcher, NameWords
-from .needs import Need, answered_needs
+from .needs import answered_needs
 from .query import Cost, Lexicon, Query, TermReader, analyze, catalog_expansions, clauses, tagged_terms, text_cost
 from .recent import RecentAnswers
 from .related import RelatedWords, default_related_words
+from .results import Hit, Results
 from .stages import Ranking, run
 from .steps import writes
 from .vocabulary import Vocabulary
@@ -43,28 +43,12 @@ from .vocabulary import Vocabulary
 if TYPE_CHECKING:
     from .embedders import Embedder, Vectors
 
-__all__ = ["Hit", "Results", "SearchIndex", "build_index"]
+__all__ = ["SearchIndex", "build_index"]
 
 
 RECENT_QUERIES = 256
 """Answers an index keeps for queries asked again (the same request from many clients, a client's retry): the
 same results at the cost of a lookup."""
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    entry: ToolEntry
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
-class Results:
-    """A search's hits, best first, and for a request of several needs each need with how well they answer it."""
-
-    hits: list[Hit]
-    needs: tuple[Need, ...] = ()
-    evidence: Evidence | None = None
-    """How well the best tool can fit the request at all (`fit`): None when no tool matched."""
 
 
 class SearchIndex:

@@ -1,66 +1,26 @@
-"""What a search returns, decided in one place: the matches to enable, the weaker ones and those past the session's
-cap listed as suggestions, the tools that produce an input a match requires, and the needs no match answers.
-
-The server only renders a `Selection` and enables its `enabled` tools; `lazytools eval` scores the same object, so
-the figures describe exactly what a model is given.
+"""What a search enables, decided in one place: the matches to enable, the weaker ones and those past the session's
+cap listed as suggestions, the tools that produce an input a match requires, and the needs no match answers; all
+of it filled into the ranking's own `Results`, which the server renders and whose `enabled` tools it enables.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
 
 from ..catalog import Catalog
 from ..entry import ToolEntry
-from .fit import DEFAULT_FIT, FitConfig
-from .index import Hit, SearchIndex
+from .fit import DEFAULT_FIT, Evidence, FitConfig
+from .index import SearchIndex
 from .needs import Need, unanswered
 from .prior import MAX_COMPANIONS, Prior, reorder
+from .results import Hit, Results
 
-__all__ = ["RELEVANCE_FLOOR", "Selection", "select"]
+__all__ = ["RELEVANCE_FLOOR", "select"]
 
 RELEVANCE_FLOOR = 0.4
 """A match is enabled only if its score is at least this share of the best match's; the others are listed as
 suggestions, so what search_tools returns (and R@5 as served) is unchanged while a weak match costs no tool slot.
 A higher share starts to drop tools that requests need (figures in docs/search-log.md)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """One search's answer, in the order the result shows it."""
-
-    enabled: list[ToolEntry]
-    """The matches to enable: named ones, and those that clear the relevance floor, within the cap."""
-    over_cap: list[ToolEntry] = field(default_factory=list)
-    """Matches that cleared the floor but not the session's cap on enabled tools: listed, not enabled."""
-    weaker: list[ToolEntry] = field(default_factory=list)
-    """Matches under the relevance floor: listed, not enabled."""
-    producers: list[ToolEntry] = field(default_factory=list)
-    """Tools that produce an input some match requires (`list_channels` for `post_message`)."""
-    needs: tuple[Need, ...] = ()
-    """The query's clauses (a request of several needs), each with how well the matches answer it."""
-    unmatched: list[str] = field(default_factory=list)
-    """The clauses no match answers: the result asks the model to search for each on its own."""
-    group_size: int | None = None
-    """The group's tool count, when a group was listed without a query and had more tools than the limit."""
-    companions: list[ToolEntry] = field(default_factory=list)
-    """Tools usually called right after a match in past sessions (learning from use)."""
-    learned: dict[str, str] = field(default_factory=dict)
-    """Per tool placed by learning from use, why: "often called after X" or "often used for such requests", so a
-    result never presents past use as relevance."""
-    nothing_fits: tuple[str, ...] | None = None
-    """When no tool fits the request (`fit`): the catalog's groups, which the result names instead of matches."""
-
-    @property
-    def suggested(self) -> list[ToolEntry]:
-        """Listed but not enabled: the matches past the cap, the weaker matches, the producers, then the tools
-        usually called next."""
-        return [*self.over_cap, *self.weaker, *self.producers, *self.companions]
-
-    @property
-    def returned(self) -> list[ToolEntry]:
-        """Every tool the result names, in its order: what `lazytools eval` scores."""
-        return [*self.enabled, *self.suggested]
 
 
 def select(
@@ -78,7 +38,7 @@ def select(
     visible: Callable[[str], bool] | None = None,
     enabled_places: int | None = None,
     fit: FitConfig = DEFAULT_FIT,
-) -> Selection:
+) -> Results:
     """The tools `named` (exact names) and those matching `query` (within `group`), or without a query the
     first `limit` tools of `group`. At most `enable_at_most` are enabled (pinned tools not counted: they are
     always listed); the rest are suggested, so a result never says more tools were enabled than were.
@@ -91,11 +51,13 @@ def select(
     several needs gets): the matches ranked past them are suggested, so a long request costs a line per extra
     place, not a tool definition (benchmarks/places.py).
 
-    When `fit` says that no tool fits the query, no match is enabled or listed: the selection names the catalog's
+    When `fit` says that no tool fits the query, no match is enabled or listed: the result names the catalog's
     groups instead (`nothing_fits`); tools `named` are still enabled."""
     found: list[ToolEntry] = list(named)
     weaker: list[ToolEntry] = []
+    hits: list[Hit] = []
     needs: tuple[Need, ...] = ()
+    evidence: Evidence | None = None
     unmatched: list[str] = []
     learned: dict[str, str] = {}
     group_size: int | None = None
@@ -110,8 +72,8 @@ def select(
         results = index.find(query, limit=wanted, groups=[group] if group is not None else None)
         if results.hits and not fit.fits(results.evidence):
             groups = tuple(g.name for g in catalog.groups) if group is None else (group,)
-            return Selection(list(named), nothing_fits=groups)
-        hits, needs = results.hits, results.needs
+            return Results(results.hits, results.needs, results.evidence, enabled=list(named), nothing_fits=groups)
+        hits, needs, evidence = results.hits, results.needs, results.evidence
         if boosts:
             hits = _learned_order(hits, boosts, floor, limit)
             learned.update((hit.entry.name, "often used for such requests") for hit in hits
@@ -147,7 +109,8 @@ def select(
                 learned[name] = f"often called after {after}"
             if len(companions) == MAX_COMPANIONS:
                 break
-    return Selection(found, over, weaker, producers, needs, unmatched, group_size, companions, learned)
+    return Results(hits, needs, evidence, enabled=found, over_cap=over, weaker=weaker, producers=producers,
+                   unmatched=unmatched, group_size=group_size, companions=companions, learned=learned)
 
 
 def _learned_order(hits: list[Hit], boosts: dict[str, float], floor: float, limit: int) -> list[Hit]:

@@ -26,6 +26,7 @@ from ..entry import ToolEntry
 from ..errors import LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..modes import Surface
 from ..safetext import clip
+from ..search import Results
 from ..search.prior import Prior
 from ..state.sessions import SessionState, SessionStore
 from ..threads import loop_limiter, threads_for
@@ -36,7 +37,6 @@ from .metatools import (
     INVOKE_TOOL,
     META_TOOL_NAMES,
     SEARCH_TOOLS,
-    SearchOutcome,
     invoke_tool_definition,
     quick_search,
     resolve_invocation,
@@ -305,7 +305,7 @@ class LazyServer(Server[Any]):
         access = self._access(view)
         visible, index = access.catalog, access.index(index)
 
-        def search() -> SearchOutcome:
+        def search() -> Results:
             return search_tools(visible, index, arguments, surface=view.surface,
                                 default_limit=settings.search_limit, max_limit=settings.search_max_limit,
                                 bridge=settings.dynamic_bridge, floor=settings.relevance_floor,
@@ -324,10 +324,10 @@ class LazyServer(Server[Any]):
         if self.usage is not None and state is not None:
             query = arguments.get("query")
             record_search(self.usage, state, query.strip() if isinstance(query, str) else "", outcome.returned,
-                          outcome.found if view.search_enables else [])
+                          outcome.enabled if view.search_enables else [])
         if state is not None and view.search_enables:
             # Pinned tools are always listed and never counted: they neither take a place nor ever leave.
-            wanted = [entry.name for entry in outcome.found if entry.name not in self.pinned]
+            wanted = [entry.name for entry in outcome.enabled if entry.name not in self.pinned]
             new, gone = state.enable(wanted, limit=settings.max_enabled)
             if gone:
                 logger.debug("session %s: %d least recently used tools disabled", state.key[:8], len(gone))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -18,10 +18,10 @@ from ..safetext import clip
 from ..search import SearchIndex
 from ..search.cousage import with_co_used
 from ..search.fit import DEFAULT_FIT, FitConfig
-from ..search.needs import Need
 from ..search.prior import Prior
 from ..search.query import QUICK_CHARS
-from ..search.selection import RELEVANCE_FLOOR, Selection, select
+from ..search.results import Results
+from ..search.selection import RELEVANCE_FLOOR, select
 from ..validation import Limits, validate_arguments
 from .rendering import GROUPS_CHARS, search_text
 
@@ -31,7 +31,6 @@ __all__ = [
     "META_TOOL_NAMES",
     "RELEVANCE_FLOOR",
     "SEARCH_TOOLS",
-    "SearchOutcome",
     "check_group",
     "invoke_tool_definition",
     "quick_search",
@@ -112,37 +111,6 @@ def invoke_tool_definition() -> types.Tool:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class SearchOutcome:
-    """A search's text as sent, and the selection it renders."""
-
-    text: str
-    selection: Selection
-
-    @property
-    def found(self) -> list[ToolEntry]:
-        """The matches to enable (dynamic surface): named ones, and those that clear the relevance floor."""
-        return self.selection.enabled
-
-    @property
-    def suggested(self) -> list[ToolEntry]:
-        """Listed in the result but not enabled: matches past the cap, weaker matches, and producers."""
-        return self.selection.suggested
-
-    @property
-    def needs(self) -> tuple[Need, ...]:
-        return self.selection.needs
-
-    @property
-    def unmatched(self) -> list[str]:
-        return self.selection.unmatched
-
-    @property
-    def returned(self) -> list[ToolEntry]:
-        """Every tool the result names, in its order: what `lazytools eval` scores."""
-        return self.selection.returned
-
-
 def search_tools(
     catalog: Catalog,
     index: SearchIndex,
@@ -159,9 +127,9 @@ def search_tools(
     visible: Callable[[str], bool] | None = None,
     limits: Limits | None = None,
     fit: FitConfig = DEFAULT_FIT,
-) -> SearchOutcome:
-    """Check search_tools' arguments, let search select (`search.selection`), and render the selection; the caller
-    enables `found` in the session (dynamic surface) and sends the notification. The cap `enable_at_most` applies
+) -> Results:
+    """Check search_tools' arguments, let search select (`search.selection`), and render the results into their
+    `text`; the caller enables `enabled` in the session (dynamic surface) and sends the notification. The cap `enable_at_most` applies
     on the dynamic surface only. `limits` bound the check of its arguments (the server passes the configured
     ones)."""
     names_given = arguments.get("tool_names") if isinstance(arguments, Mapping) else None  # else: the schema says
@@ -195,9 +163,9 @@ def search_tools(
     # After the ranking, never in place of one of its tools: what past sessions used with the top match.
     selection = with_co_used(selection, prior, catalog, query=query, group=group, enable_at_most=cap, pinned=pinned,
                              visible=visible)
-    text = search_text(selection, unknown, query=query, group=group, limit=limit, enable_at_most=cap,
-                       surface=surface, bridge=bridge)
-    return SearchOutcome(text, selection)
+    selection = replace(selection, unknown=tuple(unknown))
+    return replace(selection, text=search_text(selection, query=query, group=group, limit=limit, enable_at_most=cap,
+                                               surface=surface, bridge=bridge))
 
 
 _SEARCH_KEYS = frozenset({"query", "group", "tool_names", "limit"})

@@ -11,8 +11,7 @@ from typing import Any
 from ..entry import ToolEntry
 from ..modes import Surface
 from ..safetext import clip
-from ..search import Hit
-from ..search.selection import Selection
+from ..search import Hit, Results
 from ..validation import compact_json, schema_text
 
 __all__ = [
@@ -42,8 +41,7 @@ def not_matched_line(clauses: Sequence[str]) -> str:
 
 
 def search_text(
-    selection: Selection,
-    unknown: Sequence[str] = (),
+    results: Results,
     *,
     query: str,
     group: str | None = None,
@@ -52,24 +50,24 @@ def search_text(
     surface: Surface,
     bridge: bool,
 ) -> str:
-    """search_tools' result: what was enabled (or found), each with its signature and summary, notes (`unknown`:
-    the errors of names not found; a group cut at `limit`; matches past the cap), the suggestions, and the clauses no
+    """search_tools' result: what was enabled (or found), each with its signature and summary, notes (the errors
+    of names not found; a group cut at `limit`; matches past the cap), the suggestions, and the clauses no
     match answers; proxy results add the input schemas, bounded in all."""
-    notes = list(unknown)
-    if selection.group_size is not None:
-        notes.append(f"Group {group!r} has {selection.group_size} tools; showing {limit}. Add a query to narrow it.")
-    if selection.over_cap and enable_at_most is not None:
+    notes = list(results.unknown)
+    if results.group_size is not None:
+        notes.append(f"Group {group!r} has {results.group_size} tools; showing {limit}. Add a query to narrow it.")
+    if results.over_cap and enable_at_most is not None:
         tools = "tool is" if enable_at_most == 1 else "tools are"
-        more = "match is" if len(selection.over_cap) == 1 else "matches are"
-        notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(selection.over_cap)} more {more} "
+        more = "match is" if len(results.over_cap) == 1 else "matches are"
+        notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(results.over_cap)} more {more} "
                      "listed below, not enabled.")
-    if selection.nothing_fits is not None:
-        notes.insert(0, nothing_fits_line(query, selection.nothing_fits, enabled=bool(selection.enabled)))
-        if not selection.enabled:
+    if results.nothing_fits is not None:
+        notes.insert(0, nothing_fits_line(query, results.nothing_fits, enabled=bool(results.enabled)))
+        if not results.enabled:
             return "\n".join(notes)
-    text = _matches_text(selection.enabled, selection.suggested, notes, query, surface, bridge, selection.learned)
-    if selection.unmatched:
-        text += "\n" + not_matched_line(selection.unmatched)
+    text = _matches_text(results.enabled, results.suggested, notes, query, surface, bridge, results.learned)
+    if results.unmatched:
+        text += "\n" + not_matched_line(results.unmatched)
     return text
 
 
