@@ -10,11 +10,12 @@ from functools import lru_cache
 from typing import Protocol
 
 from .entry import ToolEntry
-from .errors import ConfigError, UnknownToolError
+from .errors import ConfigError, UnknownGroupError, UnknownToolError
+from .safetext import clip
 from .textwords import split_words, stem
 from .toolnames import check_tool_name
 
-__all__ = ["Catalog", "Group", "ToolGroup", "suggest"]
+__all__ = ["GROUPS_CHARS", "Catalog", "Group", "ToolGroup", "suggest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,9 @@ class Group:
     `summary` is its one line."""
 
 
+GROUPS_CHARS = 2_000
+"""Characters of group names an unknown group's error (or a "nothing fits" line) lists: every group of a real catalog
+(the manifest shows at most 60), not a hostile catalog's thousands."""
 NAME_CHARS = 200
 """Characters of a name `suggest` reads: a client may send megabytes of one, and each read costs per candidate."""
 
@@ -144,6 +148,15 @@ class Catalog:
             return self._entries[name]
         except KeyError:
             raise UnknownToolError(name, suggest(name, self._entries)) from None
+
+    def check_group(self, group: str) -> None:
+        """Refuse a group this catalog does not have (`UnknownGroupError`), naming the close ones and all of them."""
+        if group in self._groups:
+            return
+        names = list(self._groups)
+        close = [name for name in names if group.lower() in name.lower() or name.lower() in group.lower()]
+        hint = f" Did you mean: {clip(', '.join(close), GROUPS_CHARS)}?" if close else ""
+        raise UnknownGroupError(f"Unknown group '{clip(group)}'.{hint} Groups: {clip(', '.join(names), GROUPS_CHARS)}")
 
     def only(self, keep: Callable[[ToolEntry], bool]) -> Catalog:
         """A snapshot holding the entries `keep` accepts and the groups that still have one (same `version`, no

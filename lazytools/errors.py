@@ -101,6 +101,11 @@ class ToolArgumentsError(LazyToolsError, ValueError):
     """Arguments that do not match a tool's input schema."""
 
 
+class UnknownGroupError(ToolArgumentsError):
+    """A group the catalog does not have, asked for by name (search_tools' `group`); the message names the close
+    ones and all of them."""
+
+
 class ToolExecutionError(LazyToolsError):
     """A tool raised while running; the message is the tool's own."""
 

@@ -16,7 +16,6 @@ from .search.config import configured_ranking
 from .search.embedders import DEFAULT_EMBEDDER
 from .search.fit import DEFAULT_FIT
 from .server.core import LazyServer
-from .server.metatools import check_group
 from .server.rendering import nothing_fits_line, ranking_text
 from .state.sessions import SessionState
 from .tokens import tokenizer_name, tools_tokens
@@ -33,7 +32,7 @@ def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None
                   semantic: bool = False, embedder: str = DEFAULT_EMBEDDER, ranking: str = "") -> str:
     """The ranked matches of `query`, as the server ranks them (`ranking`: LAZYTOOLS_SEARCH_RANKING)."""
     if group is not None:
-        check_group(catalog, group)
+        catalog.check_group(group)
     index = build_index(catalog, semantic=semantic, embedder=embedder,
                         config=configured_ranking(ranking))
     results = index.find(query, limit=limit, groups=[group] if group else None)

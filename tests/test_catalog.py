@@ -112,3 +112,23 @@ def test_a_name_sharing_words_with_every_tool_costs_a_bounded_number_of_spelling
     found = suggest("get_item_" * 30, [f"get_item_{i}" for i in range(2_000)])  # every tool shares both words
     assert len(found) == 3 and all(name.startswith("get_item_") for name in found)
     assert len(calls) <= 64, len(calls)  # not one per tool: each full ratio costs the product of the lengths
+
+
+def test_an_unknown_group_is_refused_with_the_close_ones_and_all_of_them() -> None:
+    from lazytools.catalog import GROUPS_CHARS
+    from lazytools.errors import ToolArgumentsError, UnknownGroupError
+
+    catalog = Catalog()
+    catalog.add(_group("weather", "forecast"))
+    catalog.add(_group("weather_alerts", "alerts"))
+    catalog.add(_group("files", "read_file"))
+    catalog.check_group("files")  # a group it has: nothing raised
+    with pytest.raises(UnknownGroupError) as refused:
+        catalog.check_group("Weather")
+    message = str(refused.value)
+    assert isinstance(refused.value, ToolArgumentsError)  # a client's bad argument, answered as one
+    assert "Did you mean: weather, weather_alerts?" in message and message.endswith("Groups: weather, weather_alerts, files")
+    hostile = "x" * 100_000
+    with pytest.raises(UnknownGroupError) as long_name:
+        catalog.check_group(hostile)
+    assert len(str(long_name.value)) < GROUPS_CHARS  # the client's own text is echoed cut, not whole

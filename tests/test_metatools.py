@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 from lazytools import Catalog, Group, ToolEntry, build_server
 from lazytools.app import bundled_catalog
 from lazytools.server.metatools import search_tools_definition
-from lazytools.server.rendering import SIGNATURE_CHARS, signature
+from lazytools.server.signatures import SIGNATURE_CHARS, signature
 
 from .conftest import client, make_settings, text_of
 from .fixtures.catalogs import _never

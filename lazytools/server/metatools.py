@@ -14,7 +14,6 @@ from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, UnknownToolError
 from ..manifest import MANIFEST_CHARS, manifest
 from ..modes import Surface
-from ..safetext import clip
 from ..search import SearchIndex
 from ..search.cousage import with_co_used
 from ..search.fit import DEFAULT_FIT, FitConfig
@@ -23,7 +22,7 @@ from ..search.query import QUICK_CHARS
 from ..search.results import Results
 from ..search.selection import RELEVANCE_FLOOR, select
 from ..validation import Limits, validate_arguments
-from .rendering import GROUPS_CHARS, search_text
+from .rendering import search_text
 
 __all__ = [
     "INVOKE_TOOL",
@@ -31,7 +30,6 @@ __all__ = [
     "META_TOOL_NAMES",
     "RELEVANCE_FLOOR",
     "SEARCH_TOOLS",
-    "check_group",
     "invoke_tool_definition",
     "quick_search",
     "resolve_invocation",
@@ -147,7 +145,7 @@ def search_tools(
     if not query and group is None and not names:
         raise ToolArgumentsError("search_tools needs a query, a group or tool_names (at least one).")
     if group is not None:
-        check_group(catalog, group)
+        catalog.check_group(group)
 
     named: list[ToolEntry] = []
     unknown: list[str] = []
@@ -199,16 +197,6 @@ def _search_arguments(arguments: Any, max_limit: int, default_limit: int,
                 and all(type(name) is str and len(name) <= 256 for name in names)):
             return arguments
     return validate_arguments(SEARCH_TOOLS, search_schema(max_limit, default_limit), arguments, limits)
-
-
-def check_group(catalog: Catalog, group: str) -> None:
-    """Refuse a group the catalog does not have, naming the close ones and all of them."""
-    if group in {g.name for g in catalog.groups}:
-        return
-    close = [g.name for g in catalog.groups if group.lower() in g.name.lower() or g.name.lower() in group.lower()]
-    hint = f" Did you mean: {clip(', '.join(close), GROUPS_CHARS)}?" if close else ""
-    groups = clip(", ".join(g.name for g in catalog.groups), GROUPS_CHARS)
-    raise ToolArgumentsError(f"Unknown group '{clip(group)}'.{hint} Groups: {groups}")
 
 
 _INVOKE_KEYS = frozenset({"tool_name", "arguments"})
