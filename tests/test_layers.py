@@ -39,7 +39,7 @@ LAYERS: dict[str, int] = {
     "search": 4, "manifest": 4,
     "learning": 5,  # learning from use: the usage log, its stores and prior; search reads it through search.prior
     "server.clients": 5, "server.subscriptions": 5, "server.surface": 5,
-    "server.learning": 5, "server.rendering": 5, "server.access": 5,
+    "server.learning": 5, "server.rendering": 5, "server.signatures": 5, "server.access": 5,
     "server.metatools": 6, "server.middleware": 6, "server.metrics": 6,
     "server": 7, "server.core": 7, "server.middleware.shared_sessions": 7, "server.middleware.origin": 7,
     "transports": 8,
