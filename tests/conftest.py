@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import _posixsubprocess
 import compileall
 import gc
 import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -25,13 +23,15 @@ from pydantic import Field
 from lazytools import Catalog, FunctionGroup, Group, LazyServer, Settings, ToolEntry, build_server
 from lazytools.search import LiveIndex, SearchIndex
 
+from . import process_guard
+from .process_guard import pytest_collection, pytest_runtest_call, pytest_runtest_setup, pytest_runtest_teardown
+
+__all__ = ["pytest_collection", "pytest_runtest_call", "pytest_runtest_setup", "pytest_runtest_teardown"]
+
 _ROOT = Path(__file__).resolve().parent.parent
 # What the suite's child processes import from this checkout (pip compiled everything installed from an index).
 _SOURCES = ("lazytools", "examples", "benchmarks", "tests")
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
-_PROCESS_STARTERS = ("system", "posix_spawn", "posix_spawnp", "fork", "forkpty", "execv", "execve")
-"""os's ways of starting (or becoming) another program that do not go through `_posixsubprocess.fork_exec`
-(os.spawn* and os.popen call fork or Popen)."""
 VECTOR_CACHE = _ROOT / ".cache" / "test-vectors"
 """Where the quality tests keep the vectors of the fixed catalogs they embed, between runs as lazytools keeps a
 user's: keyed by the text and the embedder's fingerprint, so a changed tool or model is embedded again. The
@@ -63,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # every worker rewrote all ~120 test modules at every start (14 s of CPU to collect the fast set, 6.8 s with
     # the cache). The cache is pytest's own, written atomically, keyed by the source; a read-only checkout skips it.
     sys.dont_write_bytecode = False
+    process_guard.pytest_configure(config)  # a test that starts a process must be marked `process`
     if hasattr(config, "workerinput"):
         return
     # What lazytools keeps between runs (the usage store it learns from, cached tool vectors) goes to a folder of
@@ -140,24 +141,10 @@ def small_catalog() -> Catalog:
 
 
 @pytest.fixture(autouse=True)
-def _processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A test that starts a child process must be marked `process`, so `pytest -m "not process"` stays fast.
-
-    Popen (subprocess, anyio.open_process, the SDK's stdio client) and multiprocessing's spawn and forkserver end
-    in `_posixsubprocess.fork_exec`; os.system, posix_spawn and fork (multiprocessing's fork too) start one without."""
-    if request.node.get_closest_marker("process") is None:
-        def refuse(*args: Any, **kwargs: Any) -> Any:
-            raise AssertionError(f"{request.node.nodeid} starts a process: mark it @pytest.mark.process")
-
-        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
-        monkeypatch.setattr(_posixsubprocess, "fork_exec", refuse)
-        for name in _PROCESS_STARTERS:
-            if hasattr(os, name):
-                monkeypatch.setattr(os, name, refuse)
-    # Learning from use is on by default and writes to the user's cache directory: tests that want it turn it on
-    # with a directory of their own (`learn=True, cache_dir=tmp_path`), child processes inherit this.
+def _learning_stays_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Learning from use is on by default and writes to the user's cache directory: tests that want it turn it on
+    with a directory of their own (`learn=True, cache_dir=tmp_path`); child processes inherit this."""
     monkeypatch.setenv("LAZYTOOLS_LEARN", "false")
-    yield
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import _PROXY_VARIABLES, make_settings
+from .process_guard import GUARD
 
 
 def test_no_proxy_variable_reaches_a_test_or_its_children() -> None:
@@ -46,10 +48,55 @@ _WAYS_TO_START_A_PROCESS: dict[str, Callable[[], object]] = {
     "os.fork": lambda: _fork(),
     "multiprocessing, spawn": lambda: multiprocessing.get_context("spawn").Process(target=print).start(),
     "multiprocessing, fork": lambda: multiprocessing.get_context("fork").Process(target=print).start(),
+    "multiprocessing, forkserver": lambda: multiprocessing.get_context("forkserver").Process(target=print).start(),
 }
 
 
 @pytest.mark.parametrize("start", list(_WAYS_TO_START_A_PROCESS.values()), ids=list(_WAYS_TO_START_A_PROCESS))
 def test_a_test_not_marked_process_cannot_start_one(start: Callable[[], object]) -> None:
-    with pytest.raises(AssertionError, match="starts a process: mark it @pytest.mark.process"):
+    with GUARD.expect_refusal() as refused:
         start()
+    assert re.fullmatch(r".+ starts a process \(.+\): mark it @pytest.mark.process", refused[0])
+
+
+_HIDDEN_STARTS = '''
+import subprocess, sys
+import pytest
+
+def start():
+    subprocess.run([sys.executable, "-c", "pass"], check=False)
+
+def test_a_caught_refusal():
+    try:
+        start()  # an upstream's start that turns every error into a state, as the gateway does
+    except Exception:
+        pass
+
+@pytest.fixture(scope="module")
+def server():
+    start()
+
+def test_a_module_fixture(server):
+    pass
+
+@pytest.mark.process
+def test_marked():
+    start()
+'''
+
+
+@pytest.mark.process  # the suite's guard runs in a pytest of its own, in a child process
+def test_a_process_start_is_refused_where_code_catches_it_and_in_module_fixtures(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    process: starts a child process\n")
+    (tmp_path / "test_hidden.py").write_text(_HIDDEN_STARTS)
+    (tmp_path / "test_at_import.py").write_text("import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'pass'])\n"
+                                                "def test_nothing():\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.process_guard", "-p", "no:cacheprovider",
+                          "-p", "no:xdist", "-q", "--continue-on-collection-errors"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120, check=False)
+    out = run.stdout
+    assert re.search(r"1 failed, 1 passed, 2 errors", out), out
+    assert "test_hidden.py::test_a_caught_refusal starts a process" in out  # failed, though the code caught it
+    assert "test_hidden.py::test_a_module_fixture starts a process" in out  # an error in the fixture's setup
+    assert "collection (a test module's own code) starts a process" in out
