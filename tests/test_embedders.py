@@ -628,3 +628,55 @@ def test_an_embedder_setting_naming_nothing_stops_start_up(tmp_path: Path, capsy
         assert main(["--semantic", "--embedder", "gpt5", *command]) == 2
         err = capsys.readouterr().err  # the flag and the variable, as for any other setting
         assert "--embedder / LAZYTOOLS_EMBEDDER: unknown embedder 'gpt5'" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("damage", "said"), [
+    ("zeros", "every row is zero"),
+    ("huge", "not unit vectors"),
+    ("largest", "not unit vectors"),
+    ("twice", "stored twice"),
+])
+def test_rows_no_embedder_writes_are_damage(tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str,
+                                            said: str) -> None:
+    """Rows of zeros, 1e37 or float32's largest, or a key stored twice with another row, read back as good vectors
+    and changed every ranking without a word: they are damage, rebuilt like a file that does not read."""
+    model = Counting(embedder_named("wordllama"))
+    texts = ["read a file", "send a message", "rent a car"]
+    first = VectorCache(tmp_path).vectors(model, texts)
+    path = VectorCache(tmp_path).path_for(model)
+    keys = np.array([text_key(text) for text in texts], dtype="S16")
+    rows = {"zeros": np.zeros_like(first), "huge": np.full_like(first, 1e37),
+            "largest": np.full_like(first, np.finfo(np.float32).max), "twice": first}[damage]
+    if damage == "twice":
+        keys, rows = np.concatenate([keys, keys[:1]]), np.vstack([first, -first[:1]])
+    np.savez(path, keys=keys, vectors=rows)
+    model.embedded.clear()
+    again = VectorCache(tmp_path).vectors(model, texts)
+    assert model.embedded == texts and np.allclose(again, first)
+    assert said in caplog.text
+
+
+def test_vectors_made_by_other_embedding_code_are_not_served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fingerprint names the weights; the cache file also names the code that turned texts into vectors, so a
+    changed pooling or batching (an upgrade, a developer's edit) embeds again instead of serving the old vectors."""
+    from lazytools.search.embedders import cache
+
+    model = Counting(embedder_named("wordllama"))
+    texts = ["read a file", "send a message"]
+    VectorCache(tmp_path).vectors(model, texts)
+    model.embedded.clear()
+    VectorCache(tmp_path).vectors(model, texts)
+    assert model.embedded == []
+    assert len(cache.code_digest()) == 16 and cache.code_digest() == cache.code_digest()
+    monkeypatch.setattr(cache, "code_digest", lambda: "other-code")
+    VectorCache(tmp_path).vectors(model, texts)
+    assert model.embedded == texts
+
+
+def test_wordllamas_fingerprint_names_the_installed_table() -> None:
+    model = embedder_named("wordllama")
+    assert model.fingerprint.startswith("wordllama-l2_supercat-256-")
+    version, size = model.fingerprint.rsplit("-", 2)[1:]
+    import importlib.metadata
+
+    assert version == importlib.metadata.version("wordllama") and int(size) > 1_000_000

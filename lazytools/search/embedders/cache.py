@@ -1,4 +1,4 @@
-"""Tool vectors on disk, keyed by a hash of the embedded text and the embedder's fingerprint.
+"""Tool vectors on disk, keyed by a hash of the embedded text, the embedder's fingerprint and the embedding code.
 
 A restart, or an upstream server listing its tools again, re-embeds only the tools whose text changed. One file
 per embedder fingerprint (`<dir>/vectors/<fingerprint>.npz`: 16-byte text digests and float32 rows), read without
@@ -6,10 +6,15 @@ pickle and replaced atomically, so a crash or a second process never leaves half
 one holding non-finite values, is ignored (and rewritten), and a directory that cannot be written only costs the
 saving. The arrays' declared sizes (the zip members' and the .npy headers') are checked before any data is read: a
 small file that declares a huge array (a zip bomb of zeros) is damage too, not gigabytes decompressed at start-up.
+So are rows that no embedder gives (not of unit length, or every one zero) and a text's key stored twice.
+
+The file's name holds a digest of this package's source (`code_digest`): the fingerprint names the weights, but
+how texts become vectors (batching, pooling, the window) is code, and vectors made by other code are not reused.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -42,9 +47,18 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
+@functools.cache
+def code_digest() -> str:
+    """A digest of the embedders' source files, read once per process."""
+    digest = hashlib.sha256()
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def _file_name(fingerprint: str) -> str:
     readable = re.sub(r"[^A-Za-z0-9._+-]", "_", fingerprint)[:80]
-    return f"{readable}-{hashlib.sha256(fingerprint.encode()).hexdigest()[:12]}.npz"
+    return f"{readable}-{hashlib.sha256(f'{fingerprint}|{code_digest()}'.encode()).hexdigest()[:12]}.npz"
 
 
 class VectorCache:
@@ -108,8 +122,7 @@ class VectorCache:
             with path.open("rb") as handle, zipfile.ZipFile(handle) as archive:
                 keys = _member(archive, "keys.npy", np.dtype("S16"), (None,), most)
                 rows = _member(archive, "vectors.npy", np.dtype("<f4"), (len(keys), dimensions), most)
-            if not np.isfinite(rows).all():  # NaN would make every cosine NaN: no tool would ever match again
-                raise ValueError("non-finite values in the vectors")
+            _check_rows(keys, rows)
             return [bytes(key) for key in keys], rows.astype(np.float32, copy=False)
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             logger.warning("vector cache %s unreadable, rebuilding it: %s", path, exc)
@@ -128,6 +141,26 @@ class VectorCache:
                     os.unlink(temporary)
         except OSError as exc:
             logger.warning("vector cache %s not written: %s", path, exc)
+
+
+_UNIT = 1e-3
+"""How far from 1 a stored row's length may be (float32 rounding of a unit vector is far smaller)."""
+
+
+def _check_rows(keys: npt.NDArray[Any], rows: npt.NDArray[Any]) -> None:
+    """Refuse what no embedder writes: NaN (every cosine NaN: no tool would ever match again), rows neither of unit
+    length nor zero, only zero rows (a text with nothing to embed is rare, a catalog of them is damage), and a key
+    twice (which row would be served is an accident)."""
+    if not np.isfinite(rows).all():
+        raise ValueError("non-finite values in the vectors")
+    norms = np.linalg.norm(rows.astype(np.float64), axis=1)
+    zero = norms == 0
+    if (np.abs(norms[~zero] - 1) > _UNIT).any():
+        raise ValueError("rows that are not unit vectors")
+    if len(rows) and zero.all():
+        raise ValueError("every row is zero")
+    if len(np.unique(keys)) != len(keys):
+        raise ValueError("a text's key stored twice")
 
 
 _MAX_HEADER = 4096

@@ -10,6 +10,7 @@ the wheel installs it under `tokenizers/`, so the two files are opened here by p
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import logging
 import shlex
@@ -109,7 +110,17 @@ def load_wordllama(package_dir: Path | None = None) -> StaticEmbedder:
         return list(tokenizer.encode(text, add_special_tokens=False).ids)
 
     logger.info("semantic search: WordLlama l2_supercat, %d tokens x %d dimensions", *table.shape)
-    return StaticEmbedder(table, encode, name="wordllama", fingerprint="wordllama-l2_supercat-256")
+    # The wheel's version and the table's size name its weights (a wheel's files never change under one version)
+    # without hashing 30 MB at every start.
+    fingerprint = f"wordllama-l2_supercat-256-{_installed_version('wordllama')}-{weights.stat().st_size}"
+    return StaticEmbedder(table, encode, name="wordllama", fingerprint=fingerprint)
+
+
+def _installed_version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unpackaged"  # a folder given by path: its size still tells tables apart
 
 
 def load_model2vec(folder: Path) -> StaticEmbedder:
