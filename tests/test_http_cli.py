@@ -105,3 +105,20 @@ async def test_what_start_up_built_is_frozen_out_of_the_collector_before_serving
         assert int(re.search(r"(\d+) objects frozen", line).group(1)) > 10_000  # type: ignore[union-attr]
         async with Client(child.url) as client:
             assert "search_tools" in {tool.name for tool in (await client.list_tools()).tools}
+
+
+@pytest.mark.process
+async def test_a_call_over_the_body_limit_gets_its_error_and_the_session_goes_on() -> None:
+    """A client still sending when the 413 came saw its connection reset instead, and the SDK's client then ended
+    the whole session: the rest of the body is read, up to a bound, before the answer. (Only with the server in a
+    process of its own: one event loop for both hid it.)"""
+    from mcp.shared.exceptions import MCPError
+
+    limit = 1 << 20
+    async with spawned_http_server(env={"LAZYTOOLS_MAX_BODY_BYTES": str(limit), "LAZYTOOLS_LEARN": "false"}) as child:
+        async with Client(child.url, mode="legacy", client_info=types.Implementation(name="mcp", version="1")) as client:
+            for size in (2 * limit, 6 * limit):  # far past what loopback buffers while the server answers
+                with pytest.raises(MCPError, match=f"larger than {limit} bytes"):
+                    await client.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "x" * size}})
+                result = await client.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "ok"}})
+                assert not result.is_error and "ko" in result.content[0].text  # the same session answers

@@ -197,9 +197,15 @@ class McpEndpoint:
                 and not isinstance(self.sessions, SharedSessionManager))
 
     async def _read_body(self, headers: Headers, receive: Receive) -> bytes | None:
-        """The whole body, or None once it passes the limit (the rest is not read)."""
+        """The whole body, or None once it passes the limit. The rest of a body over the limit is still read, up to
+        DRAIN_FACTOR times the limit, and dropped: a client answered while it is still sending sees its connection
+        reset, not the 413 (the SDK's client then ends its session), while one that has sent it all reads the
+        answer."""
         declared = headers.get("content-length", "")
+        drain = DRAIN_FACTOR * self.max_body_bytes
         if declared.isdigit() and int(declared) > self.max_body_bytes:
+            if int(declared) <= drain:
+                await _drain(receive, drain)
             return None
         chunks: list[bytes] = []
         size = 0
@@ -209,12 +215,30 @@ class McpEndpoint:
                 break
             chunk = message.get("body", b"")
             size += len(chunk)
+            more = message.get("more_body", False)
             if size > self.max_body_bytes:
+                if more:
+                    await _drain(receive, drain - size)
                 return None
             chunks.append(chunk)
-            if not message.get("more_body", False):
+            if not more:
                 break
         return b"".join(chunks)
+
+
+DRAIN_FACTOR = 8
+"""A body over the limit is read (and dropped) up to this many times the limit before the 413 is sent."""
+
+
+async def _drain(receive: Receive, most: int) -> None:
+    """Read and drop the rest of a request's body, at most `most` bytes of it (the caller's time limit applies)."""
+    while most > 0:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        most -= len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _decode(body: bytes) -> JSONResponse | Any:
