@@ -151,3 +151,19 @@ def test_lines_the_sdk_cannot_read_get_an_error_not_silence(tmp_path: Path) -> N
     assert by_id[50]["result"] == {} and "tools" in by_id[99]["result"]  # type: ignore[operator]
     assert len(messages) == 9  # handshake, six errors, the ping, tools/list: nothing for the notification
     assert all(len(json.dumps(m)) < 1000 for m in messages if "error" in m)  # the input is not echoed
+
+
+def test_a_request_whose_id_is_not_a_string_or_integer_gets_an_error_not_silence(tmp_path: Path) -> None:
+    """The SDK reads such a request as a notification and answers nothing, so the client waited for ever (over
+    HTTP it gets 400); each now gets -32600 with id null, a true notification still nothing, and service goes on."""
+    bad_ids = ["1.5", "1e3", "null", "true", "[]", "{}", "NaN"]
+    lines = [f'{{"jsonrpc":"2.0","id":{ident},"method":"ping"}}' for ident in bad_ids]
+    lines.append('{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"id","progress":1,'
+                 '"message":"an \\"id\\" inside"}}')
+    lines.append(json.dumps({"jsonrpc": "2.0", "id": 50, "method": "ping"}))
+    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 50, 99}))
+    errors = [m for m in messages if "error" in m]
+    assert len(errors) == len(bad_ids)
+    assert all(m.get("id") is None and m["error"]["code"] in (-32600, -32700) for m in errors)  # type: ignore[index]
+    assert sum("must be a string or an integer" in m["error"]["message"] for m in errors) >= 6  # type: ignore[index]
+    assert len(messages) == 3 + len(bad_ids)  # handshake, the errors, the ping, tools/list: nothing for the notification

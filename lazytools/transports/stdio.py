@@ -243,11 +243,16 @@ class ScreenedLines:
                 await self.reply(SessionMessage(refusal))
 
     def refusal(self, item: SessionMessage | Exception) -> types.JSONRPCError | None:
-        """The error owed for the line `item` came from (the next handed on), when the SDK could not read it."""
+        """The error owed for the line `item` came from (the next handed on), when the SDK could not read it or
+        read a request as a notification."""
         line = self._handed.popleft() if self._handed else None
-        if line is None or not isinstance(item, Exception):
+        if line is None:
             return None
-        return _unreadable(line, item)
+        if isinstance(item, Exception):
+            return _unreadable(line, item)
+        if isinstance(item.message, types.JSONRPCNotification) and '"id"' in line:
+            return _bad_id(line)
+        return None
 
 
 def _refused(line: str) -> types.JSONRPCError | None:
@@ -300,6 +305,22 @@ def _unreadable(line: str, error: Exception) -> types.JSONRPCError | None:
         else "not a JSON-RPC 2.0 request (it needs \"jsonrpc\": \"2.0\", a method and a string or integer id)"
     return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
         code=types.INVALID_REQUEST, message=f"Invalid request: {reason}"))
+
+
+def _bad_id(line: str) -> types.JSONRPCError | None:
+    """The error for a request whose id is neither a string nor an integer (1.5, null, true, an object): the SDK
+    takes it for a notification and would answer nothing, so the client would wait for ever. None for a true
+    notification (its "id" was inside a parameter). The id cannot be echoed: it is not one (id null)."""
+    message: Any = None
+    if len(line) <= _READ_ID_LIMIT:
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+        code=types.INVALID_REQUEST, message="Invalid request: an id must be a string or an integer"))
 
 
 class _RefusalsAnswered:
