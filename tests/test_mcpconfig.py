@@ -103,6 +103,14 @@ def test_both_sections_merge_and_env_file_is_read(tmp_path: Path) -> None:
     assert isinstance(b, StdioServer) and b.env == {"TOKEN": "from-file", "OTHER": "3"}
 
 
+def test_an_env_file_that_expands_to_gigabytes_is_refused(tmp_path: Path) -> None:
+    lines = ["A0=xxxxxxxxxx"] + [f"A{i}=${{A{i - 1}}}${{A{i - 1}}}" for i in range(1, 31)]
+    (tmp_path / "laughs.env").write_text("\n".join(lines) + "\n")
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"s": {"command": "x", "envFile": "laughs.env"}}}))
+    with pytest.raises(ConfigError, match=r"mcp.json: server 's', field envFile: .*laughs.env: A\d+ expands past"):
+        load_config(tmp_path / "mcp.json", environ={})
+
+
 def test_unknown_keys_warn_but_other_clients_keys_do_not(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="lazytools.sources.gateway.config"):
         parse({"mcpServers": {"a": {"command": "x", "exlude": ["t"], "autoApprove": ["t"]}}})

@@ -26,6 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.alias_generators import to_camel
 
 from ...errors import ConfigError
+from ...smallfiles import read_env_file
 from ...toolnames import MAX_PREFIX_LENGTH, public_tool_name, server_prefix
 from .configtext import expand_tree, strip_jsonc, workspace_of
 
@@ -281,7 +282,7 @@ def _parse_server(where: str, name: str, raw: Any, environ: Mapping[str, str], b
     except ValidationError as exc:
         raise ConfigError(f"{here}: " + "; ".join(_describe(error) for error in exc.errors())) from exc
     if isinstance(server, StdioServer):
-        server = _resolve_stdio_paths(here, server, base)
+        server = _resolve_stdio_paths(here, server, base, environ)
     return server
 
 
@@ -308,17 +309,19 @@ def _transport(here: str, raw: dict[str, Any]) -> Literal["stdio", "http", "sse"
     return kind  # type: ignore[return-value]
 
 
-def _resolve_stdio_paths(here: str, server: StdioServer, base: Path) -> StdioServer:
+def _resolve_stdio_paths(here: str, server: StdioServer, base: Path, environ: Mapping[str, str]) -> StdioServer:
     updates: dict[str, Any] = {}
     if server.cwd is not None and not server.cwd.is_absolute():
         updates["cwd"] = base / server.cwd
     if server.env_file is not None:
         env_file = server.env_file if server.env_file.is_absolute() else base / server.env_file
-        from dotenv import dotenv_values
-
         if not env_file.is_file():
             raise ConfigError(f"{here}, field envFile: {env_file} is not a file")
-        loaded = {key: value for key, value in dotenv_values(env_file).items() if value is not None}
+        try:
+            values = read_env_file(env_file, environ)
+        except ConfigError as exc:
+            raise ConfigError(f"{here}, field envFile: {exc}") from None
+        loaded = {key: value for key, value in values.items() if value is not None}
         updates["env"] = loaded | server.env  # the entry's own env wins over the file
         updates["env_file"] = env_file
     return server.model_copy(update=updates) if updates else server
