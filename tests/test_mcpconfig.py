@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 
 from lazytools import ConfigError
 from lazytools.sources.gateway.config import HttpServer, StdioServer, load_config, parse_config
-from lazytools.sources.gateway.configtext import expand_variables
+from lazytools.sources.gateway.config import MAX_CONFIG_BYTES
+from lazytools.sources.gateway.configtext import MAX_EXPANDED_CHARS, expand_variables
 from lazytools.toolnames import public_tool_name, server_prefix
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,6 +184,32 @@ def test_unreadable_and_invalid_json_files(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{\n  "mcpServers": {\n    "a": {"command": "x" "args": []}\n  }\n}')
     with pytest.raises(ConfigError, match=r"bad.json: not valid JSON at line 3, column 26: Expecting .,. delimiter"):
         load_config(tmp_path / "bad.json")
+
+
+def _load_text(tmp_path: Path, text: str, **environ: str) -> str:
+    (tmp_path / "mcp.json").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "mcp.json", environ=environ)
+    return str(caught.value)
+
+
+def test_only_a_regular_file_of_bounded_size_is_read(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^/dev/zero: not a regular file"):
+        load_config(Path("/dev/zero"), environ={})
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # nobody writes it: reading it would wait for ever
+    with pytest.raises(ConfigError, match=r"fifo.json: not a regular file"):
+        load_config(fifo, environ={})
+    big = '{"mcpServers": {}}' + " " * MAX_CONFIG_BYTES
+    assert "mcp.json: over 4,194,304 bytes" in _load_text(tmp_path, big)
+
+
+@pytest.mark.parametrize("args", [["${BIG}" * 130], ["${BIG}"] * 130])
+def test_strings_that_expand_past_the_bound_are_refused(tmp_path: Path, args: list[str]) -> None:
+    big = "x" * 131072  # the most one environment string may hold on Linux
+    assert 130 * len(big) > MAX_EXPANDED_CHARS
+    message = _load_text(tmp_path, json.dumps({"mcpServers": {"s": {"command": "x", "args": args}}}), BIG=big)
+    assert "server 's', field args." in message and f"expand past {MAX_EXPANDED_CHARS:,} characters" in message
 
 
 def test_comment_markers_inside_strings_are_kept(tmp_path: Path) -> None:
