@@ -193,6 +193,22 @@ def _load_text(tmp_path: Path, text: str, **environ: str) -> str:
     return str(caught.value)
 
 
+@pytest.mark.parametrize(("entry", "expected"), [
+    ('"timeout": ' + "9" * 5000, "field timeout: a number of more than 100 digits"),
+    ('"args": ["a", -' + "9" * 5000 + "]", "field args.1: a number of more than 100 digits"),
+    ('"timeout": 1e400', "field timeout: 1e400 is not a finite number"),
+    ('"env": {"K": -1e400}', "field env.K: -1e400 is not a finite number"),
+    ('"timeout": NaN', "field timeout: NaN is not a finite number"),
+    ('"timeout": Infinity', "field timeout: Infinity is not a finite number"),
+    ('"timeout": "${T}"', "field timeout: Input should be a finite number"),
+])
+def test_a_number_that_is_too_long_or_not_finite_is_refused_naming_its_field(tmp_path: Path, entry: str,
+                                                                               expected: str) -> None:
+    message = _load_text(tmp_path, '{"mcpServers": {"s": {"command": "x", ' + entry + "}}}", T="inf")
+    assert message.startswith(f"{tmp_path / 'mcp.json'}: server 's'") and expected in message, message
+    assert len(message) < 300 and "\n" not in message
+
+
 def test_only_a_regular_file_of_bounded_size_is_read(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^/dev/zero: not a regular file"):
         load_config(Path("/dev/zero"), environ={})

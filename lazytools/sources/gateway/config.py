@@ -28,7 +28,7 @@ from pydantic.alias_generators import to_camel
 from ...errors import ConfigError
 from ...smallfiles import read_env_file, read_small_file
 from ...toolnames import MAX_PREFIX_LENGTH, public_tool_name, server_prefix
-from .configtext import Budget, expand_tree, strip_jsonc, workspace_of
+from .configtext import Budget, expand_tree, parse_json, workspace_of
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -84,7 +84,7 @@ class _Server(BaseModel):
     """Only these tools (names or fnmatch patterns, upstream or public names); None means all."""
     exclude: list[str] = Field(default_factory=list)
     """Never these tools, whatever `include` says."""
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Seconds per tool call; None uses the global call timeout."""
     disabled: bool = False
     scope: Literal["shared", "session"] = "shared"
@@ -226,7 +226,7 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Gateway
     except ValueError as exc:  # not a regular file, or too large
         raise ConfigError(f"{path}: {exc}") from None
     try:
-        data = json.loads(strip_jsonc(text))
+        data = parse_json(text)
         config = parse_config(data, environ=os.environ if environ is None else environ, path=path)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
@@ -330,7 +330,7 @@ def _resolve_stdio_paths(here: str, server: StdioServer, base: Path, environ: Ma
         try:
             values = read_env_file(env_file, environ)
             budget.spend(sum(len(value or "") for value in values.values()))  # each server reads its file anew
-        except (ConfigError, ValueError) as exc:
+        except ValueError as exc:  # a ConfigError of the file, or the budget spent
             raise ConfigError(f"{here}, field envFile: {exc}") from None
         loaded = {key: value for key, value in values.items() if value is not None}
         updates["env"] = loaded | server.env  # the entry's own env wins over the file

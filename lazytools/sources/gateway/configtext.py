@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -9,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ...safetext import clip
 
-__all__ = ["Budget", "expand_tree", "expand_variables", "strip_jsonc", "workspace_of"]
+__all__ = ["Budget", "expand_tree", "expand_variables", "parse_json", "strip_jsonc", "workspace_of"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BRACES = re.compile(r"\$\{|\}")
@@ -19,6 +22,9 @@ MAX_DEFAULT_DEPTH = 16
 MAX_EXPANDED_CHARS = 16 << 20
 """The most characters a config's strings may hold once expanded, all together: `${BIG}` twenty thousand times
 would be gigabytes (a real config's are a few KB)."""
+MAX_NUMBER_DIGITS = 100
+"""Longer numbers are refused: far past any port, timeout or id, and below Python's own limit on `int()` (whose
+cost grows with the square of the digits)."""
 
 
 # -- ${VAR} expansion -----------------------------------------------------------------------------------------------
@@ -108,7 +114,8 @@ class Budget:
 
 def expand_tree(value: Any, here: str, environ: Mapping[str, str], workspace: Path, budget: Budget,
                 at: str = "") -> Any:
-    """Every string of a server's entry expanded, within `budget`."""
+    """Every string of a server's entry expanded, within `budget`; a number `parse_json` could not take is
+    refused here, where its field is known."""
     if isinstance(value, str):
         try:
             expanded = expand_variables(value, environ, workspace=workspace, limit=budget.left)
@@ -121,12 +128,42 @@ def expand_tree(value: Any, here: str, environ: Mapping[str, str], workspace: Pa
                 for key, item in value.items()}
     if isinstance(value, list):
         return [expand_tree(item, here, environ, workspace, budget, f"{at}.{i}") for i, item in enumerate(value)]
+    if isinstance(value, BadNumber):
+        raise ConfigError(f"{here}, field {at or 'value'}: {value.reason}")
     return value
 
 
 def workspace_of(base: Path) -> Path:
     # VS Code keeps its file in <workspace>/.vscode/mcp.json; anywhere else the file's own folder is the workspace.
     return base.parent if base.name == ".vscode" else base
+
+
+# -- JSON -----------------------------------------------------------------------------------------------------------
+
+
+class BadNumber:
+    """A number in the file that Python's json would take badly: a traceback past 4,300 digits, `1e400` as
+    infinity, `NaN`. Kept as this, and refused by `expand_tree`, which knows the field."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def parse_json(text: str) -> Any:
+    """A config's JSONC text parsed, unfit numbers as BadNumber."""
+    return json.loads(strip_jsonc(text), parse_int=_integer, parse_float=_real,
+                      parse_constant=lambda name: BadNumber(f"{name} is not a finite number"))
+
+
+def _integer(text: str) -> int | BadNumber:
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        return BadNumber(f"a number of more than {MAX_NUMBER_DIGITS} digits")
+    return int(text)
+
+
+def _real(text: str) -> float | BadNumber:
+    value = float(text)
+    return value if math.isfinite(value) else BadNumber(f"{clip(text, 40)} is not a finite number")
 
 
 # -- JSONC ----------------------------------------------------------------------------------------------------------
