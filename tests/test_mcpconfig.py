@@ -228,6 +228,12 @@ def test_strings_that_expand_past_the_bound_are_refused(tmp_path: Path, args: li
     assert "server 's', field args." in message and f"expand past {MAX_EXPANDED_CHARS:,} characters" in message
 
 
+def test_a_server_named_twice_in_one_object_is_refused(tmp_path: Path) -> None:
+    message = _load_text(tmp_path, '{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, '
+                                   '"a": {"command": "z"}}}')
+    assert message == f"{tmp_path / 'mcp.json'}: server 'a' is defined twice"
+
+
 def test_comment_markers_inside_strings_are_kept(tmp_path: Path) -> None:
     (tmp_path / "mcp.json").write_text('{"mcpServers": {"a": {"url": "http://h/x//y/*z*/", "headers": {"K": "a,}"}}}}')
     a = load_config(tmp_path / "mcp.json", environ={}).servers["a"]

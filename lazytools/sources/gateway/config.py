@@ -251,6 +251,9 @@ def parse_config(data: Any, *, environ: Mapping[str, str], path: Path | None = N
         block = data[section]
         if not isinstance(block, dict):
             raise ConfigError(f"{where}: \"{section}\" must be an object of servers by name")
+        repeated = getattr(block, "repeated", ())  # parse_json's JsonObject: json kept the last of each alone
+        if repeated:
+            raise ConfigError(f"{where}: server {repeated[0]!r} is defined twice")
         for name, raw in block.items():
             if name in entries:
                 raise ConfigError(f"{where}: server {name!r} is defined twice")

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from ...errors import ConfigError
 from ...safetext import clip
 
-__all__ = ["Budget", "expand_tree", "expand_variables", "parse_json", "strip_jsonc", "workspace_of"]
+__all__ = ["Budget", "JsonObject", "expand_tree", "expand_variables", "parse_json", "strip_jsonc", "workspace_of"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BRACES = re.compile(r"\$\{|\}")
@@ -149,10 +150,23 @@ class BadNumber:
         self.reason = reason
 
 
+class JsonObject(dict[str, Any]):
+    """A JSON object that remembers the keys it held more than once (json keeps the last, silently)."""
+
+    repeated: tuple[str, ...] = ()
+
+
 def parse_json(text: str) -> Any:
-    """A config's JSONC text parsed, unfit numbers as BadNumber."""
-    return json.loads(strip_jsonc(text), parse_int=_integer, parse_float=_real,
+    """A config's JSONC text parsed: objects as JsonObject, unfit numbers as BadNumber."""
+    return json.loads(strip_jsonc(text), object_pairs_hook=_object, parse_int=_integer, parse_float=_real,
                       parse_constant=lambda name: BadNumber(f"{name} is not a finite number"))
+
+
+def _object(pairs: list[tuple[str, Any]]) -> JsonObject:
+    found = JsonObject(pairs)
+    if len(found) < len(pairs):
+        found.repeated = tuple(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+    return found
 
 
 def _integer(text: str) -> int | BadNumber:
