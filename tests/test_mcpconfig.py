@@ -14,8 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lazytools import ConfigError
-from lazytools.sources.gateway.config import HttpServer, StdioServer, load_config, parse_config
-from lazytools.sources.gateway.config import MAX_CONFIG_BYTES
+from lazytools.sources.gateway.config import MAX_CONFIG_BYTES, HttpServer, StdioServer, load_config, parse_config
 from lazytools.sources.gateway.configtext import MAX_EXPANDED_CHARS, expand_variables
 from lazytools.toolnames import public_tool_name, server_prefix
 
