@@ -570,7 +570,7 @@ def load_settings(env_file: Path | None = None, **overrides: Any) -> Settings:
         if not (path.is_file() or path.is_fifo()):  # a FIFO: `--env-file <(pass show lazytools)`
             state = "does not exist" if not path.exists() else "is not a file"
             raise ConfigError(f"env file {env_file} {state} (--env-file)")
-    return Settings(_env_file=env_file if env_file is not None else Path(".env"), **overrides)  # type: ignore[call-arg]
+    return Settings(_env_file=env_file if env_file is not None else Path(".env"), **overrides)
 
 
 def _warn_unknown_names(source: EnvSettingsSource) -> None:

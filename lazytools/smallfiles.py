@@ -55,7 +55,8 @@ def read_env_file(path: Path, environ: Mapping[str, str], *, fifo: bool = False)
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     values: dict[str, str | None] = {}
-    scope = ChainMap(values, environ)  # the file's own variables win over the environment, as in python-dotenv
+    # The file's own variables win over the environment, as in python-dotenv.
+    scope: ChainMap[str, str | None] = ChainMap(values, dict(environ))
     left = MAX_ENV_FILE_CHARS
     for name, raw in dotenv_values(stream=io.StringIO(text), interpolate=False).items():
         values[name] = None if raw is None else _expanded(raw, scope, left, f"{path}: {name}")
