@@ -44,7 +44,7 @@ _ENV_FILE: ContextVar[Any] = ContextVar("lazytools_settings_env_file", default=N
 """The env file of the Settings being built, on its way from `Settings.__init__` to `settings_customise_sources`."""
 
 
-class _EnvFile(DotEnvSettingsSource):
+class DotEnvBounded(DotEnvSettingsSource):  # named DotEnv...: the CLI tells .env from the environment by it
     """pydantic-settings' env-file source reading through `read_env_file`, whose `${...}` expansion is bounded
     (python-dotenv's is not: thirty lines that double reach gigabytes)."""
 
@@ -420,7 +420,7 @@ class Settings(BaseSettings):
 
     def __init__(self, **values: Any) -> None:
         # pydantic-settings would give `_env_file` to a source of its own, which reads it as it is built: it goes
-        # to _EnvFile instead, and pydantic's own reads nothing.
+        # to DotEnvBounded instead, and pydantic's own reads nothing.
         token = _ENV_FILE.set(values.pop("_env_file", self.model_config.get("env_file")))
         try:
             super().__init__(_env_file=None, **values)
@@ -438,9 +438,9 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """pydantic-settings' sources in its own order; on the way, a `LAZYTOOLS_*` name in the environment or the
         env file that sets nothing is warned about (pydantic ignores it: a typo would change nothing, silently).
-        The env file is read by _EnvFile."""
+        The env file is read by DotEnvBounded."""
         env_file = _ENV_FILE.get()
-        dotenv_settings = _EnvFile(settings_cls, env_file=env_file) if env_file is not None else dotenv_settings
+        dotenv_settings = DotEnvBounded(settings_cls, env_file=env_file) if env_file is not None else dotenv_settings
         for source in (env_settings, dotenv_settings):
             if isinstance(source, EnvSettingsSource):
                 _warn_unknown_names(source)
