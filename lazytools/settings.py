@@ -8,6 +8,8 @@ import logging
 import math
 import os
 import re
+from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,9 +22,11 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+from pydantic_settings.sources.utils import parse_env_vars
 
 from .errors import ConfigError
 from .modes import Mode, Surface
+from .smallfiles import read_env_file
 from .threads import TOOL_THREADS
 
 __all__ = ["CHAIN_VARIABLE", "NOT_SETTINGS", "Settings", "load_settings"]
@@ -35,6 +39,18 @@ that fronts itself is refused instead of recursing."""
 NOT_SETTINGS = frozenset({CHAIN_VARIABLE})
 """`LAZYTOOLS_*` variables that are not settings: lazytools sets them for the processes it starts, so they are not
 typos."""
+
+_ENV_FILE: ContextVar[Any] = ContextVar("lazytools_settings_env_file", default=None)
+"""The env file of the Settings being built, on its way from `Settings.__init__` to `settings_customise_sources`."""
+
+
+class DotEnvBounded(DotEnvSettingsSource):  # named DotEnv...: the CLI tells .env from the environment by it
+    """pydantic-settings' env-file source reading through `read_env_file`, whose `${...}` expansion is bounded
+    (python-dotenv's is not: thirty lines that double reach gigabytes)."""
+
+    def _read_env_file(self, file_path: Path) -> Mapping[str, str | None]:
+        values = read_env_file(file_path, os.environ, fifo=True)
+        return parse_env_vars(values, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
 class Settings(BaseSettings):
@@ -402,6 +418,15 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="DEBUG, INFO, WARNING or ERROR (logs go to stderr).")
 
+    def __init__(self, **values: Any) -> None:
+        # pydantic-settings would give `_env_file` to a source of its own, which reads it as it is built: it goes
+        # to DotEnvBounded instead, and pydantic's own reads nothing.
+        token = _ENV_FILE.set(values.pop("_env_file", self.model_config.get("env_file")))
+        try:
+            super().__init__(_env_file=None, **values)
+        finally:
+            _ENV_FILE.reset(token)
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -412,7 +437,10 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """pydantic-settings' sources in its own order; on the way, a `LAZYTOOLS_*` name in the environment or the
-        env file that sets nothing is warned about (pydantic ignores it: a typo would change nothing, silently)."""
+        env file that sets nothing is warned about (pydantic ignores it: a typo would change nothing, silently).
+        The env file is read by DotEnvBounded."""
+        env_file = _ENV_FILE.get()
+        dotenv_settings = DotEnvBounded(settings_cls, env_file=env_file) if env_file is not None else dotenv_settings
         for source in (env_settings, dotenv_settings):
             if isinstance(source, EnvSettingsSource):
                 _warn_unknown_names(source)
@@ -542,7 +570,7 @@ def load_settings(env_file: Path | None = None, **overrides: Any) -> Settings:
         if not (path.is_file() or path.is_fifo()):  # a FIFO: `--env-file <(pass show lazytools)`
             state = "does not exist" if not path.exists() else "is not a file"
             raise ConfigError(f"env file {env_file} {state} (--env-file)")
-    return Settings(_env_file=env_file if env_file is not None else Path(".env"), **overrides)  # type: ignore[call-arg]
+    return Settings(_env_file=env_file if env_file is not None else Path(".env"), **overrides)
 
 
 def _warn_unknown_names(source: EnvSettingsSource) -> None:

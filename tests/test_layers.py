@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "errors": 0, "settings": 0, "toolnames": 0, "entry": 0, "sdk": 0, "modes": 0,
     "safetext": 0, "threads": 0, "heap": 0, "origin": 0, "streams": 0, "uris": 0,  # origin: whose request is served, read by server and gateway
     "identity": 0,  # identity: who a request acts for (a Principal)
+    "smallfiles": 0,  # files a user names (config, env file), read within bounds
     "textwords": 0,  # the words of a text and their stems (the catalog's name suggestions, search)
     "telemetry": 0,  # trace export (OTLP), configured once at start-up
     "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)

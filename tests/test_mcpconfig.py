@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lazytools import ConfigError
-from lazytools.sources.gateway.config import HttpServer, StdioServer, load_config, parse_config
-from lazytools.sources.gateway.configtext import expand_variables
+from lazytools.sources.gateway.config import MAX_CONFIG_BYTES, HttpServer, StdioServer, load_config, parse_config
+from lazytools.sources.gateway.configtext import MAX_EXPANDED_CHARS, expand_variables
 from lazytools.toolnames import public_tool_name, server_prefix
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +104,14 @@ def test_both_sections_merge_and_env_file_is_read(tmp_path: Path) -> None:
     assert isinstance(b, StdioServer) and b.env == {"TOKEN": "from-file", "OTHER": "3"}
 
 
+def test_an_env_file_that_expands_to_gigabytes_is_refused(tmp_path: Path) -> None:
+    lines = ["A0=xxxxxxxxxx"] + [f"A{i}=${{A{i - 1}}}${{A{i - 1}}}" for i in range(1, 31)]
+    (tmp_path / "laughs.env").write_text("\n".join(lines) + "\n")
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"s": {"command": "x", "envFile": "laughs.env"}}}))
+    with pytest.raises(ConfigError, match=r"mcp.json: server 's', field envFile: .*laughs.env: A\d+ expands past"):
+        load_config(tmp_path / "mcp.json", environ={})
+
+
 def test_unknown_keys_warn_but_other_clients_keys_do_not(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="lazytools.sources.gateway.config"):
         parse({"mcpServers": {"a": {"command": "x", "exlude": ["t"], "autoApprove": ["t"]}}})
@@ -174,6 +183,54 @@ def test_unreadable_and_invalid_json_files(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{\n  "mcpServers": {\n    "a": {"command": "x" "args": []}\n  }\n}')
     with pytest.raises(ConfigError, match=r"bad.json: not valid JSON at line 3, column 26: Expecting .,. delimiter"):
         load_config(tmp_path / "bad.json")
+
+
+def _load_text(tmp_path: Path, text: str, **environ: str) -> str:
+    (tmp_path / "mcp.json").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "mcp.json", environ=environ)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ('"timeout": ' + "9" * 5000, "field timeout: a number of more than 100 digits"),
+    ('"args": ["a", -' + "9" * 5000 + "]", "field args.1: a number of more than 100 digits"),
+    ('"timeout": 1e400', "field timeout: 1e400 is not a finite number"),
+    ('"env": {"K": -1e400}', "field env.K: -1e400 is not a finite number"),
+    ('"timeout": NaN', "field timeout: NaN is not a finite number"),
+    ('"timeout": Infinity', "field timeout: Infinity is not a finite number"),
+    ('"timeout": "${T}"', "field timeout: Input should be a finite number"),
+])
+def test_a_number_that_is_too_long_or_not_finite_is_refused_naming_its_field(tmp_path: Path, entry: str,
+                                                                               expected: str) -> None:
+    message = _load_text(tmp_path, '{"mcpServers": {"s": {"command": "x", ' + entry + "}}}", T="inf")
+    assert message.startswith(f"{tmp_path / 'mcp.json'}: server 's'") and expected in message, message
+    assert len(message) < 300 and "\n" not in message
+
+
+def test_only_a_regular_file_of_bounded_size_is_read(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^/dev/zero: not a regular file"):
+        load_config(Path("/dev/zero"), environ={})
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # nobody writes it: reading it would wait for ever
+    with pytest.raises(ConfigError, match=r"fifo.json: not a regular file"):
+        load_config(fifo, environ={})
+    big = '{"mcpServers": {}}' + " " * MAX_CONFIG_BYTES
+    assert "mcp.json: over 4,194,304 bytes" in _load_text(tmp_path, big)
+
+
+@pytest.mark.parametrize("args", [["${BIG}" * 130], ["${BIG}"] * 130])
+def test_strings_that_expand_past_the_bound_are_refused(tmp_path: Path, args: list[str]) -> None:
+    big = "x" * 131072  # the most one environment string may hold on Linux
+    assert 130 * len(big) > MAX_EXPANDED_CHARS
+    message = _load_text(tmp_path, json.dumps({"mcpServers": {"s": {"command": "x", "args": args}}}), BIG=big)
+    assert "server 's', field args." in message and f"expand past {MAX_EXPANDED_CHARS:,} characters" in message
+
+
+def test_a_server_named_twice_in_one_object_is_refused(tmp_path: Path) -> None:
+    message = _load_text(tmp_path, '{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, '
+                                   '"a": {"command": "z"}}}')
+    assert message == f"{tmp_path / 'mcp.json'}: server 'a' is defined twice"
 
 
 def test_comment_markers_inside_strings_are_kept(tmp_path: Path) -> None:

@@ -35,6 +35,25 @@ def test_the_setting_takes_json_or_a_file_and_refuses_unknown_names(tmp_path: Pa
     assert set(STAGES).isdisjoint(RULES) and "places" in STAGES
 
 
+@pytest.mark.parametrize(("setting", "field"), [
+    ('{"bm25_k1": Infinity}', "bm25_k1"),  # every search found nothing
+    ('{"bm25_k1": 1e400}', "bm25_k1"),
+    ('{"bm25_k1": 0}', "bm25_k1"),
+    ('{"group_boost": 1e400}', "group_boost"),  # every score was inf
+    ('{"typo_weight": NaN}', "typo_weight"),
+    ('{"semantic_weight": -Infinity}', "semantic_weight"),
+    ('{"bm25_b": 1.5}', "bm25_b"),
+    ('{"field_weights": {"name": 1e400}}', "field_weights.name"),
+    ('{"field_weights": {"name": -1}}', "field_weights.name"),
+])
+def test_every_number_of_the_ranking_is_finite_and_in_range(setting: str, field: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        configured_ranking(setting)
+    message = str(caught.value)
+    assert message.startswith(f"LAZYTOOLS_SEARCH_RANKING: field {field}: "), message
+    assert "\n" not in message and "pydantic" not in message, message
+
+
 async def test_the_served_index_ranks_with_the_configured_weights() -> None:
     server = build_server(small_catalog(), make_settings(search_ranking='{"off": ["group_boost"]}'))
     async with client(server, "mcp") as c:

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from lazytools import Settings, cli, settingsdoc
+from lazytools import ConfigError, Settings, cli, settingsdoc
 from lazytools.server.clients import client_table
-from lazytools.settings import CHAIN_VARIABLE
+from lazytools.settings import CHAIN_VARIABLE, load_settings
+from lazytools.smallfiles import MAX_ENV_FILE_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,3 +151,34 @@ def test_a_missing_env_file_that_was_asked_for_is_an_error(tmp_path: Path, monke
 def test_a_blank_shared_token_is_refused(blank: str) -> None:
     with pytest.raises(ValueError, match="LAZYTOOLS_AUTH_TOKEN is blank"):
         Settings(_env_file=None, auth_token=blank)  # type: ignore[call-arg]
+
+
+# -- env files: python-dotenv's ${...}, bounded ------------------------------------------------------------------
+
+
+def laughs(path: Path) -> Path:
+    """31 lines, 495 bytes, each variable twice the one before: 10 GB at the last, with python-dotenv's expansion."""
+    lines = ["A0=xxxxxxxxxx"] + [f"A{i}=${{A{i - 1}}}${{A{i - 1}}}" for i in range(1, 31)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_an_env_file_that_expands_to_gigabytes_is_refused(tmp_path: Path) -> None:
+    env = laughs(tmp_path / ".env")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(env))}: A\d+ expands past [\d,]+ characters"):
+        load_settings(env)
+    with pytest.raises(ConfigError, match="expands past"):
+        Settings(_env_file=env)  # type: ignore[call-arg]
+    env.write_text("LAZYTOOLS_AUDIT=" + "x" * MAX_ENV_FILE_BYTES + "\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(env))}: over [\d,]+ bytes"):
+        load_settings(env)
+
+
+def test_an_env_file_expands_variables_as_python_dotenv_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LT_TEST_HOME", "/home/u")
+    env = tmp_path / "my.env"
+    env.write_text("BASE=/srv\nLAZYTOOLS_FILES_ROOT=${BASE}/tools\nLAZYTOOLS_CACHE_DIR=${LT_TEST_HOME}/c\n"
+                   "LAZYTOOLS_AUDIT=${NOPE:-stderr}\nLAZYTOOLS_STDIO_USER=${BASE}x${NOPE}\n")
+    settings = load_settings(env)
+    assert settings.files_root == Path("/srv/tools") and settings.cache_dir == Path("/home/u/c")
+    assert settings.audit == "stderr" and settings.stdio_user == "/srvx"

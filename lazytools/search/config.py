@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
 from ..safetext import clip
@@ -55,8 +55,9 @@ _FIELD_WEIGHTS = {"name": 3.0, "title": 2.0, "description": 1.0, "parameters": 1
 """Other weights moved the two dev-set halves in opposite directions, so these stay the plain defaults; `english` at
 0.3 finds a Chinese-described tool without Chinese tools crowding English ones out (docs/search-log.md)."""
 
-Weight = Annotated[float, Field(ge=0.0)]
-Share = Annotated[float, Field(ge=0.0, le=1.0)]
+# Finite: an infinite weight makes every score inf, or (as k1) no search find anything; NaN compares with nothing.
+Weight = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+Share = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
 class RankingConfig(BaseModel):
@@ -79,9 +80,9 @@ class RankingConfig(BaseModel):
 
     # BM25F and its boosts.
     # Read when an index is built (as bm25s' constructor reads k1 and b); `configured` keeps the index's own.
-    bm25_k1: Weight = Field(default=2.0, description="BM25F's term-frequency saturation.")
+    bm25_k1: Weight = Field(default=2.0, gt=0.0, description="BM25F's term-frequency saturation.")
     bm25_b: Share = Field(default=0.75, description="BM25F's length normalisation, each field by its own length.")
-    field_weights: dict[str, float] = Field(
+    field_weights: dict[str, Weight] = Field(
         default_factory=lambda: dict(_FIELD_WEIGHTS),
         description="Each field's weight in BM25F; `english` is a Chinese-described tool's English rendering.")
     clause_weight: Weight = Field(default=0.3, description="A tool gains this times its best need's score (scaled).")
@@ -117,8 +118,8 @@ class RankingConfig(BaseModel):
     @field_validator("field_weights")
     @classmethod
     def _fields(cls, value: dict[str, float]) -> dict[str, float]:
-        if set(value) - set(_FIELD_WEIGHTS) or any(weight < 0 for weight in value.values()):
-            raise ValueError(f"field weights: fields are {', '.join(_FIELD_WEIGHTS)}, weights at least 0")
+        if set(value) - set(_FIELD_WEIGHTS):
+            raise ValueError(f"the fields are {', '.join(_FIELD_WEIGHTS)}")
         return {**_FIELD_WEIGHTS, **value}  # a field left out keeps its default
 
     def on(self, name: str) -> bool:
@@ -168,5 +169,17 @@ def configured_ranking(value: str) -> RankingConfig:
     and `lazytools eval` all rank with it)."""
     try:
         return ranking_config(value)
-    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError, and so is a bad UTF-8 byte
+    except ValidationError as exc:
+        raise ConfigError(f"LAZYTOOLS_SEARCH_RANKING: {clip(_one_line(exc), 600)}") from None
+    except (OSError, ValueError) as exc:  # a bad UTF-8 byte is a ValueError
         raise ConfigError(f"LAZYTOOLS_SEARCH_RANKING: {clip(str(exc), 600)}") from exc
+
+
+def _one_line(exc: ValidationError) -> str:
+    """Each problem as `field NAME: why`, on one line (pydantic's own text takes several)."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"])
+        why = error["msg"].removeprefix("Value error, ")
+        problems.append(f"field {where}: {why}" if where else why)
+    return "; ".join(problems)

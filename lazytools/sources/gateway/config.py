@@ -26,10 +26,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.alias_generators import to_camel
 
 from ...errors import ConfigError
+from ...smallfiles import read_env_file, read_small_file
 from ...toolnames import MAX_PREFIX_LENGTH, public_tool_name, server_prefix
-from .configtext import expand_tree, strip_jsonc, workspace_of
+from .configtext import Budget, expand_tree, parse_json, workspace_of
 
 __all__ = [
+    "MAX_CONFIG_BYTES",
     "GatewayConfig",
     "HttpServer",
     "Identity",
@@ -41,6 +43,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+MAX_CONFIG_BYTES = 4 << 20
+"""A config file larger than this is refused unread (a real one is a few KB; reading JSONC costs about 0.3 s a MB)."""
 
 # Keys other clients write into the same entries; they mean nothing to lazytools and are not typos.
 _OTHER_CLIENTS_KEYS = frozenset({"alwaysAllow", "autoApprove", "dev", "gallery", "transportType", "version"})
@@ -79,7 +84,7 @@ class _Server(BaseModel):
     """Only these tools (names or fnmatch patterns, upstream or public names); None means all."""
     exclude: list[str] = Field(default_factory=list)
     """Never these tools, whatever `include` says."""
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Seconds per tool call; None uses the global call timeout."""
     disabled: bool = False
     scope: Literal["shared", "session"] = "shared"
@@ -211,14 +216,17 @@ class GatewayConfig(BaseModel):
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> GatewayConfig:
     """Read, expand and validate a config file. `environ` defaults to the process environment."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is not an error
+        # A byte order mark (Windows editors) is not an error.
+        text = read_small_file(path, MAX_CONFIG_BYTES).decode("utf-8-sig")
     except OSError as exc:
         raise ConfigError(f"Cannot read config file {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start:exc.start + 1]!r}); "
                           "save the file as UTF-8") from None
+    except ValueError as exc:  # not a regular file, or too large
+        raise ConfigError(f"{path}: {exc}") from None
     try:
-        data = json.loads(strip_jsonc(text))
+        data = parse_json(text)
         config = parse_config(data, environ=os.environ if environ is None else environ, path=path)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
@@ -243,6 +251,9 @@ def parse_config(data: Any, *, environ: Mapping[str, str], path: Path | None = N
         block = data[section]
         if not isinstance(block, dict):
             raise ConfigError(f"{where}: \"{section}\" must be an object of servers by name")
+        repeated = getattr(block, "repeated", ())  # parse_json's JsonObject: json kept the last of each alone
+        if repeated:
+            raise ConfigError(f"{where}: server {repeated[0]!r} is defined twice")
         for name, raw in block.items():
             if name in entries:
                 raise ConfigError(f"{where}: server {name!r} is defined twice")
@@ -250,10 +261,11 @@ def parse_config(data: Any, *, environ: Mapping[str, str], path: Path | None = N
     base = path.parent if path is not None else Path.cwd()
     servers: dict[str, ServerConfig] = {}
     prefixes: dict[str, str] = {}
+    budget = Budget()
     for name, raw in entries.items():
         if isinstance(raw, dict) and raw.get("disabled") is True:
             continue  # not started, so its variables need not be set either
-        server = _parse_server(where, name, raw, environ, base)
+        server = _parse_server(where, name, raw, environ, base, budget)
         other = prefixes.setdefault(server.tool_prefix, name)
         if other != name:
             raise ConfigError(f"{where}: servers {other!r} and {name!r} would share the tool-name prefix "
@@ -262,13 +274,14 @@ def parse_config(data: Any, *, environ: Mapping[str, str], path: Path | None = N
     return GatewayConfig(path=path, servers=servers)
 
 
-def _parse_server(where: str, name: str, raw: Any, environ: Mapping[str, str], base: Path) -> ServerConfig:
+def _parse_server(where: str, name: str, raw: Any, environ: Mapping[str, str], base: Path,
+                  budget: Budget) -> ServerConfig:
     here = f"{where}: server {name!r}"
     if not name.strip():
         raise ConfigError(f"{where}: a server has an empty name")
     if not isinstance(raw, dict):
         raise ConfigError(f"{here}: expected an object with \"command\" (stdio) or \"url\" (HTTP)")
-    expanded = expand_tree(raw, here, environ, workspace_of(base))
+    expanded = expand_tree(raw, here, environ, workspace_of(base), budget)
     kind = _transport(here, expanded)
     model: type[StdioServer] | type[HttpServer] = StdioServer if kind == "stdio" else HttpServer
     known = {f for f in model.model_fields} | {to_camel(f) for f in model.model_fields}
@@ -281,7 +294,7 @@ def _parse_server(where: str, name: str, raw: Any, environ: Mapping[str, str], b
     except ValidationError as exc:
         raise ConfigError(f"{here}: " + "; ".join(_describe(error) for error in exc.errors())) from exc
     if isinstance(server, StdioServer):
-        server = _resolve_stdio_paths(here, server, base)
+        server = _resolve_stdio_paths(here, server, base, environ, budget)
     return server
 
 
@@ -308,17 +321,21 @@ def _transport(here: str, raw: dict[str, Any]) -> Literal["stdio", "http", "sse"
     return kind  # type: ignore[return-value]
 
 
-def _resolve_stdio_paths(here: str, server: StdioServer, base: Path) -> StdioServer:
+def _resolve_stdio_paths(here: str, server: StdioServer, base: Path, environ: Mapping[str, str],
+                         budget: Budget) -> StdioServer:
     updates: dict[str, Any] = {}
     if server.cwd is not None and not server.cwd.is_absolute():
         updates["cwd"] = base / server.cwd
     if server.env_file is not None:
         env_file = server.env_file if server.env_file.is_absolute() else base / server.env_file
-        from dotenv import dotenv_values
-
         if not env_file.is_file():
             raise ConfigError(f"{here}, field envFile: {env_file} is not a file")
-        loaded = {key: value for key, value in dotenv_values(env_file).items() if value is not None}
+        try:
+            values = read_env_file(env_file, environ)
+            budget.spend(sum(len(value or "") for value in values.values()))  # each server reads its file anew
+        except ValueError as exc:  # a ConfigError of the file, or the budget spent
+            raise ConfigError(f"{here}, field envFile: {exc}") from None
+        loaded = {key: value for key, value in values.items() if value is not None}
         updates["env"] = loaded | server.env  # the entry's own env wins over the file
         updates["env_file"] = env_file
     return server.model_copy(update=updates) if updates else server
