@@ -443,7 +443,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], arguments: Any, lim
     problems: list[str] = []
     for error in errors:
         where = "/".join(clip(str(part), 60) for part in error.absolute_path)
-        message = _shorten(error.message)
+        message = _type_message(error) if error.validator == "type" else _shorten(error.message)
         problems.append(f"{where}: {message}" if where else message)
     problems = list(dict.fromkeys(problems))  # a schema reached twice ($ref, allOf) says the same thing twice
     errors = errors[: len(problems)]
@@ -593,6 +593,20 @@ async def validate_call(tool: str, schema: Mapping[str, Any], arguments: Any, li
 
 def _limiter() -> anyio.CapacityLimiter:
     return loop_limiter(_LIMITER, _WORKERS)
+
+
+def _type_message(error: Any) -> str:
+    """A type error with JSON's null, true and false (`null is not of type 'number'`, not Python's `None`): the model
+    wrote JSON. A null where a number belongs is often NaN or Infinity, which a client's JSON encoder sent as null."""
+    instance, expected = error.instance, error.validator_value
+    if not (instance is None or isinstance(instance, bool)):
+        return _shorten(error.message)
+    wanted = " or ".join(f"'{kind}'" for kind in expected) if isinstance(expected, list) else f"'{expected}'"
+    message = f"{compact_json(instance)} is not of type {wanted}"
+    kinds = set(expected) if isinstance(expected, list) else {expected}
+    if instance is None and kinds & {"number", "integer"}:
+        message += " (JSON has no NaN or Infinity: a client's encoder may have sent one as null)"
+    return message
 
 
 def _shorten(message: str, limit: int = 300) -> str:

@@ -179,3 +179,14 @@ def test_a_schema_that_recurses_without_end_is_tried_once() -> None:
     assert accepted == [{"a": 1}] * 3
     assert "n: 'x' is not of type 'integer'" in refused  # what can be checked still is
     assert done.stderr.count("panicked") <= 1, done.stderr[:2000]
+
+
+def test_a_type_error_says_null_true_and_false_as_json_does() -> None:
+    """The model wrote JSON: Python's `None is not of type 'number'` read as if it had sent a word "None"; a null
+    number is also what a client's encoder makes of NaN and Infinity, which the error now says."""
+    schema = {"type": "object", "properties": {"x": {"type": "number"}, "flag": {"type": ["string", "integer"]}}}
+    with pytest.raises(ToolArgumentsError) as refused:
+        validate_arguments("t", schema, {"x": None, "flag": True})
+    message = str(refused.value)
+    assert "x: null is not of type 'number' (JSON has no NaN or Infinity" in message
+    assert "flag: true is not of type 'string' or 'integer'" in message and "None" not in message.split("Input")[0]
