@@ -17,6 +17,7 @@ __all__ = [
     "clean_text",
     "ensure_max_items",
     "ensure_max_length",
+    "ensure_finite",
     "ensure_result_size",
     "json_ready",
     "quick",
@@ -42,6 +43,14 @@ def ensure_max_length(value: str, name: str, limit: int = MAX_TEXT_CHARS) -> str
     """Return value unchanged, or raise ValueError if it is longer than limit."""
     if len(value) > limit:
         raise ValueError(f"{name} is too long: {len(value)} characters (limit is {limit})")
+    return value
+
+
+def ensure_finite(value: float, what: str) -> float:
+    """`value`, or a ValueError when the arithmetic overflowed (inf) or became undefined (NaN): finite inputs too
+    large for a float must not come back as a successful "Infinity"."""
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is too large for a float (the inputs are too large)")
     return value
 
 

@@ -4,6 +4,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from ._common import ensure_finite
+
 __all__ = ["compound_interest", "loan_payment", "apply_discount", "split_bill"]
 
 
@@ -34,7 +36,8 @@ def compound_interest(
                 future += monthly_contribution * (((1 + monthly_rate) ** months - 1) / monthly_rate)
     except OverflowError:
         raise ValueError("the result is too large to represent") from None
-    contributed = principal + monthly_contribution * months
+    future = ensure_finite(future, "the future value")
+    contributed = ensure_finite(principal + monthly_contribution * months, "the total contributed")
     return {"future_value": round(future, 2), "total_contributed": round(contributed, 2), "interest_earned": round(future - contributed, 2)}
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ._common import MAX_RESULT_INT_BITS, ensure_max_items
+from ._common import MAX_RESULT_INT_BITS, ensure_finite, ensure_max_items
 
 __all__ = [
     "evaluate_expression",
@@ -184,8 +184,9 @@ def percentage_change(
     """Calculate the percentage increase or decrease from an old value to a new value."""
     if old_value == 0:
         raise ValueError("percentage change from 0 is undefined")
-    change = new_value - old_value
-    return {"difference": change, "percent_change": change / abs(old_value) * 100, "ratio": new_value / old_value}
+    change = ensure_finite(new_value - old_value, "the difference")
+    percent = ensure_finite(change / abs(old_value) * 100, "the percent change")
+    return {"difference": change, "percent_change": percent, "ratio": ensure_finite(new_value / old_value, "the ratio")}
 
 
 def gcd_lcm(
@@ -324,7 +325,7 @@ def solve_quadratic(
     """Solve a quadratic equation a*x^2 + b*x + c = 0, returning real or complex roots."""
     if a == 0:
         raise ValueError("a must not be 0 for a quadratic equation")
-    disc = b * b - 4 * a * c
+    disc = ensure_finite(b * b - 4 * a * c, "the discriminant b*b - 4*a*c")
     if disc >= 0:
         root = math.sqrt(disc)
         roots = sorted({(-b - root) / (2 * a), (-b + root) / (2 * a)})

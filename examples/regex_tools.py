@@ -100,6 +100,8 @@ def regex_replace(
     _check_text(text)
     if len(replacement) > _MAX_REPLACEMENT:
         raise ValueError(f"replacement is too long (limit is {_MAX_REPLACEMENT} characters)")
+    # More replacements than the text has places is "all" (and a count past C's ssize_t overflowed in re).
+    count = min(count, len(text) + 1)
     request = {"op": "subn", "pattern": pattern, "flags": compiled.flags, "text": text, "replacement": replacement, "count": count}
     return _regex_runner.run_regex(request)
 
@@ -113,6 +115,7 @@ def regex_split(
     """Split a text into parts wherever a regular expression matches."""
     compiled = _compile(pattern, flags)
     _check_text(text)
+    max_split = min(max_split, len(text) + 1)  # as for regex_replace's count
     request = {"op": "split", "pattern": pattern, "flags": compiled.flags, "text": text, "count": max_split}
     parts: list[str] = _regex_runner.run_regex(request)["parts"]
     return parts

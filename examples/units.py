@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ._common import quick
+from ._common import ensure_finite, quick
 
 __all__ = [
     "convert_length",
@@ -176,10 +176,10 @@ def convert_temperature(
         raise ValueError(f"temperature units must be one of {', '.join(TEMPERATURE_UNITS)}")
     to_kelvin = {"C": lambda v: v + 273.15, "F": lambda v: (v + 459.67) * 5 / 9, "K": lambda v: v, "R": lambda v: v * 5 / 9}
     from_kelvin = {"C": lambda k: k - 273.15, "F": lambda k: k * 9 / 5 - 459.67, "K": lambda k: k, "R": lambda k: k * 9 / 5}
-    kelvin = to_kelvin[from_unit](value)
+    kelvin = ensure_finite(to_kelvin[from_unit](value), "the temperature in kelvin")
     if kelvin < -1e-9:
         raise ValueError(f"{value} {from_unit} is below absolute zero")
-    return {"value": value, "from_unit": from_unit, "to_unit": to_unit, "result": _tidy(from_kelvin[to_unit](kelvin))}
+    return {"value": value, "from_unit": from_unit, "to_unit": to_unit, "result": _tidy(ensure_finite(from_kelvin[to_unit](kelvin), "the result"))}
 
 
 def _resolve_unit(name: str) -> tuple[str, str]:

@@ -52,7 +52,15 @@ def test_huge_integers_and_non_finite_floats(tools: Tools) -> None:
     assert tools["evaluate_expression"]("2**1000")["result"] == 2**1000
     assert tools["evaluate_expression"]("inf - inf")["result"] == "NaN"
     assert tools["evaluate_expression"]("-inf")["result"] == "-Infinity"
-    assert _sent(tools["solve_quadratic"](1e308, -1e308, 1.0))
+    # Finite inputs whose arithmetic overflows are an error, not a successful "Infinity" or "NaN" root.
+    for overflowing in (lambda: tools["solve_quadratic"](1e308, -1e308, 1.0), lambda: tools["solve_quadratic"](1e308, 0, 1),
+                        lambda: tools["percentage_change"](1e-300, 1e308),
+                        lambda: tools["compound_interest"](1e308, 100, 1000, 12),
+                        lambda: tools["compound_interest"](1e308, 0, 1, 1, 1e308),
+                        lambda: tools["convert_temperature"](1e308, "C", "F")):
+        with pytest.raises(ValueError, match="too large (for a float|to represent)"):
+            overflowing()
+    assert _sent(tools["solve_quadratic"](1.0, -3.0, 2.0))
     with pytest.raises(ValueError, match="finite"):
         tools["round_significant"](math.inf)
 

@@ -30,6 +30,9 @@ def test_regex_find_all() -> None:
 def test_regex_replace() -> None:
     assert r.regex_replace(r"(\w+)@(\w+)", r"\2 at \1", "me@home, you@work") == {"text": "home at me, work at you", "replacements": 2}
     assert r.regex_replace("a", "b", "aaa", count=2)["text"] == "bba"
+    # A count past C's ssize_t was an OverflowError; any count past the text's places means all of them.
+    assert r.regex_replace("a", "b", "aaa", count=2**63)["text"] == "bbb"
+    assert r.regex_split(",", "a,b,c", max_split=2**63) == ["a", "b", "c"]
     with pytest.raises(ValueError, match="invalid replacement"):
         r.regex_replace("(a)", r"\3", "a")
 
