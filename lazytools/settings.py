@@ -64,6 +64,9 @@ class Settings(BaseSettings):
         extra="ignore",
         env_ignore_empty=True,
         validate_default=True,
+        # A time or a size of inf (or NaN) is never meant: a timeout of inf never fires, a share of NaN compares
+        # false with everything. Each number is finite or refused, naming the setting.
+        allow_inf_nan=False,
     )
 
     # Surfaces

@@ -182,3 +182,11 @@ def test_an_env_file_expands_variables_as_python_dotenv_does(tmp_path: Path, mon
     settings = load_settings(env)
     assert settings.files_root == Path("/srv/tools") and settings.cache_dir == Path("/home/u/c")
     assert settings.audit == "stderr" and settings.stdio_user == "/srvx"
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400"])
+def test_a_number_setting_must_be_finite(value: str) -> None:
+    """A timeout of inf never fires and a share of NaN compares false with everything: neither is ever meant."""
+    for field in ("call_timeout", "relevance_floor", "validation_timeout"):
+        with pytest.raises(ValueError, match=f"{field}[\\s\\S]*finite number"):
+            Settings(_env_file=None, **{field: value})  # type: ignore[call-arg]
