@@ -38,7 +38,7 @@ def test_lexical_evidence_is_the_strongest_term_the_best_tool_holds() -> None:
 
 
 def _plain_term_evidence(bm25: BM25FPostings, terms: dict[str, float], best: int) -> tuple[float, float, float]:
-    """(lexical, second, coverage) as the rule reads, one term at a time: the reference the index's arrays must equal."""
+    """(lexical, second, coverage) as the rule reads, one term at a time: what the index's arrays must equal."""
     single = math.log(max(bm25.size - 1 + 0.5, 1.0)) - math.log(1.5)
     ranked = sorted(((weight * bm25.idf[term], term) for term, weight in terms.items() if term in bm25.idf),
                     reverse=True)

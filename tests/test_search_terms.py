@@ -24,7 +24,7 @@ def test_a_term_reader_gives_what_reading_afresh_gives_and_stays_bounded() -> No
             fresh = tagged_terms(text, index._lexicon, index.config)
             assert again.weights == fresh.weights and list(again.weights) == list(fresh.weights)
             assert again.rules == fresh.rules
-            assert len(reader._typed) <= 8 and len(reader._related) <= 8
+            assert all(len(known) <= 8 for known in reader._typed.values()) and len(reader._related) <= 8
     assert len(reader) > 0
     off = RankingConfig(off={"typos", "related"})
     assert tagged_terms("remove the old database", index._lexicon, off, TermReader(index._lexicon, off)).weights == \

@@ -6,7 +6,7 @@ raw text again."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -103,22 +103,28 @@ class TermReader:
         self.lexicon = lexicon
         self.config = config
         self.size = size
-        self._typed: dict[tuple[str, bool], Added] = {}
+        self._typed: dict[bool, dict[str, Added]] = {False: {}, True: {}}
+        """What each term adds, per `guess`: a dict keyed by the term alone is read fastest."""
         self._related: dict[str, tuple[tuple[str, float], ...]] = {}
 
     def __len__(self) -> int:
-        return len(self._typed) + len(self._related)
+        return len(self._typed[False]) + len(self._typed[True]) + len(self._related)
 
     def typed(self, term: str, guess: bool) -> Added:
         """What the query term `term` adds; `guess`: whether the query is short enough for typo fixes."""
-        key = (term, guess)
-        added = self._typed.get(key)
+        known = self._typed[guess]
+        added = known.get(term)
         if added is None:
             added = self._read(term, guess)
-            if len(self._typed) >= self.size:
-                self._typed.clear()
-            self._typed[key] = added
+            if len(known) >= self.size:
+                known.clear()
+            known[term] = added
         return added
+
+    def each_typed(self, terms: Iterable[str], guess: bool) -> list[Added]:
+        """`typed` of each of `terms`, in order: a long request's hundreds of words are mostly remembered ones."""
+        known = self._typed[guess]
+        return [known[term] if term in known else self.typed(term, guess) for term in terms]
 
     def related(self, term: str) -> tuple[tuple[str, float], ...]:
         """The catalog's words related to `term`, each with its weight, at most the config's `max_related`."""
@@ -169,16 +175,18 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT,
     on = config.on
     typed = split_words(query)
     meant, replaced = read_phrases(typed, off=config.off)
-    terms = [term for term in terms_of(typed) if term not in replaced]
+    terms = tokenize(query)  # remembered: the clauses were told apart by these very terms (`_clauses`)
+    if replaced:
+        terms = [term for term in terms if term not in replaced]
     guess = len(terms) <= config.max_terms_to_correct
-    for term in terms:
-        for other, weight, rule in reader.typed(term, guess):
+    for added in reader.each_typed(terms, guess):
+        for other, weight, rule in added:
             weights[other] = weights.get(other, 0.0) + weight
             rules.setdefault(other, rule)
     for word in meant:
         if word in vocabulary and word not in weights:
             put(word, config.phrase_weight, "phrases")
-    if on("crosslang") and has_cjk(query):
+    if on("crosslang") and not query.isascii() and has_cjk(query):
         glosses = split_words(english_rendering(query))
         for word in terms_of(glosses):
             if (word in vocabulary or word in rendered) and word not in weights:
@@ -188,13 +196,18 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT,
             if word in vocabulary and word not in weights:
                 put(word, config.phrase_weight, "crosslang")
     if lexicon.expansions is not None and on("related"):
+        # Each related word at its best weight, in the order the words first come; those the query already has
+        # are taken out after the loop (one set operation, not a lookup per word: a long request brings a thousand).
         extra: dict[str, float] = {}
+        best = extra.get
         for term in set(terms):
             for other, weight in reader.related(term):
-                if other not in weights and weight > extra.get(other, 0.0):
+                if weight > best(other, 0.0):
                     extra[other] = weight
+        for held in weights.keys() & extra.keys():
+            del extra[held]
         weights.update(extra)
-        rules.update((other, "related") for other in extra)
+        rules.update(dict.fromkeys(extra, "related"))
     return Terms(weights, rules)
 
 
