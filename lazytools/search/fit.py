@@ -204,23 +204,17 @@ def _term_evidence(bm25: BM25FPostings, terms: Mapping[str, float], best: int) -
         lexical = 1.0
     if single <= 0:
         return lexical, 0.0, 0.0
-    # The MASS_TERMS strongest, as `_ranked` orders them: bounded work for a long request.
-    top = _strongest_first(values, [names[i] for i in known.tolist()], MASS_TERMS)
-    total = sum(values[top].tolist())
-    kept = values[top][held[top]].tolist()
+    # The MASS_TERMS strongest, as `_ranked` orders them (value, then term, both in reverse): only the values that
+    # can be among them (ties with the last included) are sorted, as Python pairs.
+    pool = np.arange(values.size)
+    if values.size > MASS_TERMS:
+        pool = np.flatnonzero(values >= np.partition(values, values.size - MASS_TERMS)[values.size - MASS_TERMS])
+    top = sorted(zip(values[pool].tolist(), [names[i] for i in known[pool].tolist()], held[pool].tolist()),
+                 reverse=True)[:MASS_TERMS]
+    total = sum(value for value, _, _ in top)
+    kept = [value for value, _, holds in top if holds]
     second = min(1.0, kept[1] / single) if len(kept) > 1 else 0.0
     return lexical, second, sum(kept) / total if total > 0 else 0.0
-
-
-def _strongest_first(values: npt.NDArray[np.float64], names: list[str], most: int) -> list[int]:
-    """The positions of the `most` greatest `values`, in the order of sorting (value, name) pairs in reverse: only
-    the values that can be among them (ties with the last included) are sorted."""
-    pool = range(values.size)
-    if values.size > most:
-        cut = np.partition(values, values.size - most)[values.size - most]
-        pool = np.flatnonzero(values >= cut).tolist()
-    listed = values.tolist()
-    return sorted(pool, key=lambda i: (listed[i], names[i]), reverse=True)[:most]
 
 
 MASS_TERMS = 64

@@ -39,9 +39,12 @@ TYPED = "typed"
 # Needs are separated by punctuation, by joining words, and in long task descriptions by line breaks, list
 # markers ("1.", "2)", "-") and sequencing words ("after that", "finally"); in Chinese, by its full-width
 # punctuation (which needs no space after it) and sequencing words (然后 "then", 之后 "after", 接着 "next").
+# Every break begins with one of the characters of the lookahead: the engine passes over any other place at once
+# instead of trying each alternative there (half the cost of splitting a long request).
 _CLAUSE_BREAK = re.compile(
-    r"[.;:?!]+\s+|,\s+|[，。；：？！、]+\s*|(?:然后|之后|接着|并且)|\s*\n\s*(?:(?:\d+[.)]|[-*•])\s+)?"
-    r"|\s+\b(?:and then|and also|as well as|after that|afterwards|finally|and|also|then|plus)\b\s+",
+    r"(?=[.;:?!,，。；：？！、然之接并\s])"
+    r"(?:[.;:?!]+\s+|,\s+|[，。；：？！、]+\s*|(?:然后|之后|接着|并且)|\s*\n\s*(?:(?:\d+[.)]|[-*•])\s+)?"
+    r"|\s+\b(?:and then|and also|as well as|after that|afterwards|finally|and|also|then|plus)\b\s+)",
     re.IGNORECASE,
 )
 MIN_CLAUSE_TERMS = 2
@@ -278,7 +281,7 @@ class Query:
 def text_cost(text: str, needs: Sequence[str]) -> Cost:
     """A query's `Cost` from its text alone (chars, words, needs, CJK)."""
     if len(text) > QUICK_CHARS:  # past the quick bound, counting its words changes nothing
-        return Cost(len(text), len(text.split()), max(1, len(needs)), has_cjk(text))
+        return Cost(len(text), len(text.split()), max(1, len(needs)), not text.isascii() and has_cjk(text))
     words = max(len(text.split()), len(split_words(text)))
     return Cost(len(text), words, max(1, len(needs)), not text.isascii() and has_cjk(text))
 
