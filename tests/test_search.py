@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import pytest
@@ -359,6 +360,20 @@ def test_vocabulary_lookups() -> None:
     assert edit_distance("forecast", "forcast") == 1
     assert edit_distance("form", "from") == 1  # neighbours swapped
     assert edit_distance("weather", "cloudy", limit=2) == 3
+
+
+def test_within_one_edit_says_what_the_edit_distance_table_says() -> None:
+    from itertools import product
+
+    from lazytools.search.vocabulary import within_one_edit
+
+    words = ["".join(letters) for size in range(6) for letters in product("abc", repeat=size)]
+    rng = random.Random(4)
+    pairs = [(a, b) for a in words for b in words if abs(len(a) - len(b)) <= 2 and rng.random() < 0.2]
+    pairs += [("weather", "wether"), ("form", "from"), ("forecast", "forcast"), ("abcd", "badc"), ("ab", "ba"),
+              ("kubernetes", "kubernets"), ("kubernetes", "kubrenetes"), ("", "a"), ("", "")]
+    assert len(pairs) > 10_000
+    assert [within_one_edit(a, b) for a, b in pairs] == [edit_distance(a, b, 1) <= 1 for a, b in pairs]
 
 
 def test_cjk_text_is_cut_into_character_bigrams() -> None:

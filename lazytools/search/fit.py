@@ -196,20 +196,26 @@ def _term_evidence(bm25: BM25FPostings, terms: Mapping[str, float], best: int) -
     slots = bm25.slots(names)
     known = np.flatnonzero(slots >= 0)
     values = weights[known] * bm25.idfs(slots[known])  # each term's weight × IDF, as `_ranked` computes it
-    held = bm25.holding(best, slots[known])
-    single = _single(bm25.size)
-    strongest = float(values[held].max()) if held.any() else 0.0
-    lexical = min(1.0, strongest / single) if single > 0 else (1.0 if strongest > 0 else 0.0)
-    if lexical < 1.0 and (bm25.size < MIN_CATALOG or _about_the_catalog(bm25, weights, slots, best)):
-        lexical = 1.0
-    if single <= 0:
-        return lexical, 0.0, 0.0
     # The MASS_TERMS strongest, as `_ranked` orders them (value, then term, both in reverse): only the values that
     # can be among them (ties with the last included) are sorted, as Python pairs.
     pool = np.arange(values.size)
     if values.size > MASS_TERMS:
         pool = np.flatnonzero(values >= np.partition(values, values.size - MASS_TERMS)[values.size - MASS_TERMS])
-    top = sorted(zip(values[pool].tolist(), [names[i] for i in known[pool].tolist()], held[pool].tolist()),
+    held = bm25.holding(best, slots[known[pool]])
+    # The strongest term the tool holds: among the pool when it holds one there (every other value is lower), else
+    # among all.
+    if held.any():
+        strongest = float(values[pool][held].max())
+    else:
+        everywhere = bm25.holding(best, slots[known]) if pool.size < values.size else held
+        strongest = float(values[everywhere].max()) if everywhere.any() else 0.0
+    single = _single(bm25.size)
+    lexical = min(1.0, strongest / single) if single > 0 else (1.0 if strongest > 0 else 0.0)
+    if lexical < 1.0 and (bm25.size < MIN_CATALOG or _about_the_catalog(bm25, weights, slots, best)):
+        lexical = 1.0
+    if single <= 0:
+        return lexical, 0.0, 0.0
+    top = sorted(zip(values[pool].tolist(), [names[i] for i in known[pool].tolist()], held.tolist()),
                  reverse=True)[:MASS_TERMS]
     total = sum(value for value, _, _ in top)
     kept = [value for value, _, holds in top if holds]

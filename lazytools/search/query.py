@@ -61,7 +61,7 @@ def catalog_expansions(related: RelatedWords, vocabulary: Vocabulary, cache_size
 
     @lru_cache(maxsize=cache_size)
     def expansions(term: str) -> tuple[tuple[str, float], ...]:
-        return tuple((other, value) for other, value in related.expansions(term, weight) if other in vocabulary)
+        return tuple(related.expansions(term, weight, within=vocabulary.terms))
 
     return expansions
 
