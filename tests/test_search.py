@@ -266,6 +266,13 @@ def test_name_words_need_all_words_and_at_least_two() -> None:
     assert words.covered({"creat", "issu", "bug"}).tolist() == [True, False, False, False]
     assert words.covered({"search", "list"}).tolist() == [False, False, False, False]  # one-word names: plain words
     assert words.covered(set()).tolist() == [False] * 4
+    rng = random.Random(9)
+    vocabulary = [f"w{n}" for n in range(30)]
+    names = [frozenset(rng.sample(vocabulary, rng.randint(0, 4))) for _ in range(200)]
+    many = NameWords(names)
+    for _ in range(100):
+        terms = set(rng.sample(vocabulary, rng.randint(0, 30)))
+        assert many.covered(terms).tolist() == [len(name) >= 2 and name <= terms for name in names]
 
 
 def test_glued_name_words_count_when_the_query_spells_their_parts() -> None:
