@@ -72,8 +72,9 @@ def with_clauses(whole: ScoreArray, parts: Sequence[ScoreArray], weight: float =
         return whole
     # All clauses at once (a long task has twenty): each scaled to its own top, the best per tool; a clause that
     # reaches no tool adds nothing.
-    stacked = np.asarray(parts)
+    stacked: ScoreArray = np.asarray(parts, dtype=np.float64)
     tops = stacked.max(axis=1)
     reaching = tops > 0
-    best = (stacked[reaching] / tops[reaching, None]).max(axis=0, initial=0.0)
-    return whole + weight * top * best
+    best: ScoreArray = (stacked[reaching] / tops[reaching, None]).max(axis=0, initial=0.0)
+    lifted: ScoreArray = whole + weight * top * best
+    return lifted
