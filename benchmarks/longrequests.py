@@ -1,6 +1,6 @@
 """CPU cost of a served search for a long request: 1,000 characters at 500 tools, BM25 and semantic.
 
-    python -m benchmarks.longrequests [--requests 40] [--chars 1000] [--tools 500] [--compare-with TREE]
+    python -m benchmarks.longrequests [--requests 40] [--chars 1000] [--tools 500] [--compare-with TREE] [--rounds 1]
 
 The catalog is the dev catalog's first 500 tools (benchmarks/data/multiserver: real servers' tools); the requests
 are its long multi-step tasks joined, in a fixed order, into distinct requests of about 1,000 characters (each
@@ -8,7 +8,9 @@ holds a dozen needs or more). Each is sent once through `search_tools` as a dyna
 check, selection, the result's text; no usage history), and the process CPU time of that call is taken, so another
 program's load changes the figure less than a wall clock would. `--compare-with TREE` measures a second lazytools
 source tree (e.g. `git archive` of the commit before a change, unpacked) in the same run, one child process per
-tree and mode, alternating, for a before/after on one machine at one time.
+tree and mode, alternating, for a before/after on one machine at one time; `--rounds N` repeats that N times and
+pools each tree's samples, in turn first and second, so that a busy spell of the machine falls on both
+trees rather than on one.
 
     python -m benchmarks.longrequests --quality [--requests 70] [--chars 1000]
 
@@ -145,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", type=int, default=500, help="tools of the dev catalog served (default 500)")
     parser.add_argument("--modes", default="bm25,semantic", help="bm25, semantic or both (default)")
     parser.add_argument("--compare-with", type=Path, metavar="TREE", help="a second lazytools source tree")
+    parser.add_argument("--rounds", type=int, default=1, help="measurements of each tree and mode, alternating, "
+                        "pooled (default 1)")
     parser.add_argument("--quality", action="store_true", help="the share of labelled needs found instead of CPU")
     args = parser.parse_args(argv)
     if args.quality:
@@ -160,11 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as cache:  # tool vectors, embedded once and shared by both trees
         for mode in args.modes.split(","):
-            for name in trees:
-                print(f"measuring {name}, {mode} ...", file=sys.stderr, flush=True)
-                figures[(name, mode)] = _measured_in(trees[name], mode, args, Path(cache))
+            for round_ in range(args.rounds):
+                for name in (list(trees) if round_ % 2 == 0 else list(trees)[::-1]):  # ABBA: drift falls on both
+                    print(f"measuring {name}, {mode} ({round_ + 1}/{args.rounds}) ...", file=sys.stderr, flush=True)
+                    figures.setdefault((name, mode), []).extend(_measured_in(trees[name], mode, args, Path(cache)))
+    per_round = f", in each of {args.rounds} rounds" if args.rounds > 1 else ""
     print(f"## search_tools as served for requests of ~{args.chars} characters at {args.tools} tools: CPU ms per "
-          f"request ({args.requests} distinct requests, each once); load average at the end: "
+          f"request ({args.requests} distinct requests, each once{per_round}); load average at the end: "
           f"{os.getloadavg()[0]:.1f}")
     print(f"{'tree':<40} {'mode':<9} {'p50':>8} {'p95':>8}")
     for (name, mode), samples in figures.items():

@@ -319,6 +319,28 @@ def test_long_requests_are_distinct_and_measured_as_served(tmp_path: Path) -> No
     assert len(samples) == 2 and all(s > 0 for s in samples)
 
 
+def test_long_requests_rounds_alternate_the_trees_and_pool_their_samples(monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str],
+                                                                          tmp_path: Path) -> None:
+    import benchmarks.longrequests as longrequests
+
+    order: list[tuple[str, str]] = []
+
+    def measured(tree: Path, mode: str, args: object, cache: Path) -> list[float]:
+        order.append((tree.name, mode))
+        return [1.0] if tree == tmp_path else [3.0, 5.0]
+
+    monkeypatch.setattr(longrequests, "_measured_in", measured)
+    assert longrequests.main(["--compare-with", str(tmp_path), "--rounds", "3", "--modes", "bm25"]) == 0
+    here = Path(longrequests.__file__).resolve().parent.parent.name
+    assert order == [(here, "bm25"), (tmp_path.name, "bm25"), (tmp_path.name, "bm25"), (here, "bm25"),
+                     (here, "bm25"), (tmp_path.name, "bm25")]
+    out = capsys.readouterr().out
+    assert "in each of 3 rounds" in out
+    assert re.search(r"^this tree\s+bm25\s+4.00\s+5.00$", out, flags=re.M)  # 3, 5 three times: p50 4, p95 5
+    assert re.search(r"bm25\s+1.00\s+1.00$", out, flags=re.M)
+
+
 def test_nothing_fits_thresholds_are_chosen_on_even_halves_within_the_loss() -> None:
     from benchmarks.nothingfits import HELD_OUT, OUTSIDE, Row, choose, table
 

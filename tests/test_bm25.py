@@ -167,3 +167,17 @@ def test_scoring_several_queries_at_once_gives_each_its_own_scores_to_the_last_b
         assert np.array_equal(row, postings.scores(terms))
     assert not together[3].any()
     assert postings.scores_many([{}, {}]).shape == (2, postings.size)
+
+
+def test_holding_says_for_each_term_whether_a_document_holds_it() -> None:
+    documents = [{"name": ["alpha", "beta"], "text": ["gamma"]}, {"name": ["beta"]}, {"text": ["alpha", "delta"]}, {}]
+    postings = BM25FPostings(documents, {"name": 2.0, "text": 1.0})
+    terms = ["alpha", "beta", "gamma", "delta", "nowhere"]
+    slots = postings.slots(terms)
+    assert slots[-1] == -1 and (slots[:-1] >= 0).all()
+    for doc, fields in enumerate(documents):
+        held = {term for words in fields.values() for term in words}
+        assert postings.holding(doc, slots[:-1]).tolist() == [term in held for term in terms[:-1]]
+        assert [postings.holds(doc, term) for term in terms] == [term in held for term in terms]
+    assert postings.shares(slots[:2]).tolist() == [0.5, 0.5]
+    assert BM25FPostings([], {"name": 1.0}).holding(0, np.zeros(0, dtype=np.int64)).size == 0

@@ -103,3 +103,14 @@ def test_results_follow_the_scores_with_no_place_reserved_per_need() -> None:
     served = scores(index, task)
     by_score = sorted(served, key=lambda name: -served[name])[:3]  # a stable sort: equal scores keep catalog order
     assert names(index, task, limit=3) == by_score
+
+
+def test_expansions_within_a_catalogs_words_are_those_of_the_whole_row_it_holds_in_order() -> None:
+    table = default_related_words()
+    stems = sorted(table._rows)[::50]
+    words = frozenset(stem for stem in sorted(table._rows)[::3])
+    assert len(stems) > 200
+    for term in [*stems, "no such stem"]:
+        assert table.expansions(term, 0.7, within=words) == [
+            (other, value) for other, value in table.expansions(term, 0.7) if other in words]
+    assert any(table.expansions(term, within=words) for term in stems)

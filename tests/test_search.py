@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import pytest
@@ -265,6 +266,13 @@ def test_name_words_need_all_words_and_at_least_two() -> None:
     assert words.covered({"creat", "issu", "bug"}).tolist() == [True, False, False, False]
     assert words.covered({"search", "list"}).tolist() == [False, False, False, False]  # one-word names: plain words
     assert words.covered(set()).tolist() == [False] * 4
+    rng = random.Random(9)
+    vocabulary = [f"w{n}" for n in range(30)]
+    names = [frozenset(rng.sample(vocabulary, rng.randint(0, 4))) for _ in range(200)]
+    many = NameWords(names)
+    for _ in range(100):
+        terms = set(rng.sample(vocabulary, rng.randint(0, 30)))
+        assert many.covered(terms).tolist() == [len(name) >= 2 and name <= terms for name in names]
 
 
 def test_glued_name_words_count_when_the_query_spells_their_parts() -> None:
@@ -359,6 +367,20 @@ def test_vocabulary_lookups() -> None:
     assert edit_distance("forecast", "forcast") == 1
     assert edit_distance("form", "from") == 1  # neighbours swapped
     assert edit_distance("weather", "cloudy", limit=2) == 3
+
+
+def test_within_one_edit_says_what_the_edit_distance_table_says() -> None:
+    from itertools import product
+
+    from lazytools.search.vocabulary import within_one_edit
+
+    words = ["".join(letters) for size in range(6) for letters in product("abc", repeat=size)]
+    rng = random.Random(4)
+    pairs = [(a, b) for a in words for b in words if abs(len(a) - len(b)) <= 2 and rng.random() < 0.2]
+    pairs += [("weather", "wether"), ("form", "from"), ("forecast", "forcast"), ("abcd", "badc"), ("ab", "ba"),
+              ("kubernetes", "kubernets"), ("kubernetes", "kubrenetes"), ("", "a"), ("", "")]
+    assert len(pairs) > 10_000
+    assert [within_one_edit(a, b) for a, b in pairs] == [edit_distance(a, b, 1) <= 1 for a, b in pairs]
 
 
 def test_cjk_text_is_cut_into_character_bigrams() -> None:

@@ -12,6 +12,7 @@ import numpy.typing as npt
 import pytest
 
 from lazytools.app import open_server
+from lazytools.search.bm25 import BM25FPostings
 from lazytools.search.fit import DEFAULT_FIT, Evidence, FitConfig, evidence_of, lexical_evidence
 
 from .conftest import Recorder, client, embedded, make_settings, small_catalog, text_of
@@ -34,6 +35,57 @@ def test_lexical_evidence_is_the_strongest_term_the_best_tool_holds() -> None:
     assert 0 < weak < strong < 1
     assert lexical_evidence({"rare": 0.5}, idf, lambda term: True, 100) == pytest.approx(strong / 2)
     assert lexical_evidence({"rare": 1.0}, idf, lambda term: False, 100) == 0.0
+
+
+def _plain_term_evidence(bm25: BM25FPostings, terms: dict[str, float], best: int) -> tuple[float, float, float]:
+    """(lexical, second, coverage) as the rule reads, one term at a time: what the index's arrays must equal."""
+    single = math.log(max(bm25.size - 1 + 0.5, 1.0)) - math.log(1.5)
+    ranked = sorted(((weight * bm25.idf[term], term) for term, weight in terms.items() if term in bm25.idf),
+                    reverse=True)
+    lexical = min(1.0, lexical_evidence(terms, bm25.idf, lambda term: bm25.holds(best, term), bm25.size))
+    heaviest = sorted(terms, key=lambda term: terms[term], reverse=True)[:64]
+    if lexical < 1.0 and any(bm25.share(term) >= 0.9 and bm25.holds(best, term) for term in heaviest):
+        lexical = 1.0
+    top = ranked[:64]
+    kept = [value for value, term in top if bm25.holds(best, term)]
+    second = min(1.0, kept[1] / single) if len(kept) > 1 else 0.0
+    total = sum(value for value, _ in top)
+    return lexical, second, sum(kept) / total if total > 0 else 0.0
+
+
+def test_the_term_evidence_equals_the_rule_read_term_by_term_to_the_last_bit() -> None:
+    from lazytools.search.fit import _term_evidence
+
+    # Terms every tool holds (the catalog's own subject), rare ones, unknown ones, equal weights and equal values.
+    documents = [{"name": ["weather", f"t{n % 7}", f"u{n}"], "text": [f"v{n % 3}", "shared"]} for n in range(90)]
+    bm25 = BM25FPostings(documents, {"name": 2.0, "text": 1.0})
+    words = [*bm25.vocabulary, "unknown", "absent"]
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        chosen = rng.choice(words, size=int(rng.integers(0, len(words))), replace=False)
+        # Half the time one weight for all: the tools' own words tie, past the MASS_TERMS strongest too.
+        same = rng.random() < 0.5
+        terms = {str(term): 1.0 if same else float(rng.choice([1.0, 2.0, 0.5, rng.random()])) for term in chosen}
+        best = int(rng.integers(0, bm25.size))
+        assert _term_evidence(bm25, terms, best) == _plain_term_evidence(bm25, terms, best)
+    assert _term_evidence(bm25, {}, 0) == (0.0, 0.0, 0.0)
+
+
+def test_the_catalogs_own_subject_is_looked_for_among_the_heaviest_terms_in_the_requests_order() -> None:
+    from lazytools.search.fit import _about_the_catalog
+
+    # Every tool holds "weather"; the request's 64 heaviest terms are the first 64 of its equal weights.
+    documents = [{"name": ["weather", f"t{n}"]} for n in range(40)]
+    bm25 = BM25FPostings(documents, {"name": 1.0})
+    first = {f"x{n}": 1.0 for n in range(64)}
+
+    def about(terms: dict[str, float]) -> bool:
+        return _about_the_catalog(bm25, np.fromiter(terms.values(), dtype=np.float64), bm25.slots(terms), 0)
+
+    assert not about({**first, "weather": 1.0})
+    assert about({"weather": 1.0, **first})
+    assert about({**first, "weather": 1.5})
+    assert not about({"t1": 1.0})
 
 
 def test_a_request_fits_by_its_lexical_evidence_or_the_weighted_semantic_evidence() -> None:

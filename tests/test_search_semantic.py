@@ -173,6 +173,20 @@ def test_clause_scores_lift_the_best_tool_of_each_need() -> None:
     assert with_clauses(whole, []).tolist() == whole.tolist()
 
 
+def test_clause_scores_of_many_needs_are_each_needs_share_at_best_to_the_last_bit() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        whole = rng.random(40) * rng.integers(0, 3, 40)
+        parts = [rng.random(40) * rng.integers(0, 2, 40) * float(rng.integers(0, 2))
+                 for _ in range(int(rng.integers(1, 25)))]
+        best = np.zeros_like(whole)  # the rule need by need: each clause scaled to its own top, the best per tool
+        for part in parts:
+            if part.max() > 0:
+                best = np.maximum(best, part / part.max())
+        expected = whole + 0.6 * float(whole.max()) * best if whole.max() > 0 else whole
+        assert np.array_equal(with_clauses(whole, parts, weight=0.6), expected)
+
+
 def test_embedding_text_keeps_the_start_of_long_descriptions() -> None:
     entry = tool("read_file", "Read a file. " + "Details. " * 100)
     text = embedding_text(entry)

@@ -24,7 +24,7 @@ def test_a_term_reader_gives_what_reading_afresh_gives_and_stays_bounded() -> No
             fresh = tagged_terms(text, index._lexicon, index.config)
             assert again.weights == fresh.weights and list(again.weights) == list(fresh.weights)
             assert again.rules == fresh.rules
-            assert len(reader._typed) <= 8 and len(reader._related) <= 8
+            assert all(len(known) <= 8 for known in reader._typed.values()) and len(reader._related) <= 8
     assert len(reader) > 0
     off = RankingConfig(off={"typos", "related"})
     assert tagged_terms("remove the old database", index._lexicon, off, TermReader(index._lexicon, off)).weights == \
@@ -70,3 +70,32 @@ def test_words_are_stemmed_by_the_compiled_snowball_stemmer_with_the_same_stems(
     assert len(words) > 1000
     pure = EnglishStemmer()
     assert [textwords.stem(word) for word in words] == [pure.stemWord(word) for word in words]
+
+
+def test_the_lookaheads_that_speed_up_the_long_regexes_change_no_match() -> None:
+    """The clause breaks and the deliverable phrases each begin with a lookahead naming the first characters their
+    alternatives can begin with; without it, each finds exactly what it finds with it, on every dev request and on
+    text that only case folding or Unicode spaces make match."""
+    import json
+    import re
+
+    from lazytools.search import query, steps
+
+    root = Path(__file__).parent.parent / "benchmarks" / "data" / "multiserver"
+    texts = [json.loads(line)["query"] for path in sorted(root.glob("*.jsonl")) if path.name not in
+             ("tools.jsonl", "servers.jsonl") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts += ["SAVE it AS notes.md", "ſave the list to a CSV file", "Kkeep it in the notes folder", "a,\u00a0b\u2003and c",
+              "1. read it\n  2) write it\n- post it", "查天气然后发邮件，并且保存", "EXPORT them AS a PDF;and then dump to x.json"]
+    assert len(texts) > 500
+
+    def plain(pattern: re.Pattern[str]) -> re.Pattern[str]:
+        return re.compile(re.sub(r"^\(\?=\[[^\]]*\]\)", "", pattern.pattern), pattern.flags)
+
+    assert plain(query._CLAUSE_BREAK).pattern != query._CLAUSE_BREAK.pattern
+    for pattern in (steps._SAVED_TO, steps._EXPORTED_AS):
+        assert plain(pattern).pattern != pattern.pattern
+        found = [(m.span() if (m := pattern.search(text)) else None) for text in texts]
+        assert found == [(m.span() if (m := plain(pattern).search(text)) else None) for text in texts]
+        assert any(found)
+    assert [query._CLAUSE_BREAK.split(text) for text in texts] == [plain(query._CLAUSE_BREAK).split(text)
+                                                                     for text in texts]

@@ -8,7 +8,8 @@ equal rank-bm25's `BM25Okapi.get_scores` (tests/test_bm25.py keeps rank-bm25 as 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -41,9 +42,11 @@ class BM25FPostings:
         self.size = len(documents)
         self.idf: dict[str, float] = {}
         self._slot: dict[str, int] = {}
-        """Term -> its slot: its postings are `_ids[_starts[slot]:_ends[slot]]` (documents in order) and the same
-        range of `_weights` (each document's saturated pseudo-frequency), all terms' in two flat arrays."""
-        self._ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        """Term -> its slot: its postings are `_keys[_starts[slot]:_ends[slot]]` (each `slot * size + document`,
+        documents in order) and the same range of `_weights` (each document's saturated pseudo-frequency), all
+        terms' in two flat arrays. Keyed by slot, the postings are sorted as a whole: one `searchsorted` finds
+        whether each of many terms is in a document (`holding`)."""
+        self._keys: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._weights: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self._starts: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._ends: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -71,7 +74,9 @@ class BM25FPostings:
         sizes = np.fromiter((ids.size for ids, _ in postings), dtype=np.int64, count=len(postings))
         self._ends = np.cumsum(sizes)
         self._starts = self._ends - sizes
-        self._ids = np.concatenate([ids for ids, _ in postings]).astype(np.int64, copy=False)
+        ids = np.concatenate([ids for ids, _ in postings]).astype(np.int64, copy=False)
+        self._keys = ids + np.repeat(np.arange(len(postings), dtype=np.int64) * self.size, sizes)
+        del ids
         freqs = np.concatenate([f for _, f in postings]).astype(np.float64, copy=False)
         self._weights = freqs * (k1 + 1) / (freqs + k1)
         del freqs
@@ -89,7 +94,7 @@ class BM25FPostings:
         if slot is None:
             return None
         start, end = int(self._starts[slot]), int(self._ends[slot])
-        return self._ids[start:end], self._weights[start:end]
+        return self._keys[start:end] - slot * self.size, self._weights[start:end]
 
     def scores(self, terms: Mapping[str, float]) -> npt.NDArray[np.float64]:
         """Every document's score for weighted terms: the sum `accumulate` makes term by term, in one pass.
@@ -104,29 +109,27 @@ class BM25FPostings:
     def scores_many(self, queries: Sequence[Mapping[str, float]]) -> npt.NDArray[np.float64]:
         """(queries, documents): `scores` of each of `queries`, in one pass over their postings (a request and
         each of its needs)."""
-        slot_of = self._slot.get
-        slots: list[int] = []
-        weights: list[float] = []
-        rows: list[int] = []
-        for row, terms in enumerate(queries):
-            for term, weight in terms.items():
-                slot = slot_of(term)
-                if slot is not None:
-                    slots.append(slot)
-                    weights.append(weight)
-                    rows.append(row)
-        if not slots:
+        # Every term's slot (-1: not in the index) and weight, row after row, read by C loops (`map`, `fromiter`):
+        # a long request and its needs hold over a thousand terms, and a Python loop over them cost more than the
+        # numpy below.
+        sizes = [len(terms) for terms in queries]
+        total = sum(sizes)
+        found = np.fromiter(chain.from_iterable(map(self._slot.get, terms, repeat(-1)) for terms in queries),
+                            dtype=np.int64, count=total)
+        given = np.fromiter(chain.from_iterable(terms.values() for terms in queries), dtype=np.float64, count=total)
+        known = found >= 0
+        if not known.any():
             return np.zeros((len(queries), self.size), dtype=np.float64)
-        chosen = np.asarray(slots, dtype=np.int64)
+        chosen, weights = found[known], given[known]
+        rows = np.repeat(np.arange(len(queries), dtype=np.int64), sizes)[known]
         starts, lengths = self._starts[chosen], self._ends[chosen] - self._starts[chosen]
         # Each term's factor (IDF times its weight, as `accumulate` computes it) repeated over its postings.
-        factors = np.repeat(self._idfs[chosen] * np.asarray(weights, dtype=np.float64), lengths)
+        factors = np.repeat(self._idfs[chosen] * weights, lengths)
         # The positions of every chosen posting in the flat arrays, range after range, in the terms' order.
         ends = np.cumsum(lengths)
         at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
-        cells = self._ids[at]
-        if len(queries) > 1:
-            cells = cells + np.repeat(np.asarray(rows, dtype=np.int64) * self.size, lengths)
+        # Each posting's document, moved to its query's row: key - slot * size + row * size.
+        cells = self._keys[at] + np.repeat((rows - chosen) * self.size, lengths)
         summed = np.bincount(cells, factors * self._weights[at], minlength=len(queries) * self.size)
         return np.asarray(summed, dtype=np.float64).reshape(len(queries), self.size)
 
@@ -138,11 +141,26 @@ class BM25FPostings:
     def holds(self, doc: int, term: str) -> bool:
         """Whether document `doc` holds `term` (in some field)."""
         slot = self._slot.get(term)
-        if slot is None:
-            return False
-        start, end = int(self._starts[slot]), int(self._ends[slot])
-        at = start + int(self._ids[start:end].searchsorted(doc))  # ids are in document order
-        return at < end and int(self._ids[at]) == doc
+        return slot is not None and bool(self.holding(doc, np.asarray([slot], dtype=np.int64))[0])
+
+    def slots(self, terms: Iterable[str]) -> npt.NDArray[np.int64]:
+        """Each of `terms`' slot, -1 for a term no document holds (read by a C loop: a request has hundreds)."""
+        return np.fromiter(map(self._slot.get, terms, repeat(-1)), dtype=np.int64)
+
+    def idfs(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """The IDF of each term of `slots` (slots of held terms: `slots`' -1 is not one)."""
+        return self._idfs[slots]
+
+    def shares(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """`share` of each term of `slots` (held terms')."""
+        return (self._ends[slots] - self._starts[slots]) / (self.size or 1)
+
+    def holding(self, doc: int, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Whether document `doc` holds each term of `slots` (held terms'), in one search of the sorted keys."""
+        wanted = slots * self.size + doc
+        at = np.minimum(self._keys.searchsorted(wanted), max(self._keys.size - 1, 0))
+        found: npt.NDArray[np.bool_] = self._keys[at] == wanted if self._keys.size else np.zeros(slots.size, bool)
+        return found
 
     def accumulate(self, scores: npt.NDArray[np.float64], term: str, weight: float = 1.0) -> bool:
         """Add `term`'s BM25F contribution (times `weight`) to `scores`; False if no document has it."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -138,11 +138,7 @@ def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, cand
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
     cosine, before any lift by server), and with each tool's background `floors` (`background_floor`) the lift;
     `words` is the request's word count (`query.Cost.words`)."""
-    ranked, holds = _ranked(terms, bm25.idf), partial(bm25.holds, best)
-    lexical = _strongest(ranked, holds, bm25.size)
-    if lexical < 1.0 and (bm25.size < MIN_CATALOG or _about_the_catalog(terms, bm25, best)):
-        lexical = 1.0
-    second, coverage = _mass(ranked[:MASS_TERMS], holds, bm25.size)
+    lexical, second, coverage = _term_evidence(bm25, terms, best)
     cosine = gap = lift = None
     if vectors is not None and request is not None and candidates.any():
         every = np.einsum("ij,j->i", vectors, request)
@@ -191,16 +187,40 @@ def _single(size: int) -> float:
     return math.log(max(size - 1 + 0.5, 1.0)) - math.log(1.5)
 
 
-def _mass(ranked: list[tuple[float, str]], holds: Callable[[str], bool], size: int) -> tuple[float, float]:
-    """`Evidence.second` and `Evidence.coverage`, from the request's MASS_TERMS strongest terms, `ranked` (bounded
-    work for a long request)."""
-    single = _single(size)
+def _term_evidence(bm25: BM25FPostings, terms: Mapping[str, float], best: int) -> tuple[float, float, float]:
+    """`Evidence.lexical`, `second` and `coverage` for the weighted `terms` and the best tool `best`, on the index's
+    arrays: a long request has hundreds of terms, and sorting them as Python pairs and looking each up one by one
+    cost more than ranking them. `lexical_evidence` states the rule in plain Python (a test holds them equal)."""
+    names = list(terms)
+    weights = np.fromiter(terms.values(), dtype=np.float64, count=len(names))
+    slots = bm25.slots(names)
+    known = np.flatnonzero(slots >= 0)
+    values = weights[known] * bm25.idfs(slots[known])  # each term's weight × IDF, as `_ranked` computes it
+    # The MASS_TERMS strongest, as `_ranked` orders them (value, then term, both in reverse): only the values that
+    # can be among them (ties with the last included) are sorted, as Python pairs.
+    pool = np.arange(values.size)
+    if values.size > MASS_TERMS:
+        pool = np.flatnonzero(values >= np.partition(values, values.size - MASS_TERMS)[values.size - MASS_TERMS])
+    held = bm25.holding(best, slots[known[pool]])
+    # The strongest term the tool holds: among the pool when it holds one there (every other value is lower), else
+    # among all.
+    if held.any():
+        strongest = float(values[pool][held].max())
+    else:
+        everywhere = bm25.holding(best, slots[known]) if pool.size < values.size else held
+        strongest = float(values[everywhere].max()) if everywhere.any() else 0.0
+    single = _single(bm25.size)
+    lexical = min(1.0, strongest / single) if single > 0 else (1.0 if strongest > 0 else 0.0)
+    if lexical < 1.0 and (bm25.size < MIN_CATALOG or _about_the_catalog(bm25, weights, slots, best)):
+        lexical = 1.0
     if single <= 0:
-        return 0.0, 0.0
-    total = sum(value for value, _ in ranked)
-    held = [value for value, term in ranked if holds(term)]
-    second = min(1.0, held[1] / single) if len(held) > 1 else 0.0
-    return second, sum(held) / total if total > 0 else 0.0
+        return lexical, 0.0, 0.0
+    top = sorted(zip(values[pool].tolist(), [names[i] for i in known[pool].tolist()], held.tolist()),
+                 reverse=True)[:MASS_TERMS]
+    total = sum(value for value, _, _ in top)
+    kept = [value for value, _, holds in top if holds]
+    second = min(1.0, kept[1] / single) if len(kept) > 1 else 0.0
+    return lexical, second, sum(kept) / total if total > 0 else 0.0
 
 
 MASS_TERMS = 64
@@ -210,12 +230,15 @@ WORDS_AT_MOST = 25
 200 words is no more general than one of 25)."""
 
 
-def _about_the_catalog(terms: Mapping[str, float], bm25: BM25FPostings, best: int) -> bool:
+def _about_the_catalog(bm25: BM25FPostings, weights: npt.NDArray[np.float64], slots: npt.NDArray[np.int64],
+                       best: int) -> bool:
     """Whether the best tool shares with the request a word nearly all of the catalog holds: its IDF is low because the
     request is about what the whole catalog is about (a catalog of weather tools asked for "weather"), which is
-    evidence of a fit, not against it. Only the request's MASS_TERMS strongest terms are looked at."""
-    strongest = sorted(terms, key=lambda term: terms[term], reverse=True)[:MASS_TERMS]
-    return any(bm25.share(term) >= COMMON_SHARE and bm25.holds(best, term) for term in strongest)
+    evidence of a fit, not against it. Only the request's MASS_TERMS heaviest terms (`weights`, in its order; equal
+    weights: the first) are looked at, `slots` their slots in the index (-1 for a term it does not hold)."""
+    heaviest = slots[np.argsort(-weights, kind="stable")[:MASS_TERMS]]
+    heaviest = heaviest[heaviest >= 0]
+    return bool(((bm25.shares(heaviest) >= COMMON_SHARE) & bm25.holding(best, heaviest)).any())
 
 
 def lexical_evidence(terms: Mapping[str, float], idf: Mapping[str, float], holds: Callable[[str], bool],

@@ -70,9 +70,11 @@ def with_clauses(whole: ScoreArray, parts: Sequence[ScoreArray], weight: float =
     top = float(whole.max()) if whole.size else 0.0
     if not parts or top <= 0:
         return whole
-    best = np.zeros_like(whole)
-    for part in parts:
-        part_top = float(part.max())
-        if part_top > 0:
-            np.maximum(best, part / part_top, out=best)
-    return whole + weight * top * best
+    # All clauses at once (a long task has twenty): each scaled to its own top, the best per tool; a clause that
+    # reaches no tool adds nothing.
+    stacked: ScoreArray = np.asarray(parts, dtype=np.float64)
+    tops = stacked.max(axis=1)
+    reaching = tops > 0
+    best: ScoreArray = (stacked[reaching] / tops[reaching, None]).max(axis=0, initial=0.0)
+    lifted: ScoreArray = whole + weight * top * best
+    return lifted

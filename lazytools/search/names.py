@@ -112,7 +112,7 @@ class NameWords:
         reached = [ids for term in set(terms) if (ids := self._postings.get(term)) is not None]
         if not reached:
             return np.zeros(0, dtype=np.intp)
-        found = np.zeros(self._size, dtype=np.int64)
-        for ids in reached:
-            found[ids] += 1
+        # Each tool's count of found name words, in one call (a long request reaches dozens of terms' postings; each
+        # lists a tool once).
+        found = np.bincount(np.concatenate(reached), minlength=self._size)
         return np.flatnonzero(found == self._wanted)

@@ -75,6 +75,8 @@ _SENSES = {stem(verb): _stems(meaning) for verb, meaning in VERB_SENSES.items()}
 _ASKED = {stem(verb): _stems(meaning) for verb, meaning in ASKED_SENSES.items()}
 _NUMBERS = {stem(word): _stems(meaning) for word, meaning in NUMBER_SENSES.items()}
 _QUESTIONS = {tuple(words.split()): _stems(meaning) for words, meaning in QUESTIONS.items()}
+_TRIGGERS = frozenset(verb for verb, _ in _PHRASAL) | _OBJECTS.keys() | _SENSES.keys() | _ASKED.keys() | _NUMBERS.keys()
+"""The stems a phrase of the tables below `_QUESTIONS` can begin with."""
 _LOOKAHEAD = 3
 """An object is looked for among the next few words ("drop a quick message")."""
 
@@ -105,7 +107,7 @@ def read_phrases(words: Sequence[str], *, questions: bool = True,
     replaced: set[str] = set()
     opening = True  # no word that says anything yet: a question word here asks the question
     asking = bool(words) and words[0] in _ASKING
-    for position, word in enumerate(words):
+    for position, (word, verb) in enumerate(zip(words, map(stem, words))):
         if questions and opening and word in ("how", "where", "what"):
             asked = _question(words, position)
             if asked in _QUESTIONS:
@@ -114,9 +116,10 @@ def read_phrases(words: Sequence[str], *, questions: bool = True,
             if word != "what":
                 continue
         in_question = asking and opening  # the first word that says something, in a question
-        verb = stem(word)
-        following = words[position + 1] if position + 1 < len(words) else ""
         opening = opening and word in STOP_WORDS
+        if verb not in _TRIGGERS:  # most words of a request begin no phrase: the checks below would all fail
+            continue
+        following = words[position + 1] if position + 1 < len(words) else ""
         if (verb, following) in phrasal:
             meaning = phrasal[verb, following]
             meant.extend(meaning)

@@ -11,7 +11,7 @@ square of their similarity, so "remove" (0.76 from delete) counts for ~0.4 of "d
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -50,10 +50,22 @@ class RelatedWords:
     def neighbours(self, term: str) -> Neighbours:
         return _parse(self._rows.get(term, ""))
 
-    def expansions(self, term: str, weight: float = DEFAULT.related_weight) -> list[tuple[str, float]]:
+    def expansions(self, term: str, weight: float = DEFAULT.related_weight,
+                   within: Container[str] | None = None) -> list[tuple[str, float]]:
         """The neighbours of `term` with the weight each adds to a query: weight * similarity**2 (sim**2 beat a flat
-        weight and a linear one on MetaTool's halves)."""
-        return [(other, weight * similarity * similarity) for other, similarity in self.neighbours(term)]
+        weight and a linear one on MetaTool's halves); only those `within` holds, when given (a catalog's words).
+
+        With `within`, a neighbour is looked up before its similarity is read: a row lists some forty, a catalog
+        uses a few of them, and each new word of a request reads its row once."""
+        if within is None:
+            return [(other, weight * similarity * similarity) for other, similarity in self.neighbours(term)]
+        found: list[tuple[str, float]] = []
+        for item in self._rows.get(term, "").split():
+            other, _, percent = item.rpartition(":")
+            if other in within:
+                similarity = int(percent) / 100
+                found.append((other, weight * similarity * similarity))
+        return found
 
 
 def _parse(row: str) -> Neighbours:

@@ -30,14 +30,15 @@ _OUTPUT_VERBS = (
     r"append|add"
 )
 # The phrases are bounded (80 + 60 characters between their parts) and never cross a sentence: a query is at most
-# MAX_QUERY_CHARS, and these lazy gaps cannot backtrack far.
+# MAX_QUERY_CHARS, and these lazy gaps cannot backtrack far. Each begins with its verb, whose first letter the
+# lookahead asks for: the engine passes over any other place at once (half the cost of reading a long request).
 _SAVED_TO = re.compile(
-    rf"\b(?:{_OUTPUT_VERBS})\b[^.;!?]{{0,80}}?\b(?:as|to|into|in|under|on)\b[^.;!?]{{0,60}}?"
+    rf"(?=[swedprka])\b(?:{_OUTPUT_VERBS})\b[^.;!?]{{0,80}}?\b(?:as|to|into|in|under|on)\b[^.;!?]{{0,60}}?"
     rf"(?:{_FILE}|\b(?:{_FORMATS})\b|\bfolder\b|\bdirectory\b)",
     re.IGNORECASE,
 )
 _EXPORTED_AS = re.compile(
-    rf"\b(?:export|exports|exporting|save|saved|download)\b[^.;!?]{{0,60}}?\b(?:as|to|into)\s+(?:a|an|the)?\s*"
+    rf"(?=[esd])\b(?:export|exports|exporting|save|saved|download)\b[^.;!?]{{0,60}}?\b(?:as|to|into)\s+(?:a|an|the)?\s*"
     rf"(?:{_FORMATS})\b",
     re.IGNORECASE,
 )
