@@ -78,7 +78,7 @@ class ProcessGuard:
     def expect_refusal(self) -> Iterator[list[str]]:
         """For a test of the guard itself: what runs inside must be refused (the list it gives is filled with the
         refusals' messages), and those refusals are not held against the test."""
-        before, made = len(self.refused), []
+        before, made = len(self.refused), list[str]()
         try:
             yield made
         except AssertionError:
@@ -121,20 +121,15 @@ def _marked(item: pytest.Item) -> bool:
     return item.get_closest_marker("process") is not None
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+def _guarded_phase(item: pytest.Item) -> Generator[None, object, object]:
+    """A test's setup or call: a process may start only for a marked test, and a refusal fails the phase."""
     GUARD.phase(item.nodeid, allowed=_marked(item))
     result = yield
     GUARD.raise_refusals()
     return result
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    GUARD.phase(item.nodeid, allowed=_marked(item))
-    result = yield
-    GUARD.raise_refusals()
-    return result
+pytest_runtest_setup = pytest_runtest_call = pytest.hookimpl(wrapper=True)(_guarded_phase)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -278,16 +278,21 @@ _READ_ID_LIMIT = 4 * 1024 * 1024
 """A line the SDK refused is searched for its id with Python's json only up to this length (else id null)."""
 
 
+def _read_line(line: str) -> Any:
+    """The line as Python's json reads it, if it can and the line is at most _READ_ID_LIMIT long; else None."""
+    if len(line) > _READ_ID_LIMIT:
+        return None
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
 def _unreadable(line: str, error: Exception) -> types.JSONRPCError | None:
     """The error for a line the SDK refused: invalid JSON or a lone surrogate escape (-32700), a batch or a shape
     JSON-RPC does not allow (-32600), with the request's id when Python's json can read it; None for a notification
     or a response (nothing is owed to either). The input is never echoed."""
-    message: Any = None
-    if len(line) <= _READ_ID_LIMIT:
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            message = None
+    message = _read_line(line)
     ident: Any = None
     if isinstance(message, dict):
         if "id" not in message and "method" in message:
@@ -311,12 +316,7 @@ def _bad_id(line: str) -> types.JSONRPCError | None:
     """The error for a request whose id is neither a string nor an integer (1.5, null, true, an object): the SDK
     takes it for a notification and would answer nothing, so the client would wait for ever. None for a true
     notification (its "id" was inside a parameter). The id cannot be echoed: it is not one (id null)."""
-    message: Any = None
-    if len(line) <= _READ_ID_LIMIT:
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            message = None
+    message = _read_line(line)
     if not isinstance(message, dict) or "id" not in message:
         return None
     return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
