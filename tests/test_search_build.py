@@ -3,8 +3,11 @@ fields) give the index the old way of analysing each tool gave, and the word tab
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 
+from lazytools import ToolEntry
 from lazytools.search import SearchIndex, documents
 from lazytools.search.analysis import STOP_WORDS, split_words, stem
 from lazytools.search.documents import field_terms, field_words, index_terms, known_words
@@ -15,7 +18,7 @@ QUERIES = ["create an issue in the github repository", "read a file and write an
            "post a message to the team channel", "weather forecast for Oslo", "run a sql query on the database"]
 
 
-def _one_by_one(words: list[str]) -> list[str]:
+def _one_by_one(words: Sequence[str]) -> list[str]:
     """The terms as each tool's words were analysed before: every word checked and stemmed where it stands."""
     return [stem(word) for word in words if word not in STOP_WORDS and len(word) > 1]
 
@@ -53,7 +56,7 @@ def test_an_index_built_with_a_cold_or_warm_word_table_ranks_alike(monkeypatch: 
         (hit.entry.name, hit.score) for hit in warm.find(query, limit=8).hits]
 
 
-def _reference_postings(documents: list[dict[str, list[str]]], weights: dict[str, float],
+def _reference_postings(documents: Sequence[Mapping[str, Sequence[str]]], weights: dict[str, float],
                         apart: frozenset[str]) -> tuple[list[str], dict[str, tuple[list[int], list[float]]], list[int]]:
     """The postings as the index built them before: a dict of documents per term, each field's count times its
     scale added in field order."""
@@ -99,6 +102,55 @@ def test_postings_built_at_once_equal_a_dict_per_term_to_the_last_bit() -> None:
         assert posting is not None and posting[0].tolist() == ids
         assert posting[1].tolist() == [f * 2.5 / (f + 1.5) for f in pseudo]
     assert built.rendered_only == {term for term, n in zip(terms, outside, strict=True) if n == 0} == {"zzrendered"}
+
+
+def _copied(entries: list[ToolEntry]) -> list[ToolEntry]:
+    """`entries`, then each again as a tool of another server (the same texts under other names), in between."""
+    copies = [ToolEntry(name=f"{e.name}_2", group=f"{e.group}_2", description=e.description,
+                        input_schema=e.input_schema, call=e.call, title=e.title) for e in entries]
+    return [tool for pair in zip(entries, copies, strict=True) for tool in pair]
+
+
+def test_postings_of_repeated_texts_equal_a_dict_per_term_to_the_last_bit() -> None:
+    """Equal texts are read once, whether they come as one shared tuple, equal tuples or equal lists."""
+    from lazytools.search.bm25 import BM25FPostings
+
+    words = [field_words(entry) for entry in _copied(realistic())]
+    known = known_words(words)
+    documents_ = [{field: tuple(terms) for field, terms in field_terms(entry_words, known).items()}
+                  for entry_words in words]
+    documents_[4]["english"] = documents_[5]["english"] = ("weather", "zzrendered", "weather")
+    mixed = [{field: list(terms) if number % 3 == 0 else tuple(terms) for field, terms in document.items()}
+             for number, document in enumerate(documents_)]
+    weights = {"name": 3.0, "title": 1.0, "description": 1.0, "parameters": 0.5, "group": 1.0, "english": 0.3}
+    apart = frozenset({"english"})
+    for built_from in (documents_, mixed):
+        terms, postings, outside = _reference_postings(built_from, weights, apart)
+        built = BM25FPostings(built_from, weights, b=0.75, apart=apart)
+        assert built.vocabulary == terms
+        for term in terms:
+            ids, pseudo = postings[term]
+            posting = built._posting(term)
+            assert posting is not None and posting[0].tolist() == ids
+            assert posting[1].tolist() == [f * 2.5 / (f + 1.5) for f in pseudo]
+        assert built.rendered_only == {term for term, n in zip(terms, outside, strict=True) if n == 0}
+
+
+def test_postings_of_no_terms_are_empty() -> None:
+    from lazytools.search.bm25 import BM25FPostings
+
+    built = BM25FPostings([{"name": ()}, {}], {"name": 1.0, "title": 1.0})
+    assert built.vocabulary == [] and built.scores({"x": 1.0}).tolist() == [0.0, 0.0]
+
+
+def test_unique_counts_are_numpys() -> None:
+    import numpy as np
+
+    from lazytools.search.bm25 import _unique_counts
+
+    values = np.random.default_rng(3).integers(0, 50, 400)
+    for got, expected in zip(_unique_counts(values), np.unique(values, return_counts=True), strict=True):
+        assert got.tolist() == expected.tolist()
 
 
 def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:
