@@ -10,9 +10,17 @@ import pytest
 from lazytools import ToolEntry
 from lazytools.search import SearchIndex, documents
 from lazytools.search.analysis import STOP_WORDS, split_words, stem
-from lazytools.search.documents import field_terms, field_words, index_terms, known_words
+from lazytools.search.documents import (
+    catalog_terms,
+    catalog_words,
+    field_terms,
+    field_words,
+    index_terms,
+    known_words,
+    name_terms,
+)
 
-from .fixtures.catalogs import realistic
+from .fixtures.catalogs import realistic, tool
 
 QUERIES = ["create an issue in the github repository", "read a file and write another file",
            "post a message to the team channel", "weather forecast for Oslo", "run a sql query on the database"]
@@ -35,7 +43,7 @@ def test_a_catalogs_field_terms_are_those_of_word_by_word_analysis() -> None:
     for entry_words in words:
         for field, terms in field_terms(entry_words, known).items():
             if field != "name":  # a name also gets the known words glued inside it
-                assert terms == _one_by_one(entry_words[field])
+                assert list(terms) == _one_by_one(entry_words[field])
 
 
 def test_the_word_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,8 +97,8 @@ def test_postings_built_at_once_equal_a_dict_per_term_to_the_last_bit() -> None:
     known = known_words(words)
     documents_ = [field_terms(entry_words, known) for entry_words in words]
     # Another rendering in some documents only, with terms no other field holds and terms repeated.
-    documents_[3]["english"] = ["weather", "weather", "zzrendered"]
-    documents_[7]["english"] = ["zzrendered", "file"]
+    documents_[3]["english"] = ("weather", "weather", "zzrendered")
+    documents_[7]["english"] = ("zzrendered", "file")
     weights = {"name": 3.0, "title": 1.0, "description": 1.0, "parameters": 0.5, "group": 1.0, "english": 0.3}
     apart = frozenset({"english"})
     terms, postings, outside = _reference_postings(documents_, weights, apart)
@@ -115,10 +123,9 @@ def test_postings_of_repeated_texts_equal_a_dict_per_term_to_the_last_bit() -> N
     """Equal texts are read once, whether they come as one shared tuple, equal tuples or equal lists."""
     from lazytools.search.bm25 import BM25FPostings
 
-    words = [field_words(entry) for entry in _copied(realistic())]
-    known = known_words(words)
-    documents_ = [{field: tuple(terms) for field, terms in field_terms(entry_words, known).items()}
-                  for entry_words in words]
+    words = catalog_words(_copied(realistic()))
+    documents_ = catalog_terms(words, known_words(words))
+    assert documents_[0]["description"] is documents_[1]["description"]  # one tuple for both copies
     documents_[4]["english"] = documents_[5]["english"] = ("weather", "zzrendered", "weather")
     mixed = [{field: list(terms) if number % 3 == 0 else tuple(terms) for field, terms in document.items()}
              for number, document in enumerate(documents_)]
@@ -151,6 +158,27 @@ def test_unique_counts_are_numpys() -> None:
     values = np.random.default_rng(3).integers(0, 50, 400)
     for got, expected in zip(_unique_counts(values), np.unique(values, return_counts=True), strict=True):
         assert got.tolist() == expected.tolist()
+
+
+def test_a_catalogs_words_and_terms_are_each_tools_own() -> None:
+    entries = _copied(realistic())
+    words = catalog_words(entries)
+    assert words == [field_words(entry) for entry in entries]
+    assert words[0]["parameters"] is words[1]["parameters"]  # an equal text split once
+    known = known_words(words)
+    assert known == known_words([field_words(entry) for entry in entries])
+    assert catalog_terms(words, known) == [field_terms(entry_words, known) for entry_words in words]
+    cut: dict[str, tuple[str, ...]] = {}
+    assert [name_terms(entry_words, known, cut) for entry_words in words] == [
+        name_terms(entry_words, known) for entry_words in words]
+
+
+def test_chinese_text_repeated_in_a_catalog_is_rendered_alike() -> None:
+    entries = _copied([tool("weather_now", "查询天气预报", "amap"), tool("plain", "Plain English.", "amap")])
+    words = catalog_words(entries)
+    assert words[0]["english"] and words[0]["english"] is words[1]["english"]
+    assert words == [field_words(entry) for entry in entries]
+    assert not words[2]["english"]
 
 
 def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:

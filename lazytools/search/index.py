@@ -25,7 +25,7 @@ from .analysis import tokenize
 from .bm25 import BM25FPostings
 from .config import DEFAULT, RankingConfig
 from .copies import first_copies
-from .documents import RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
+from .documents import RENDERED_FIELDS, catalog_terms, catalog_words, embedding_text, known_words, name_terms
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fit import DEFAULT_FIT, background_floor, evidence_of
 from .fusion import ScoreArray
@@ -70,9 +70,9 @@ class SearchIndex:
             config = config.model_copy(update={"semantic_weight": semantic_weight})
         self.config = config
         self.entries: list[ToolEntry] = list(entries)
-        words = [field_words(entry) for entry in self.entries]
+        words = catalog_words(self.entries)
         known = known_words(words)
-        documents = [field_terms(entry_words, known) for entry_words in words]
+        documents = catalog_terms(words, known)
         self._bm25 = BM25FPostings(
             documents, config.field_weights, k1=config.bm25_k1,
             b=config.bm25_b,
@@ -89,7 +89,8 @@ class SearchIndex:
         self._lexicon = Lexicon(self.vocabulary, self._expansions, self._rendered, self._words, self._names)
         self._analyzed: RecentAnswers[Query] = RecentAnswers(RECENT_QUERIES)
         self._reader = TermReader(self._lexicon, config)
-        name_keys = [name_terms(entry_words, known) for entry_words in words]
+        cut: dict[str, tuple[str, ...]] = {}
+        name_keys = [name_terms(entry_words, known, cut) for entry_words in words]
         self._name_words = NameWords(name_keys)
         self._name_keys = name_keys
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
