@@ -150,14 +150,18 @@ def test_postings_of_no_terms_are_empty() -> None:
     assert built.vocabulary == [] and built.scores({"x": 1.0}).tolist() == [0.0, 0.0]
 
 
-def test_unique_counts_are_numpys() -> None:
+def test_unique_counts_and_inverse_are_numpys() -> None:
     import numpy as np
 
-    from lazytools.search.bm25 import _unique_counts
+    from lazytools.search.bm25 import _unique_counts, _unique_inverse
 
     values = np.random.default_rng(3).integers(0, 50, 400)
     for got, expected in zip(_unique_counts(values), np.unique(values, return_counts=True), strict=True):
         assert got.tolist() == expected.tolist()
+    for got, expected in zip(_unique_inverse(values), np.unique(values, return_inverse=True), strict=True):
+        assert got.tolist() == expected.tolist()
+    none = np.zeros(0, dtype=np.int64)
+    assert [part.tolist() for part in (*_unique_inverse(none), *_unique_counts(none))] == [[], [], [], []]
 
 
 def test_a_catalogs_words_and_terms_are_each_tools_own() -> None:
