@@ -185,6 +185,23 @@ def test_chinese_text_repeated_in_a_catalog_is_rendered_alike() -> None:
     assert not words[2]["english"]
 
 
+def test_producers_copies_and_writers_read_from_the_name_words_given_are_those_found_alone() -> None:
+    """The index hands its split name words to `input_producers`, `first_copies` and `writes`."""
+    from benchmarks.build import scaled_catalog
+    from lazytools.search.copies import first_copies
+    from lazytools.search.inputs import input_producers
+    from lazytools.search.steps import writes
+
+    entries = scaled_catalog(1500)  # the dev catalog's real tools and copies of them as other servers
+    names = [entry_words["name"] for entry_words in catalog_words(entries)]
+    producers = input_producers(entries, names)
+    assert producers == input_producers(entries) and sum(map(bool, producers)) > 20
+    copies = first_copies(entries, names)
+    assert copies == first_copies(entries) and any(copy != position for position, copy in enumerate(copies))
+    written = [writes(entry, name) for entry, name in zip(entries, names, strict=True)]
+    assert written == [writes(entry) for entry in entries] and 0 < sum(written) < len(entries)
+
+
 def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:
     import numpy as np
 

@@ -103,9 +103,10 @@ class SearchIndex:
         for group, group_terms in self._group_terms.items():
             self._groups_by_term.setdefault(min(group_terms), []).append((group, group_terms))
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
-        self._producers = input_producers(self.entries)
-        self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
-        self._writes = [writes(entry) for entry in self.entries]
+        names = [entry_words["name"] for entry_words in words]
+        self._producers = input_producers(self.entries, names)
+        self._copy_of = np.array(first_copies(self.entries, names), dtype=np.int64)
+        self._writes = [writes(entry, name) for entry, name in zip(self.entries, names, strict=True)]
         self._rendered_tools = np.array([bool(entry_words["english"]) for entry_words in words], dtype=bool)
         self._allowed: npt.NDArray[np.bool_] | None = None
         self._recent: RecentAnswers[Results] = RecentAnswers(RECENT_QUERIES)

@@ -47,8 +47,8 @@ class NameMatcher:
         for position, aliases in enumerate(names):
             for name in aliases:
                 self._lower.setdefault(name.lower(), set()).add(position)
-                if _compact(name):
-                    self._compact.setdefault(_compact(name), set()).add(position)
+                if compact := _compact(name):
+                    self._compact.setdefault(compact, set()).add(position)
         self._sorted = sorted(self._compact)
 
     def matches(self, query: str) -> dict[int, int]:
