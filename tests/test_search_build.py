@@ -202,6 +202,28 @@ def test_producers_copies_and_writers_read_from_the_name_words_given_are_those_f
     assert written == [writes(entry) for entry in entries] and 0 < sum(written) < len(entries)
 
 
+def test_a_catalogs_equal_name_terms_are_one_set() -> None:
+    from lazytools.search.documents import catalog_name_terms
+
+    entries = _copied(realistic())
+    words = catalog_words(entries)
+    known = known_words(words)
+    keys = catalog_name_terms(words, known)
+    assert keys == [name_terms(entry_words, known) for entry_words in words]
+    assert keys[0] is keys[1]  # github__create_issue and its copy: {creat, issu}
+
+
+def test_a_name_matcher_keeps_each_names_tools_once_in_order() -> None:
+    from lazytools.search.names import EXACT, PREFIX, NameMatcher
+
+    matcher = NameMatcher([("read_file", "read_file"), ("fs__read_file", "read_file"), ("Write", "write")])
+    assert matcher._lower == {"read_file": (0, 1), "fs__read_file": (1,), "write": (2,)}
+    assert matcher._compact == {"readfile": (0, 1), "fsreadfile": (1,), "write": (2,)}
+    assert matcher.matches("read_file") == {0: EXACT, 1: EXACT}
+    assert matcher.matches("readfi") == {0: PREFIX, 1: PREFIX}
+    assert matcher.matches("Write") == {2: EXACT}
+
+
 def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:
     import numpy as np
 

@@ -14,8 +14,8 @@ from .crosslang import english_rendering
 from .vocabulary import split_compound
 
 __all__ = [
-    "FIELD_WEIGHTS", "RENDERED_FIELDS", "catalog_terms", "catalog_words", "embedding_text", "field_terms",
-    "field_words", "index_terms", "known_words", "name_terms",
+    "FIELD_WEIGHTS", "RENDERED_FIELDS", "catalog_name_terms", "catalog_terms", "catalog_words", "embedding_text",
+    "field_terms", "field_words", "index_terms", "known_words", "name_terms",
 ]
 
 
@@ -173,6 +173,14 @@ def name_terms(words: Words, known: frozenset[str] | set[str],
         glued = len(word) >= _MIN_COMPOUND and word not in known
         parts.extend((_compound(word, known, cut) if glued else ()) or (word,))
     return frozenset(stem(word) for word in parts if word not in STOP_WORDS and len(word) > 1)
+
+
+def catalog_name_terms(catalog: Iterable[Words], known: frozenset[str] | set[str]) -> list[frozenset[str]]:
+    """`name_terms` of each tool, equal sets one object: tools of many servers share their names' words
+    (read_file, search), and the index keeps these sets."""
+    cut: dict[str, tuple[str, ...]] = {}
+    shared: dict[frozenset[str], frozenset[str]] = {}
+    return [shared.setdefault(terms, terms) for terms in (name_terms(words, known, cut) for words in catalog)]
 
 
 def embedding_text(entry: ToolEntry) -> str:

@@ -25,7 +25,7 @@ from .analysis import tokenize
 from .bm25 import BM25FPostings
 from .config import DEFAULT, RankingConfig
 from .copies import first_copies
-from .documents import RENDERED_FIELDS, catalog_terms, catalog_words, embedding_text, known_words, name_terms
+from .documents import RENDERED_FIELDS, catalog_name_terms, catalog_terms, catalog_words, embedding_text, known_words
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fit import DEFAULT_FIT, background_floor, evidence_of
 from .fusion import ScoreArray
@@ -89,8 +89,7 @@ class SearchIndex:
         self._lexicon = Lexicon(self.vocabulary, self._expansions, self._rendered, self._words, self._names)
         self._analyzed: RecentAnswers[Query] = RecentAnswers(RECENT_QUERIES)
         self._reader = TermReader(self._lexicon, config)
-        cut: dict[str, tuple[str, ...]] = {}
-        name_keys = [name_terms(entry_words, known, cut) for entry_words in words]
+        name_keys = catalog_name_terms(words, known)
         self._name_words = NameWords(name_keys)
         self._name_keys = name_keys
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
