@@ -3,19 +3,30 @@ fields) give the index the old way of analysing each tool gave, and the word tab
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 
+from lazytools import ToolEntry
 from lazytools.search import SearchIndex, documents
 from lazytools.search.analysis import STOP_WORDS, split_words, stem
-from lazytools.search.documents import field_terms, field_words, index_terms, known_words
+from lazytools.search.documents import (
+    catalog_terms,
+    catalog_words,
+    field_terms,
+    field_words,
+    index_terms,
+    known_words,
+    name_terms,
+)
 
-from .fixtures.catalogs import realistic
+from .fixtures.catalogs import realistic, tool
 
 QUERIES = ["create an issue in the github repository", "read a file and write another file",
            "post a message to the team channel", "weather forecast for Oslo", "run a sql query on the database"]
 
 
-def _one_by_one(words: list[str]) -> list[str]:
+def _one_by_one(words: Sequence[str]) -> list[str]:
     """The terms as each tool's words were analysed before: every word checked and stemmed where it stands."""
     return [stem(word) for word in words if word not in STOP_WORDS and len(word) > 1]
 
@@ -32,7 +43,7 @@ def test_a_catalogs_field_terms_are_those_of_word_by_word_analysis() -> None:
     for entry_words in words:
         for field, terms in field_terms(entry_words, known).items():
             if field != "name":  # a name also gets the known words glued inside it
-                assert terms == _one_by_one(entry_words[field])
+                assert list(terms) == _one_by_one(entry_words[field])
 
 
 def test_the_word_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,7 +64,7 @@ def test_an_index_built_with_a_cold_or_warm_word_table_ranks_alike(monkeypatch: 
         (hit.entry.name, hit.score) for hit in warm.find(query, limit=8).hits]
 
 
-def _reference_postings(documents: list[dict[str, list[str]]], weights: dict[str, float],
+def _reference_postings(documents: Sequence[Mapping[str, Sequence[str]]], weights: dict[str, float],
                         apart: frozenset[str]) -> tuple[list[str], dict[str, tuple[list[int], list[float]]], list[int]]:
     """The postings as the index built them before: a dict of documents per term, each field's count times its
     scale added in field order."""
@@ -86,8 +97,8 @@ def test_postings_built_at_once_equal_a_dict_per_term_to_the_last_bit() -> None:
     known = known_words(words)
     documents_ = [field_terms(entry_words, known) for entry_words in words]
     # Another rendering in some documents only, with terms no other field holds and terms repeated.
-    documents_[3]["english"] = ["weather", "weather", "zzrendered"]
-    documents_[7]["english"] = ["zzrendered", "file"]
+    documents_[3]["english"] = ("weather", "weather", "zzrendered")
+    documents_[7]["english"] = ("zzrendered", "file")
     weights = {"name": 3.0, "title": 1.0, "description": 1.0, "parameters": 0.5, "group": 1.0, "english": 0.3}
     apart = frozenset({"english"})
     terms, postings, outside = _reference_postings(documents_, weights, apart)
@@ -99,6 +110,118 @@ def test_postings_built_at_once_equal_a_dict_per_term_to_the_last_bit() -> None:
         assert posting is not None and posting[0].tolist() == ids
         assert posting[1].tolist() == [f * 2.5 / (f + 1.5) for f in pseudo]
     assert built.rendered_only == {term for term, n in zip(terms, outside, strict=True) if n == 0} == {"zzrendered"}
+
+
+def _copied(entries: list[ToolEntry]) -> list[ToolEntry]:
+    """`entries`, then each again as a tool of another server (the same texts under other names), in between."""
+    copies = [ToolEntry(name=f"{e.name}_2", group=f"{e.group}_2", description=e.description,
+                        input_schema=e.input_schema, call=e.call, title=e.title) for e in entries]
+    return [tool for pair in zip(entries, copies, strict=True) for tool in pair]
+
+
+def test_postings_of_repeated_texts_equal_a_dict_per_term_to_the_last_bit() -> None:
+    """Equal texts are read once, whether they come as one shared tuple, equal tuples or equal lists."""
+    from lazytools.search.bm25 import BM25FPostings
+
+    words = catalog_words(_copied(realistic()))
+    documents_ = catalog_terms(words, known_words(words))
+    assert documents_[0]["description"] is documents_[1]["description"]  # one tuple for both copies
+    documents_[4]["english"] = documents_[5]["english"] = ("weather", "zzrendered", "weather")
+    mixed = [{field: list(terms) if number % 3 == 0 else tuple(terms) for field, terms in document.items()}
+             for number, document in enumerate(documents_)]
+    weights = {"name": 3.0, "title": 1.0, "description": 1.0, "parameters": 0.5, "group": 1.0, "english": 0.3}
+    apart = frozenset({"english"})
+    for built_from in (documents_, mixed):
+        terms, postings, outside = _reference_postings(built_from, weights, apart)
+        built = BM25FPostings(built_from, weights, b=0.75, apart=apart)
+        assert built.vocabulary == terms
+        for term in terms:
+            ids, pseudo = postings[term]
+            posting = built._posting(term)
+            assert posting is not None and posting[0].tolist() == ids
+            assert posting[1].tolist() == [f * 2.5 / (f + 1.5) for f in pseudo]
+        assert built.rendered_only == {term for term, n in zip(terms, outside, strict=True) if n == 0}
+
+
+def test_postings_of_no_terms_are_empty() -> None:
+    from lazytools.search.bm25 import BM25FPostings
+
+    built = BM25FPostings([{"name": ()}, {}], {"name": 1.0, "title": 1.0})
+    assert built.vocabulary == [] and built.scores({"x": 1.0}).tolist() == [0.0, 0.0]
+
+
+def test_unique_counts_and_inverse_are_numpys() -> None:
+    import numpy as np
+
+    from lazytools.search.bm25 import _unique_counts, _unique_inverse
+
+    values = np.random.default_rng(3).integers(0, 50, 400)
+    for got, expected in zip(_unique_counts(values), np.unique(values, return_counts=True), strict=True):
+        assert got.tolist() == expected.tolist()
+    for got, expected in zip(_unique_inverse(values), np.unique(values, return_inverse=True), strict=True):
+        assert got.tolist() == expected.tolist()
+    none = np.zeros(0, dtype=np.int64)
+    assert [part.tolist() for part in (*_unique_inverse(none), *_unique_counts(none))] == [[], [], [], []]
+
+
+def test_a_catalogs_words_and_terms_are_each_tools_own() -> None:
+    entries = _copied(realistic())
+    words = catalog_words(entries)
+    assert words == [field_words(entry) for entry in entries]
+    assert words[0]["parameters"] is words[1]["parameters"]  # an equal text split once
+    known = known_words(words)
+    assert known == known_words([field_words(entry) for entry in entries])
+    assert catalog_terms(words, known) == [field_terms(entry_words, known) for entry_words in words]
+    cut: dict[str, tuple[str, ...]] = {}
+    assert [name_terms(entry_words, known, cut) for entry_words in words] == [
+        name_terms(entry_words, known) for entry_words in words]
+
+
+def test_chinese_text_repeated_in_a_catalog_is_rendered_alike() -> None:
+    entries = _copied([tool("weather_now", "查询天气预报", "amap"), tool("plain", "Plain English.", "amap")])
+    words = catalog_words(entries)
+    assert words[0]["english"] and words[0]["english"] is words[1]["english"]
+    assert words == [field_words(entry) for entry in entries]
+    assert not words[2]["english"]
+
+
+def test_producers_copies_and_writers_read_from_the_name_words_given_are_those_found_alone() -> None:
+    """The index hands its split name words to `input_producers`, `first_copies` and `writes`."""
+    from benchmarks.build import scaled_catalog
+    from lazytools.search.copies import first_copies
+    from lazytools.search.inputs import input_producers
+    from lazytools.search.steps import writes
+
+    entries = scaled_catalog(1500)  # the dev catalog's real tools and copies of them as other servers
+    names = [entry_words["name"] for entry_words in catalog_words(entries)]
+    producers = input_producers(entries, names)
+    assert producers == input_producers(entries) and sum(map(bool, producers)) > 20
+    copies = first_copies(entries, names)
+    assert copies == first_copies(entries) and any(copy != position for position, copy in enumerate(copies))
+    written = [writes(entry, name) for entry, name in zip(entries, names, strict=True)]
+    assert written == [writes(entry) for entry in entries] and 0 < sum(written) < len(entries)
+
+
+def test_a_catalogs_equal_name_terms_are_one_set() -> None:
+    from lazytools.search.documents import catalog_name_terms
+
+    entries = _copied(realistic())
+    words = catalog_words(entries)
+    known = known_words(words)
+    keys = catalog_name_terms(words, known)
+    assert keys == [name_terms(entry_words, known) for entry_words in words]
+    assert keys[0] is keys[1]  # github__create_issue and its copy: {creat, issu}
+
+
+def test_a_name_matcher_keeps_each_names_tools_once_in_order() -> None:
+    from lazytools.search.names import EXACT, PREFIX, NameMatcher
+
+    matcher = NameMatcher([("read_file", "read_file"), ("fs__read_file", "read_file"), ("Write", "write")])
+    assert matcher._lower == {"read_file": (0, 1), "fs__read_file": (1,), "write": (2,)}
+    assert matcher._compact == {"readfile": (0, 1), "fsreadfile": (1,), "write": (2,)}
+    assert matcher.matches("read_file") == {0: EXACT, 1: EXACT}
+    assert matcher.matches("readfi") == {0: PREFIX, 1: PREFIX}
+    assert matcher.matches("Write") == {2: EXACT}
 
 
 def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:

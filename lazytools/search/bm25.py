@@ -64,22 +64,20 @@ class BM25FPostings:
         scale = {
             f: weights[f] / (1 - field_b[f] + field_b[f] * lengths[f] / (averages[f] or 1.0)) for f in fields
         }
-        terms, postings, frequency = _pseudo_frequencies(documents, fields, scale, apart)
+        terms, ids, pseudo, sizes, counted = _pseudo_frequencies(documents, fields, scale, apart)
         if not terms:
             return
-        self.rendered_only = frozenset(t for t, n in zip(terms, frequency, strict=True) if n == 0)
-        frequency = [n or postings[i][0].size for i, n in enumerate(frequency)]
+        self.rendered_only = frozenset(t for t, n in zip(terms, counted.tolist(), strict=True) if n == 0)
+        frequency = np.where(counted > 0, counted, sizes).tolist()
         idf = [math.log(self.size - n + 0.5) - math.log(n + 0.5) for n in frequency]
         floor = epsilon * (sum(idf) / len(idf))
-        sizes = np.fromiter((ids.size for ids, _ in postings), dtype=np.int64, count=len(postings))
         self._ends = np.cumsum(sizes)
         self._starts = self._ends - sizes
-        ids = np.concatenate([ids for ids, _ in postings]).astype(np.int64, copy=False)
-        self._keys = ids + np.repeat(np.arange(len(postings), dtype=np.int64) * self.size, sizes)
+        self._keys = ids.astype(np.int64, copy=False) + np.repeat(
+            np.arange(len(terms), dtype=np.int64) * self.size, sizes)
         del ids
-        freqs = np.concatenate([f for _, f in postings]).astype(np.float64, copy=False)
-        self._weights = freqs * (k1 + 1) / (freqs + k1)
-        del freqs
+        self._weights = pseudo * (k1 + 1) / (pseudo + k1)
+        del pseudo
         for slot, (term, raw, n) in enumerate(zip(terms, idf, frequency, strict=True)):
             self._slot[term] = slot
             self.idf[term] = _positive_idf(raw if raw >= 0 else floor, self.size, n, epsilon)
@@ -177,46 +175,95 @@ def _pseudo_frequencies(
     fields: Sequence[str],
     scale: Mapping[str, npt.NDArray[np.float64]],
     apart: frozenset[str],
-) -> tuple[list[str], list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]], list[int]]:
-    """Every term (in the order the documents first use it) with the documents that hold it (ascending) and its
-    BM25F pseudo-frequency in each (per field, its count times the field's `scale`, summed in field order), and the
-    number of documents that hold it outside the `apart` fields.
+) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Every term (in the order the documents first use it); the documents that hold each term (ascending), term
+    after term in one flat array, with its BM25F pseudo-frequency in each (per field, its count times the field's
+    `scale`, summed in field order); each term's number of documents; and the number of them that hold it outside
+    the `apart` fields.
 
-    One id per distinct term, then numpy over every (term, document) pair at once: a dict per term of a dict per
-    document cost most of a build at 100,000 tools, in time and in memory. The sums are those of adding each
-    field's `count * scale` in turn, to the last bit (np.bincount adds in the order given)."""
-    ids: dict[str, int] = {}  # in the order the documents first use each term, document by document
+    A field's terms are read in Python once per distinct sequence of terms (a catalog repeats descriptions and
+    parameters: a server listed twice, tools described alike), then numpy works over every (term, document) pair
+    at once. The sums are those of adding each field's `count * scale` in turn, to the last bit (np.bincount adds
+    in the order given)."""
     size = len(documents)
-    term_ids: dict[str, list[int]] = {f: [] for f in fields}
-    doc_ids: dict[str, list[int]] = {f: [] for f in fields}
-    for doc_id, doc in enumerate(documents):
+    codes: dict[str, int] = {}  # term -> its id, in the order the documents first use each term
+    texts: dict[tuple[str, ...], int] = {}  # a distinct sequence of terms -> its number
+    text_codes: list[int] = []  # each distinct sequence's term ids, sequence after sequence
+    text_sizes: list[int] = []
+    numbers: dict[str, list[int]] = {f: [] for f in fields}  # per field, each document's sequence (-1: none)
+    for doc in documents:
         for f in fields:
             held = doc.get(f, ())
-            if held:
-                term_ids[f].extend([ids.setdefault(term, len(ids)) for term in held])
-                doc_ids[f].extend([doc_id] * len(held))
-    if not ids:
-        return [], [], []
-    # Per field, one key per occurrence: term id * size + document.
-    keys = [np.asarray(term_ids[f], dtype=np.int64) * size + np.asarray(doc_ids[f], dtype=np.int64) for f in fields]
-    pairs = np.unique(np.concatenate(keys))  # (term, document) pairs, by term then document
+            if not held:
+                numbers[f].append(-1)
+                continue
+            key = held if isinstance(held, tuple) else tuple(held)
+            number = texts.get(key)
+            if number is None:
+                number = texts[key] = len(texts)
+                text_codes.extend([codes.setdefault(term, len(codes)) for term in key])
+                text_sizes.append(len(key))
+            numbers[f].append(number)
+    if not codes:
+        empty = np.zeros(0, dtype=np.int64)
+        return [], empty, np.zeros(0, dtype=np.float64), empty, empty
+    del texts
+    # Each distinct sequence's terms with their counts, by sequence then term id.
+    held_by = np.repeat(np.arange(len(text_sizes), dtype=np.int64), text_sizes)
+    counted_terms, counts = _unique_counts(held_by * len(codes) + np.asarray(text_codes, dtype=np.int64))
+    del held_by, text_codes
+    term_of = counted_terms % len(codes)
+    first = np.searchsorted(counted_terms // len(codes), np.arange(len(text_sizes) + 1, dtype=np.int64))
+    # Per field, one key per (term, document) pair it holds: term id * size + document.
+    keys: list[npt.NDArray[np.int64]] = []
     contributions: list[npt.NDArray[np.float64]] = []
-    where: list[npt.NDArray[np.int64]] = []
-    outside: list[npt.NDArray[np.int64]] = []
-    for f, key in zip(fields, keys, strict=True):
-        present, counts = np.unique(key, return_counts=True)
-        where.append(np.searchsorted(pairs, present))
-        contributions.append(counts * scale[f][present % size])
+    for f in fields:
+        sequences = np.asarray(numbers.pop(f), dtype=np.int64)
+        docs = np.flatnonzero(sequences >= 0)
+        sequences = sequences[docs]
+        lengths = first[sequences + 1] - first[sequences]
+        # Each document's range of its sequence's (term, count) rows, range after range.
+        ends = np.cumsum(lengths)
+        at = np.arange(int(ends[-1]) if ends.size else 0, dtype=np.int64) + np.repeat(
+            first[sequences] - (ends - lengths), lengths)
+        holders = np.repeat(docs, lengths)
+        keys.append(term_of[at] * size + holders)
+        contributions.append(counts[at] * scale[f][holders])
+    # (term, document) pairs, by term then document, and where each field's keys are among them.
+    pairs, where = _unique_inverse(np.concatenate(keys))
+    pseudo = np.bincount(where, np.concatenate(contributions), minlength=pairs.size)
+    outside = np.zeros(pairs.size, dtype=bool)
+    start = 0
+    for f, held_keys in zip(fields, keys, strict=True):
         if f not in apart:
-            outside.append(present)
-    pseudo = np.bincount(np.concatenate(where), np.concatenate(contributions), minlength=pairs.size)
-    counted = np.bincount(np.unique(np.concatenate(outside)) // size if outside else np.zeros(0, dtype=np.int64),
-                          minlength=len(ids))
-    bounds = np.flatnonzero(np.diff(pairs // size)) + 1
-    pseudo = np.asarray(pseudo, dtype=np.float64)
-    postings: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = list(
-        zip(np.split(pairs % size, bounds), np.split(pseudo, bounds), strict=True))
-    return list(ids), postings, [int(n) for n in counted.tolist()]
+            outside[where[start:start + held_keys.size]] = True
+        start += held_keys.size
+    terms = pairs // size
+    counted = np.bincount(terms[outside], minlength=len(codes))
+    sizes = np.bincount(terms, minlength=len(codes))
+    return list(codes), pairs % size, np.asarray(pseudo, dtype=np.float64), sizes, counted
+
+
+def _unique_inverse(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """`np.unique(values, return_inverse=True)`, by one argsort: finding each value's place among the distinct
+    values by `np.searchsorted` took four times as long at 100,000 tools (a binary search per value)."""
+    order = np.argsort(values)
+    ordered = values[order]
+    first = np.ones(values.size, dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    inverse = np.empty(values.size, dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
+
+
+def _unique_counts(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """`np.unique(values, return_counts=True)` by a sort: numpy 2's hashing `unique` took 16 s of a profiled
+    100,000-tool build over arrays that a sort splits in well under one."""
+    ordered = np.sort(values)
+    first = np.ones(values.size, dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    starts = np.flatnonzero(first)
+    return ordered[starts], np.diff(np.append(starts, ordered.size))
 
 
 def _positive_idf(idf: float, size: int, df: int, epsilon: float) -> float:

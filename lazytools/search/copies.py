@@ -22,24 +22,30 @@ MAX_COMPARED = 8
 thousands of tools with one description must not cost a comparison per pair."""
 
 
-def first_copies(entries: Sequence[ToolEntry]) -> list[int]:
+def first_copies(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]] | None = None) -> list[int]:
     """For each tool, the position of the first tool of its own group it is a copy of (its own position if none).
     A tool without a description is nobody's copy: an empty text says nothing about what the tool does. Tools of
     two groups are never copies, however alike: the same server configured twice (two filesystem roots) offers two
-    tools, and a hostile server copying another's text and parameters must not hide the original."""
+    tools, and a hostile server copying another's text and parameters must not hide the original. `names`: each
+    tool's name words (`split_words` of its upstream name), which the index has split already."""
+    words = ([tuple(held) for held in names] if names is not None
+             else [_words(entry.upstream_name or entry.name) for entry in entries])
+    normalised: dict[str, str] = {}  # a description the catalog repeats is normalised once
     same_text: dict[tuple[str, str, tuple[str, ...]], list[int]] = {}
     result: list[int] = []
     for position, entry in enumerate(entries):
         result.append(position)
-        text = " ".join(entry.description.split()).casefold()
+        text = normalised.get(entry.description)
+        if text is None:
+            text = normalised[entry.description] = " ".join(entry.description.split()).casefold()
         if not text:
             continue
         properties = entry.input_schema.get("properties")
         parameters = tuple(sorted(str(name) for name in properties)) if isinstance(properties, Mapping) else ()
         earlier = same_text.setdefault((entry.group, text, parameters), [])
-        name = _words(entry.upstream_name or entry.name)
+        name = words[position]
         for other in earlier[:MAX_COMPARED]:
-            if _affixed(name, _words(entries[other].upstream_name or entries[other].name)):
+            if _affixed(name, words[other]):
                 result[position] = other
                 break
         else:

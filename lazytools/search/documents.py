@@ -4,7 +4,7 @@ query."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..entry import ToolEntry, first_sentence
@@ -14,8 +14,8 @@ from .crosslang import english_rendering
 from .vocabulary import split_compound
 
 __all__ = [
-    "FIELD_WEIGHTS", "RENDERED_FIELDS", "embedding_text", "field_terms", "field_words", "index_terms", "known_words",
-    "name_terms",
+    "FIELD_WEIGHTS", "RENDERED_FIELDS", "catalog_name_terms", "catalog_terms", "catalog_words", "embedding_text",
+    "field_terms", "field_words", "index_terms", "known_words", "name_terms",
 ]
 
 
@@ -44,7 +44,7 @@ def _parameter_text(schema: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _fields(entry: ToolEntry) -> dict[str, str]:
+def _fields(entry: ToolEntry, rendering: Callable[[str], str] = english_rendering) -> dict[str, str]:
     parameters = _parameter_text(entry.input_schema)
     return {
         "name": entry.upstream_name or entry.name,
@@ -53,33 +53,88 @@ def _fields(entry: ToolEntry) -> dict[str, str]:
         "parameters": parameters,
         "group": entry.group,
         # A tool described in Chinese is found by English requests through these words.
-        "english": english_rendering(" ".join((entry.title or "", entry.description, parameters))),
+        "english": rendering(" ".join((entry.title or "", entry.description, parameters))),
     }
 
 
-def field_words(entry: ToolEntry) -> dict[str, list[str]]:
-    return {field: split_words(text) for field, text in _fields(entry).items()}
+Words = Mapping[str, tuple[str, ...]]
+"""A tool's words, field by field (`field_words`)."""
 
 
-def known_words(field_words: Iterable[Mapping[str, list[str]]]) -> set[str]:
+def field_words(entry: ToolEntry) -> dict[str, tuple[str, ...]]:
+    return {field: tuple(split_words(text)) for field, text in _fields(entry).items()}
+
+
+def catalog_words(entries: Iterable[ToolEntry]) -> list[dict[str, tuple[str, ...]]]:
+    """`field_words` of each tool, each distinct text split (and rendered) once: a catalog repeats texts (a server
+    configured twice, a tool listed under two names, parameters described alike), and equal texts get one tuple
+    of words, which `catalog_terms` and the postings then read once too."""
+    split: dict[str, tuple[str, ...]] = {}
+    rendered: dict[str, str] = {}
+
+    def rendering(text: str) -> str:
+        english = rendered.get(text)
+        if english is None:
+            english = rendered[text] = english_rendering(text)
+        return english
+
+    catalog: list[dict[str, tuple[str, ...]]] = []
+    for entry in entries:
+        words: dict[str, tuple[str, ...]] = {}
+        for field, text in _fields(entry, rendering).items():
+            held = split.get(text)
+            if held is None:
+                held = split[text] = tuple(split_words(text))
+            words[field] = held
+        catalog.append(words)
+    return catalog
+
+
+def known_words(field_words: Iterable[Words]) -> set[str]:
     """Words the catalog's descriptions use: the dictionary that glued-together names are cut with."""
     known: set[str] = set()
+    seen: set[tuple[str, ...]] = set()  # a text repeated in the catalog adds no word
     for words in field_words:
         for field in ("title", "description", "parameters"):
-            known.update(word for word in words[field] if len(word) >= 3)
+            held = words[field]
+            if held not in seen:
+                seen.add(held)
+                known.update(word for word in held if len(word) >= 3)
     return known
 
 
-def field_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> dict[str, list[str]]:
-    terms: dict[str, list[str]] = {}
-    for field, field_words in words.items():
-        if field == "name":
-            # A name's words, plus the known words glued inside them ("seoanalysis" → seo, analysis).
-            field_words = field_words + [
-                part for word in field_words if len(word) >= _MIN_COMPOUND for part in split_compound(word, known)
-            ]
-        terms[field] = index_terms(field_words)
-    return terms
+def _compound(word: str, known: frozenset[str] | set[str], cut: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """`split_compound(word, known)`, remembered in `cut` (one catalog's names share their words)."""
+    parts = cut.get(word)
+    if parts is None:
+        parts = cut[word] = tuple(split_compound(word, known))
+    return parts
+
+
+def field_terms(words: Words, known: frozenset[str] | set[str]) -> dict[str, tuple[str, ...]]:
+    return catalog_terms([words], known)[0]
+
+
+def catalog_terms(catalog: Iterable[Words], known: frozenset[str] | set[str]) -> list[dict[str, tuple[str, ...]]]:
+    """`field_terms` of each tool's words, the terms of each distinct tuple of words found once (equal texts are
+    one tuple in `catalog_words`), so that the postings, keyed by these tuples, read a repeated text once."""
+    terms: dict[tuple[str, ...], tuple[str, ...]] = {}
+    cut: dict[str, tuple[str, ...]] = {}
+    documents: list[dict[str, tuple[str, ...]]] = []
+    for words in catalog:
+        document: dict[str, tuple[str, ...]] = {}
+        for field, held in words.items():
+            if field == "name":
+                # A name's words, plus the known words glued inside them ("seoanalysis" → seo, analysis).
+                glued = [part for word in held if len(word) >= _MIN_COMPOUND for part in _compound(word, known, cut)]
+                document[field] = tuple(index_terms([*held, *glued]))
+                continue
+            found = terms.get(held)
+            if found is None:
+                found = terms[held] = tuple(index_terms(held))
+            document[field] = found
+        documents.append(document)
+    return documents
 
 
 MAX_CACHED_TERMS = 131_072
@@ -107,14 +162,25 @@ def index_terms(words: Iterable[str]) -> list[str]:
     return terms
 
 
-def name_terms(words: Mapping[str, list[str]], known: frozenset[str] | set[str]) -> frozenset[str]:
+def name_terms(words: Words, known: frozenset[str] | set[str],
+               cut: dict[str, tuple[str, ...]] | None = None) -> frozenset[str]:
     """The stems a query must hold to name this tool in words (create_issue → create, issue), with glued words
-    that the descriptions never use cut into words they do ("seoanalysis" → seo, analysis)."""
+    that the descriptions never use cut into words they do ("seoanalysis" → seo, analysis). `cut`: the cuts of
+    words already tried in this catalog."""
+    cut = {} if cut is None else cut
     parts: list[str] = []
     for word in words["name"]:
         glued = len(word) >= _MIN_COMPOUND and word not in known
-        parts.extend((split_compound(word, known) if glued else []) or [word])
+        parts.extend((_compound(word, known, cut) if glued else ()) or (word,))
     return frozenset(stem(word) for word in parts if word not in STOP_WORDS and len(word) > 1)
+
+
+def catalog_name_terms(catalog: Iterable[Words], known: frozenset[str] | set[str]) -> list[frozenset[str]]:
+    """`name_terms` of each tool, equal sets one object: tools of many servers share their names' words
+    (read_file, search), and the index keeps these sets."""
+    cut: dict[str, tuple[str, ...]] = {}
+    shared: dict[frozenset[str], frozenset[str]] = {}
+    return [shared.setdefault(terms, terms) for terms in (name_terms(words, known, cut) for words in catalog)]
 
 
 def embedding_text(entry: ToolEntry) -> str:

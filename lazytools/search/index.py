@@ -25,7 +25,7 @@ from .analysis import tokenize
 from .bm25 import BM25FPostings
 from .config import DEFAULT, RankingConfig
 from .copies import first_copies
-from .documents import RENDERED_FIELDS, embedding_text, field_terms, field_words, known_words, name_terms
+from .documents import RENDERED_FIELDS, catalog_name_terms, catalog_terms, catalog_words, embedding_text, known_words
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fit import DEFAULT_FIT, background_floor, evidence_of
 from .fusion import ScoreArray
@@ -70,9 +70,9 @@ class SearchIndex:
             config = config.model_copy(update={"semantic_weight": semantic_weight})
         self.config = config
         self.entries: list[ToolEntry] = list(entries)
-        words = [field_words(entry) for entry in self.entries]
+        words = catalog_words(self.entries)
         known = known_words(words)
-        documents = [field_terms(entry_words, known) for entry_words in words]
+        documents = catalog_terms(words, known)
         self._bm25 = BM25FPostings(
             documents, config.field_weights, k1=config.bm25_k1,
             b=config.bm25_b,
@@ -89,7 +89,7 @@ class SearchIndex:
         self._lexicon = Lexicon(self.vocabulary, self._expansions, self._rendered, self._words, self._names)
         self._analyzed: RecentAnswers[Query] = RecentAnswers(RECENT_QUERIES)
         self._reader = TermReader(self._lexicon, config)
-        name_keys = [name_terms(entry_words, known) for entry_words in words]
+        name_keys = catalog_name_terms(words, known)
         self._name_words = NameWords(name_keys)
         self._name_keys = name_keys
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
@@ -102,9 +102,10 @@ class SearchIndex:
         for group, group_terms in self._group_terms.items():
             self._groups_by_term.setdefault(min(group_terms), []).append((group, group_terms))
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
-        self._producers = input_producers(self.entries)
-        self._copy_of = np.array(first_copies(self.entries), dtype=np.int64)
-        self._writes = [writes(entry) for entry in self.entries]
+        names = [entry_words["name"] for entry_words in words]
+        self._producers = input_producers(self.entries, names)
+        self._copy_of = np.array(first_copies(self.entries, names), dtype=np.int64)
+        self._writes = [writes(entry, name) for entry, name in zip(self.entries, names, strict=True)]
         self._rendered_tools = np.array([bool(entry_words["english"]) for entry_words in words], dtype=bool)
         self._allowed: npt.NDArray[np.bool_] | None = None
         self._recent: RecentAnswers[Results] = RecentAnswers(RECENT_QUERIES)

@@ -21,6 +21,7 @@ the last place for any result's producer did not gain, for the best results' it 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from ..entry import ToolEntry
@@ -58,10 +59,15 @@ def _needs_coordinates(required: Sequence[str], properties: Mapping[str, Any] | 
         return False
     for name in required:
         described = properties.get(name)
-        text = str(described.get("description", "")).lower() if isinstance(described, Mapping) else ""
-        if any(word in text for word in _COORDINATE_WORDS) and not any(word in text for word in _ADDRESS_WORDS):
+        if isinstance(described, Mapping) and _says_coordinates(str(described.get("description", ""))):
             return True
     return False
+
+
+@lru_cache(maxsize=4096)  # parameter descriptions repeat across a catalog ("Latitude of the location")
+def _says_coordinates(description: str) -> bool:
+    text = description.lower()
+    return any(word in text for word in _COORDINATE_WORDS) and not any(word in text for word in _ADDRESS_WORDS)
 
 
 def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -74,6 +80,7 @@ def _required(schema: Mapping[str, Any]) -> list[str]:
     return [name for name in required if isinstance(name, str)] if isinstance(required, list) else []
 
 
+@lru_cache(maxsize=4096)  # a catalog's tools share their parameters' names (owner, repo, channel_id)
 def _thing(parameter: str) -> frozenset[str]:
     """The stems of what an id parameter names ("data_source_id" → data, sourc), empty for anything else."""
     words = split_words(parameter)
@@ -82,20 +89,22 @@ def _thing(parameter: str) -> frozenset[str]:
     return frozenset(stem(word) for word in words[:-1])
 
 
-def input_producers(entries: Sequence[ToolEntry]) -> list[tuple[int, ...]]:
+def input_producers(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]] | None = None) -> list[tuple[int, ...]]:
     """For each entry, the positions of the tools of its group that produce the ids it requires, in catalog
-    order (none for most tools)."""
+    order (none for most tools). `names`: each tool's name words (`split_words` of its upstream name), which the
+    index has split already."""
     by_group: dict[str, list[int]] = {}
     for position, entry in enumerate(entries):
         by_group.setdefault(entry.group, []).append(position)
     required = [_required(entry.input_schema) for entry in entries]
+    if names is None:
+        names = [split_words(entry.upstream_name or entry.name) for entry in entries]
     # Per group: stem of a name word -> the discovery tools whose names hold it.
     finders: dict[str, dict[str, list[int]]] = {}
     for group, positions in by_group.items():
         index: dict[str, list[int]] = {}
         for position in positions:
-            entry = entries[position]
-            words = [stem(word) for word in split_words(entry.upstream_name or entry.name)]
+            words = [stem(word) for word in names[position]]
             if set(words) & DISCOVERY_VERBS:
                 # A discovery verb names what a tool finds only as its last word ("get_lists" finds lists,
                 # "list_boards" boards).
@@ -119,7 +128,6 @@ def input_producers(entries: Sequence[ToolEntry]) -> list[tuple[int, ...]]:
             found += [other for other in by_group[entry.group]
                       if other != position and other not in found
                       and not _needs_coordinates(required[other], _properties(entries[other].input_schema))
-                      and {stem(word) for word in split_words(entries[other].upstream_name or entries[other].name)}
-                      & _GEOCODERS]
+                      and {stem(word) for word in names[other]} & _GEOCODERS]
         producers.append(tuple(found))
     return producers

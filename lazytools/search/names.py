@@ -42,26 +42,32 @@ class NameMatcher:
     """Looks up names (public and upstream names of each tool, by position) in a query."""
 
     def __init__(self, names: Sequence[Sequence[str]]) -> None:
-        self._lower: dict[str, set[int]] = {}
-        self._compact: dict[str, set[int]] = {}
+        # Each name's positions as a tuple (ascending, each once): a set per name was a third of what an index
+        # of 100,000 tools keeps. A key equal to the name it comes from is that string, not a copy of it.
+        lower: dict[str, list[int]] = {}
+        compacted: dict[str, list[int]] = {}
         for position, aliases in enumerate(names):
             for name in aliases:
-                self._lower.setdefault(name.lower(), set()).add(position)
-                if _compact(name):
-                    self._compact.setdefault(_compact(name), set()).add(position)
+                key = name.lower()
+                _add(lower, name if key == name else key, position)
+                if compact := _compact(name):
+                    _add(compacted, key if compact == key else compact, position)
+        self._lower: dict[str, tuple[int, ...]] = {key: tuple(held) for key, held in lower.items()}
+        self._compact: dict[str, tuple[int, ...]] = {key: tuple(held) for key, held in compacted.items()}
         self._sorted = sorted(self._compact)
 
     def matches(self, query: str) -> dict[int, int]:
         """Tool position → how surely the query names it (EXACT, MENTION or PREFIX)."""
         found: dict[int, int] = {}
 
-        def mark(positions: set[int], tier: int) -> None:
+        def mark(positions: Iterable[int], tier: int) -> None:
             for position in positions:
                 found[position] = max(found.get(position, 0), tier)
 
         text = " ".join(query.split()).strip("'\"`")
         compact = _compact(text)
-        mark(self._lower.get(text.lower(), set()) | self._compact.get(compact, set()), EXACT)
+        mark(self._lower.get(text.lower(), ()), EXACT)
+        mark(self._compact.get(compact, ()), EXACT)
         for token in _IDENTIFIER.findall(text):
             token = token.strip(".-")
             # A name first (a dict lookup), then whether it is written as one: most words of a request are neither.
@@ -78,8 +84,17 @@ class NameMatcher:
         for key in self._sorted[start : start + MAX_PREFIX_MATCHES + 1]:
             if not key.startswith(prefix):
                 break
-            positions |= self._compact[key]
+            positions.update(self._compact[key])
         return positions if len(positions) <= MAX_PREFIX_MATCHES else set()
+
+
+def _add(positions: dict[str, list[int]], key: str, position: int) -> None:
+    """`position` among `key`'s, which come in ascending order: once, though a tool's two names share the key."""
+    held = positions.get(key)
+    if held is None:
+        positions[key] = [position]
+    elif held[-1] != position:
+        held.append(position)
 
 
 class NameWords:

@@ -10,6 +10,7 @@ tool competes for the last of the results (see `SearchIndex.find`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ..entry import ToolEntry
 from .analysis import split_words
@@ -51,9 +52,10 @@ WRITE_VERBS = frozenset(
 """A tool whose name holds one of these writes somewhere."""
 
 
-def writes(entry: ToolEntry) -> bool:
-    """Whether the tool's name says it writes, saves, creates or exports something."""
-    return bool(WRITE_VERBS & set(split_words(entry.upstream_name or entry.name)))
+def writes(entry: ToolEntry, name: Iterable[str] | None = None) -> bool:
+    """Whether the tool's name says it writes, saves, creates or exports something. `name`: its name's words, when
+    the caller has split them already."""
+    return not WRITE_VERBS.isdisjoint(split_words(entry.upstream_name or entry.name) if name is None else name)
 
 
 def deliverable(query: str) -> str | None:
