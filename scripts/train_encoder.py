@@ -4,7 +4,8 @@
     nice .venv/bin/python scripts/train_encoder.py [--train-data DIR] [--metatool DIR] [--toolalpaca DIR]
                                                    [--out DIR] [--ship]
 
-What it does, in order (every step seeded, so that a rerun gives the same file; the sha256 it prints says so):
+What it does, in order (every step seeded; a rerun gives the same int8 weights and float32 ones within 2e-6, not
+the same bytes: the sha256 it prints tells two files apart, docs/search-log.md "Round 4g"):
 1. Pairs of (request, tool text) from the public sets in --train-data (ToolBench and StableToolBench's copy of it,
    API-Bank, TaskBench, APIBench) and MetaTool's training part: four fifths of its tools, chosen by a hash of the
    tool id, with their queries; the other fifth and every query that wants one of its tools are held out (their ids
