@@ -257,8 +257,8 @@ def _unique_inverse(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64
 
 
 def _unique_counts(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """`np.unique(values, return_counts=True)` by a sort: numpy 2's hashing `unique` took 16 s of a profiled
-    100,000-tool build over arrays that a sort splits in well under one."""
+    """`np.unique(values, return_counts=True)` by a sort: numpy 2's `unique` hashes, which over the build's large
+    integer arrays costs many times a sort (docs/benchmarks.md)."""
     ordered = np.sort(values)
     first = np.ones(values.size, dtype=bool)
     first[1:] = ordered[1:] != ordered[:-1]

@@ -73,11 +73,8 @@ class SearchIndex:
         words = catalog_words(self.entries)
         known = known_words(words)
         documents = catalog_terms(words, known)
-        self._bm25 = BM25FPostings(
-            documents, config.field_weights, k1=config.bm25_k1,
-            b=config.bm25_b,
-            apart=RENDERED_FIELDS,
-        )
+        self._bm25 = BM25FPostings(documents, config.field_weights, k1=config.bm25_k1, b=config.bm25_b,
+                                   apart=RENDERED_FIELDS)
         # Words only a translation holds are matched when typed (or translated), never reached by a typo fix or a
         # related word: an English request does not drift into a Chinese tool through words nobody typed.
         self._rendered = self._bm25.rendered_only

@@ -42,8 +42,8 @@ class NameMatcher:
     """Looks up names (public and upstream names of each tool, by position) in a query."""
 
     def __init__(self, names: Sequence[Sequence[str]]) -> None:
-        # Each name's positions as a tuple (ascending, each once): a set per name was a third of what an index
-        # of 100,000 tools keeps. A key equal to the name it comes from is that string, not a copy of it.
+        # Each name's positions as a tuple (ascending, each once): a tuple holds a few positions in far less memory
+        # than a set, and a catalog has as many names as tools. A key equal to its name is that string, not a copy.
         lower: dict[str, list[int]] = {}
         compacted: dict[str, list[int]] = {}
         for position, aliases in enumerate(names):
