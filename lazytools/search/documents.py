@@ -5,7 +5,7 @@ query."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from ..entry import ToolEntry, first_sentence
 from .analysis import STOP_WORDS, split_words, stem
@@ -73,21 +73,25 @@ def catalog_words(entries: Iterable[ToolEntry]) -> list[dict[str, tuple[str, ...
     rendered: dict[str, str] = {}
 
     def rendering(text: str) -> str:
-        english = rendered.get(text)
-        if english is None:
-            english = rendered[text] = english_rendering(text)
-        return english
+        return _once(rendered, text, english_rendering)
 
-    catalog: list[dict[str, tuple[str, ...]]] = []
-    for entry in entries:
-        words: dict[str, tuple[str, ...]] = {}
-        for field, text in _fields(entry, rendering).items():
-            held = split.get(text)
-            if held is None:
-                held = split[text] = tuple(split_words(text))
-            words[field] = held
-        catalog.append(words)
-    return catalog
+    def words_of(text: str) -> tuple[str, ...]:
+        return tuple(split_words(text))
+
+    return [{field: _once(split, text, words_of) for field, text in _fields(entry, rendering).items()}
+            for entry in entries]
+
+
+Key = TypeVar("Key")
+Made = TypeVar("Made")
+
+
+def _once(made: dict[Key, Made], key: Key, make: Callable[[Key], Made]) -> Made:
+    """`make(key)`, made once per key and kept in `made` (a catalog's repeated texts and words)."""
+    found = made.get(key)
+    if found is None:
+        found = made[key] = make(key)
+    return found
 
 
 def known_words(field_words: Iterable[Words]) -> set[str]:
@@ -105,10 +109,7 @@ def known_words(field_words: Iterable[Words]) -> set[str]:
 
 def _compound(word: str, known: frozenset[str] | set[str], cut: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     """`split_compound(word, known)`, remembered in `cut` (one catalog's names share their words)."""
-    parts = cut.get(word)
-    if parts is None:
-        parts = cut[word] = tuple(split_compound(word, known))
-    return parts
+    return _once(cut, word, lambda glued: tuple(split_compound(glued, known)))
 
 
 def field_terms(words: Words, known: frozenset[str] | set[str]) -> dict[str, tuple[str, ...]]:
@@ -129,10 +130,7 @@ def catalog_terms(catalog: Iterable[Words], known: frozenset[str] | set[str]) ->
                 glued = [part for word in held if len(word) >= _MIN_COMPOUND for part in _compound(word, known, cut)]
                 document[field] = tuple(index_terms([*held, *glued]))
                 continue
-            found = terms.get(held)
-            if found is None:
-                found = terms[held] = tuple(index_terms(held))
-            document[field] = found
+            document[field] = _once(terms, held, lambda words: tuple(index_terms(words)))
         documents.append(document)
     return documents
 
