@@ -64,7 +64,7 @@ class BM25FPostings:
         scale = {
             f: weights[f] / (1 - field_b[f] + field_b[f] * lengths[f] / (averages[f] or 1.0)) for f in fields
         }
-        terms, ids, pseudo, sizes, counted = _pseudo_frequencies(documents, fields, scale, apart)
+        terms, keys, pseudo, sizes, counted = _pseudo_frequencies(documents, fields, scale, apart)
         if not terms:
             return
         self.rendered_only = frozenset(t for t, n in zip(terms, counted.tolist(), strict=True) if n == 0)
@@ -73,9 +73,7 @@ class BM25FPostings:
         floor = epsilon * (sum(idf) / len(idf))
         self._ends = np.cumsum(sizes)
         self._starts = self._ends - sizes
-        self._keys = ids.astype(np.int64, copy=False) + np.repeat(
-            np.arange(len(terms), dtype=np.int64) * self.size, sizes)
-        del ids
+        self._keys = keys  # a term's slot is its id in `terms`, so each key is `slot * size + document` already
         self._weights = pseudo * (k1 + 1) / (pseudo + k1)
         del pseudo
         for slot, (term, raw, n) in enumerate(zip(terms, idf, frequency, strict=True)):
@@ -176,10 +174,10 @@ def _pseudo_frequencies(
     scale: Mapping[str, npt.NDArray[np.float64]],
     apart: frozenset[str],
 ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Every term (in the order the documents first use it); the documents that hold each term (ascending), term
-    after term in one flat array, with its BM25F pseudo-frequency in each (per field, its count times the field's
-    `scale`, summed in field order); each term's number of documents; and the number of them that hold it outside
-    the `apart` fields.
+    """Every term (in the order the documents first use it); each (term, document) pair a document holds, as the key
+    `term's position * size + document`, in ascending order (term after term, documents ascending), with its BM25F
+    pseudo-frequency (per field, its count times the field's `scale`, summed in field order); each term's number of
+    documents; and the number of them that hold it outside the `apart` fields.
 
     A field's terms are read in Python once per distinct sequence of terms (a catalog repeats descriptions and
     parameters: a server listed twice, tools described alike), then numpy works over every (term, document) pair
@@ -241,7 +239,7 @@ def _pseudo_frequencies(
     terms = pairs // size
     counted = np.bincount(terms[outside], minlength=len(codes))
     sizes = np.bincount(terms, minlength=len(codes))
-    return list(codes), pairs % size, np.asarray(pseudo, dtype=np.float64), sizes, counted
+    return list(codes), pairs, np.asarray(pseudo, dtype=np.float64), sizes, counted
 
 
 def _unique_inverse(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
