@@ -20,7 +20,7 @@ the last place for any result's producer did not gain, for the best results' it 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -50,8 +50,11 @@ _ADDRESS_WORDS = ("address", "地址", "名称", "name")
 coordinates"."""
 
 
-def _needs_coordinates(required: Sequence[str], properties: Mapping[str, Any] | None = None) -> bool:
-    """Whether a tool with these required parameters (and these `properties` of its schema) takes coordinates."""
+def _needs_coordinates(required: Sequence[str], properties: Mapping[str, Any] | None = None,
+                       says_coordinates: Callable[[str], bool] | None = None) -> bool:
+    """Whether a tool with these required parameters (and these `properties` of its schema) takes coordinates;
+    `says_coordinates` reads a parameter's description (`_says_coordinates`, or one build's memo of it)."""
+    says = _says_coordinates if says_coordinates is None else says_coordinates
     names = {name.lower() for name in required}
     if names & _LATITUDE and names & _LONGITUDE or "coordinates" in names:
         return True
@@ -59,12 +62,11 @@ def _needs_coordinates(required: Sequence[str], properties: Mapping[str, Any] | 
         return False
     for name in required:
         described = properties.get(name)
-        if isinstance(described, Mapping) and _says_coordinates(str(described.get("description", ""))):
+        if isinstance(described, Mapping) and says(str(described.get("description", ""))):
             return True
     return False
 
 
-@lru_cache(maxsize=4096)  # parameter descriptions repeat across a catalog ("Latitude of the location")
 def _says_coordinates(description: str) -> bool:
     text = description.lower()
     return any(word in text for word in _COORDINATE_WORDS) and not any(word in text for word in _ADDRESS_WORDS)
@@ -80,7 +82,6 @@ def _required(schema: Mapping[str, Any]) -> list[str]:
     return [name for name in required if isinstance(name, str)] if isinstance(required, list) else []
 
 
-@lru_cache(maxsize=4096)  # a catalog's tools share their parameters' names (owner, repo, channel_id)
 def _thing(parameter: str) -> frozenset[str]:
     """The stems of what an id parameter names ("data_source_id" → data, sourc), empty for anything else."""
     words = split_words(parameter)
@@ -93,6 +94,9 @@ def input_producers(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]]
     """For each entry, the positions of the tools of its group that produce the ids it requires, in catalog
     order (none for most tools). `names`: each tool's name words (`split_words` of its upstream name), which the
     index has split already."""
+    # This build's memos: a catalog's tools share their parameters' names (owner, repo, channel_id) and
+    # descriptions ("Latitude of the location"); kept for the build only, not holding an old catalog's texts.
+    thing_of, says_coordinates = lru_cache(maxsize=None)(_thing), lru_cache(maxsize=None)(_says_coordinates)
     by_group: dict[str, list[int]] = {}
     for position, entry in enumerate(entries):
         by_group.setdefault(entry.group, []).append(position)
@@ -118,16 +122,17 @@ def input_producers(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]]
         found: list[int] = []
         index = finders[entry.group]
         for parameter in required[position]:
-            thing = _thing(parameter)
+            thing = thing_of(parameter)
             if not thing:
                 continue
             candidates = set.intersection(*(set(index.get(word, ())) for word in thing))
             found += [other for other in sorted(candidates)
                       if other != position and parameter not in required[other] and other not in found]
-        if _needs_coordinates(required[position], _properties(entry.input_schema)):
+        if _needs_coordinates(required[position], _properties(entry.input_schema), says_coordinates):
             found += [other for other in by_group[entry.group]
                       if other != position and other not in found
-                      and not _needs_coordinates(required[other], _properties(entries[other].input_schema))
+                      and not _needs_coordinates(required[other], _properties(entries[other].input_schema),
+                                                 says_coordinates)
                       and {stem(word) for word in names[other]} & _GEOCODERS]
         producers.append(tuple(found))
     return producers

@@ -57,22 +57,17 @@ class RelatedWords:
 
         With `within`, a neighbour is looked up before its similarity is read: a row lists some forty, a catalog
         uses a few of them, and each new word of a request reads its row once."""
-        if within is None:
-            return [(other, weight * similarity * similarity) for other, similarity in self.neighbours(term)]
-        found: list[tuple[str, float]] = []
-        for item in self._rows.get(term, "").split():
-            other, _, percent = item.rpartition(":")
-            if other in within:
-                similarity = int(percent) / 100
-                found.append((other, weight * similarity * similarity))
-        return found
+        neighbours = _parse(self._rows.get(term, ""), within)
+        return [(other, weight * similarity * similarity) for other, similarity in neighbours]
 
 
-def _parse(row: str) -> Neighbours:
+def _parse(row: str, within: Container[str] | None = None) -> Neighbours:
+    """A row's `term:percent` items as (term, similarity), only the terms `within` holds when it is given."""
     found: list[tuple[str, float]] = []
     for item in row.split():
         term, _, percent = item.rpartition(":")
-        found.append((term, int(percent) / 100))
+        if within is None or term in within:
+            found.append((term, int(percent) / 100))
     return tuple(found)
 
 

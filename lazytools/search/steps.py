@@ -30,16 +30,24 @@ _OUTPUT_VERBS = (
     r"save|saves|saving|saved|write|writes|writing|export|exports|exporting|dump|store|put|record|download|keep|"
     r"append|add"
 )
+_EXPORT_VERBS = r"export|exports|exporting|save|saved|download"
+
+
+def _first_letters(verbs: str) -> str:
+    """A lookahead for the first letters of `verbs` (a|b|c): where no verb can begin, the engine moves on at once."""
+    return "(?=[" + "".join(sorted({verb[0] for verb in verbs.split("|")})) + "])"
+
+
 # The phrases are bounded (80 + 60 characters between their parts) and never cross a sentence: a query is at most
 # MAX_QUERY_CHARS, and these lazy gaps cannot backtrack far. Each begins with its verb, whose first letter the
-# lookahead asks for: the engine passes over any other place at once (half the cost of reading a long request).
+# lookahead asks for (half the cost of reading a long request).
 _SAVED_TO = re.compile(
-    rf"(?=[swedprka])\b(?:{_OUTPUT_VERBS})\b[^.;!?]{{0,80}}?\b(?:as|to|into|in|under|on)\b[^.;!?]{{0,60}}?"
+    rf"{_first_letters(_OUTPUT_VERBS)}\b(?:{_OUTPUT_VERBS})\b[^.;!?]{{0,80}}?\b(?:as|to|into|in|under|on)\b[^.;!?]{{0,60}}?"
     rf"(?:{_FILE}|\b(?:{_FORMATS})\b|\bfolder\b|\bdirectory\b)",
     re.IGNORECASE,
 )
 _EXPORTED_AS = re.compile(
-    rf"(?=[esd])\b(?:export|exports|exporting|save|saved|download)\b[^.;!?]{{0,60}}?\b(?:as|to|into)\s+(?:a|an|the)?\s*"
+    rf"{_first_letters(_EXPORT_VERBS)}\b(?:{_EXPORT_VERBS})\b[^.;!?]{{0,60}}?\b(?:as|to|into)\s+(?:a|an|the)?\s*"
     rf"(?:{_FORMATS})\b",
     re.IGNORECASE,
 )
