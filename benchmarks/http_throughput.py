@@ -371,8 +371,10 @@ def throughput_benchmarks(seconds: float = 5, connections: int = 16, rounds: int
             f"{name} " + ", ".join(f"{v:.0f}" for v in values) + " µs" for name, values in cpu.items()))
         lines.append("server CPU per request, min / median / max: " + "; ".join(
             f"{name} {_spread(values, ' µs')}" for name, values in cpu.items()))
+        # A server whose CPU reads as zero (its rounds too short for the clock to tick) has no ratio to give.
         lines.append("bare / lazytools by CPU (throughput on an idle core): " + "; ".join(
-            f"{labels.get(name, name).removesuffix(' / bare')} {medians['bare SDK'] / medians[name]:.2f}x"
+            f"{labels.get(name, name).removesuffix(' / bare')} "
+            + (f"{medians['bare SDK'] / medians[name]:.2f}x" if medians[name] > 0 else "not measured (0 µs)")
             for name in compared))
     lines.append(f"failed requests: {failures}")
     return "\n".join(lines)
