@@ -25,7 +25,8 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Results:
-    """One search's answer. The ranking's part first; the selection's lists are in the order the text shows them."""
+    """One search's answer. The ranking's part first; the selection's lists are in the order the text shows them;
+    then the request as searched and the text sent."""
 
     hits: list[Hit] = field(default_factory=list)
     """The ranking: tools matching the query, best first, with their scores (as learning from use reordered them,
@@ -55,6 +56,10 @@ class Results:
     """When no tool fits the request (`fit`): the catalog's groups, which the result names instead of matches."""
     unknown: tuple[str, ...] = ()
     """The errors of the names asked for (`tool_names`) that no tool has, each with the closest names."""
+    query: str = ""
+    """The request's text as searched (stripped); empty for tool names or a group alone."""
+    group: str | None = None
+    """The group the search was limited to, if any."""
     text: str = ""
     """The result as sent to the model (`server.rendering.search_text`); empty until rendered."""
 

@@ -322,8 +322,7 @@ class LazyServer(Server[Any]):
         if self.metrics is not None:
             self.metrics.found(state.key if state is not None else None, [entry.name for entry in outcome.returned])
         if self.usage is not None and state is not None:
-            query = arguments.get("query")
-            record_search(self.usage, state, query.strip() if isinstance(query, str) else "", outcome.returned,
+            record_search(self.usage, state, outcome.query, outcome.returned,
                           outcome.enabled if view.search_enables else [])
         if state is not None and view.search_enables:
             # Pinned tools are always listed and never counted: they neither take a place nor ever leave.

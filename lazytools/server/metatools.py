@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 
@@ -161,41 +161,43 @@ def search_tools(
     # After the ranking, never in place of one of its tools: what past sessions used with the top match.
     selection = with_co_used(selection, prior, catalog, query=query, group=group, enable_at_most=cap, pinned=pinned,
                              visible=visible)
-    selection = replace(selection, unknown=tuple(unknown))
-    return replace(selection, text=search_text(selection, query=query, group=group, limit=limit, enable_at_most=cap,
-                                               surface=surface, bridge=bridge))
+    selection = replace(selection, query=query, group=group, unknown=tuple(unknown))
+    return replace(selection, text=search_text(selection, limit=limit, enable_at_most=cap, surface=surface,
+                                               bridge=bridge))
 
 
 _SEARCH_KEYS = frozenset({"query", "group", "tool_names", "limit"})
 
 
 def quick_search(index: SearchIndex, arguments: Any) -> bool:
-    """Whether search_tools with these arguments may run on the event loop: well-formed small arguments and a query
-    whose cost (`SearchIndex.cost`: its length, words, needs and language, the catalog's size, BM25 alone, the
-    spelling table built) says it is quick. Anything else runs in a worker thread, where a slow search stalls no
-    other session."""
-    if type(arguments) is not dict:
+    """Whether search_tools with these arguments may run on the event loop: plainly well-formed arguments
+    (`_plain_arguments`) and a query whose cost (`SearchIndex.cost`: its length, words, needs and language, the
+    catalog's size, BM25 alone, the spelling table built) says it is quick. Anything else runs in a worker thread,
+    where a slow search or the schema check of hostile arguments stalls no other session."""
+    if not _plain_arguments(arguments):
         return False
-    query, names = arguments.get("query", ""), arguments.get("tool_names", [])
-    return (arguments.keys() <= _SEARCH_KEYS and type(query) is str and len(query) <= QUICK_CHARS
-            and type(arguments.get("group", "")) is str
-            and type(arguments.get("limit", 1)) is int and type(names) is list and len(names) <= MAX_TOOL_NAMES
-            and all(type(name) is str and len(name) <= 256 for name in names)
-            and index.cost(query).quick)
+    query = arguments.get("query", "")
+    return len(query) <= QUICK_CHARS and index.cost(query).quick
+
+
+def _plain_arguments(arguments: Any) -> bool:
+    """Whether search_tools' arguments are well formed by a check by hand, the limit's range aside (far cheaper than
+    the JSON Schema check, which every search would otherwise pay)."""
+    if type(arguments) is not dict or not arguments.keys() <= _SEARCH_KEYS:
+        return False
+    query, group, names = arguments.get("query", ""), arguments.get("group", ""), arguments.get("tool_names", [])
+    return (type(query) is str and len(query) <= MAX_QUERY_CHARS and type(group) is str
+            and type(arguments.get("limit", 1)) is int
+            and type(names) is list and len(names) <= MAX_TOOL_NAMES
+            and all(type(name) is str and len(name) <= 256 for name in names))
 
 
 def _search_arguments(arguments: Any, max_limit: int, default_limit: int,
                       limits: Limits | None) -> Mapping[str, Any]:
-    """search_tools' arguments, checked by hand when they are well formed (far cheaper than the JSON Schema check,
-    which every search would otherwise pay); anything else gets the schema check and its full error."""
-    if type(arguments) is dict and arguments.keys() <= _SEARCH_KEYS:
-        query, group, names = arguments.get("query", ""), arguments.get("group", ""), arguments.get("tool_names", [])
-        limit = arguments.get("limit", default_limit)
-        if (type(query) is str and len(query) <= MAX_QUERY_CHARS and type(group) is str
-                and type(limit) is int and 1 <= limit <= max_limit
-                and type(names) is list and len(names) <= MAX_TOOL_NAMES
-                and all(type(name) is str and len(name) <= 256 for name in names)):
-            return arguments
+    """search_tools' arguments: as given when plainly well formed; anything else gets the schema check and its
+    full error."""
+    if _plain_arguments(arguments) and 1 <= arguments.get("limit", default_limit) <= max_limit:
+        return cast(Mapping[str, Any], arguments)
     return validate_arguments(SEARCH_TOOLS, search_schema(max_limit, default_limit), arguments, limits)
 
 

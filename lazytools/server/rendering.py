@@ -34,8 +34,6 @@ def not_matched_line(clauses: Sequence[str]) -> str:
 def search_text(
     results: Results,
     *,
-    query: str,
-    group: str | None = None,
     limit: int,
     enable_at_most: int | None = None,
     surface: Surface,
@@ -44,9 +42,9 @@ def search_text(
     """search_tools' result: what was enabled (or found), each with its signature and summary, notes (the errors
     of names not found; a group cut at `limit`; matches past the cap), the suggestions, and the clauses no
     match answers; proxy results add the input schemas, bounded in all."""
-    notes = list(results.unknown)
+    query, notes = results.query, list(results.unknown)
     if results.group_size is not None:
-        notes.append(f"Group {group!r} has {results.group_size} tools; showing {limit}. Add a query to narrow it.")
+        notes.append(f"Group {results.group!r} has {results.group_size} tools; showing {limit}. Add a query to narrow it.")
     if results.over_cap and enable_at_most is not None:
         tools = "tool is" if enable_at_most == 1 else "tools are"
         more = "match is" if len(results.over_cap) == 1 else "matches are"
