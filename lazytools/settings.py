@@ -29,7 +29,7 @@ from .modes import Mode, Surface
 from .smallfiles import read_env_file
 from .threads import TOOL_THREADS
 
-__all__ = ["CHAIN_VARIABLE", "NOT_SETTINGS", "Settings", "load_settings"]
+__all__ = ["CHAIN_VARIABLE", "NAMED_ONLY", "NOT_SETTINGS", "Settings", "load_settings"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +42,36 @@ typos."""
 
 _ENV_FILE: ContextVar[Any] = ContextVar("lazytools_settings_env_file", default=None)
 """The env file of the Settings being built, on its way from `Settings.__init__` to `settings_customise_sources`."""
+_ENV_FILE_FOUND: ContextVar[bool] = ContextVar("lazytools_settings_env_file_found", default=False)
+"""Whether that env file was found in the working directory rather than named by the user."""
+
+NAMED_ONLY = frozenset({
+    # what runs and what it may touch
+    "config", "tools_jsonl", "files_root", "embedder", "cache_dir", "search_ranking",
+    # what is written where, and what it records
+    "audit", "audit_arguments", "learn_request_text", "state_url", "state_prefix",
+    # who may connect, and as whom
+    "transport", "host", "port", "allow_unauthenticated_public", "allowed_origins", "allowed_hosts", "tls_cert",
+    "tls_key", "auth_token", "auth_token_user", "stdio_user", "policy", "metrics", "metrics_scope",
+})
+"""Settings that a `.env` found in the working directory may not set; the environment, a flag or an env file the
+user names (`--env-file`) may. Clients start servers in the project folder that is open, and a folder can come from
+anyone: its `.env` may tune the search, never choose the commands lazytools runs, the files it reads or writes, the
+addresses it reaches or listens on, or whom it trusts. (Every `auth_*` setting is in the same class.)"""
 
 
 class DotEnvBounded(DotEnvSettingsSource):  # named DotEnv...: the CLI tells .env from the environment by it
     """pydantic-settings' env-file source reading through `read_env_file`, whose `${...}` expansion is bounded
     (python-dotenv's is not: thirty lines that double reach gigabytes)."""
 
+    def __init__(self, settings_cls: type[BaseSettings], *, env_file: Any, found: bool) -> None:
+        self.found = found
+        super().__init__(settings_cls, env_file=env_file)
+
     def _read_env_file(self, file_path: Path) -> Mapping[str, str | None]:
         values = read_env_file(file_path, os.environ, fifo=True)
+        if self.found:
+            _refuse_named_only(file_path, values)
         return parse_env_vars(values, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
@@ -425,9 +447,11 @@ class Settings(BaseSettings):
         # pydantic-settings would give `_env_file` to a source of its own, which reads it as it is built: it goes
         # to DotEnvBounded instead, and pydantic's own reads nothing.
         token = _ENV_FILE.set(values.pop("_env_file", self.model_config.get("env_file")))
+        found = _ENV_FILE_FOUND.set(values.pop("_env_file_found", False))
         try:
             super().__init__(_env_file=None, **values)
         finally:
+            _ENV_FILE_FOUND.reset(found)
             _ENV_FILE.reset(token)
 
     @classmethod
@@ -443,7 +467,8 @@ class Settings(BaseSettings):
         env file that sets nothing is warned about (pydantic ignores it: a typo would change nothing, silently).
         The env file is read by DotEnvBounded."""
         env_file = _ENV_FILE.get()
-        dotenv_settings = DotEnvBounded(settings_cls, env_file=env_file) if env_file is not None else dotenv_settings
+        if env_file is not None:
+            dotenv_settings = DotEnvBounded(settings_cls, env_file=env_file, found=_ENV_FILE_FOUND.get())
         for source in (env_settings, dotenv_settings):
             if isinstance(source, EnvSettingsSource):
                 _warn_unknown_names(source)
@@ -573,7 +598,25 @@ def load_settings(env_file: Path | None = None, **overrides: Any) -> Settings:
         if not (path.is_file() or path.is_fifo()):  # a FIFO: `--env-file <(pass show lazytools)`
             state = "does not exist" if not path.exists() else "is not a file"
             raise ConfigError(f"env file {env_file} {state} (--env-file)")
-    return Settings(_env_file=env_file if env_file is not None else Path(".env"), **overrides)
+    if env_file is None:
+        return Settings(_env_file=Path(".env"), _env_file_found=True, **overrides)
+    return Settings(_env_file=env_file, **overrides)
+
+
+def _refuse_named_only(path: Path, values: Mapping[str, str | None]) -> None:
+    prefix = str(Settings.model_config.get("env_prefix", "")).upper()
+    refused = sorted(name for name in (variable.upper() for variable in values)
+                     if name.startswith(prefix) and _named_only(name.removeprefix(prefix).lower()))
+    if refused:
+        raise ConfigError(
+            f"{path} in the working directory sets {', '.join(refused)}: a .env found where lazytools starts may not "
+            "choose commands, files, addresses or trust (a folder can come from anyone). Set "
+            f"{'them' if len(refused) > 1 else 'it'} in the environment or with a flag, or name the file with "
+            "--env-file")
+
+
+def _named_only(field: str) -> bool:
+    return field in NAMED_ONLY or (field.startswith("auth_") and field in Settings.model_fields)
 
 
 def _warn_unknown_names(source: EnvSettingsSource) -> None:

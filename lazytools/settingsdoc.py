@@ -22,7 +22,7 @@ from typing import Any, get_args
 from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 
-from .settings import Settings
+from .settings import NAMED_ONLY, Settings
 
 __all__ = ["default_text", "env_example", "env_name", "flag_name", "is_secret", "settings_markdown"]
 
@@ -76,6 +76,8 @@ def env_example() -> str:
     lines = [
         "# lazytools settings: every variable with its default. Copy to .env (read from the working directory) or",
         "# export. Command-line flags of the same name override these (lazytools --help; docs/settings.md).",
+        "# A .env found in the working directory may not set the settings that choose commands, files, addresses or",
+        "# trust (docs/settings.md lists them); name such a file with --env-file, or export them.",
         "# Generated from lazytools/settings.py by `python -m lazytools.settingsdoc`: edit the fields, not this file.",
     ]
     for name in Settings.model_fields:
@@ -90,11 +92,19 @@ def settings_markdown() -> str:
         "# Settings",
         "",
         "Flags override environment variables, which override `.env` in the working directory (`--env-file` names",
-        "another). Every setting but the secrets (the flag column says `(none)`: environment or .env only, so they",
+        "another). Every setting but the secrets (the flag column says `(none)`: environment or env file only, so they",
         "never show in a process list) is also a flag of the same name (`LAZYTOOLS_SEARCH_LIMIT` is `--search-limit`),",
         "given before or after the command; true/false settings take `--name` / `--no-name`. [.env.example](../.env.example)",
         "lists them all with their defaults. `--env-file` must name a file that exists; `.env` is read only when it",
         "is there. A `LAZYTOOLS_*` name that is no setting (a typo) is warned about on stderr, with the closest one.",
+        "",
+        *textwrap.wrap(
+            "A `.env` that lazytools finds in the working directory (clients start servers in the open project, and "
+            "a project can come from anyone) may tune the search and the limits, but not choose the commands "
+            "lazytools runs, the files it reads or writes, the addresses it reaches or listens on, or whom it "
+            "trusts: a found `.env` that sets any of " + ", ".join(f"`{env_name(name)}`" for name in sorted(NAMED_ONLY))
+            + " or any `LAZYTOOLS_AUTH_*` stops the start with an error naming them. The environment, a flag, or a "
+            "file named with `--env-file` may set them.", width=116),
         "",
         "Generated from the fields of `lazytools/settings.py` by `python -m lazytools.settingsdoc`; a test fails when",
         "this file and the fields differ.",

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from lazytools import ConfigError, Settings, cli, settingsdoc
 from lazytools.server.clients import client_table
-from lazytools.settings import CHAIN_VARIABLE, load_settings
+from lazytools.settings import CHAIN_VARIABLE, NAMED_ONLY, load_settings
 from lazytools.smallfiles import MAX_ENV_FILE_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,6 +145,57 @@ def test_a_missing_env_file_that_was_asked_for_is_an_error(tmp_path: Path, monke
     chosen.write_text("LAZYTOOLS_SEARCH_LIMIT=1\n")
     assert cli.main(["search", "temperature", "--env-file", str(chosen)]) == 0
     assert len([line for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]) == 1
+
+
+# -- a .env found in the working directory: it may tune, not grant ----------------------------------------------
+
+
+def test_a_found_env_file_may_not_choose_commands_files_addresses_or_trust(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("LAZYTOOLS_SEARCH_LIMIT=3\nLAZYTOOLS_CONFIG=.tools.json\n"
+                                   "lazytools_auth_jwks_url=http://127.0.0.1:9/keys\nLAZYTOOLS_FILES_ROOT=/\n")
+    with pytest.raises(ConfigError) as refused:
+        load_settings()
+    message = str(refused.value)
+    assert "LAZYTOOLS_AUTH_JWKS_URL, LAZYTOOLS_CONFIG, LAZYTOOLS_FILES_ROOT" in message and "--env-file" in message
+    assert "SEARCH_LIMIT" not in message
+    # the same file, named by the user, is theirs to trust
+    named = load_settings(Path(".env"))
+    assert named.config == Path(".tools.json") and named.files_root == Path("/") and named.search_limit == 3
+    # tuning alone is fine
+    (tmp_path / ".env").write_text("LAZYTOOLS_SEARCH_LIMIT=3\nLAZYTOOLS_MODE=proxy\nOTHER_TOOL_CONFIG=x\n")
+    found = load_settings()
+    assert (found.search_limit, found.mode, found.config) == (3, "proxy", None)
+    # the environment and flags are the user's too
+    monkeypatch.setenv("LAZYTOOLS_CONFIG", "from-env.json")
+    assert load_settings(files_root=tmp_path).config == Path("from-env.json")
+
+
+def test_every_setting_naming_a_file_an_address_a_secret_or_a_principal_is_named_only() -> None:
+    """A setting added later that names a path, a URL or a secret must not slip past the rule by being new."""
+    for name, field in Settings.model_fields.items():
+        annotation = str(field.annotation)
+        risky = ("Path" in annotation or "SecretStr" in annotation or name.startswith("auth_")
+                 or any(word in name for word in ("url", "host", "origin", "user", "file", "dir", "root", "config")))
+        assert not risky or name in NAMED_ONLY or name.startswith("auth_"), name
+    assert NAMED_ONLY <= set(Settings.model_fields)
+
+
+@pytest.mark.process
+def test_a_planted_env_file_runs_nothing(tmp_path: Path) -> None:
+    """The attack: a project folder whose `.env` names a config whose "server" is a command. Started there (as
+    clients start servers), lazytools refuses to start and the command never runs."""
+    marker = tmp_path / "ran"
+    (tmp_path / ".tools.json").write_text(
+        '{"mcpServers": {"x": {"command": "sh", "args": ["-c", "touch ' + str(marker) + '"]}}}')
+    (tmp_path / ".env").write_text("LAZYTOOLS_CONFIG=.tools.json\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
+    done = subprocess.run([sys.executable, "-m", "lazytools", "search", "temperature"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "LAZYTOOLS_CONFIG" in done.stderr and "--env-file" in done.stderr
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize("blank", ["", " ", "\t \n"])
