@@ -191,7 +191,11 @@ async def test_lines_holding_an_integer_too_long_to_convert_are_answered_here() 
         for line in ('{"jsonrpc": "2.0", "id": "a", "method": "ping", "params": {"n": %s}}\n' % digits,
                      '{"jsonrpc": "2.0", "id": %s, "method": "ping"}\n' % digits,
                      '{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"p": %s}}\n' % digits,
-                     _request(3) + "\n"):
+                     "\n", "  \t\r\n",  # blank lines hold no message: dropped, not answered
+                     _request(3) + "\n",
+                     # as many digits inside a string (ASCII or not) are text, not a number
+                     '{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"s": "%s"}}\n' % digits,
+                     '{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"s": "%s"}}\n' % ("\u0663" * 5000)):
             yield line
 
     replies: list[SessionMessage] = []
@@ -201,7 +205,7 @@ async def test_lines_holding_an_integer_too_long_to_convert_are_answered_here() 
 
     screened = ScreenedLines(lines())
     screened.reply = reply
-    assert [json.loads(line)["id"] async for line in screened] == [3]  # only the ordinary line reaches the SDK
+    assert [json.loads(line)["id"] async for line in screened] == [3, 4, 5]  # the ordinary lines reach the SDK
     errors = [message.message for message in replies]
     assert [(e.id, e.error.code) for e in errors if isinstance(e, types.JSONRPCError)] == [
         ("a", types.INVALID_REQUEST), (None, types.PARSE_ERROR)]

@@ -120,11 +120,16 @@ def test_an_integer_too_long_for_python_gets_an_error_not_silence(tmp_path: Path
             '"arguments": {"query": "x", "limit": %s}}}' % digits)
     long_id = '{"jsonrpc": "2.0", "id": %s, "method": "ping"}' % digits
     notification = '{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": %s}}' % digits
-    messages, _ = _exchange(tmp_path, [call, long_id, notification], wait_for=frozenset({1, 7, None, 99}))
+    in_a_string = ('{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "search_tools", '
+                   '"arguments": {"query": "order %s"}}}' % digits)  # text, served as over HTTP
+    messages, _ = _exchange(tmp_path, [call, long_id, notification, "", in_a_string],
+                            wait_for=frozenset({1, 7, 8, None, 99}))
     errors = {m.get("id"): m["error"] for m in messages if "error" in m}
     assert errors[7]["code"] == -32600 and "4,300 digits" in errors[7]["message"]  # type: ignore[index]
     assert errors[None]["code"] == -32700  # type: ignore[index]
-    assert len(messages) == 4  # the notification is owed nothing; service went on (tools/list, id 99)
+    assert 8 not in errors and any(m.get("id") == 8 and "result" in m for m in messages)
+    # the notification and the blank line are owed nothing; service went on (tools/list, id 99)
+    assert sorted(repr(m.get("id")) for m in messages if "method" not in m) == ["1", "7", "8", "99", "None"]
 
 
 def test_lines_the_sdk_cannot_read_get_an_error_not_silence(tmp_path: Path) -> None:

@@ -205,7 +205,7 @@ class PipeWriter:
 
 
 _DIGITS = sys.get_int_max_str_digits()  # 4,300 unless changed; 0: no limit
-_LONG_NUMBER = re.compile(r"\d{%d}" % (_DIGITS + 1)) if _DIGITS else None
+_LONG_RUN = re.compile(r"[0-9]{%d}" % (_DIGITS + 1)) if _DIGITS else None  # JSON's digits are ASCII only
 
 
 class _Digits(str):
@@ -213,10 +213,11 @@ class _Digits(str):
 
 
 class ScreenedLines:
-    """The client's lines, less those holding an integer longer than Python converts (over 4,300 digits): the SDK
-    could not parse them and would answer nothing, so the client would wait for ever. Each gets its JSON-RPC error
-    here, with its request's id when that can be read (else id null, as for a parse error); a notification is
-    dropped. Only a line that long is searched, so ordinary messages cost a length comparison.
+    """The client's lines, less blank ones (no message) and those holding an integer longer than Python converts
+    (over 4,300 digits): the SDK could not parse them and would answer nothing, so the client would wait for ever.
+    Each gets its JSON-RPC error here, with its request's id when that can be read (else id null, as for a parse
+    error); a notification is dropped. Only a line that long with such a run of digits is parsed for its numbers
+    (the run may be inside a string, which is no number), so ordinary messages cost a length comparison.
 
     The lines handed on are remembered until the server receives what the SDK made of them: for one it could not
     read, `refusal` gives the error owed (see `_RefusalsAnswered`)."""
@@ -234,8 +235,10 @@ class ScreenedLines:
     async def __anext__(self) -> str:
         while True:
             line = await self._lines.__anext__()
-            if _LONG_NUMBER is None or len(line) <= _DIGITS or self.reply is None \
-                    or not _LONG_NUMBER.search(line):
+            if not line.strip():
+                continue
+            if _LONG_RUN is None or len(line) <= _DIGITS or self.reply is None \
+                    or not _LONG_RUN.search(line) or not _holds_long_integer(line):
                 self._handed.append(line)
                 return line
             refusal = _refused(line)
@@ -253,6 +256,26 @@ class ScreenedLines:
         if isinstance(item.message, types.JSONRPCNotification) and '"id"' in line:
             return _bad_id(line)
         return None
+
+
+def _holds_long_integer(line: str) -> bool:
+    """Whether the line, read as JSON, holds an integer of more than _DIGITS digits (False when it is not JSON:
+    the SDK answers that with a parse error)."""
+    try:
+        message = json.loads(line, parse_int=_Digits)
+    except (ValueError, RecursionError):
+        return False
+    pending = [message]
+    while pending:  # by hand: a deep message must not recurse
+        value = pending.pop()
+        if isinstance(value, _Digits):
+            if len(value.lstrip("-")) > _DIGITS:
+                return True
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return False
 
 
 def _refused(line: str) -> types.JSONRPCError | None:
