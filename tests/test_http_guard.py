@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -13,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from lazytools.transports.http_guard import HTTPGuard
 
 from .helpers import tool_names
-from .test_http import ACCEPT, lazy, open_raw_session, rpc, serving, session
+from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving, session
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
@@ -83,6 +85,10 @@ async def test_foreign_origin_is_refused() -> None:
         for origin in ("http://localhost:6274", "http://127.0.0.1:3000", "https://[::1]"):
             accepted = await http.post(url, json=LIST, headers={"accept": ACCEPT, "origin": origin})
             assert accepted.status_code == 200, origin
+        # a second Origin header is checked too: an allowed first one does not carry it past
+        for pair in (["http://localhost:6274", "http://evil.example"], ["http://evil.example", "http://localhost:1"]):
+            refused = await http.post(url, json=LIST, headers=[("accept", ACCEPT), *(("origin", o) for o in pair)])
+            assert_jsonrpc_error(refused, 403, -32600, "Origin 'http://evil.example' is not allowed")
 
 
 async def test_configured_origin_is_allowed_and_gets_cors_headers() -> None:
@@ -107,6 +113,23 @@ async def test_foreign_host_is_refused_unless_configured() -> None:
         assert health.status_code == 421
         for host in ("localhost", "localhost:8000", "127.0.0.1:1", "[::1]:8000"):
             assert (await http.post(url, json=LIST, headers={"accept": ACCEPT, "host": host})).status_code == 200
+        # two Host headers (HTTP clients refuse to send them; a raw socket does): refused, whichever is first
+        port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        body = json.dumps(LIST).encode()
+        for first, second in (("localhost", "attacker.example"), ("attacker.example", "localhost")):
+            async with await anyio.connect_tcp("127.0.0.1", port) as raw:
+                await raw.send(b"POST /mcp HTTP/1.1\r\nHost: %s\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                               b"Accept: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                               % (first.encode(), second.encode(), ACCEPT.encode(), len(body), body))
+                answer = b""
+                with anyio.move_on_after(30):
+                    while True:
+                        try:
+                            answer += await raw.receive()
+                        except anyio.EndOfStream:
+                            break
+            assert answer.split(b"\r\n", 1)[0] in (b"HTTP/1.1 400 Bad Request", b"HTTP/1.1 421 Misdirected Request"), \
+                answer[:200]
         # A Host that is not a name and a port is refused even when it starts like an allowed one.
         for host in ("127.0.0.1:8000@evil.example", "localhost:x", "[::1]evil.example", "[::1]:80x"):
             assert (await http.post(url, json=LIST, headers={"accept": ACCEPT, "host": host})).status_code == 421, host
@@ -171,6 +194,7 @@ async def test_oversized_body_is_refused_with_or_without_content_length() -> Non
      "params must be an object"),
     (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', "text/plain", 415, -32600, "Content-Type"),
 ])
+
 async def test_malformed_requests_get_jsonrpc_errors(content: bytes, content_type: str, status: int, code: int,
                                                      fragment: str) -> None:
     server = lazy()
@@ -185,6 +209,15 @@ async def test_malformed_requests_get_jsonrpc_errors(content: bytes, content_typ
         _, listed = await rpc(http, url, "tools/list", session_id=session_id)
         assert [t["name"] for t in listed["result"]["tools"]] == ["search_tools", "invoke_tool"]
 
+
+@pytest.mark.parametrize("content_type", ["Application/JSON", "APPLICATION/json; charset=UTF-8", "application/Json;charset=utf-8"])
+async def test_the_media_type_is_read_without_regard_to_case(content_type: str) -> None:
+    """RFC 9110 8.3.1: media types are case-insensitive. The SDK compares the exact spelling."""
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        response = await http.post(url, content=json.dumps(LIST).encode(),
+                                   headers={"accept": ACCEPT, "content-type": content_type})
+        assert response.status_code == 200, response.text
+        assert [t["name"] for t in decode(response)["result"]["tools"]] == ["search_tools", "invoke_tool"]
 
 async def test_protocol_level_mistakes_get_jsonrpc_errors() -> None:
     async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:

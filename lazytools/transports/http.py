@@ -133,6 +133,7 @@ class McpEndpoint:
             await jsonrpc_error(415, "Unsupported Media Type: Content-Type must be application/json")(
                 scope, receive, send)
             return
+        scope = _plain_content_type(scope)
         with anyio.move_on_after(self.body_timeout) as reading:
             body = await self._read_body(headers, receive)
         if reading.cancelled_caught:
@@ -273,6 +274,21 @@ def _is_jsonrpc_message(decoded: Any) -> bool:
     if "method" in decoded:
         return isinstance(decoded["method"], str)
     return "id" in decoded and ("result" in decoded or "error" in decoded)
+
+
+
+def _plain_content_type(scope: Scope) -> Scope:
+    """The scope with its Content-Type spelled `application/json` (parameters kept). Media types are
+    case-insensitive (RFC 9110 8.3.1) and the check above reads them so; the SDK compares the exact spelling and
+    would refuse `Application/JSON` with a 415."""
+    raw = scope["headers"]
+    changed = [(name, _lower_media_type(value) if name.lower() == b"content-type" else value) for name, value in raw]
+    return scope if changed == list(raw) else {**scope, "headers": changed}
+
+
+def _lower_media_type(value: bytes) -> bytes:
+    media, separator, parameters = value.partition(b";")
+    return media.strip().lower() + separator + parameters
 
 
 def _is_initialize(message: Any) -> bool:

@@ -86,13 +86,17 @@ class HTTPGuard:
         await self.app(scope, receive, send)
 
     def _refusal(self, headers: Headers, path: str, method: str) -> JSONResponse | None:
-        host = headers.get("host")
+        hosts = headers.getlist("host")
+        if len(hosts) > 1:  # RFC 9112 3.2: a server must refuse a request with more than one
+            return jsonrpc_error(400, "Bad Request: more than one Host header", headers=_CLOSE)
+        host = hosts[0] if hosts else None
         if not self._host_allowed(host):
             logger.warning("refused a request for Host %r (set LAZYTOOLS_ALLOWED_HOSTS to accept it)", host)
             return jsonrpc_error(421, f"Host {host!r} is not accepted by this server (DNS rebinding protection)",
                                  headers=_CLOSE)
-        origin = headers.get("origin")
-        if origin is not None and not self._origin_allowed(origin):
+        # Every Origin header is checked: one allowed value must not carry a second one past the check.
+        origin = next((value for value in headers.getlist("origin") if not self._origin_allowed(value)), None)
+        if origin is not None:
             logger.warning("refused a request from Origin %r (set LAZYTOOLS_ALLOWED_ORIGINS to accept it)", origin)
             return jsonrpc_error(403, f"Origin {origin!r} is not allowed", headers=_CLOSE)
         # CORS preflights carry no credentials by design; they are answered (or not) by the CORS layer.
