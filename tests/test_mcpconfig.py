@@ -163,6 +163,7 @@ def test_unset_variable_names_server_field_and_variable() -> None:
     ({"mcpServers": {"a": {"command": "x", "args": "--flag"}}}, "server 'a': field args: Input should be a valid list"),
     ({"mcpServers": {"a": {"command": ""}}}, "server 'a': field command:"),
     ({"mcpServers": {"a": {"command": "x", "timeout": -1}}}, "field timeout: Input should be greater than 0"),
+    ({"mcpServers": {"a": {"command": "x", "timeout": True}}}, "field timeout: Value error, a number of seconds, not true"),
     ({"mcpServers": {"a": {"command": "x", "env": {"K": ["v"]}}}}, "field env.K: Input should be a valid string"),
     ({"mcpServers": {"a": {"url": "ftp://h/x"}}}, "field url: Value error, must be an http"),
     ({"mcpServers": {"a": {"command": "x", "prefix": "a__b"}}}, "field prefix:"),

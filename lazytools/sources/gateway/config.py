@@ -85,10 +85,17 @@ class _Server(BaseModel):
     exclude: list[str] = Field(default_factory=list)
     """Never these tools, whatever `include` says."""
     timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    """Seconds per tool call; None uses the global call timeout."""
+    """Seconds per tool call; None uses the global call timeout. A number, or a string holding one (`"${T}"`)."""
     disabled: bool = False
     scope: Literal["shared", "session"] = "shared"
     """`session`: one connection per client session (its own process for stdio), stopped with the session."""
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _not_a_flag(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # pydantic reads true as 1 s
+            raise ValueError(f"a number of seconds, not {str(value).lower()}")
+        return value
 
     @field_validator("prefix")
     @classmethod
