@@ -4,8 +4,16 @@
     nice .venv/bin/python scripts/train_encoder.py [--train-data DIR] [--metatool DIR] [--toolalpaca DIR]
                                                    [--out DIR] [--ship]
 
-What it does, in order (every step seeded; a rerun gives the same int8 weights and float32 ones within 2e-6, not
-the same bytes: the sha256 it prints tells two files apart, docs/search-log.md "Round 4g"):
+What it guarantees: two runs with the same arguments (--threads included) and the same data, with the versions the
+`train` extra pins, on an x86-64 CPU with AVX2, write the same bytes: trained weights, fp32 ONNX and int8 file, whose
+sha256s it prints. It re-executes itself with PINNED_ENV (below) so that torch, oneDNN and MKL run their AVX2 kernels
+whatever the CPU offers and with a fixed thread count; every step is seeded. Another --threads gives other bytes
+(float sums split another way). Checked by rerunning on one CPU (an AVX-512/AMX Xeon); across CPU models it rests on
+the pinned kernels, not on a second machine. The file shipped before the pinning (sha256 4870a2fb...) was built
+with the kernels its CPU picked: this script is not expected to rebuild its bytes (not checked, it takes a full
+run; docs/search-log.md "Round 4g", "Round 4h").
+
+What it does, in order:
 1. Pairs of (request, tool text) from the public sets in --train-data (ToolBench and StableToolBench's copy of it,
    API-Bank, TaskBench, APIBench) and MetaTool's training part: four fifths of its tools, chosen by a hash of the
    tool id, with their queries; the other fifth and every query that wants one of its tools are held out (their ids
@@ -75,6 +83,23 @@ METATOOL_PER_TOOL = 15
 """Single-tool MetaTool queries kept per training tool (it has ~100 each; more would make MetaTool most of the data)."""
 APIBENCH_PER_FILE = 450
 """APIBench pairs kept per file (three files): model-hub picks are a narrow kind of request."""
+PINNED_ENV = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "MKL_CBWR": "AVX2",
+    "MKL_DYNAMIC": "FALSE",
+    "OMP_DYNAMIC": "FALSE",
+    "PYTHONHASHSEED": "0",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_OFFLINE": "1",
+}
+"""The environment the script runs in (it re-executes itself with it before torch is loaded; OMP_NUM_THREADS and
+MKL_NUM_THREADS are set to --threads beside these). PyTorch, oneDNN and MKL each pick their kernels by the CPU they
+find (AVX-512, AMX, ...), and each choice rounds float sums differently: the same run gave four different sets of
+trained weights with AVX2 forced on each of the three and with none, so a CPU of another generation would too.
+Pinned to AVX2, an x86-64 CPU that has it is meant to run the same code (MKL promises it for Intel's CPUs; for
+others, as far as its documentation goes, only with MKL_CBWR=COMPATIBLE, which cost 1.7 times the CPU time here).
+The dynamic settings stop MKL and OpenMP from choosing fewer threads at run time."""
 HELD_OUT_FILE = REPO / "scripts" / "encoder_metatool_heldout.txt"
 SHIP_TO = REPO / "lazytools" / "search" / "embedders" / "data" / "minilm_tools_int8.onnx"
 BASE_PACKAGE = "all_minilm_l6_v2"
@@ -402,6 +427,8 @@ def train(pairs: Sequence[Pair], base: Path, out: Path, threads: int, *, rate_pe
     torch.manual_seed(SEED)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(threads)
+    print(f"torch {torch.__version__}: {torch.backends.cpu.get_cpu_capability()} kernels, MKL_CBWR "
+          f"{os.environ.get('MKL_CBWR')}, {torch.get_num_threads()} threads", flush=True)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModel.from_pretrained(str(base))
     model.train()
@@ -578,14 +605,20 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="train, export and print the hashes, skip the recall check (most of a small run's "
                              "time: for checking that two runs give the same bytes)")
     parser.add_argument("--ship", action="store_true", help=f"copy the int8 file to {SHIP_TO.relative_to(REPO)}")
-    args = parser.parse_args(list(argv) if argv is not None else None)
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    args = parser.parse_args(argv)
     if args.ship and args.no_recall:
         parser.error("--ship needs the recall check")
+    pinned = {**PINNED_ENV, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    if any(os.environ.get(name) != value for name, value in pinned.items()):
+        if "torch" in sys.modules:
+            raise SystemExit("train_encoder: torch was imported before the environment was pinned")
+        # Read when the libraries load (and the hash seed when Python starts): only a new process sees them.
+        script = [sys.executable, str(Path(__file__).resolve())]
+        os.execve(sys.executable, script + argv, {**os.environ, **pinned})
     for folder in (args.train_data, args.metatool, args.toolalpaca):
         if not folder.is_dir():
             parser.error(f"{folder} does not exist")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     started = time.perf_counter()
     pairs, held_queries, counts = build_pairs(args.train_data, args.metatool)
     _, held_tools = metatool_split(args.metatool)
@@ -610,7 +643,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     print(f"base weights: {base}", flush=True)
     trained = train(pairs, base, args.out, args.threads, rate_peak=args.lr, frozen=args.frozen)
     trained_at = time.perf_counter()
-    print(f"trained in {trained_at - started:.0f} s", flush=True)
+    print(f"trained in {trained_at - started:.0f} s ({time.process_time():.0f} s of CPU so far)", flush=True)
     print(f"trained weights sha256 {sha256(trained / 'model.safetensors')}", flush=True)
     fp32, int8 = export(trained, args.out)
     if args.no_recall:
