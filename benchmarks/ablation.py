@@ -154,8 +154,8 @@ def measure(labelled: LabelledSet, names: Sequence[str], *, semantic: bool,
     beside = servers_beside(labelled.tools)
     loaded = load_jsonl_catalog(labelled.tools, servers=read_servers(beside) if beside is not None else None)
     index = build_index(loaded.catalog, semantic=semantic)
-    if index.embedder is not None and index._vectors is not None:
-        index.use_embeddings(RememberingEmbedder(index.embedder), index._vectors)
+    if index.embedder is not None and index.vectors is not None:
+        index.use_embeddings(RememberingEmbedder(index.embedder), index.vectors)
     halves: dict[str, list[LabelledQuery]] = {
         half: [q for path, every in labelled.queries for q in read_queries(path, every=every, half=half)]
         for half in HALVES}
@@ -164,8 +164,8 @@ def measure(labelled: LabelledSet, names: Sequence[str], *, semantic: bool,
         with without_stop_words(name) if name in TABLES else nullcontext():
             if name in TABLES:
                 view = build_index(loaded.catalog, config=base or RankingConfig())
-                if index.embedder is not None and index._vectors is not None:
-                    view.use_embeddings(index.embedder, index._vectors)
+                if index.embedder is not None and index.vectors is not None:
+                    view.use_embeddings(index.embedder, index.vectors)
             else:
                 view = index.configured((base or RankingConfig()).without(*([name] if name else [])))
             search = served_search(loaded.catalog, view, limit=LIMIT, ids=loaded.ids)

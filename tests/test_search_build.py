@@ -237,7 +237,7 @@ def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:
         assert held.tolist() == np.flatnonzero(groups == group).tolist()
     index = SearchIndex(entries)
     some = sorted(positions)[:2]
-    assert index._in_groups([*some, "no such group"]).tolist() == np.isin(groups, some).tolist()
+    assert index.in_groups([*some, "no such group"]).tolist() == np.isin(groups, some).tolist()
 
 
 def test_the_build_benchmarks_catalog_is_distinct_real_tools() -> None:

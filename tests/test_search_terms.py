@@ -39,8 +39,8 @@ def test_the_groups_a_query_names_are_found_through_its_own_terms() -> None:
                  "read a file", "", "slack github filesystem"]:
         terms = frozenset(tokenize(text))
         every = {group for group, group_terms in index._group_terms.items() if group_terms <= terms}
-        assert sorted(index._mentioned(terms)) == sorted(every)
-    assert index._mentioned(frozenset(tokenize("post it on slack")))
+        assert sorted(index.mentioned(terms)) == sorted(every)
+    assert index.mentioned(frozenset(tokenize("post it on slack")))
 
 
 def test_holds_and_share_read_the_postings() -> None:

@@ -87,10 +87,10 @@ class SearchIndex:
         self._analyzed: RecentAnswers[Query] = RecentAnswers(RECENT_QUERIES)
         self._reader = TermReader(self._lexicon, config)
         name_keys = catalog_name_terms(words, known)
-        self._name_words = NameWords(name_keys)
+        self.name_words = NameWords(name_keys)
         self._name_keys = name_keys
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
-        self._group_positions = _group_positions(self.entries)
+        self.group_positions = _group_positions(self.entries)
         group_names = set(self._groups.tolist())
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
         # Each group under one of its name's terms: a query looks up its own few terms, not every group (a
@@ -103,11 +103,11 @@ class SearchIndex:
         self._producers = input_producers(self.entries, names)
         self._copy_of = np.array(first_copies(self.entries, names), dtype=np.int64)
         self._writes = [writes(entry, name) for entry, name in zip(self.entries, names, strict=True)]
-        self._rendered_tools = np.array([bool(entry_words["english"]) for entry_words in words], dtype=bool)
-        self._allowed: npt.NDArray[np.bool_] | None = None
+        self.rendered_tools = np.array([bool(entry_words["english"]) for entry_words in words], dtype=bool)
+        self.allowed: npt.NDArray[np.bool_] | None = None
         self._recent: RecentAnswers[Results] = RecentAnswers(RECENT_QUERIES)
         self.embedder: Embedder | None = None
-        self._vectors: Vectors | None = None
+        self.vectors: Vectors | None = None
         self._floors: npt.NDArray[np.float32] | None = None
         """Each tool's background floor (`fit.background_floor`), computed with the vectors."""
         if embedder is not None:
@@ -120,7 +120,7 @@ class SearchIndex:
         """This index, finding and suggesting only the tools `allowed` accepts (what one principal may call).
         The scores are those of the whole index, so an allowed tool ranks as it would for everyone."""
         view = copy.copy(self)
-        view._allowed = np.fromiter((allowed(entry) for entry in self.entries), dtype=bool, count=len(self.entries))
+        view.allowed = np.fromiter((allowed(entry) for entry in self.entries), dtype=bool, count=len(self.entries))
         view._recent = RecentAnswers(RECENT_QUERIES)  # its answers are not the whole index's
         return view
 
@@ -136,15 +136,15 @@ class SearchIndex:
 
     @property
     def semantic(self) -> bool:
-        return self._vectors is not None
+        return self.vectors is not None
 
     def embedding_texts(self) -> list[str]:
         return [embedding_text(entry) for entry in self.entries]
 
     def measure_floors(self, quantile: float = DEFAULT_FIT.background_quantile) -> None:
         """Each tool's background floor, for the lift (`fit`): with the vectors if the shipped rule weighs it."""
-        if self.embedder is not None and self._vectors is not None:
-            self._floors = background_floor(self.embedder, self._vectors, quantile)
+        if self.embedder is not None and self.vectors is not None:
+            self._floors = background_floor(self.embedder, self.vectors, quantile)
             self._recent.clear()
 
     def use_embeddings(self, embedder: Embedder, vectors: Vectors) -> None:
@@ -155,7 +155,7 @@ class SearchIndex:
         weighed = DEFAULT_FIT.weighs("lift")
         self._floors = background_floor(embedder, vectors, DEFAULT_FIT.background_quantile) if weighed else None
         self.embedder = embedder
-        self._vectors = vectors
+        self.vectors = vectors
         self._recent.clear()  # answers given by BM25 alone (a search running now keys its answer as such)
 
     def query_terms(self, query: str) -> dict[str, float]:
@@ -179,7 +179,7 @@ class SearchIndex:
         return Cost(cost.chars, cost.words, cost.needs, cost.cjk, tools=len(self.entries), encoded=self.semantic,
                     prepared=self.vocabulary.prepared)
 
-    def _mentioned(self, terms: AbstractSet[str]) -> list[str]:
+    def mentioned(self, terms: AbstractSet[str]) -> list[str]:
         """The groups a query with these terms names ("post it on Slack", "github issues"): all of a group
         name's words."""
         by_term = self._groups_by_term
@@ -191,7 +191,7 @@ class SearchIndex:
     def _scores_of(self, terms: Mapping[str, float]) -> ScoreArray:
         return self._bm25.scores(terms)
 
-    def _scores_of_each(self, terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
+    def scores_of_each(self, terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
         """`_scores_of` each of `terms` (a request's needs), in one pass over their postings."""
         return list(self._bm25.scores_many(terms)) if terms else []
 
@@ -205,7 +205,7 @@ class SearchIndex:
         """`search`'s hits, and for a request of several needs how well the hits answer each (see `needs`):
         by default only with embeddings, since without them no need is ever named (`needs=True` measures them
         anyway, for the benchmark that shows why). The answers to the last RECENT_QUERIES queries are kept."""
-        key = (query, limit, None if groups is None else tuple(groups), needs, self._vectors is not None)
+        key = (query, limit, None if groups is None else tuple(groups), needs, self.vectors is not None)
         known = self._recent.get(key)
         if known is None:
             known = self._find(query, limit=limit, groups=groups, needs=needs)
@@ -220,7 +220,7 @@ class SearchIndex:
         picked = ranking.picked
         hits = [Hit(self.entries[i], float(ranking.scores[i])) for i in picked]
         embedder = self.embedder if ranking.request is not None else None
-        evidence = evidence_of(self._bm25, query.terms.weights, picked[0], ranking.candidates, self._vectors,
+        evidence = evidence_of(self._bm25, query.terms.weights, picked[0], ranking.candidates, self.vectors,
                                ranking.request, named=bool(query.named),
                                embedder=embedder.name if embedder is not None else None,
                                floors=self._floors, words=query.cost.words) if picked else None
@@ -230,18 +230,18 @@ class SearchIndex:
         return Results(hits, answered_needs(list(query.needs), ranking.parts, ranking.need_similarities, picked),
                        evidence)
 
-    def _native_first(self, ranked: list[int], named: Collection[int]) -> list[int]:
+    def native_first(self, ranked: list[int], named: Collection[int]) -> list[int]:
         """`ranked` (for a request in English) with each tool described in another language whose name says what
         the name of a tool described in English among them says (Baidu's map_geocode beside Google's
         maps_geocode) moved after the others: found through its rendering, it would take a place from a tool that
         answers something else. A tool the request names (`named` positions) never moves."""
         keys = self._name_keys
-        native = {keys[i] for i in ranked if not self._rendered_tools[i] and keys[i]}
-        moved = [i for i in ranked if self._rendered_tools[i] and keys[i] in native and i not in named]
+        native = {keys[i] for i in ranked if not self.rendered_tools[i] and keys[i]}
+        moved = [i for i in ranked if self.rendered_tools[i] and keys[i] in native and i not in named]
         return [i for i in ranked if i not in moved] + moved if moved else ranked
 
 
-    def _with_deliverable(self, ranking: Ranking) -> tuple[list[int], int | None]:
+    def with_deliverable(self, ranking: Ranking) -> tuple[list[int], int | None]:
         """The picks with the best tool of the deliverable the query names (see `steps`) after them, unless a pick
         is that tool (or a copy of it) or already writes there: a writing tool (by its name) that scores at least
         `deliverable_done` of the best for the deliverable; and the pick that answers the deliverable, if any. It
@@ -260,7 +260,7 @@ class SearchIndex:
             return picked, None
         return [*picked, best], best
 
-    def _with_producer(self, ranking: Ranking) -> list[int]:
+    def with_producer(self, ranking: Ranking) -> list[int]:
         """The picks with the first producer of the first of their `producer_top` best tools that needs one and has
         none picked (`list_channels` for `post_message`, a geocoder for a forecast) after them: those tools cannot
         be called without it. The producer need not match the request's words ("the weather in Lisbon" names no
@@ -275,7 +275,7 @@ class SearchIndex:
             if producers and not set(producers) & set(picked):
                 wanted = producers[0]
                 outside = groups is not None and self._groups[wanted] not in groups
-                if outside or (self._allowed is not None and not self._allowed[wanted]):
+                if outside or (self.allowed is not None and not self.allowed[wanted]):
                     return picked
                 if keep is not None and picked[-1] == keep and len(picked) > ranking.limit:
                     return [*picked[:-1], wanted, keep]  # the writer added after the places stays last
@@ -307,22 +307,22 @@ class SearchIndex:
             position = self._positions.get(entry.name)
             for other in self._producers[position] if position is not None else ():
                 producer = self.entries[other]
-                if self._allowed is not None and not self._allowed[other]:
+                if self.allowed is not None and not self.allowed[other]:
                     continue
                 if producer.name not in names and len(suggested) < limit:
                     names.add(producer.name)
                     suggested.append(producer)
         return suggested
 
-    def _in_groups(self, groups: Iterable[str]) -> npt.NDArray[np.bool_]:
+    def in_groups(self, groups: Iterable[str]) -> npt.NDArray[np.bool_]:
         inside = np.zeros(len(self.entries), dtype=bool)
         for group in groups:
-            positions = self._group_positions.get(group)
+            positions = self.group_positions.get(group)
             if positions is not None:
                 inside[positions] = True
         return inside
 
-    def _ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
+    def ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]:
         """Positions of the `limit` best candidates, best first, a tool listed twice by its server only once."""
         matched = np.flatnonzero(candidates)
         negated = -scores[matched]  # gathered once, for every pass over thousands of candidates below

@@ -10,9 +10,10 @@ docs/search.md ("How search ranks").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -22,9 +23,11 @@ from .query import Query
 from .semantic import query_vectors
 
 if TYPE_CHECKING:
-    from .index import SearchIndex
+    from .config import RankingConfig
+    from .embedders import Embedder, Vectors
+    from .names import NameWords as NameWordsIndex
 
-__all__ = ["PIPELINE", "Ranking", "Stage", "run"]
+__all__ = ["PIPELINE", "Index", "Ranking", "Stage", "run"]
 
 
 @dataclass(slots=True)
@@ -53,39 +56,68 @@ class Ranking:
         return self.similarities[1:]
 
 
+class Index(Protocol):
+    """What the stages read of the index they rank over (`index.SearchIndex` is one): its config, what it built
+    once per catalog, and the steps that read its tables."""
+
+    config: RankingConfig
+    embedder: Embedder | None
+    vectors: Vectors | None
+    allowed: npt.NDArray[np.bool_] | None
+    """The tools this view of the index may return (None: all)."""
+    group_positions: dict[str, npt.NDArray[np.int64]]
+    name_words: NameWordsIndex
+    rendered_tools: npt.NDArray[np.bool_]
+    """Tools with a translated (rendered) text."""
+
+    def scores_of_each(self, terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]: ...
+
+    def mentioned(self, terms: AbstractSet[str]) -> list[str]: ...
+
+    def in_groups(self, groups: Iterable[str]) -> npt.NDArray[np.bool_]: ...
+
+    def ranked(self, scores: ScoreArray, candidates: npt.NDArray[np.bool_], limit: int) -> list[int]: ...
+
+    def native_first(self, ranked: list[int], named: Collection[int]) -> list[int]: ...
+
+    def with_deliverable(self, ranking: Ranking) -> tuple[list[int], int | None]: ...
+
+    def with_producer(self, ranking: Ranking) -> list[int]: ...
+
+
 class Stage:
     """One step of the ranking; `name` is what `RankingConfig.off` names to skip it (None: always runs)."""
 
     name: ClassVar[str | None] = None
 
-    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+    def applies(self, index: Index, ranking: Ranking) -> bool:
         """Whether this stage has anything to do for this query and index (beyond being switched on)."""
         return True
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+    def run(self, index: Index, ranking: Ranking) -> None:
         raise NotImplementedError
 
 
 class Lexical(Stage):
     """BM25F of the whole request and of each need (their weighted terms, `Query.terms`, `Query.need_terms`)."""
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+    def run(self, index: Index, ranking: Ranking) -> None:
         query = ranking.query
-        ranking.whole, *ranking.parts = index._scores_of_each([query.terms.weights,
+        ranking.whole, *ranking.parts = index.scores_of_each([query.terms.weights,
                                                                *(terms.weights for terms in query.need_terms)])
 
 
 class Combined(Stage):
     """The scores the boosts below change: the whole request's (a copy: `whole` stays BM25F's)."""
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+    def run(self, index: Index, ranking: Ranking) -> None:
         ranking.scores = ranking.whole.copy()
 
 
 class Candidates(Stage):
     """The tools any word of the request reaches (a positive score)."""
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+    def run(self, index: Index, ranking: Ranking) -> None:
         ranking.candidates = ranking.scores > 0
 
 
@@ -94,7 +126,7 @@ class Clauses(Stage):
 
     name = "clauses"
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+    def run(self, index: Index, ranking: Ranking) -> None:
         config = index.config
         weight = config.long_task_clause_weight if len(ranking.parts) >= config.long_task_clauses else \
             config.clause_weight
@@ -106,10 +138,10 @@ class GroupBoost(Stage):
 
     name = "group_boost"
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
-        mentioned = index._mentioned(ranking.query.tokens)
+    def run(self, index: Index, ranking: Ranking) -> None:
+        mentioned = index.mentioned(ranking.query.tokens)
         if mentioned:
-            ranking.scores[np.concatenate([index._group_positions[group] for group in mentioned])] *= \
+            ranking.scores[np.concatenate([index.group_positions[group] for group in mentioned])] *= \
                 1.0 + index.config.group_boost
 
 
@@ -118,8 +150,8 @@ class NameWords(Stage):
 
     name = "name_words"
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
-        ranking.scores[index._name_words.covering(ranking.query.tokens)] *= 1.0 + index.config.name_words_boost
+    def run(self, index: Index, ranking: Ranking) -> None:
+        ranking.scores[index.name_words.covering(ranking.query.tokens)] *= 1.0 + index.config.name_words_boost
 
 
 class Embed(Stage):
@@ -127,11 +159,11 @@ class Embed(Stage):
 
     name = "semantic"
 
-    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
-        return index._vectors is not None and index.embedder is not None
+    def applies(self, index: Index, ranking: Ranking) -> bool:
+        return index.vectors is not None and index.embedder is not None
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
-        vectors, embedder = index._vectors, index.embedder
+    def run(self, index: Index, ranking: Ranking) -> None:
+        vectors, embedder = index.vectors, index.embedder
         assert vectors is not None and embedder is not None
         # einsum rather than BLAS: a single matrix-vector product gains nothing from BLAS threads, which make it
         # slower and erratic on a busy machine.
@@ -147,15 +179,15 @@ class Fuse(Stage):
 
     name = "semantic"
 
-    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+    def applies(self, index: Index, ranking: Ranking) -> bool:
         return bool(ranking.similarities)
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+    def run(self, index: Index, ranking: Ranking) -> None:
         config = index.config
         # No cosine separates "related" from "unrelated" for static vectors (gibberish reaches 0.45 on MetaTool,
         # where a fifth of the right tools score below 0.2), so every tool is ranked.
         ranking.candidates[:] = True
-        named = bool(index._mentioned(ranking.query.tokens))
+        named = bool(index.mentioned(ranking.query.tokens))
         weight = semantic_weight(len(ranking.query.needs), config, named=named)
         clause = config.clause_weight if config.on("clauses") else 0.0
         ranking.scores = fuse_semantic(ranking.scores, ranking.similarities[0], weight,
@@ -167,10 +199,10 @@ class Names(Stage):
 
     name = "names"
 
-    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+    def applies(self, index: Index, ranking: Ranking) -> bool:
         return bool(ranking.query.named)
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+    def run(self, index: Index, ranking: Ranking) -> None:
         # Tiers sit above every relevance score; within a tier, relevance still orders the tools.
         lift = float(np.abs(ranking.scores).max()) * 2 + 1.0
         for position, tier in ranking.query.named.items():
@@ -181,25 +213,25 @@ class Names(Stage):
 class Scope(Stage):
     """Only the tools of the groups searched, and those the caller may see."""
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+    def run(self, index: Index, ranking: Ranking) -> None:
         if ranking.groups is not None:
-            ranking.candidates &= index._in_groups(ranking.groups)
-        if index._allowed is not None:
-            ranking.candidates &= index._allowed
+            ranking.candidates &= index.in_groups(ranking.groups)
+        if index.allowed is not None:
+            ranking.candidates &= index.allowed
 
 
 class Pick(Stage):
     """The first `limit` candidates by score; for an English request, each tool found through its English rendering
     moved after a native tool of the same name (`native_first`)."""
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
+    def run(self, index: Index, ranking: Ranking) -> None:
         config, query, limit = index.config, ranking.query, ranking.limit
-        if index._rendered_tools.any() and not query.cjk and config.on("native_first"):
+        if index.rendered_tools.any() and not query.cjk and config.on("native_first"):
             # Twice the limit, so that a tool answering something else can move up past a moved one.
-            ranked = index._ranked(ranking.scores, ranking.candidates, 2 * limit)
-            ranking.picked = index._native_first(ranked, query.named.keys())[:limit]
+            ranked = index.ranked(ranking.scores, ranking.candidates, 2 * limit)
+            ranking.picked = index.native_first(ranked, query.named.keys())[:limit]
         else:
-            ranking.picked = index._ranked(ranking.scores, ranking.candidates, limit)
+            ranking.picked = index.ranked(ranking.scores, ranking.candidates, limit)
 
 
 class Deliverable(Stage):
@@ -208,11 +240,11 @@ class Deliverable(Stage):
 
     name = "deliverable"
 
-    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+    def applies(self, index: Index, ranking: Ranking) -> bool:
         return ranking.query.deliverable is not None and ranking.limit >= index.config.min_deliverable_limit
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
-        ranking.picked, ranking.delivered = index._with_deliverable(ranking)
+    def run(self, index: Index, ranking: Ranking) -> None:
+        ranking.picked, ranking.delivered = index.with_deliverable(ranking)
 
 
 class Producer(Stage):
@@ -221,11 +253,11 @@ class Producer(Stage):
 
     name = "producer"
 
-    def applies(self, index: SearchIndex, ranking: Ranking) -> bool:
+    def applies(self, index: Index, ranking: Ranking) -> bool:
         return ranking.limit >= index.config.min_deliverable_limit
 
-    def run(self, index: SearchIndex, ranking: Ranking) -> None:
-        ranking.picked = index._with_producer(ranking)
+    def run(self, index: Index, ranking: Ranking) -> None:
+        ranking.picked = index.with_producer(ranking)
 
 
 PIPELINE: tuple[Stage, ...] = (
@@ -235,7 +267,7 @@ PIPELINE: tuple[Stage, ...] = (
 """The stages, in the order they run."""
 
 
-def run(index: SearchIndex, ranking: Ranking, stages: Sequence[Stage] = PIPELINE) -> Ranking:
+def run(index: Index, ranking: Ranking, stages: Sequence[Stage] = PIPELINE) -> Ranking:
     """`ranking` after every stage the index's config leaves on (and that applies to it)."""
     config = index.config
     for stage in stages:
