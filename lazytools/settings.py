@@ -42,8 +42,11 @@ typos."""
 
 _ENV_FILE: ContextVar[Any] = ContextVar("lazytools_settings_env_file", default=None)
 """The env file of the Settings being built, on its way from `Settings.__init__` to `settings_customise_sources`."""
-_ENV_FILE_FOUND: ContextVar[bool] = ContextVar("lazytools_settings_env_file_found", default=False)
-"""Whether that env file was found in the working directory rather than named by the user."""
+_ENV_FILE_FOUND: ContextVar[list[str] | None] = ContextVar("lazytools_settings_env_file_found", default=None)
+"""When that env file was found in the working directory rather than named by the user: where the NAMED_ONLY
+settings it sets are listed (`load_settings` then refuses those it changes)."""
+_QUIET: ContextVar[bool] = ContextVar("lazytools_settings_quiet", default=False)
+"""Set while `load_settings` builds the settings a second time: unknown names were warned about the first time."""
 
 NAMED_ONLY = frozenset({
     # what runs and what it may touch
@@ -64,14 +67,14 @@ class DotEnvBounded(DotEnvSettingsSource):  # named DotEnv...: the CLI tells .en
     """pydantic-settings' env-file source reading through `read_env_file`, whose `${...}` expansion is bounded
     (python-dotenv's is not: thirty lines that double reach gigabytes)."""
 
-    def __init__(self, settings_cls: type[BaseSettings], *, env_file: Any, found: bool) -> None:
+    def __init__(self, settings_cls: type[BaseSettings], *, env_file: Any, found: list[str] | None) -> None:
         self.found = found
         super().__init__(settings_cls, env_file=env_file)
 
     def _read_env_file(self, file_path: Path) -> Mapping[str, str | None]:
         values = read_env_file(file_path, os.environ, fifo=True)
-        if self.found:
-            _refuse_named_only(file_path, values)
+        if self.found is not None:
+            self.found.extend(_named_only_set(values))
         return parse_env_vars(values, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
@@ -447,7 +450,7 @@ class Settings(BaseSettings):
         # pydantic-settings would give `_env_file` to a source of its own, which reads it as it is built: it goes
         # to DotEnvBounded instead, and pydantic's own reads nothing.
         token = _ENV_FILE.set(values.pop("_env_file", self.model_config.get("env_file")))
-        found = _ENV_FILE_FOUND.set(values.pop("_env_file_found", False))
+        found = _ENV_FILE_FOUND.set(values.pop("_env_file_found", None))
         try:
             super().__init__(_env_file=None, **values)
         finally:
@@ -470,7 +473,7 @@ class Settings(BaseSettings):
         if env_file is not None:
             dotenv_settings = DotEnvBounded(settings_cls, env_file=env_file, found=_ENV_FILE_FOUND.get())
         for source in (env_settings, dotenv_settings):
-            if isinstance(source, EnvSettingsSource):
+            if isinstance(source, EnvSettingsSource) and not _QUIET.get():
                 _warn_unknown_names(source)
         return init_settings, env_settings, dotenv_settings, file_secret_settings
 
@@ -599,20 +602,39 @@ def load_settings(env_file: Path | None = None, **overrides: Any) -> Settings:
             state = "does not exist" if not path.exists() else "is not a file"
             raise ConfigError(f"env file {env_file} {state} (--env-file)")
     if env_file is None:
-        return Settings(_env_file=Path(".env"), _env_file_found=True, **overrides)
+        return _with_found_env_file(Path(".env"), overrides)
     return Settings(_env_file=env_file, **overrides)
 
 
-def _refuse_named_only(path: Path, values: Mapping[str, str | None]) -> None:
+def _with_found_env_file(path: Path, overrides: Mapping[str, Any]) -> Settings:
+    """Settings with the `.env` found in the working directory, which may not change a NAMED_ONLY setting: one it
+    sets to the value the settings have without it (a copy of .env.example holds every default) is let through."""
+    found: list[str] = []
+    settings = Settings(_env_file=path, _env_file_found=found, **overrides)
+    if not found:
+        return settings
+    quiet = _QUIET.set(True)
+    try:
+        without = Settings(_env_file=None, **overrides)
+    finally:
+        _QUIET.reset(quiet)
     prefix = str(Settings.model_config.get("env_prefix", "")).upper()
-    refused = sorted(name for name in (variable.upper() for variable in values)
-                     if name.startswith(prefix) and _named_only(name.removeprefix(prefix).lower()))
-    if refused:
+    fields = {name: name.removeprefix(prefix).lower() for name in found}
+    changed = sorted(name for name, field in fields.items() if getattr(settings, field) != getattr(without, field))
+    if changed:
         raise ConfigError(
-            f"{path} in the working directory sets {', '.join(refused)}: a .env found where lazytools starts may not "
+            f"{path} in the working directory sets {', '.join(changed)}: a .env found where lazytools starts may not "
             "choose commands, files, addresses or trust (a folder can come from anyone). Set "
-            f"{'them' if len(refused) > 1 else 'it'} in the environment or with a flag, or name the file with "
+            f"{'them' if len(changed) > 1 else 'it'} in the environment or with a flag, or name the file with "
             "--env-file")
+    return settings
+
+
+def _named_only_set(values: Mapping[str, str | None]) -> list[str]:
+    """The `LAZYTOOLS_*` names of `values` (an env file's) that are NAMED_ONLY settings, upper-cased."""
+    prefix = str(Settings.model_config.get("env_prefix", "")).upper()
+    return [name for name in (variable.upper() for variable in values)
+            if name.startswith(prefix) and _named_only(name.removeprefix(prefix).lower())]
 
 
 def _named_only(field: str) -> bool:

@@ -103,8 +103,9 @@ def settings_markdown() -> str:
             "a project can come from anyone) may tune the search and the limits, but not choose the commands "
             "lazytools runs, the files it reads or writes, the addresses it reaches or listens on, or whom it "
             "trusts: a found `.env` that sets any of " + ", ".join(f"`{env_name(name)}`" for name in sorted(NAMED_ONLY))
-            + " or any `LAZYTOOLS_AUTH_*` stops the start with an error naming them. The environment, a flag, or a "
-            "file named with `--env-file` may set them.", width=116),
+            + " or any `LAZYTOOLS_AUTH_*` to another value than it has without that file stops the start with an "
+            "error naming them (so a copy of .env.example, which gives every default, is read). The environment, a "
+            "flag, or a file named with `--env-file` may set them.", width=116),
         "",
         "Generated from the fields of `lazytools/settings.py` by `python -m lazytools.settingsdoc`; a test fails when",
         "this file and the fields differ.",

@@ -167,9 +167,26 @@ def test_a_found_env_file_may_not_choose_commands_files_addresses_or_trust(
     (tmp_path / ".env").write_text("LAZYTOOLS_SEARCH_LIMIT=3\nLAZYTOOLS_MODE=proxy\nOTHER_TOOL_CONFIG=x\n")
     found = load_settings()
     assert (found.search_limit, found.mode, found.config) == (3, "proxy", None)
-    # the environment and flags are the user's too
+    # the environment and flags are the user's too, and a found .env that says the same changes nothing
     monkeypatch.setenv("LAZYTOOLS_CONFIG", "from-env.json")
     assert load_settings(files_root=tmp_path).config == Path("from-env.json")
+    (tmp_path / ".env").write_text("LAZYTOOLS_CONFIG=from-env.json\nLAZYTOOLS_FILES_ROOT=" + str(tmp_path) + "\n")
+    assert load_settings(files_root=tmp_path).files_root == tmp_path
+    with pytest.raises(ConfigError, match="sets LAZYTOOLS_FILES_ROOT:"):
+        load_settings()
+
+
+def test_a_copy_of_env_example_found_in_the_working_directory_is_read(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """.env.example says to copy it to .env: it sets every setting, the named-only ones to their defaults."""
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / ".env.example").read_text()
+    (tmp_path / ".env").write_text(text.replace("LAZYTOOLS_SEARCH_LIMIT=5", "LAZYTOOLS_SEARCH_LIMIT=4"))
+    settings = load_settings()
+    assert settings.search_limit == 4 and settings.host == "127.0.0.1" and settings.config is None
+    (tmp_path / ".env").write_text(text.replace("LAZYTOOLS_HOST=127.0.0.1", "LAZYTOOLS_HOST=0.0.0.0"))
+    with pytest.raises(ConfigError, match=r"sets LAZYTOOLS_HOST: "):
+        load_settings()
 
 
 def test_every_setting_naming_a_file_an_address_a_secret_or_a_principal_is_named_only() -> None:
