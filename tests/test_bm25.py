@@ -3,6 +3,7 @@ trap of catalogs with one, two or three tools."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from lazytools.search import FIELD_WEIGHTS, SearchIndex, tokenize
-from lazytools.search.bm25 import BM25FPostings
+from lazytools.search.bm25 import BM25FPostings, _narrowest
 from lazytools.search.documents import field_terms, field_words
 
 from .fixtures.catalogs import realistic, tool
@@ -181,3 +182,29 @@ def test_holding_says_for_each_term_whether_a_document_holds_it() -> None:
         assert [postings.holds(doc, term) for term in terms] == [term in held for term in terms]
     assert postings.shares(slots[:2]).tolist() == [0.5, 0.5]
     assert BM25FPostings([], {"name": 1.0}).holding(0, np.zeros(0, dtype=np.int64)).size == 0
+
+
+def test_the_keys_are_32_bit_when_every_key_fits_and_64_bit_otherwise() -> None:
+    keys = np.array([0, 5, 2**31 - 1], dtype=np.int64)
+    narrow = _narrowest(keys, 2**31)
+    assert narrow.dtype == np.int32 and narrow.tolist() == keys.tolist()
+    wide = _narrowest(np.array([0, 2**31], dtype=np.int64), 2**31 + 1)
+    assert wide.dtype == np.int64 and wide.tolist() == [0, 2**31]
+
+
+def test_postings_with_64_bit_keys_score_and_hold_as_32_bit_ones_do() -> None:
+    """A catalog too large for 32-bit keys keeps 64-bit ones: the same scores and answers to the last bit (built
+    from a small catalog, its keys widened, as a large one would have them)."""
+    narrow = SearchIndex(realistic())._bm25
+    assert narrow._keys.dtype == np.int32
+    wide = copy.copy(narrow)
+    wide._keys = narrow._keys.astype(np.int64)
+    rng = np.random.default_rng(11)
+    vocabulary = narrow.vocabulary
+    for _ in range(50):
+        chosen = [str(term) for term in rng.choice(vocabulary, size=int(rng.integers(1, 25)), replace=False)]
+        terms = {term: float(rng.random()) for term in chosen}
+        assert np.array_equal(wide.scores_many([terms, {chosen[0]: 1.0}]), narrow.scores_many([terms, {chosen[0]: 1.0}]))
+        slots = narrow.slots(chosen)
+        for doc in range(0, narrow.size, max(1, narrow.size // 7)):
+            assert wide.holding(doc, slots).tolist() == narrow.holding(doc, slots).tolist()
