@@ -156,7 +156,9 @@ class BM25FPostings:
 
     def holding(self, doc: int, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Whether document `doc` holds each term of `slots` (held terms'), in one search of the sorted keys."""
-        wanted = slots * self.size + doc
+        # In the keys' own type: numpy would copy every key to search 32-bit ones for 64-bit values (every key is
+        # below the bound `_narrowest` checked, so these fit too).
+        wanted = (slots * self.size + doc).astype(self._keys.dtype, copy=False)
         at = np.minimum(self._keys.searchsorted(wanted), max(self._keys.size - 1, 0))
         found: npt.NDArray[np.bool_] = self._keys[at] == wanted if self._keys.size else np.zeros(slots.size, bool)
         return found
