@@ -8,10 +8,9 @@ What it guarantees: two runs with the same arguments (--threads included) and th
 `train` extra pins, on an x86-64 CPU with AVX2, write the same bytes: trained weights, fp32 ONNX and int8 file, whose
 sha256s it prints. It re-executes itself with PINNED_ENV (below) so that torch, oneDNN and MKL run their AVX2 kernels
 whatever the CPU offers and with a fixed thread count; every step is seeded. Another --threads gives other bytes
-(float sums split another way). Checked by rerunning on one CPU (an AVX-512/AMX Xeon); across CPU models it rests on
-the pinned kernels, not on a second machine. The file shipped before the pinning (sha256 4870a2fb...) was built
-with the kernels its CPU picked: this script is not expected to rebuild its bytes (not checked, it takes a full
-run; docs/search-log.md "Round 4g", "Round 4h").
+(float sums split another way). Checked by rerunning on one CPU (an AVX-512/AMX Xeon): the shipped file (sha256
+8e44bbe8...) came out of two full runs byte for byte; across CPU models it rests on the pinned kernels, not on a
+second machine (docs/search-log.md "Round 4h", "Round 4i").
 
 What it does, in order:
 1. Pairs of (request, tool text) from the public sets in --train-data (ToolBench and StableToolBench's copy of it,
@@ -32,8 +31,8 @@ What it does, in order:
    the run fails when int8 loses more than .01 to fp32 on either.
 5. Run time, peak memory, and the int8 file's sha256; --ship copies it to lazytools/search/embedders/data/.
 
-The shipped run: 2,019 s in all (training 1,894 s; 9 s a step while it had both cores, far slower while eight other
-sessions shared them), peak memory 3.4 GB.
+The shipped runs: 1,823 s in all (training 1,724 s) beside other work, then 721 s of training with the cores to
+itself (about 8 s a step); peak memory 3.4 GB.
 Training is never part of the test suite.
 """
 
