@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import string
 from collections.abc import Callable
 
 import pytest
@@ -11,7 +12,14 @@ from lazytools import Catalog, Group, ToolEntry
 from lazytools.search import LiveIndex, SearchIndex, split_words, tokenize
 from lazytools.search.config import RankingConfig
 from lazytools.search.query import clauses
-from lazytools.search.vocabulary import MAX_COMPOUND, MAX_PART, Vocabulary, edit_distance, split_compound
+from lazytools.search.vocabulary import (
+    MAX_COMPOUND,
+    MAX_PART,
+    MAX_TYPO_LENGTH,
+    Vocabulary,
+    edit_distance,
+    split_compound,
+)
 
 from .conftest import searched
 from .fixtures.catalogs import _never, memory_and_files, realistic, tool
@@ -70,6 +78,19 @@ def test_prefix_shared_by_too_many_names_is_not_a_name_match() -> None:
 def test_typo_is_corrected_against_the_catalog_vocabulary() -> None:
     assert names(INDEX, "wether forecast")[0] == "weather__get_forecast"
     assert names(INDEX, "screnshot")[0] == "browser__screenshot"
+
+
+def test_a_very_long_term_gets_no_near_miss_entries() -> None:
+    """An upstream's description of 100,000 letters without a space is one term: its near misses (each a copy less
+    one letter) would hold 10^10 characters (9 GB were seen). Terms past MAX_TYPO_LENGTH are neither corrected nor
+    corrected to (5,000 letters here: enough to tell, small enough that the code before passed through)."""
+    giant = "".join(random.Random(1).choices(string.ascii_lowercase, k=5_000))
+    index = SearchIndex([tool("huge", giant), tool("forecast", "Get the weather forecast.")])
+    table = index.vocabulary._delete_index()
+    assert max(map(len, table)) <= MAX_TYPO_LENGTH + 1 and sum(map(len, table)) < 10_000
+    assert index.vocabulary.corrections(giant[:-1] + "x") == []
+    assert names(index, "wether forecast")[0] == "forecast"  # a real typo is still corrected
+    assert names(index, giant)[0] == "huge"  # and the term itself still matches
 
 
 def test_long_sentences_do_not_get_spelling_guesses() -> None:

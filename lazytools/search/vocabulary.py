@@ -9,10 +9,15 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
-__all__ = ["MAX_COMPOUND", "MAX_PART", "Vocabulary", "edit_distance", "split_compound", "within_one_edit"]
+__all__ = ["MAX_COMPOUND", "MAX_PART", "MAX_TYPO_LENGTH", "Vocabulary", "edit_distance", "split_compound", "within_one_edit"]
 
 MIN_TYPO_LENGTH = 4
 """Shorter words have too many neighbours one edit away ("cat": car, cut, chat) to be corrected safely."""
+
+MAX_TYPO_LENGTH = 40
+"""Longer terms are neither corrected nor corrected to: a term's near-miss entries hold its length squared in
+characters, so one upstream description of 100,000 letters without a space took 9 GB (2,000,000: all the memory),
+and no real word that long is mistyped into another."""
 
 MIN_PREFIX_LENGTH = 3
 MAX_COMPLETIONS = 3
@@ -89,7 +94,7 @@ class Vocabulary:
         if self._by_delete is None:
             index: dict[str, list[str]] = {}
             for term in self._sorted:
-                if len(term) >= MIN_TYPO_LENGTH - 1:
+                if MIN_TYPO_LENGTH - 1 <= len(term) <= MAX_TYPO_LENGTH + 1:
                     for variant in _deletes(term) | {term}:
                         index.setdefault(variant, []).append(term)
             self._by_delete = index
@@ -97,7 +102,7 @@ class Vocabulary:
 
     def corrections(self, word: str) -> list[str]:
         """Terms one edit away from `word` (a word not in the vocabulary), closest spelling first."""
-        if len(word) < MIN_TYPO_LENGTH or word in self.terms:
+        if not MIN_TYPO_LENGTH <= len(word) <= MAX_TYPO_LENGTH or word in self.terms:
             return []
         index = self._delete_index()
         candidates: set[str] = set()
