@@ -219,6 +219,20 @@ async def test_the_media_type_is_read_without_regard_to_case(content_type: str) 
         assert response.status_code == 200, response.text
         assert [t["name"] for t in decode(response)["result"]["tools"]] == ["search_tools", "invoke_tool"]
 
+
+async def test_a_refused_request_names_no_session() -> None:
+    """The SDK made a session for an initialize it then refused (406) and for a GET without one, and named it in the
+    answer: a session no request could use (found by the README-only review)."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "1"}}}
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        refused = await http.post(url, json=initialize, headers={"accept": "text/html"})
+        assert refused.status_code == 406 and "mcp-session-id" not in refused.headers
+        stray = await http.get(url, headers={"accept": "text/event-stream"})
+        assert stray.status_code >= 400 and "mcp-session-id" not in stray.headers
+        opened = await http.post(url, json=initialize, headers={"accept": ACCEPT})  # an accepted one still has it
+        assert opened.status_code == 200 and opened.headers["mcp-session-id"]
+
 async def test_protocol_level_mistakes_get_jsonrpc_errors() -> None:
     async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
         unknown_session, message = await rpc(http, url, "tools/list", session_id="no-such-session")

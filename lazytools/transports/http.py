@@ -125,6 +125,7 @@ class McpEndpoint:
         self.admission = admission
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        send = _no_session_on_refusals(send)
         if scope["method"] != "POST":
             await self.sessions.handle_request(scope, receive, send)
             return
@@ -275,6 +276,25 @@ def _is_jsonrpc_message(decoded: Any) -> bool:
         return isinstance(decoded["method"], str)
     return "id" in decoded and ("result" in decoded or "error" in decoded)
 
+
+
+
+def _no_session_on_refusals(send: Send) -> Send:
+    """`send` less the Mcp-Session-Id header of refusals (status 400 and up): the SDK names a session it made for a
+    request it then refused (an initialize without the right Accept, a GET without a session), which no request
+    can use: the client must not take it for one."""
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            headers = message.get("headers", [])
+            kept = [(name, value) for name, value in headers if name.lower() != _SESSION_HEADER]
+            if len(kept) != len(headers):
+                message = {**message, "headers": kept}
+        await send(message)
+
+    return sending
+
+
+_SESSION_HEADER = MCP_SESSION_ID_HEADER.lower().encode()
 
 
 def _plain_content_type(scope: Scope) -> Scope:
