@@ -16,8 +16,8 @@ MIN_TYPO_LENGTH = 4
 
 MAX_TYPO_LENGTH = 40
 """Longer terms are neither corrected nor corrected to: a term's near-miss entries hold its length squared in
-characters, so one upstream description of 100,000 letters without a space took 9 GB (2,000,000: all the memory),
-and no real word that long is mistyped into another."""
+characters, so one long run of letters without a space (a hostile description) would hold gigabytes, and no real
+word that long is mistyped into another."""
 
 MIN_PREFIX_LENGTH = 3
 MAX_COMPLETIONS = 3
