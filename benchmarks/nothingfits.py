@@ -1,7 +1,7 @@
 """When search says "nothing fits": the evidence per request, thresholds chosen on even halves, checked on odd ones.
 
-    python -m benchmarks.nothingfits [--semantic] [--signals FILE] [--from FILE] [--metatool DIR] [--toolalpaca DIR]
-                                     [--weights lexical=.2,gap=.8,words=.035]
+    python -m benchmarks.nothingfits [--semantic] [--embedder NAME] [--signals FILE] [--from FILE] [--metatool DIR]
+                                     [--toolalpaca DIR] [--weights lexical=.2,gap=.8,words=.035]
 
 Every request of the in-scope sets (the dev sets, MetaTool, ToolAlpaca, RestBench) and of the out-of-scope sets
 (`OUTSIDE`: benchmarks/data/multiserver/outofscope.jsonl for the dev catalog, benchmarks/data/bundled/outofscope.jsonl
@@ -16,6 +16,8 @@ kept (`--signals FILE` writes them, `--from FILE` reads them back instead of sea
 - the table gives, per half, the share of out-of-scope requests for which nothing is enabled, and every in-scope
   set's R@5 before and after, with the thresholds chosen and with the shipped ones (`DEFAULT_FIT`).
 A request judged unfit gets nothing, so its R@5 becomes 0: what a wrongly refused request costs as served.
+`--embedder` measures another embedder than the default (each embedder's cosines have a scale of their own, so the
+thresholds chosen are for it; the shipped row then refuses by lexical evidence alone).
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class Row:
     gap: float | None = None
     lift: float | None = None
     words: float = 0.0
+    embedder: str | None = None
+    """The embedder that gave `cosine` (signal files written before it was kept: the default)."""
 
 
 def _out_of_scope(path: Path, half: str) -> list[tuple[str, str]]:
@@ -79,17 +83,18 @@ def _out_of_scope(path: Path, half: str) -> list[tuple[str, str]]:
     return [(str(r["id"]), str(r["query"])) for number, r in enumerate(records) if number % 2 == HALVES.index(half)]
 
 
-def _bundled(semantic: bool) -> tuple[object, object]:
+def _bundled(semantic: bool, embedder: str) -> tuple[object, object]:
     from lazytools.app import bundled_catalog
     from lazytools.catalog import Catalog
 
     catalog = bundled_catalog(Path(tempfile.mkdtemp()), Catalog())
-    index = build_index(catalog, semantic=semantic)
+    index = build_index(catalog, semantic=semantic, embedder=embedder)
     index.measure_floors()  # the lift is measured here though the shipped rule does not weigh it
     return catalog, index
 
 
-def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> Iterable[Row]:
+def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None,
+            embedder: str = DEFAULT_EMBEDDER) -> Iterable[Row]:
     """Every request's R@5 (fit off) and evidence, catalog by catalog."""
     catalogues: list[tuple[str, Path, list[tuple[str, Path, int]]]] = [
         ("dev", DATA / "tools.jsonl", [(name, DATA / f"{name}.jsonl", 1) for name in SETS]),
@@ -104,7 +109,7 @@ def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> I
         print(f"searching {name} ({'semantic' if semantic else 'BM25'}) ...", file=sys.stderr, flush=True)
         beside = servers_beside(tools)
         loaded = load_jsonl_catalog(tools, servers=read_servers(beside) if beside is not None else None)
-        index = build_index(loaded.catalog, semantic=semantic)
+        index = build_index(loaded.catalog, semantic=semantic, embedder=embedder)
         index.measure_floors()  # the lift is measured here though the shipped rule does not weigh it
         search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids, fit=OFF)
         for set_name, path, every in sets:
@@ -119,7 +124,7 @@ def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None) -> I
                 for qid, text in _out_of_scope(outside, half):
                     yield _row(name, outside.stem, half, qid, None, index.find(text, limit=LIMIT).evidence)
     print("searching the bundled examples ...", file=sys.stderr, flush=True)
-    _, bundled = _bundled(semantic)
+    _, bundled = _bundled(semantic, embedder)
     for outside in OUTSIDE["bundled"]:
         for half in HALVES:
             for qid, text in _out_of_scope(outside, half):
@@ -130,12 +135,15 @@ def _row(catalog: str, name: str, half: str, qid: str, recall: float | None, evi
     if evidence is None:  # nothing matched at all: no tool is returned either way
         return Row(catalog, name, half, qid, recall, 0.0, None)
     return Row(catalog, name, half, qid, recall, evidence.lexical, evidence.cosine, evidence.second,
-               evidence.coverage, evidence.gap, evidence.lift, evidence.words)
+               evidence.coverage, evidence.gap, evidence.lift, evidence.words, evidence.embedder)
 
 
 def _fits(row: Row, fit: FitConfig) -> bool:
-    # The indexes here are built with the default embedder, the one the semantic thresholds are for.
     return fit.fits(_evidence(row))
+
+
+def _embedder_of(rows: Iterable[Row]) -> str:
+    return next((r.embedder or DEFAULT_EMBEDDER for r in rows if r.cosine is not None), DEFAULT_EMBEDDER)
 
 
 def _group(row: Row) -> str:
@@ -157,8 +165,9 @@ def choose(rows: Sequence[Row], semantic: bool, weighed: tuple[tuple[str, float]
         if r.recall is not None and r.catalog in CALIBRATION:
             inside.setdefault((r.catalog, r.name), []).append(r)
     outside = [r for r in even if r.recall is None and r.catalog == "dev"]
+    embedder = _embedder_of(rows)
     if weighed is not None:
-        return _threshold_of(outside, inside.values(), weighed)
+        return _threshold_of(outside, inside.values(), weighed, embedder)
     if not semantic:
         return _chosen(outside, inside.values(), lambda r: r.lexical, lambda t: FitConfig(min_lexical=t))
     best: tuple[float, FitConfig] = (-1.0, OFF)
@@ -167,7 +176,7 @@ def choose(rows: Sequence[Row], semantic: bool, weighed: tuple[tuple[str, float]
         if sum(parts) != steps:
             continue
         weights = tuple((name, part / steps) for name, part in zip(WEIGHED, parts, strict=True) if part)
-        fit = _threshold_of(outside, inside.values(), weights)
+        fit = _threshold_of(outside, inside.values(), weights, embedder)
         caught = _share(outside, fit)
         if caught > best[0]:
             best = (caught, fit)
@@ -175,10 +184,10 @@ def choose(rows: Sequence[Row], semantic: bool, weighed: tuple[tuple[str, float]
 
 
 def _threshold_of(outside: Sequence[Row], inside: Iterable[Sequence[Row]],
-                  weights: tuple[tuple[str, float], ...]) -> FitConfig:
-    probe = FitConfig(semantic_weights=weights, embedder=DEFAULT_EMBEDDER)
+                  weights: tuple[tuple[str, float], ...], embedder: str = DEFAULT_EMBEDDER) -> FitConfig:
+    probe = FitConfig(semantic_weights=weights, embedder=embedder)
     return _chosen(outside, inside, lambda r: probe.semantic_score(_evidence(r)),
-                   lambda t: FitConfig(semantic_weights=weights, min_semantic=t, embedder=DEFAULT_EMBEDDER))
+                   lambda t: FitConfig(semantic_weights=weights, min_semantic=t, embedder=embedder))
 
 
 WEIGHED = ("lexical", "gap", "lift")
@@ -209,7 +218,8 @@ def _share(outside: Sequence[Row], fit: FitConfig) -> float:
 
 
 def _evidence(row: Row) -> Evidence:
-    return Evidence(row.lexical, row.cosine, embedder=DEFAULT_EMBEDDER if row.cosine is not None else None,
+    embedder = (row.embedder or DEFAULT_EMBEDDER) if row.cosine is not None else None
+    return Evidence(row.lexical, row.cosine, embedder=embedder,
                     second=row.second, coverage=row.coverage, gap=row.gap, lift=row.lift, words=row.words)
 
 
@@ -268,6 +278,8 @@ def per_set(rows: Sequence[Row], fit: FitConfig) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.nothingfits", description=__doc__.split("\n\n")[0])
     parser.add_argument("--semantic", action="store_true", help="the semantic mode (default: BM25)")
+    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER,
+                        help=f"semantic: the embedder to measure (default {DEFAULT_EMBEDDER})")
     parser.add_argument("--signals", type=Path, help="write each request's R@5 and evidence here (JSONL)")
     parser.add_argument("--from", dest="source", type=Path, help="read them from here instead of searching")
     parser.add_argument("--metatool", type=Path, default=METATOOL if METATOOL.is_dir() else None)
@@ -279,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = [Row(**json.loads(line)) for line in args.source.read_text(encoding="utf-8").splitlines() if line]
     else:
         rows = []
-        for row in rows_of(args.semantic, args.metatool, args.toolalpaca):
+        for row in rows_of(args.semantic, args.metatool, args.toolalpaca, args.embedder):
             rows.append(row)
             if args.signals is not None:
                 with args.signals.open("a", encoding="utf-8") as out:
