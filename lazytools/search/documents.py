@@ -39,21 +39,27 @@ def _parameter_text(schema: Mapping[str, Any]) -> str:
     parts: list[str] = []
     for name, spec in properties.items():
         parts.append(str(name))
-        if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
-            parts.append(spec["description"])
+        # A plain dict is checked by its type first: the abstract Mapping check is slower, and schemas are dicts.
+        if type(spec) is dict or isinstance(spec, Mapping):
+            description = spec.get("description")
+            if isinstance(description, str):
+                parts.append(description)
     return " ".join(parts)
 
 
 def _fields(entry: ToolEntry, rendering: Callable[[str], str] = english_rendering) -> dict[str, str]:
     parameters = _parameter_text(entry.input_schema)
+    title = entry.title or ""
+    texts = (title, entry.description, parameters)
     return {
         "name": entry.upstream_name or entry.name,
-        "title": entry.title or "",
+        "title": title,
         "description": entry.description,
         "parameters": parameters,
         "group": entry.group,
-        # A tool described in Chinese is found by English requests through these words.
-        "english": rendering(" ".join((entry.title or "", entry.description, parameters))),
+        # A tool described in Chinese is found by English requests through these words; ASCII text has no
+        # Chinese, and most tools' texts are ASCII (no joined copy of them to render).
+        "english": "" if all(text.isascii() for text in texts) else rendering(" ".join(texts)),
     }
 
 

@@ -104,12 +104,16 @@ def input_producers(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]]
     if names is None:
         names = [split_words(entry.upstream_name or entry.name) for entry in entries]
     # Per group: stem of a name word -> the discovery tools whose names hold it.
+    stems = [[stem(word) for word in words] for words in names]
+    # Whether each tool takes coordinates, asked once per tool (a tool that does is checked against its group).
+    coordinates = [_needs_coordinates(required[position], _properties(entry.input_schema), says_coordinates)
+                   for position, entry in enumerate(entries)]
     finders: dict[str, dict[str, list[int]]] = {}
     for group, positions in by_group.items():
         index: dict[str, list[int]] = {}
         for position in positions:
-            words = [stem(word) for word in names[position]]
-            if set(words) & DISCOVERY_VERBS:
+            words = stems[position]
+            if not DISCOVERY_VERBS.isdisjoint(words):
                 # A discovery verb names what a tool finds only as its last word ("get_lists" finds lists,
                 # "list_boards" boards).
                 named = {word for number, word in enumerate(words)
@@ -128,11 +132,9 @@ def input_producers(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]]
             candidates = set.intersection(*(set(index.get(word, ())) for word in thing))
             found += [other for other in sorted(candidates)
                       if other != position and parameter not in required[other] and other not in found]
-        if _needs_coordinates(required[position], _properties(entry.input_schema), says_coordinates):
+        if coordinates[position]:
             found += [other for other in by_group[entry.group]
-                      if other != position and other not in found
-                      and not _needs_coordinates(required[other], _properties(entries[other].input_schema),
-                                                 says_coordinates)
-                      and {stem(word) for word in names[other]} & _GEOCODERS]
+                      if other != position and other not in found and not coordinates[other]
+                      and not _GEOCODERS.isdisjoint(stems[other])]
         producers.append(tuple(found))
     return producers
