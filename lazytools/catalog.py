@@ -53,12 +53,42 @@ def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
     # A model often drops or guesses the namespace prefix ("read_file" for "fs__read_file").
     tail = name.lower().rsplit("__", 1)[-1]
     found += [c for c in pool if c.lower().endswith("__" + tail) or c.lower() == tail]
-    found += difflib.get_close_matches(name, pool, n=limit, cutoff=0.6)
-    found += [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=limit, cutoff=0.6)]
+    # A long name sent against a large catalog is compared with the few names of a length near its own.
+    found += difflib.get_close_matches(name, _comparable(name, pool), n=limit, cutoff=0.6)
+    if name != name.lower() or len(lowered) != len(pool) or any(c not in lowered for c in pool):
+        # (Else the lower-cased comparison is the one just made.)
+        found += [lowered[m] for m in difflib.get_close_matches(name.lower(), _comparable(name.lower(), lowered),
+                                                                 n=limit, cutoff=0.6)]
     found = list(dict.fromkeys(found))[:limit]
     if len(found) < limit:
         found += _by_words(name, [c for c in pool if c not in found], limit - len(found))
     return found
+
+
+_SPELLED = 256
+"""Names whose full spelling ratio `suggest` computes at most: those sharing most letter pairs with the name sent
+(the ratio is quadratic in the names' lengths, and a catalog of 10,000 names alike would take a second)."""
+
+
+def _comparable(name: str, pool: Iterable[str]) -> list[str]:
+    """The names of `pool` whose length allows a spelling ratio of 0.6 with `name` (twice the shorter length over
+    both at least 0.6: difflib's first check, made at the cost of a length), at most `_SPELLED` of them, those
+    sharing the most letter pairs with `name` (in `pool`'s order among equals)."""
+    near = [c for c in pool if 3 * (len(c) + len(name)) <= 10 * min(len(c), len(name))]
+    if len(near) <= _SPELLED:
+        return near
+    pairs = _pairs(name)
+    return heapq.nlargest(_SPELLED, near, key=lambda c: (pairs & _pairs(c)).bit_count())
+
+
+@lru_cache(maxsize=16_384)
+def _pairs(name: str) -> int:
+    """The letter pairs of `name` as bits of one integer (pairs that share a bit count once: a shortlist's score
+    need not be exact), which a cache holds in a few dozen bytes whatever the name's length."""
+    mask = 0
+    for first, second in zip(name, name[1:]):
+        mask |= 1 << ((ord(first) * 31 + ord(second)) % 509)
+    return mask
 
 
 def _by_words(name: str, pool: list[str], limit: int) -> list[str]:
@@ -95,7 +125,7 @@ def _quick(spelling: difflib.SequenceMatcher[str], candidate: str) -> float:
     return spelling.quick_ratio()
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16_384)  # a large gateway's names, each read once rather than on every unknown name
 def _words(name: str) -> frozenset[str]:
     """The stems of a name's words ("list_files" and "fileList" share "file" and "list")."""
     return frozenset(stem(word) for word in split_words(name))

@@ -132,3 +132,22 @@ def test_an_unknown_group_is_refused_with_the_close_ones_and_all_of_them() -> No
     with pytest.raises(UnknownGroupError) as long_name:
         catalog.check_group(hostile)
     assert len(str(long_name.value)) < GROUPS_CHARS  # the client's own text is echoed cut, not whole
+
+
+def test_among_many_names_alike_only_a_shortlist_is_spelled_out_and_the_closest_is_still_found() -> None:
+    import difflib
+
+    from lazytools import catalog as catalog_module
+
+    names = [f"srv{i % 40}__{verb}_{thing}_{i}" for i, (verb, thing) in
+             enumerate((v, t) for v in ("get", "list", "create", "delete") for t in ("issue", "file", "page", "user")
+                       for _ in range(625))]
+    assert len(names) == 10_000
+    near = catalog_module._comparable("Srv3__Create_Issue_8", names)
+    assert len(near) == catalog_module._SPELLED < len(names)
+    # The shortlist holds what difflib would pick from every name.
+    assert set(difflib.get_close_matches("Srv3__Create_Issue_8", names, n=3)) <= set(near)
+    assert "srv3__create_issue_5083" in names
+    assert suggest("srv3__create_isue_5083", names)[0] == "srv3__create_issue_5083"
+    # A long name is compared with none of them: no name is near its length.
+    assert catalog_module._comparable("get_issue_" + "a" * 190, names) == []

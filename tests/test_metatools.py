@@ -259,3 +259,16 @@ async def test_a_search_result_carries_what_a_call_needs_and_no_more() -> None:
     assert bridged[0].startswith("Enabled: get_tide. ") and "invoke_tool" in bridged[0]
     assert bridged[1] == "- get_tide(port: string, days?: integer) [sea]"  # enough to call through the bridge
     assert texts["dynamic", False] == "Enabled: get_tide. Now in your tool list."
+
+
+async def test_only_the_first_few_unknown_tool_names_get_the_closest_names() -> None:
+    from lazytools.server.metatools import SUGGESTED_NAMES
+
+    catalog = Catalog()
+    catalog.set_group(Group("evil", ""), [entry(f"get_weather_{i}", {"city": {"type": "string"}}) for i in range(10)])
+    asked = ["get_weather_3", *(f"get_wether_{i}" for i in range(8))]
+    async with client(build_server(catalog, make_settings(mode="proxy"))) as c:
+        text = text_of(await c.call_tool("search_tools", {"tool_names": asked}))
+    assert "get_weather_3" in text
+    assert text.count("Did you mean") == SUGGESTED_NAMES
+    assert all(f"Unknown tool 'get_wether_{i}'" in text for i in range(8))  # every unknown name is still named

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import mcp_types as types
 
-from ..catalog import Catalog
+from ..catalog import Catalog, suggest
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, UnknownToolError
 from ..manifest import MANIFEST_CHARS, manifest
@@ -41,6 +41,8 @@ __all__ = [
 MAX_QUERY_CHARS = 8000
 MAX_TOOL_NAMES = 50
 """Long task descriptions fit; a megabyte of text does not reach the analyser."""
+SUGGESTED_NAMES = 3
+"""Unknown names of one `tool_names` that get the closest names; the rest are named unknown."""
 
 SEARCH_TOOLS = "search_tools"
 INVOKE_TOOL = "invoke_tool"
@@ -150,10 +152,12 @@ def search_tools(
     named: list[ToolEntry] = []
     unknown: list[str] = []
     for name in names:
-        try:
+        if name in catalog:
             named.append(catalog.get(name))
-        except UnknownToolError as exc:
-            unknown.append(str(exc))
+        elif len(unknown) < SUGGESTED_NAMES:
+            unknown.append(str(UnknownToolError(name, suggest(name, catalog.names()))))
+        else:  # each suggestion reads every name of the catalog: a few are worth it, fifty are not
+            unknown.append(str(UnknownToolError(name)))
     cap = enable_at_most if surface == "dynamic" else None
     selection = select(catalog, index, query=query, named=named, group=group, limit=places, floor=floor,
                        enable_at_most=cap, pinned=pinned, prior=prior, visible=visible,
