@@ -17,7 +17,7 @@ kept (`--signals FILE` writes them, `--from FILE` reads them back instead of sea
   set's R@5 before and after, with the thresholds chosen and with the shipped ones (`DEFAULT_FIT`).
 A request judged unfit gets nothing, so its R@5 becomes 0: what a wrongly refused request costs as served.
 `--embedder` measures another embedder than the default (each embedder's cosines have a scale of their own, so the
-thresholds chosen are for it; the shipped row then refuses by lexical evidence alone).
+thresholds chosen are for it; the shipped rule, chosen for the default, then refuses nothing).
 """
 
 from __future__ import annotations
