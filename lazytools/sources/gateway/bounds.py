@@ -8,8 +8,10 @@ kept every one of them in memory, and the memory was not given back (docs/reliab
   `message` or a log `data` longer than `MAX_NOTE_CHARS` is cut to that, with a note saying how long it was. Each
   waiting task then holds a few KB.
 - `ProgressGate` lets at most `MAX_PENDING_PROGRESS` progress notifications of one client request wait to be sent;
-  more are dropped (a later one says as much, and progress is a best-effort report). Results and log messages are
-  never dropped.
+  more are dropped (a later one says as much, and progress is a best-effort report).
+- `LogGate` does the same for log messages, per session (or per request outside any): an upstream that logs
+  without pause to a client that is not reading would otherwise hold a task per message, without end. The next
+  message delivered is preceded by a warning saying how many were dropped. Results are never dropped.
 """
 
 from __future__ import annotations
@@ -22,13 +24,20 @@ from mcp.shared.message import SessionMessage
 
 from ...entry import compact_json
 
-__all__ = ["MAX_NOTE_CHARS", "MAX_PENDING_PROGRESS", "ProgressGate", "bound_notification", "clip_text"]
+__all__ = ["MAX_NOTE_CHARS", "MAX_PENDING_LOGS", "MAX_PENDING_PROGRESS", "LogGate", "ProgressGate", "bound_notification",
+           "clip_text"]
 
 MAX_NOTE_CHARS = 4096
 """Longest progress message, or log data as JSON text, passed on as it is."""
 
 MAX_PENDING_PROGRESS = 16
 """Progress notifications of one request that may wait for a slow client; more are dropped."""
+
+MAX_PENDING_LOGS = 64
+"""Log messages that may wait for one slow client (a session, or a request outside any); more are dropped."""
+
+MAX_COUNTED_TARGETS = 4096
+"""Clients whose dropped log messages are counted at once: past it the counts start afresh (bounded memory)."""
 
 
 def clip_text(text: str, limit: int = MAX_NOTE_CHARS) -> str:
@@ -96,3 +105,41 @@ class ProgressGate:
             await self._send(progress, total, message)
         finally:
             self.waiting -= 1
+
+
+Notify = Callable[[types.ServerNotification], Awaitable[None]]
+
+
+class LogGate:
+    """Passes log messages on while at most `limit` wait for each target (a session's key, or a request's origin);
+    counts what it dropped, and says how many before the next message it passes on to that target."""
+
+    def __init__(self, limit: int = MAX_PENDING_LOGS) -> None:
+        self._limit = limit
+        self._waiting: dict[object, int] = {}
+        self._dropped: dict[object, int] = {}
+
+    def waiting(self, target: object) -> int:
+        return self._waiting.get(target, 0)
+
+    async def send(self, target: object, notify: Notify, note: types.LoggingMessageNotification) -> None:
+        waiting = self._waiting.get(target, 0)
+        if waiting >= self._limit:
+            if target not in self._dropped and len(self._dropped) >= MAX_COUNTED_TARGETS:
+                self._dropped.clear()
+            self._dropped[target] = self._dropped.get(target, 0) + 1
+            return
+        self._waiting[target] = waiting + 1
+        try:
+            dropped = self._dropped.pop(target, 0)
+            if dropped:
+                await notify(types.LoggingMessageNotification(params=types.LoggingMessageNotificationParams(
+                    level="warning", logger="lazytools",
+                    data=f"{dropped} log messages from upstream servers dropped: the client was not reading")))
+            await notify(note)
+        finally:
+            left = self._waiting[target] - 1
+            if left:
+                self._waiting[target] = left
+            else:
+                del self._waiting[target]

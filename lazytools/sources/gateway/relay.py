@@ -20,6 +20,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from ...origin import CallOrigin, Clients, ClientSide, current_origin
+from .bounds import LogGate
 
 __all__ = ["USER_OWNER", "ClientAsks", "Inflight", "Relay", "deliver"]
 
@@ -118,6 +119,7 @@ class Relay:
 
     def __init__(self) -> None:
         self.clients: Clients = _NoClients()
+        self.logs = LogGate()
 
     async def log(self, server: str, inflight: Inflight, owner: str | None,
                   params: types.LoggingMessageNotificationParams) -> None:
@@ -127,7 +129,7 @@ class Relay:
         origin = current_origin() or inflight.sole_origin()
         if origin is not None and _serves(origin, owner):
             if origin.wants_log(params.level) and origin.notify is not None:
-                await origin.notify(note)
+                await self.logs.send(origin.client.key if origin.client is not None else origin, origin.notify, note)
             return
         if owner is not None:
             targets = [c for c in [self.clients.get(owner)] if c is not None]
@@ -138,7 +140,7 @@ class Relay:
         for client in targets:
             if client.wants_log(params.level):
                 try:
-                    await client.notify(note)
+                    await self.logs.send(client.key, client.notify, note)
                 except Exception as exc:  # a client that went away must not keep the others from hearing
                     logger.debug("log message from %r not delivered to %s: %s", server, client.key[:8], exc)
 
