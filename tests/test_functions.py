@@ -8,6 +8,7 @@ import threading
 import uuid
 from typing import Annotated, Any, Literal
 
+import mcp_types as types
 import pytest
 from pydantic import Field
 
@@ -186,3 +187,24 @@ async def test_a_function_refuses_nan_though_its_model_takes_it() -> None:
     with pytest.raises(ToolArgumentsError, match=r"^Invalid arguments for half: x: NaN and Infinity"):
         await entry.call({"x": float("nan")})
     assert (await entry.call({"x": 3.0})).content[0].text == "1.5"  # type: ignore[union-attr]
+
+
+async def test_a_function_answering_with_many_blocks_reaches_the_client_joined() -> None:
+    from lazytools import Catalog, build_server
+
+    from .conftest import client, make_settings
+
+    group = FunctionGroup("many")
+
+    @group.tool
+    def lines(count: int) -> types.CallToolResult:
+        """Answer with one text block per line."""
+        return types.CallToolResult(content=[types.TextContent(text=f"line {n}") for n in range(count)])
+
+    catalog = Catalog()
+    catalog.add(group)
+    async with client(build_server(catalog, make_settings()), "claude-ai") as c:
+        result = await c.call_tool("invoke_tool", {"tool_name": "lines", "arguments": {"count": 3_000}})
+    text, note = result.content
+    assert isinstance(text, types.TextContent) and text.text.split("\n") == [f"line {n}" for n in range(3_000)]
+    assert isinstance(note, types.TextContent) and "3,000 parts were more than 1,000" in note.text

@@ -247,3 +247,33 @@ def test_a_command_not_on_path_is_named() -> None:
     assert describe_failure(lost, command="uvx") == "command not found: `uvx` not found on PATH"
     named = FileNotFoundError(2, "No such file or directory", "/opt/bin/server")
     assert describe_failure(named, command="/opt/bin/server") == "command not found: `/opt/bin/server` not found"
+
+
+async def test_a_result_of_many_small_parts_reaches_the_client_joined_with_nothing_of_its_text_lost(
+        tmp_path: Path) -> None:
+    import mcp_types as types
+
+    from lazytools.parts import MAX_RESULT_PARTS
+
+    manyparts = {"command": sys.executable, "args": [str(Path(__file__).parent / "upstreams" / "manyparts.py")]}
+    async with opened(tmp_path, {"many": manyparts}) as o, client(o.server, "claude-ai") as c:
+        lines = await c.call_tool("invoke_tool", {"tool_name": "many__lines", "arguments": {"count": 5_000}})
+        pixels = await c.call_tool("invoke_tool", {"tool_name": "many__pixels", "arguments": {"count": 1_500}})
+    assert not lines.is_error and len(lines.content) == 4  # a line, the image, the other lines, the note
+    first, image, rest, note = lines.content
+    assert isinstance(image, types.ImageContent)
+    assert isinstance(first, types.TextContent) and first.text == "line 0"
+    assert isinstance(rest, types.TextContent) and rest.text.split("\n") == [f"line {n}" for n in range(1, 5_000)]
+    assert isinstance(note, types.TextContent) and "5,001 parts were more than 1,000" in note.text
+    assert len(pixels.content) == MAX_RESULT_PARTS and isinstance(pixels.content[-2], types.ImageContent)
+    assert "the 501 parts after the first 999 were dropped" in text_of(pixels)
+
+
+def test_parts_within_the_bound_are_left_as_they_are() -> None:
+    from lazytools.parts import fewer_parts
+
+    blocks = ["a", "b", 3, "c", "d"]
+    plain = lambda block: block if isinstance(block, str) else None  # noqa: E731
+    assert fewer_parts(blocks, plain, str, limit=5) is None
+    assert fewer_parts(blocks, plain, str, limit=4) == ["a\nb", 3, "c\nd", "[lazytools: the result's 5 parts were "
+                                                        "more than 4: its text parts are joined]"]

@@ -26,7 +26,7 @@ PACKAGE = Path(lazytools.__file__).resolve().parent
 LAYERS: dict[str, int] = {
     # what everything shares: errors, settings, the tool-name policy, the private-SDK adapter, the surfaces' names
     "errors": 0, "settings": 0, "toolnames": 0, "entry": 0, "sdk": 0, "modes": 0,
-    "safetext": 0, "threads": 0, "heap": 0, "origin": 0, "streams": 0, "uris": 0,  # origin: whose request is served, read by server and gateway
+    "safetext": 0, "threads": 0, "heap": 0, "origin": 0, "streams": 0, "uris": 0, "parts": 0,  # origin: whose request is served, read by server and gateway
     "identity": 0,  # identity: who a request acts for (a Principal)
     "smallfiles": 0,  # files a user names (config, env file), read within bounds
     "textwords": 0,  # the words of a text and their stems (the catalog's name suggestions, search)

@@ -7,7 +7,8 @@ the SDK's writer raised and the stdio server exited, the HTTP request went unans
   a valid pair written as two escapes is joined into its character first;
 - NaN and ±Infinity in structured content become `null` (as JavaScript's JSON.stringify does);
 - a result whose JSON is larger than `max_bytes` is **truncated**: text is cut where the budget ends, what does not
-  fit (other blocks, structured content) is dropped, and a last text block says what happened and how big it was.
+  fit (other blocks, structured content) is dropped, and a last text block says what happened and how big it was;
+- a result of more than `MAX_RESULT_PARTS` content blocks has its runs of plain text blocks joined (`parts.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import mcp_types as types
 from pydantic import ValidationError
 
+from ..parts import fewer_parts
 from ..safetext import clip
 
 __all__ = ["replace_surrogates", "sendable"]
@@ -29,6 +31,11 @@ logger = logging.getLogger(__name__)
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _NOTE_ROOM = 400
 """Bytes kept free for the note that says a result was cut."""
+
+
+def _plain_text(block: types.ContentBlock) -> str | None:
+    plain = type(block) is types.TextContent and block.annotations is None and block.meta is None
+    return block.text if plain else None  # type: ignore[union-attr]
 
 
 def replace_surrogates(text: str) -> tuple[str, int]:
@@ -44,7 +51,12 @@ def _serialised(result: types.CallToolResult) -> str:
 
 
 def sendable(result: types.CallToolResult, *, max_bytes: int, tool: str) -> types.CallToolResult:
-    """`result` as it can be sent: every string encodable, non-finite numbers null, at most about `max_bytes`."""
+    """`result` as it can be sent: at most `MAX_RESULT_PARTS` blocks (`parts.py`), every string encodable,
+    non-finite numbers null, at most about `max_bytes`."""
+    parts = fewer_parts(result.content, _plain_text, lambda text: types.TextContent(text=text))
+    if parts is not None:
+        logger.warning("tools/call %s: result of %d parts joined to %d", clip(tool), len(result.content), len(parts))
+        result = result.model_copy(update={"content": parts})
     try:
         size = len(_serialised(result).encode())
     except Exception:  # noqa: BLE001 - a lone surrogate, or anything else the serialiser refuses
