@@ -103,11 +103,11 @@ def input_producers(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]]
     required = [_required(entry.input_schema) for entry in entries]
     if names is None:
         names = [split_words(entry.upstream_name or entry.name) for entry in entries]
-    # Per group: stem of a name word -> the discovery tools whose names hold it.
     stems = [[stem(word) for word in words] for words in names]
     # Whether each tool takes coordinates, asked once per tool (a tool that does is checked against its group).
     coordinates = [_needs_coordinates(required[position], _properties(entry.input_schema), says_coordinates)
                    for position, entry in enumerate(entries)]
+    # Per group: stem of a name word -> the discovery tools whose names hold it.
     finders: dict[str, dict[str, list[int]]] = {}
     for group, positions in by_group.items():
         index: dict[str, list[int]] = {}

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import mcp_types as types
 
-from ..catalog import Catalog, suggest
+from ..catalog import Catalog
 from ..entry import ToolEntry
 from ..errors import ToolArgumentsError, UnknownToolError
 from ..manifest import MANIFEST_CHARS, manifest
@@ -152,12 +152,14 @@ def search_tools(
     named: list[ToolEntry] = []
     unknown: list[str] = []
     for name in names:
-        if name in catalog:
-            named.append(catalog.get(name))
-        elif len(unknown) < SUGGESTED_NAMES:
-            unknown.append(str(UnknownToolError(name, suggest(name, catalog.names()))))
-        else:  # each suggestion reads every name of the catalog: a few are worth it, fifty are not
+        if name not in catalog and len(unknown) >= SUGGESTED_NAMES:
+            # Each suggestion reads every name of the catalog: a few are worth it, fifty are not.
             unknown.append(str(UnknownToolError(name)))
+            continue
+        try:
+            named.append(catalog.get(name))
+        except UnknownToolError as exc:  # with the closest names
+            unknown.append(str(exc))
     cap = enable_at_most if surface == "dynamic" else None
     selection = select(catalog, index, query=query, named=named, group=group, limit=places, floor=floor,
                        enable_at_most=cap, pinned=pinned, prior=prior, visible=visible,
