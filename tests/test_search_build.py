@@ -248,3 +248,14 @@ def test_the_build_benchmarks_catalog_is_distinct_real_tools() -> None:
     assert len({entry.name for entry in scaled}) == len(scaled) == 3 * len(real)
     assert [entry.description for entry in scaled] == [entry.description for entry in real] * 3
     assert {entry.group for entry in scaled[len(real):2 * len(real)]} == {f"{entry.group}_1" for entry in real}
+
+
+def test_the_sorting_order_is_a_stable_argsort() -> None:
+    import numpy as np
+
+    from lazytools.search.bm25 import _sorting_order
+
+    rng = np.random.default_rng(5)
+    for values in (rng.integers(0, 40, 1000), rng.integers(0, 2**40, 300), np.array([2**62, 3, 2**62, 0]),
+                   np.array([7]), np.zeros(0, dtype=np.int64)):
+        assert _sorting_order(values).tolist() == np.argsort(values, kind="stable").tolist()
