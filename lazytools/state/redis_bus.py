@@ -121,7 +121,7 @@ class RedisBus:
         pubsub, self._pubsub = self._pubsub, None
         if pubsub is not None:
             try:
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis-py 8
             except (RedisError, OSError):
                 pass
 
