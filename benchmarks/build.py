@@ -13,6 +13,11 @@ min / median / max over the rounds); memory is tracemalloc's, in a separate buil
 the peak during the build and what the index keeps once built. The word tables loaded when search is imported
 are measured apart, in a fresh interpreter, and so is the Chinese dictionary a process reads on its first Chinese
 text (the dev set's catalog has Chinese-described tools): before, it fell into the first timed build.
+
+A third row is the rebuild a live index does when one server changes its tools (`changed_server`: one server's
+tools described anew, moved to the end as `Catalog.set_group` orders them): the other servers' segments are kept
+from the build before (`search.segments`), so only that server's tools are read again. Its memory column is what a
+live index keeps besides the index: every server's segments.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +40,7 @@ from lazytools.catalog import Catalog
 from lazytools.entry import ToolEntry
 from lazytools.sources.jsonl import load_jsonl_catalog
 
-__all__ = ["main", "naive_index", "scaled_catalog"]
+__all__ = ["changed_server", "main", "naive_index", "scaled_catalog"]
 
 TOOLS = Path(__file__).parent / "data" / "multiserver" / "tools.jsonl"
 MIB = 1024 * 1024
@@ -72,6 +78,33 @@ def naive_index(entries: list[ToolEntry]) -> Any:
         return f"{entry.upstream_name or entry.name} {entry.description} {parameters}"
 
     return BM25Okapi([tokenize(text(entry)) for entry in entries])
+
+
+def changed_server(entries: list[ToolEntry]) -> list[ToolEntry]:
+    """`entries` with the tools of one server (the middle tool's) described anew and moved to the end."""
+    group = entries[len(entries) // 2].group
+    mine = [replace(entry, description=f"{entry.description} Described anew.") for entry in entries
+            if entry.group == group]
+    return [entry for entry in entries if entry.group != group] + mine
+
+
+def rebuilder(entries: list[ToolEntry]) -> Callable[[list[ToolEntry]], Any]:
+    """A build of a changed catalog that keeps `entries`' segments, as a live index does."""
+    from lazytools.search import SearchIndex
+    from lazytools.search.segments import catalog_segments
+
+    previous = {segment.group: segment for segment in catalog_segments(entries)}
+
+    def rebuild(changed: list[ToolEntry]) -> Any:
+        return SearchIndex(changed, segments=catalog_segments(changed, previous))
+
+    return rebuild
+
+
+def segments_of(entries: list[ToolEntry]) -> Any:
+    from lazytools.search.segments import catalog_segments
+
+    return catalog_segments(entries)
 
 
 def lazytools_index(entries: list[ToolEntry]) -> Any:
@@ -124,6 +157,9 @@ def _cell(values: list[float], digits: int = 2) -> str:
     return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
+REBUILT = "one server changed"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.build", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
@@ -138,17 +174,23 @@ def main(argv: list[str] | None = None) -> int:
     default_glossary()  # read on the first Chinese text: by the first build, apart from every timed one
     print(f"CC-CEDICT, read once per process on the first Chinese text: {time.process_time() - start:.2f} s CPU")
     builders = {"naive BM25Okapi": naive_index, "SearchIndex": lazytools_index}
-    print(f"{'tools':>7}  {'index':<16} {'build CPU s, median (min-max)':>30}  {'peak MiB':>9}  {'kept MiB':>9}")
+    print(f"{'tools':>7}  {'index':<18} {'build CPU s, median (min-max)':>30}  {'peak MiB':>9}  {'kept MiB':>9}")
     for size in (int(s) for s in args.sizes.split(",")):
         entries = scaled_catalog(size)
         lazytools_index(entries[:50])  # the tables and caches a running server has, loaded before timing
-        seconds: dict[str, list[float]] = {name: [] for name in builders}
+        changed = changed_server(entries)
+        rebuild = rebuilder(entries)
+        seconds: dict[str, list[float]] = {name: [] for name in [*builders, REBUILT]}
         for number in range(args.rounds):
             for name in list(builders) if number % 2 == 0 else list(reversed(builders)):
                 seconds[name].append(_cpu(builders[name], entries))
+            seconds[REBUILT].append(_cpu(rebuild, changed))
         for name, build in builders.items():
             peak, kept = (float("nan"), float("nan")) if args.no_memory else _memory(build, entries)
-            print(f"{size:>7}  {name:<16} {_cell(seconds[name]):>30}  {peak:>9.1f}  {kept:>9.1f}", flush=True)
+            print(f"{size:>7}  {name:<18} {_cell(seconds[name]):>30}  {peak:>9.1f}  {kept:>9.1f}", flush=True)
+        peak, kept = (float("nan"), float("nan")) if args.no_memory else _memory(segments_of, entries)
+        print(f"{size:>7}  {REBUILT:<18} {_cell(seconds[REBUILT]):>30}  {peak:>9.1f}  {kept:>9.1f}"
+              "  (memory: the segments a live index keeps)", flush=True)
     print(f"{args.rounds} rounds, interleaved; load average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -259,3 +259,16 @@ def test_the_sorting_order_is_a_stable_argsort() -> None:
     for values in (rng.integers(0, 40, 1000), rng.integers(0, 2**40, 300), np.array([2**62, 3, 2**62, 0]),
                    np.array([7]), np.zeros(0, dtype=np.int64)):
         assert _sorting_order(values).tolist() == np.argsort(values, kind="stable").tolist()
+
+
+def test_the_build_benchmarks_changed_server_is_one_server_described_anew_at_the_end() -> None:
+    from benchmarks.build import changed_server, rebuilder, scaled_catalog
+
+    entries = scaled_catalog(1000)
+    changed = changed_server(entries)
+    moved = [entry for entry in entries if entry not in changed]
+    assert moved and len({entry.group for entry in moved}) == 1 and len(changed) == len(entries)
+    assert changed[: len(entries) - len(moved)] == [entry for entry in entries if entry not in moved]
+    assert all(entry.description.endswith("Described anew.") for entry in changed[len(entries) - len(moved):])
+    rebuilt = rebuilder(entries)(changed)
+    assert {hit.entry.group for hit in rebuilt.search("anew", limit=len(moved))} == {moved[0].group}

@@ -22,15 +22,17 @@ MAX_COMPARED = 8
 thousands of tools with one description must not cost a comparison per pair."""
 
 
-def first_copies(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]] | None = None) -> list[int]:
+def first_copies(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]] | None = None,
+                 normalised: dict[str, str] | None = None) -> list[int]:
     """For each tool, the position of the first tool of its own group it is a copy of (its own position if none).
     A tool without a description is nobody's copy: an empty text says nothing about what the tool does. Tools of
     two groups are never copies, however alike: the same server configured twice (two filesystem roots) offers two
     tools, and a hostile server copying another's text and parameters must not hide the original. `names`: each
-    tool's name words (`split_words` of its upstream name), which the index has split already."""
+    tool's name words (`split_words` of its upstream name), which the index has split already; `normalised`: the
+    descriptions this build has normalised, when its servers' tools are read server by server."""
     words = ([tuple(held) for held in names] if names is not None
              else [_words(entry.upstream_name or entry.name) for entry in entries])
-    normalised: dict[str, str] = {}  # a description the catalog repeats is normalised once
+    normalised = {} if normalised is None else normalised  # a description the catalog repeats is normalised once
     same_text: dict[tuple[str, str, tuple[str, ...]], list[int]] = {}
     result: list[int] = []
     for position, entry in enumerate(entries):

@@ -14,7 +14,7 @@ from .crosslang import english_rendering
 from .vocabulary import split_compound
 
 __all__ = [
-    "FIELD_WEIGHTS", "RENDERED_FIELDS", "catalog_name_terms", "catalog_terms", "catalog_words", "embedding_text",
+    "FIELDS", "FIELD_WEIGHTS", "RENDERED_FIELDS", "TextMemo", "catalog_name_terms", "catalog_terms", "catalog_words", "embedding_text",
     "field_terms", "field_words", "index_terms", "known_words", "name_terms",
 ]
 
@@ -66,17 +66,31 @@ def _fields(entry: ToolEntry, rendering: Callable[[str], str] = english_renderin
 Words = Mapping[str, tuple[str, ...]]
 """A tool's words, field by field (`field_words`)."""
 
+FIELDS = ("name", "title", "description", "parameters", "group", "english")
+"""The fields of a tool's `Words`, in their order."""
+
+
+class TextMemo:
+    """The texts one build has split (`split`: text -> its words) and rendered into English (`rendered`)."""
+
+    __slots__ = ("rendered", "split")
+
+    def __init__(self) -> None:
+        self.split: dict[str, tuple[str, ...]] = {}
+        self.rendered: dict[str, str] = {}
+
 
 def field_words(entry: ToolEntry) -> dict[str, tuple[str, ...]]:
     return {field: tuple(split_words(text)) for field, text in _fields(entry).items()}
 
 
-def catalog_words(entries: Iterable[ToolEntry]) -> list[dict[str, tuple[str, ...]]]:
+def catalog_words(entries: Iterable[ToolEntry], memo: TextMemo | None = None) -> list[dict[str, tuple[str, ...]]]:
     """`field_words` of each tool, each distinct text split (and rendered) once: a catalog repeats texts (a server
     configured twice, a tool listed under two names, parameters described alike), and equal texts get one tuple
-    of words, which `catalog_terms` and the postings then read once too."""
-    split: dict[str, tuple[str, ...]] = {}
-    rendered: dict[str, str] = {}
+    of words, which `catalog_terms` and the postings then read once too. `memo`: texts already split in this
+    build (its servers' tools are read server by server)."""
+    memo = TextMemo() if memo is None else memo
+    split, rendered = memo.split, memo.rendered
 
     def rendering(text: str) -> str:
         return _once(rendered, text, english_rendering)

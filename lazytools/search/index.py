@@ -24,20 +24,19 @@ from ..entry import ToolEntry
 from .analysis import tokenize
 from .bm25 import BM25FPostings
 from .config import DEFAULT, RankingConfig
-from .copies import first_copies
-from .documents import RENDERED_FIELDS, catalog_name_terms, catalog_terms, catalog_words, embedding_text, known_words
+from .documents import RENDERED_FIELDS, catalog_name_terms, catalog_terms, embedding_text, known_words
 from .embedders import DEFAULT_EMBEDDER, embed_finite
 from .fit import DEFAULT_FIT, background_floor, evidence_of
 from .fusion import ScoreArray
-from .inputs import MAX_PRODUCERS, input_producers
+from .inputs import MAX_PRODUCERS
 from .names import NameMatcher, NameWords
 from .needs import answered_needs
 from .query import Cost, Lexicon, Query, TermReader, analyze, catalog_expansions, clauses, tagged_terms, text_cost
 from .recent import RecentAnswers
 from .related import RelatedWords, default_related_words
 from .results import Hit, Results
+from .segments import Segment, assemble, catalog_segments
 from .stages import Ranking, run
-from .steps import writes
 from .vocabulary import Vocabulary
 
 if TYPE_CHECKING:
@@ -62,15 +61,18 @@ class SearchIndex:
         semantic_weight: float | None = None,
         related: RelatedWords | None = None,
         config: RankingConfig = DEFAULT,
+        segments: Sequence[Segment] | None = None,
     ) -> None:
         """`related` is the related-words table queries are expanded with (None: the shipped one; an empty
         `RelatedWords({})` turns expansion off); `config`: the ranking's weights and switches (`semantic_weight`,
-        when given, replaces its own)."""
+        when given, replaces its own); `segments`: what each group's tools give the index, when already read
+        (`segments.catalog_segments`: a live index keeps them between builds)."""
         if semantic_weight is not None:
             config = config.model_copy(update={"semantic_weight": semantic_weight})
         self.config = config
         self.entries: list[ToolEntry] = list(entries)
-        words = catalog_words(self.entries)
+        parts = assemble(self.entries, catalog_segments(self.entries) if segments is None else segments)
+        words = parts.words
         known = known_words(words)
         documents = catalog_terms(words, known)
         self._bm25 = BM25FPostings(documents, config.field_weights, k1=config.bm25_k1, b=config.bm25_b,
@@ -99,10 +101,9 @@ class SearchIndex:
         for group, group_terms in self._group_terms.items():
             self._groups_by_term.setdefault(min(group_terms), []).append((group, group_terms))
         self._positions = {entry.name: position for position, entry in enumerate(self.entries)}
-        names = [entry_words["name"] for entry_words in words]
-        self._producers = input_producers(self.entries, names)
-        self._copy_of = np.array(first_copies(self.entries, names), dtype=np.int64)
-        self._writes = [writes(entry, name) for entry, name in zip(self.entries, names, strict=True)]
+        self._producers = parts.producers
+        self._copy_of = np.array(parts.copies, dtype=np.int64)
+        self._writes = parts.writes
         self.rendered_tools = np.array([bool(entry_words["english"]) for entry_words in words], dtype=bool)
         self.allowed: npt.NDArray[np.bool_] | None = None
         self._recent: RecentAnswers[Results] = RecentAnswers(RECENT_QUERIES)

@@ -27,7 +27,7 @@ from typing import Any
 from ..entry import ToolEntry
 from .analysis import split_words, stem
 
-__all__ = ["DISCOVERY_VERBS", "MAX_PRODUCERS", "input_producers"]
+__all__ = ["DISCOVERY_VERBS", "MAX_PRODUCERS", "ProducerMemo", "input_producers"]
 
 DISCOVERY_VERBS = frozenset(stem(word) for word in "list search find get resolve connect lookup query".split())
 """A producer's name holds one of these: it finds or makes the thing whose id another tool requires."""
@@ -90,13 +90,24 @@ def _thing(parameter: str) -> frozenset[str]:
     return frozenset(stem(word) for word in words[:-1])
 
 
-def input_producers(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]] | None = None) -> list[tuple[int, ...]]:
+class ProducerMemo:
+    """One build's memos: a catalog's tools share their parameters' names (owner, repo, channel_id) and
+    descriptions ("Latitude of the location"); kept for the build only, not holding an old catalog's texts."""
+
+    __slots__ = ("says_coordinates", "thing_of")
+
+    def __init__(self) -> None:
+        self.thing_of = lru_cache(maxsize=None)(_thing)
+        self.says_coordinates = lru_cache(maxsize=None)(_says_coordinates)
+
+
+def input_producers(entries: Sequence[ToolEntry], names: Sequence[Sequence[str]] | None = None,
+                    memo: ProducerMemo | None = None) -> list[tuple[int, ...]]:
     """For each entry, the positions of the tools of its group that produce the ids it requires, in catalog
     order (none for most tools). `names`: each tool's name words (`split_words` of its upstream name), which the
-    index has split already."""
-    # This build's memos: a catalog's tools share their parameters' names (owner, repo, channel_id) and
-    # descriptions ("Latitude of the location"); kept for the build only, not holding an old catalog's texts.
-    thing_of, says_coordinates = lru_cache(maxsize=None)(_thing), lru_cache(maxsize=None)(_says_coordinates)
+    index has split already; `memo`: this build's, when its servers' tools are read server by server."""
+    memo = ProducerMemo() if memo is None else memo
+    thing_of, says_coordinates = memo.thing_of, memo.says_coordinates
     by_group: dict[str, list[int]] = {}
     for position, entry in enumerate(entries):
         by_group.setdefault(entry.group, []).append(position)

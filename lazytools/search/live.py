@@ -1,5 +1,6 @@
-"""The index of a live catalog: rebuilt off the event loop on first use after the catalog changed, and (with the
-semantic extra) embedded in the background while BM25 answers."""
+"""The index of a live catalog: rebuilt off the event loop on first use after the catalog changed (reading again
+only the groups whose tools changed), and (with the semantic extra) embedded in the background while BM25
+answers."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..entry import ToolEntry
 from .config import DEFAULT, RankingConfig
 from .embedders import DEFAULT_EMBEDDER
 from .index import SearchIndex
+from .segments import Segment, catalog_segments
 
 if TYPE_CHECKING:
     from .embedders import Embedder
@@ -44,13 +46,17 @@ class LiveIndex:
         self._embedder = embedder
         self._cache_dir = cache_dir
         self._index: SearchIndex | None = None
+        self._segments: dict[str, Segment] = {}
+        """The last build's segments by group: what each group's tools gave it, read again only if they change."""
         self._version = -1
         self._lock = anyio.Lock()
         self.background: BackgroundVectors | None = None
         self._embedding: list[BackgroundVectors] = []  # every index's, until done: an older one may still run
 
     def _build(self, entries: list[ToolEntry]) -> SearchIndex:
-        index = SearchIndex(entries, config=self._config)
+        segments = catalog_segments(entries, self._segments)
+        index = SearchIndex(entries, config=self._config, segments=segments)
+        self._segments = {segment.group: segment for segment in segments}
         # Built here, in the worker thread, so the first typo of a query on the event loop (`quick_search`) costs
         # a look-up, not the table.
         index.vocabulary.prepare()
