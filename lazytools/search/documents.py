@@ -150,7 +150,11 @@ def catalog_terms(catalog: Iterable[Words], known: frozenset[str] | set[str]) ->
                 glued = [part for word in held if len(word) >= _MIN_COMPOUND for part in _compound(word, known, cut)]
                 document[field] = tuple(index_terms([*held, *glued]))
                 continue
-            document[field] = _once(terms, held, lambda words: tuple(index_terms(words)))
+            # The memo read inline: this runs for every field of every tool.
+            found = terms.get(held)
+            if found is None:
+                found = terms[held] = tuple(index_terms(held))
+            document[field] = found
         documents.append(document)
     return documents
 
