@@ -173,10 +173,14 @@ class Catalog:
     def in_group(self, group: str) -> list[ToolEntry]:
         return list(self._by_group.get(group, ()))
 
-    def get(self, name: str) -> ToolEntry:
+    def get(self, name: str, *, suggesting: bool = True) -> ToolEntry:
+        """The entry named `name`; an unknown name raises `UnknownToolError` with the closest names, or (not
+        `suggesting`) with the names to find them among (`UnknownToolError.candidates`)."""
         try:
             return self._entries[name]
         except KeyError:
+            if not suggesting:
+                raise UnknownToolError(name, candidates=list(self._entries)) from None
             raise UnknownToolError(name, suggest(name, self._entries)) from None
 
     def check_group(self, group: str) -> None:

@@ -55,9 +55,12 @@ class ConfigError(LazyToolsError, ValueError):
 class UnknownToolError(LazyToolsError, KeyError):
     """A tool name that the catalog does not hold."""
 
-    def __init__(self, name: str, suggestions: Sequence[str] = ()) -> None:
+    def __init__(self, name: str, suggestions: Sequence[str] = (), *, candidates: Sequence[str] | None = None) -> None:
         self.name = name
         self.suggestions = list(suggestions)
+        self.candidates = candidates
+        """The names to suggest from, when the suggestions are left to the boundary that answers the client (the
+        server spells a name against a large catalog in a worker thread, not on its event loop)."""
         super().__init__(name)
 
     def __str__(self) -> str:

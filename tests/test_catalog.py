@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from lazytools import Catalog, ConfigError, FunctionGroup, Group, UnknownToolError
+from lazytools import Catalog, ConfigError, FunctionGroup, Group, ToolEntry, UnknownToolError
 from lazytools.catalog import suggest
+
+from .fixtures.catalogs import _never
 
 
 def _group(name: str, *tools: str) -> FunctionGroup:
@@ -151,3 +155,30 @@ def test_among_many_names_alike_only_a_shortlist_is_spelled_out_and_the_closest_
     assert suggest("srv3__create_isue_5083", names)[0] == "srv3__create_issue_5083"
     # A long name is compared with none of them: no name is near its length.
     assert catalog_module._comparable("get_issue_" + "a" * 190, names) == []
+
+
+async def test_unknown_names_in_a_large_catalog_are_spelled_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from lazytools import build_server
+    from lazytools.server import core
+
+    from .conftest import client, make_settings, text_of
+
+    catalog = Catalog()
+    names = [f"tool_{number}_report" for number in range(core.SUGGESTED_ON_LOOP)] + ["word_count", "reverse_text"]
+    catalog.set_group(Group("many"), [ToolEntry(name=name, group="many", description="A tool.",
+                                                input_schema={"type": "object"}, call=_never) for name in names])
+    spelled_in: list[threading.Thread] = []
+
+    def spelling(name: str, candidates: Any, limit: int = 3) -> list[str]:
+        spelled_in.append(threading.current_thread())
+        return suggest(name, candidates, limit)
+
+    monkeypatch.setattr(core, "suggest", spelling)
+    async with client(build_server(catalog, make_settings())) as c:
+        direct = await c.call_tool("count_words", {"text": "a"})
+        bridged = await c.call_tool("invoke_tool", {"tool_name": "text_reverse", "arguments": {}})
+    assert direct.is_error and "Did you mean: word_count" in text_of(direct)
+    assert bridged.is_error and "Did you mean: reverse_text" in text_of(bridged)
+    assert len(spelled_in) == 2 and threading.main_thread() not in spelled_in

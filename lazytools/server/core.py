@@ -7,7 +7,7 @@ HTTP hand it streams. Errors become `isError` results here and only here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -53,6 +53,24 @@ __all__ = ["INSTRUCTIONS", "LazyServer"]
 
 logger = logging.getLogger(__name__)
 _tracer = trace.get_tracer("lazytools")
+
+SUGGESTED_ON_LOOP = 2_000
+"""An unknown name is spelled against at most this many names on the event loop; against more, in a worker thread:
+spelling it against a catalog of many thousands would hold every other session's requests for that long."""
+
+
+_SPELLING: RunVar[anyio.CapacityLimiter] = RunVar("lazytools_spelling_threads")
+"""One worker thread spells unknown names at a time, per event loop: the spelling holds the GIL, and many such
+threads at once would leave the event loop a turn only once each had had one."""
+
+
+async def _suggested(name: str, candidates: Sequence[str]) -> UnknownToolError:
+    """The error for an unknown `name`, with the closest of `candidates` (found off the event loop when many)."""
+    if len(candidates) <= SUGGESTED_ON_LOOP:
+        return UnknownToolError(name, suggest(name, candidates))
+    found = await anyio.to_thread.run_sync(suggest, name, candidates, limiter=loop_limiter(_SPELLING, 1))
+    return UnknownToolError(name, found)
+
 
 _STATELESS_THREADS: RunVar[anyio.CapacityLimiter] = RunVar("lazytools_stateless_threads")
 """The share of worker threads that stateless requests (no session to charge) hold together, per event loop."""
@@ -215,6 +233,8 @@ class LazyServer(Server[Any]):
             # Arguments can hold secrets: the log names the tool and the error class, never the arguments.
             logger.info("tools/call %s failed: %s", clip(name), type(exc).__name__)
             note_reason(reason_of(exc))
+            if isinstance(exc, UnknownToolError) and exc.candidates is not None:
+                exc = await _suggested(exc.name, exc.candidates)
             result = _error(str(exc))
         except Exception as exc:  # a bug of ours must not end the session: report it, keep serving
             logger.exception("tools/call %s: unexpected error", clip(name))
@@ -237,7 +257,7 @@ class LazyServer(Server[Any]):
             return await self._search(state, view, arguments or {}, ctx)
         if name == INVOKE_TOOL and view.offers_invoke:
             try:
-                entry, args = resolve_invocation(access.catalog, arguments or {}, self.limits)
+                entry, args = resolve_invocation(access.catalog, arguments or {}, self.limits, suggesting=False)
             except UnknownToolError as exc:
                 if exc.name in self.catalog:  # hidden from this principal: it reads as unknown
                     self.gate.refused("tool")
@@ -290,7 +310,7 @@ class LazyServer(Server[Any]):
         if name in self.catalog:
             self.gate.refused("tool")
         listed = [n for n in [*self.pinned, *view.enabled] if n in visible]
-        raise UnknownToolError(name, suggest(name, [*listed, *META_TOOL_NAMES, *visible.names()]))
+        raise UnknownToolError(name, candidates=[*listed, *META_TOOL_NAMES, *visible.names()])
 
     async def _search(
         self,

@@ -219,13 +219,13 @@ def _invoke_arguments(arguments: Any, limits: Limits | None) -> Mapping[str, Any
     return validate_arguments(INVOKE_TOOL, invoke_tool_definition().input_schema, arguments, limits)
 
 
-def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any],
-                       limits: Limits | None = None) -> tuple[ToolEntry, Any]:
+def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any], limits: Limits | None = None, *,
+                       suggesting: bool = True) -> tuple[ToolEntry, Any]:
     """invoke_tool's target and the arguments for it, not yet checked against its schema (the caller checks them,
     off the event loop when they are large, then runs `entry.call`). `limits` bound the check of invoke_tool's own
-    arguments."""
+    arguments; an unknown target's closest names are left to the caller unless `suggesting` (`Catalog.get`)."""
     args = _invoke_arguments(arguments, limits)
     name = args["tool_name"]
     if name in META_TOOL_NAMES:
         raise ToolArgumentsError(f"{name} is a meta-tool: call it directly, not through invoke_tool.")
-    return catalog.get(name), args.get("arguments")
+    return catalog.get(name, suggesting=suggesting), args.get("arguments")
