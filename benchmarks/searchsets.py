@@ -25,6 +25,7 @@ from pathlib import Path
 
 from lazytools.evaluate import HALVES, Scores, cutoffs_for, evaluate, read_queries, served_search
 from lazytools.search import build_index
+from lazytools.search.config import DEFAULT, RankingConfig, configured_ranking
 from lazytools.search.embedders import DEFAULT_EMBEDDER
 from lazytools.settings import Settings
 from lazytools.sources.jsonl import load_jsonl_catalog, read_servers, servers_beside
@@ -63,11 +64,11 @@ def _catalogues(sets: Sequence[str], metatool: Path | None, toolalpaca: Path | N
 
 
 def measure(catalogue: Catalogue, *, semantic: bool, rankings: Path | None = None,
-            embedder: str = DEFAULT_EMBEDDER) -> dict[tuple[str, str, str], Scores]:
+            embedder: str = DEFAULT_EMBEDDER, config: RankingConfig = DEFAULT) -> dict[tuple[str, str, str], Scores]:
     """(set, split, half) -> scores, as served at the default limit; the index is built once per catalog."""
     beside = servers_beside(catalogue.tools)  # what its servers say of themselves, as `lazytools eval` reads it
     loaded = load_jsonl_catalog(catalogue.tools, servers=read_servers(beside) if beside is not None else None)
-    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder)
+    index = build_index(loaded.catalog, semantic=semantic, embedder=embedder, config=config)
     search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids)
     figures: dict[tuple[str, str, str], Scores] = {}
     for name, path, every in catalogue.sets:
@@ -133,7 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rankings", type=Path, help="write each run's returned ids under this folder")
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER,
                         help=f"the semantic mode's embedder, as LAZYTOOLS_EMBEDDER names it (default {DEFAULT_EMBEDDER})")
+    parser.add_argument("--config", default="", help="the ranking (JSON, or a file of it, as LAZYTOOLS_SEARCH_RANKING; "
+                        "default: the defaults)")
     args = parser.parse_args(argv)
+    config = configured_ranking(args.config)
     sets = args.sets.split(",") if args.sets else [*SETS, *PUBLIC]
     unknown = [name for name in sets if name not in (*SETS, *PUBLIC)]
     if unknown:
@@ -149,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for catalogue in _catalogues(sets, metatool, toolalpaca):
             print(f"measuring {catalogue.name}, {mode} ...", file=sys.stderr, flush=True)
             figures.setdefault(mode, {}).update(measure(catalogue, semantic=semantic, rankings=args.rankings,
-                                                         embedder=args.embedder))
+                                                         embedder=args.embedder, config=config))
     print(f"R@{LIMIT} as served (`search_tools`, limit {LIMIT}): the first {LIMIT} tools named, even / odd halves of "
           "each split:\n")
     print(table(figures))

@@ -396,3 +396,19 @@ def test_the_context_benchmark_prints_both_surfaces_and_fastmcp_or_says_why_not(
         assert re.search(r"\| FastMCP BM25SearchTransform \(defaults\) \| static \| \d+ \|", out), out
     else:
         assert "not run: fastmcp is not installed" in out
+
+
+def test_the_search_sets_command_ranks_with_the_config_it_is_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--config` reaches the index: the same set ranked with every stage on and with BM25F's fields weighed
+    otherwise gives other figures, and a config that is not one is refused."""
+    from benchmarks.searchsets import main as searchsets
+    from lazytools.errors import ConfigError
+
+    def figures(config: str) -> list[str]:
+        assert searchsets(["--sets", "misses,queries", "--config", config]) == 0
+        return [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+
+    assert figures("") != figures('{"field_weights": {"name": 0.1, "title": 0.1, "description": 0.1, '
+                                  '"parameters": 5.0, "group": 0.1, "english": 0.1}}')
+    with pytest.raises(ConfigError, match="LAZYTOOLS_SEARCH_RANKING"):
+        searchsets(["--sets", "misses", "--config", '{"no_such_weight": 1}'])
