@@ -31,7 +31,11 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 
 def _compact(text: str) -> str:
     """`text` lower-cased, every character but a-z and 0-9 dropped."""
-    lower = text.lower()
+    return _compact_lower(text.lower())
+
+
+def _compact_lower(lower: str) -> str:
+    """`_compact` of a text already lower-cased."""
     # Most names are ASCII words joined by "_", "-" or ".": three replacements are cheaper than the expression.
     plain = lower.replace("_", "").replace("-", "").replace(".", "")
     return plain if plain.isascii() and plain.isalnum() else _SEPARATORS.sub("", lower)
@@ -51,10 +55,13 @@ class NameMatcher:
         lower: dict[str, list[int]] = {}
         compacted: dict[str, list[int]] = {}
         for position, aliases in enumerate(names):
-            for name in aliases:
+            # A tool's two names are most often one (an in-process tool) or share their lower-cased form.
+            for name in aliases if len(aliases) != 2 or aliases[0] != aliases[1] else aliases[:1]:
                 key = name.lower()
-                _add(lower, name if key == name else key, position)
-                if compact := _compact(name):
+                if key == name:
+                    key = name
+                _add(lower, key, position)
+                if compact := _compact_lower(key):
                     _add(compacted, key if compact == key else compact, position)
         self._lower: dict[str, tuple[int, ...]] = {key: tuple(held) for key, held in lower.items()}
         self._compact: dict[str, tuple[int, ...]] = {key: tuple(held) for key, held in compacted.items()}
