@@ -95,3 +95,28 @@ def test_a_segments_rows_hold_the_fields_in_their_order() -> None:
     assert all(tuple(field_words(entry)) == FIELDS for entry in entries)
     rows = [row for segment in catalog_segments(entries) for row in segment.rows]
     assert sorted(rows) == sorted(tuple(field_words(entry).values()) for entry in entries)
+
+
+async def test_a_search_waits_for_one_build_while_the_catalog_keeps_changing() -> None:
+    """Upstreams relisting while the index is built: the caller gets the build that began after it asked, not a
+    wait for the catalog to stop changing."""
+    catalog = Catalog()
+    catalog.set_group(Group("misc"), [tool("alpha", "First tool.")])
+    live = LiveIndex(catalog)
+    await live.ready()
+    build = live._build
+    builds: list[int] = []
+
+    def changing(entries: list[ToolEntry]) -> SearchIndex:
+        builds.append(len(entries))
+        if len(builds) < 5:  # each build sees the catalog change under it
+            catalog.set_group(Group("misc"), [tool("alpha", "First tool."),
+                                              *(tool(f"t{n}", "Another tool.") for n in range(len(builds)))])
+        return build(entries)
+
+    live._build = changing  # type: ignore[method-assign]
+    catalog.set_group(Group("misc"), [tool("alpha", "First tool."), tool("zebra", "Second tool.")])
+    index = await live.ready()
+    assert builds == [2] and "zebra" in {entry.name for entry in index.entries}
+    again = await live.ready()  # the change made during that build: the next search has it
+    assert builds == [2, 2] and {entry.name for entry in again.entries} == {"alpha", "t0"}

@@ -76,11 +76,15 @@ class LiveIndex:
         self._embedding = []
 
     async def ready(self) -> SearchIndex:
-        """The index now; a stale one is rebuilt in a worker thread, so other sessions keep being served."""
-        if self._index is not None and self._version == self._catalog.version:
+        """The index of the catalog as it is now, or newer; a stale one is rebuilt in a worker thread, so other
+        sessions keep being served. A caller waits for one build at most: a catalog that keeps changing while it
+        is built (upstreams relisting again and again) must not keep its searches waiting for a build that is
+        never the last."""
+        wanted = self._catalog.version
+        if self._index is not None and self._version >= wanted:
             return self._index
-        async with self._lock:  # one rebuild at a time; those who waited find it fresh
-            while self._index is None or self._version != self._catalog.version:
+        async with self._lock:  # one rebuild at a time; those who waited find it fresh enough
+            if self._index is None or self._version < wanted:
                 version = self._catalog.version
                 # set_group swaps in new dicts rather than mutating, so the thread reads a consistent snapshot.
                 snapshot = list(self._catalog)
