@@ -680,3 +680,27 @@ def test_wordllamas_fingerprint_names_the_installed_table() -> None:
     import importlib.metadata
 
     assert version == importlib.metadata.version("wordllama") and int(size) > 1_000_000
+
+
+async def test_a_rebuild_stops_the_embedding_of_the_index_it_supersedes(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catalog that changes faster than its tools are embedded runs one embedding thread, not one per change;
+    the newest index is embedded in full."""
+    import anyio.to_thread
+
+    monkeypatch.setattr(embedder_base, "EMBED_BATCH", 4)
+    model = Gated(embedder_named("wordllama"))
+    catalog = catalog_of(realistic())
+    live = LiveIndex(catalog, semantic=True, embedder=model, cache_dir=tmp_path)
+    first = await live.ready()
+    superseded = live.background
+    assert superseded is not None
+    await anyio.to_thread.run_sync(model.entered.wait)  # inside its first batch
+    catalog.set_group(Group("extra"), [tool("rent_car", "Rent a car for a trip.", "extra")])
+    newest = await live.ready()
+    assert newest is not first and superseded.stopping.is_set()
+    model.gate.set()
+    assert await anyio.to_thread.run_sync(superseded.done.wait, 60) and not first.semantic
+    assert (await embedded(live)) is newest and newest.semantic
+    assert live.background is not None and not live.background.stopping.is_set()
+    live.stop()

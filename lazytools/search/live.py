@@ -63,9 +63,14 @@ class LiveIndex:
         if self._semantic:
             from .semantic import BackgroundVectors
 
+            running = [b for b in self._embedding if not b.done.is_set()]
+            for older in running:
+                # Its index is superseded: embedding on for it would only compete with this one, and a catalog
+                # that changes faster than it embeds would run one thread per change. What it embedded is cached.
+                older.stopping.set()
             self.background = BackgroundVectors(self._embedder, index.embedding_texts(), index.use_embeddings,
                                                 cache_dir=self._cache_dir)
-            self._embedding = [*(b for b in self._embedding if not b.done.is_set()), self.background]
+            self._embedding = [*running, self.background]
         return index
 
     def stop(self) -> None:
