@@ -80,12 +80,24 @@ class Lexicon:
     names: NameMatcher | None = None
 
 
+RELATED = "related"
+"""The rule of a term a query's word brings as related (`tagged_terms`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Terms:
     """Weighted index terms, each with the rule that made it (`TYPED` for the query's own words)."""
 
     weights: dict[str, float]
-    rules: dict[str, str]
+    ruled: dict[str, str]
+    """The rule of each term but the related words; those come after the others in `weights`. A long request brings
+    a thousand related words, and no ranking reads their rule, so it is written out only when asked for (`rules`)."""
+
+    @property
+    def rules(self) -> dict[str, str]:
+        """Each term's rule, in the order of `weights`."""
+        ruled = self.ruled
+        return {term: ruled.get(term, RELATED) for term in self.weights}
 
 
 MAX_READ_TERMS = 16_384
@@ -128,6 +140,11 @@ class TermReader:
         """`typed` of each of `terms`, in order: a long request's hundreds of words are mostly remembered ones."""
         known = self._typed[guess]
         return [known[term] if term in known else self.typed(term, guess) for term in terms]
+
+    def each_related(self, terms: Iterable[str]) -> list[tuple[tuple[str, float], ...]]:
+        """`related` of each of `terms`, in order: a long request's words are mostly remembered ones."""
+        known = self._related
+        return [known[term] if term in known else self.related(term) for term in terms]
 
     def related(self, term: str) -> tuple[tuple[str, float], ...]:
         """The catalog's words related to `term`, each with its weight, at most the config's `max_related`."""
@@ -203,14 +220,13 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT,
         # are taken out after the loop (one set operation, not a lookup per word: a long request brings a thousand).
         extra: dict[str, float] = {}
         best = extra.get
-        for term in set(terms):
-            for other, weight in reader.related(term):
+        for found in reader.each_related(set(terms)):
+            for other, weight in found:
                 if weight > best(other, 0.0):
                     extra[other] = weight
         for held in weights.keys() & extra.keys():
             del extra[held]
-        weights.update(extra)
-        rules.update(dict.fromkeys(extra, "related"))
+        weights.update(extra)  # their rule, RELATED, is every term's that has none in `rules` (`Terms.rules`)
     return Terms(weights, rules)
 
 
