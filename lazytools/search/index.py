@@ -80,7 +80,8 @@ class SearchIndex:
         self._rendered = self._bm25.rendered_only
         self.vocabulary = Vocabulary([term for term in self._bm25.vocabulary if term not in self._rendered])
         table = default_related_words() if related is None else related
-        self._expansions = catalog_expansions(table, self.vocabulary, weight=config.related_weight)
+        self._expansions = catalog_expansions(table, self.vocabulary, weight=config.related_weight,
+                                              most=config.max_related)
         self._words = table
         self._names = NameMatcher([(e.name, e.upstream_name or e.name) for e in self.entries])
         self._lexicon = Lexicon(self.vocabulary, self._expansions, self._rendered, self._words, self._names)

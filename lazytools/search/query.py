@@ -56,13 +56,13 @@ Expansions = Callable[[str], Sequence[tuple[str, float]]]
 
 
 def catalog_expansions(related: RelatedWords, vocabulary: Vocabulary, cache_size: int = 8192,
-                       weight: float = DEFAULT.related_weight) -> Expansions:
-    """`related`'s neighbours of a term that the catalog uses, the closest first, remembered per term (the caller
-    keeps as many as its config's `max_related`)."""
+                       weight: float = DEFAULT.related_weight, most: int | None = None) -> Expansions:
+    """`related`'s neighbours of a term that the catalog uses, the closest first, at most `most` of them (the caller
+    keeps as many as its config's `max_related`), remembered per term."""
 
     @lru_cache(maxsize=cache_size)
     def expansions(term: str) -> tuple[tuple[str, float], ...]:
-        return tuple(related.expansions(term, weight, within=vocabulary.terms))
+        return tuple(related.expansions(term, weight, within=vocabulary.terms, most=most))
 
     return expansions
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 from collections.abc import Container, Iterable, Mapping
 from functools import lru_cache
-from itertools import compress
+from itertools import compress, islice
 from pathlib import Path
 
 from .config import DEFAULT
@@ -52,17 +52,18 @@ class RelatedWords:
     def neighbours(self, term: str) -> Neighbours:
         return _parse(self._rows.get(term, ""))
 
-    def expansions(self, term: str, weight: float = DEFAULT.related_weight,
-                   within: Container[str] | None = None) -> list[tuple[str, float]]:
+    def expansions(self, term: str, weight: float = DEFAULT.related_weight, within: Container[str] | None = None,
+                   most: int | None = None) -> list[tuple[str, float]]:
         """The neighbours of `term` with the weight each adds to a query: weight * similarity**2 (sim**2 beat a flat
-        weight and a linear one on MetaTool's halves); only those `within` holds, when given (a catalog's words).
+        weight and a linear one on MetaTool's halves); only those `within` holds, when given (a catalog's words), and
+        the first `most` of those, when given.
 
         With `within`, a neighbour is looked up before its similarity is read: a row lists some forty, a catalog
         uses a few of them, and each new word of a request reads its row once."""
         row = self._rows.get(term, "")
         parts = row.replace(":", " ").split()
         if len(parts) != 2 * row.count(":"):  # not plain `term:percent` items: read item by item
-            return [(other, weight * similarity * similarity) for other, similarity in _parse(row, within)]
+            return [(other, weight * similarity * similarity) for other, similarity in _parse(row, within)][:most]
         # A row's words and percents read by C loops (a row lists some forty), and each percent's weight worked out
         # once per weight: a request's new words each read a row while it waits.
         scaled = self._scaled.get(weight)
@@ -71,7 +72,7 @@ class RelatedWords:
         terms = parts[::2]
         pairs = zip(terms, parts[1::2])
         kept = pairs if within is None else compress(pairs, map(within.__contains__, terms))
-        return [(other, scaled[percent]) for other, percent in kept]
+        return [(other, scaled[percent]) for other, percent in (kept if most is None else islice(kept, most))]
 
 
 class _Scaled(dict[str, float]):
