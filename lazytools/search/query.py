@@ -202,10 +202,10 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT,
     if replaced:
         terms = [term for term in terms if term not in replaced]
     guess = len(terms) <= config.max_terms_to_correct
-    held, first_rule = weights.get, rules.setdefault
+    weight_of, first_rule = weights.get, rules.setdefault
     for added in reader.each_typed(terms, guess):
         for other, weight, rule in added:
-            weights[other] = held(other, 0.0) + weight
+            weights[other] = weight_of(other, 0.0) + weight
             first_rule(other, rule)
     for word in meant:
         if word in vocabulary and word not in weights:
