@@ -102,6 +102,7 @@ def measure(semantic: bool, tools: int, requests: list[str], cache_dir: Path) ->
         cut.write_text("\n".join(lines) + "\n", encoding="utf-8")
         catalog = load_jsonl_catalog(cut).catalog
     index = build_index(catalog, semantic=semantic, cache_dir=cache_dir)
+    index.vocabulary.prepare()  # the spelling table, which the server builds with the index (search/live.py)
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
 
     def served(query: str) -> object:

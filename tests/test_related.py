@@ -70,6 +70,10 @@ def test_a_word_brings_at_most_max_related_catalog_words() -> None:
     vocabulary = Vocabulary([f"w{i:02d}" for i in range(30)])
     terms = weighted_terms("zorb", vocabulary, catalog_expansions(table, vocabulary))
     assert sorted(terms) == [f"w{i:02d}" for i in range(MAX_RELATED)]  # the closest ones
+    assert weighted_terms("zorb", vocabulary, catalog_expansions(table, vocabulary, most=MAX_RELATED)) == terms
+    odd = Vocabulary([f"w{i:02d}" for i in range(1, 30, 2)])  # read row by row: the first `most` the catalog uses
+    assert table.expansions("zorb", within=odd.terms, most=4) == table.expansions("zorb", within=odd.terms)[:4]
+    assert len(table.expansions("zorb", most=4)) == 4 and table.expansions("zorb", most=0) == []
 
 
 def test_related_words_find_a_tool_that_shares_no_word_with_the_query() -> None:

@@ -195,6 +195,17 @@ def test_full_width_and_ligature_letters_read_as_plain_ones() -> None:
     assert names(INDEX, "ｗｅａｔｈｅｒ ｆｏｒｅｃａｓｔ")[0] == names(INDEX, "weather forecast")[0]
 
 
+def test_plain_ascii_splits_as_the_general_expression_splits_it() -> None:
+    from lazytools.textwords import _WORDS, _chunk_words
+
+    rng = random.Random(3)
+    alphabet = "aZ09_-./:;,!?\t\n \x00\x7f~`'\"()[]{}#@$%^&*+=|\\<>" + "PRsURLsIDs"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(60))) for _ in range(300)]
+    for text in [*texts, "getURLsFromPage, then list open PRs\n1. read_file", ""]:
+        expected = [word for chunk in _WORDS.findall(text) for word in _chunk_words(chunk)]
+        assert split_words(text) == expected, text
+
+
 def test_tied_tools_come_in_catalog_order_whatever_the_limit() -> None:
     # Many tools with one text (a hostile or generated catalog): a larger limit only adds results after the first.
     index = SearchIndex([tool(f"t{i:05d}", "Convert a temperature between units.") for i in range(3000)])

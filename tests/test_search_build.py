@@ -222,6 +222,9 @@ def test_a_name_matcher_keeps_each_names_tools_once_in_order() -> None:
     assert matcher.matches("read_file") == {0: EXACT, 1: EXACT}
     assert matcher.matches("readfi") == {0: PREFIX, 1: PREFIX}
     assert matcher.matches("Write") == {2: EXACT}
+    # A text whose head alone is longer than every name, once its separators are gone, names none as a whole.
+    assert matcher.matches("read " + "_" * 40 + " file") == {0: EXACT, 1: EXACT}
+    assert matcher.matches("fs read file " * 3) == {} and matcher.matches("r-e-a-d-f-i-l-e-s" * 4) == {}
 
 
 def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:

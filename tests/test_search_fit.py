@@ -68,6 +68,8 @@ def test_the_term_evidence_equals_the_rule_read_term_by_term_to_the_last_bit() -
         terms = {str(term): 1.0 if same else float(rng.choice([1.0, 2.0, 0.5, rng.random()])) for term in chosen}
         best = int(rng.integers(0, bm25.size))
         assert _term_evidence(bm25, terms, best) == _plain_term_evidence(bm25, terms, best)
+        assert _term_evidence(bm25, terms, best, bm25.read([terms, {"shared": 1.0}]).first()) == \
+            _term_evidence(bm25, terms, best)  # the terms as scoring read them
     assert _term_evidence(bm25, {}, 0) == (0.0, 0.0, 0.0)
 
 

@@ -11,11 +11,27 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
 from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BM25FPostings"]
+__all__ = ["BM25FPostings", "TermsRead"]
+
+
+class TermsRead(NamedTuple):
+    """Weighted terms as the postings read them (`BM25FPostings.read`), query after query."""
+
+    slots: npt.NDArray[np.int64]
+    """Each term's slot, -1 for a term no document holds."""
+    weights: npt.NDArray[np.float64]
+    sizes: list[int]
+    """Each query's count of terms."""
+
+    def first(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """The first query's slots and weights."""
+        size = self.sizes[0] if self.sizes else 0
+        return self.slots[:size], self.weights[:size]
 
 
 class BM25FPostings:
@@ -109,19 +125,29 @@ class BM25FPostings:
     def scores_many(self, queries: Sequence[Mapping[str, float]]) -> npt.NDArray[np.float64]:
         """(queries, documents): `scores` of each of `queries`, in one pass over their postings (a request and
         each of its needs)."""
-        # Every term's slot (-1: not in the index) and weight, row after row, read by C loops (`map`, `fromiter`):
-        # a long request and its needs hold over a thousand terms, and a Python loop over them cost more than the
-        # numpy below.
+        return self.scores_read(self.read(queries))
+
+    def read(self, queries: Sequence[Mapping[str, float]]) -> TermsRead:
+        """Every term's slot and weight, query after query."""
+        # Read by C loops (`map`, `fromiter`): a long request and its needs hold over a thousand terms, and a Python
+        # loop over them cost more than the numpy that scores them.
         sizes = [len(terms) for terms in queries]
         total = sum(sizes)
         found = np.fromiter(chain.from_iterable(map(self._slot.get, terms, repeat(-1)) for terms in queries),
                             dtype=np.int64, count=total)
         given = np.fromiter(chain.from_iterable(terms.values() for terms in queries), dtype=np.float64, count=total)
+        return TermsRead(found, given, sizes)
+
+    def scores_read(self, read: TermsRead) -> npt.NDArray[np.float64]:
+        """`scores_many` of the queries as `read` gave them (a caller may read their slots again: the fit's evidence
+        does)."""
+        found, given, sizes = read
+        queries = len(sizes)
         known = found >= 0
         if not known.any():
-            return np.zeros((len(queries), self.size), dtype=np.float64)
+            return np.zeros((queries, self.size), dtype=np.float64)
         chosen, weights = found[known], given[known]
-        rows = np.repeat(np.arange(len(queries), dtype=np.int64), sizes)[known]
+        rows = np.repeat(np.arange(queries, dtype=np.int64), sizes)[known]
         starts, lengths = self._starts[chosen], self._ends[chosen] - self._starts[chosen]
         # Each term's factor (IDF times its weight, as `accumulate` computes it) repeated over its postings.
         factors = np.repeat(self._idfs[chosen] * weights, lengths)
@@ -130,8 +156,8 @@ class BM25FPostings:
         at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
         # Each posting's document, moved to its query's row: key - slot * size + row * size.
         cells = self._keys[at] + np.repeat((rows - chosen) * self.size, lengths)
-        summed = np.bincount(cells, factors * self._weights[at], minlength=len(queries) * self.size)
-        return np.asarray(summed, dtype=np.float64).reshape(len(queries), self.size)
+        summed = np.bincount(cells, factors * self._weights[at], minlength=queries * self.size)
+        return np.asarray(summed, dtype=np.float64).reshape(queries, self.size)
 
     def share(self, term: str) -> float:
         """The share of the documents that hold `term` (0 for a term none holds)."""

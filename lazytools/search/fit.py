@@ -132,13 +132,14 @@ class Evidence:
 
 def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, candidates: npt.NDArray[np.bool_],
                 vectors: Vectors | None, request: Vectors | None, *, named: bool,
-                embedder: str | None = None, floors: npt.NDArray[np.float32] | None = None,
-                words: int = 1) -> Evidence:
+                embedder: str | None = None, floors: npt.NDArray[np.float32] | None = None, words: int = 1,
+                read: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None) -> Evidence:
     """The evidence for a request scored with the weighted `terms`, whose best-ranked tool is at position `best`;
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
     cosine, before any lift by server), and with each tool's background `floors` (`background_floor`) the lift;
-    `words` is the request's word count (`query.Cost.words`)."""
-    lexical, second, coverage = _term_evidence(bm25, terms, best)
+    `words` is the request's word count (`query.Cost.words`); `read`: the slots and weights of `terms` when the
+    caller has them (`bm25.TermsRead.first`)."""
+    lexical, second, coverage = _term_evidence(bm25, terms, best, read)
     cosine = gap = lift = None
     if vectors is not None and request is not None and candidates.any():
         every = np.einsum("ij,j->i", vectors, request)
@@ -187,13 +188,18 @@ def _single(size: int) -> float:
     return math.log(max(size - 1 + 0.5, 1.0)) - math.log(1.5)
 
 
-def _term_evidence(bm25: BM25FPostings, terms: Mapping[str, float], best: int) -> tuple[float, float, float]:
+def _term_evidence(bm25: BM25FPostings, terms: Mapping[str, float], best: int,
+                   read: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None,
+                   ) -> tuple[float, float, float]:
     """`Evidence.lexical`, `second` and `coverage` for the weighted `terms` and the best tool `best`, on the index's
     arrays: a long request has hundreds of terms, and sorting them as Python pairs and looking each up one by one
-    cost more than ranking them. `lexical_evidence` states the rule in plain Python (a test holds them equal)."""
+    cost more than ranking them. `lexical_evidence` states the rule in plain Python (a test holds them equal).
+    `read`: the slots and weights of `terms`, in their order, when scoring read them already."""
     names = list(terms)
-    weights = np.fromiter(terms.values(), dtype=np.float64, count=len(names))
-    slots = bm25.slots(names)
+    if read is None:
+        slots, weights = bm25.slots(names), np.fromiter(terms.values(), dtype=np.float64, count=len(names))
+    else:
+        slots, weights = read
     known = np.flatnonzero(slots >= 0)
     values = weights[known] * bm25.idfs(slots[known])  # each term's weight × IDF, as `_ranked` computes it
     # The MASS_TERMS strongest, as `_ranked` orders them (value, then term, both in reverse): only the values that

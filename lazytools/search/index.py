@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from ..entry import ToolEntry
 from .analysis import tokenize
-from .bm25 import BM25FPostings
+from .bm25 import BM25FPostings, TermsRead
 from .config import DEFAULT, RankingConfig
 from .documents import RENDERED_FIELDS, catalog_name_terms, catalog_terms, embedding_text, known_words
 from .embedders import DEFAULT_EMBEDDER, embed_finite
@@ -82,7 +82,8 @@ class SearchIndex:
         self._rendered = self._bm25.rendered_only
         self.vocabulary = Vocabulary([term for term in self._bm25.vocabulary if term not in self._rendered])
         table = default_related_words() if related is None else related
-        self._expansions = catalog_expansions(table, self.vocabulary, weight=config.related_weight)
+        self._expansions = catalog_expansions(table, self.vocabulary, weight=config.related_weight,
+                                              most=config.max_related)
         self._words = table
         self._names = NameMatcher([(e.name, e.upstream_name or e.name) for e in self.entries])
         self._lexicon = Lexicon(self.vocabulary, self._expansions, self._rendered, self._words, self._names)
@@ -187,14 +188,12 @@ class SearchIndex:
         return [group for term in terms for group, group_terms in by_term.get(term, ()) if group_terms <= terms]
 
     def _bm25_scores(self, query: str) -> ScoreArray:
-        return self._scores_of(self.query_terms(query))
+        return self._bm25.scores(self.query_terms(query))
 
-    def _scores_of(self, terms: Mapping[str, float]) -> ScoreArray:
-        return self._bm25.scores(terms)
-
-    def scores_of_each(self, terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]:
-        """`_scores_of` each of `terms` (a request's needs), in one pass over their postings."""
-        return list(self._bm25.scores_many(terms)) if terms else []
+    def scores_of_each(self, terms: Sequence[Mapping[str, float]]) -> tuple[list[ScoreArray], TermsRead]:
+        """BM25F of each of `terms` (a request's needs), in one pass over their postings, and the terms as read."""
+        read = self._bm25.read(terms)
+        return list(self._bm25.scores_read(read)), read
 
     def search(self, query: str, *, limit: int = 5, groups: Sequence[str] | None = None) -> list[Hit]:
         """Tools matching `query`, best first; `groups` restricts them to those groups."""
@@ -224,7 +223,7 @@ class SearchIndex:
         evidence = evidence_of(self._bm25, query.terms.weights, picked[0], ranking.candidates, self.vectors,
                                ranking.request, named=bool(query.named),
                                embedder=embedder.name if embedder is not None else None,
-                               floors=self._floors, words=query.cost.words) if picked else None
+                               floors=self._floors, words=query.cost.words, read=ranking.read) if picked else None
         measured = bool(ranking.need_similarities) if needs is None else needs
         if not measured:
             return Results(hits, evidence=evidence)

@@ -66,6 +66,7 @@ class NameMatcher:
         self._lower: dict[str, tuple[int, ...]] = {key: tuple(held) for key, held in lower.items()}
         self._compact: dict[str, tuple[int, ...]] = {key: tuple(held) for key, held in compacted.items()}
         self._sorted = sorted(self._compact)
+        self._longest = max(map(len, self._compact), default=0)
 
     def matches(self, query: str) -> dict[int, int]:
         """Tool position → how surely the query names it (EXACT, MENTION or PREFIX)."""
@@ -76,7 +77,7 @@ class NameMatcher:
                 found[position] = max(found.get(position, 0), tier)
 
         text = " ".join(query.split()).strip("'\"`")
-        compact = _compact(text)
+        compact = self._compacted(text)
         mark(self._lower.get(text.lower(), ()), EXACT)
         mark(self._compact.get(compact, ()), EXACT)
         for token in _IDENTIFIER.findall(text):
@@ -88,6 +89,14 @@ class NameMatcher:
         if " " not in text and len(compact) >= MIN_PREFIX:
             mark(self._prefixed(compact), PREFIX)
         return found
+
+    def _compacted(self, text: str) -> str:
+        """`_compact(text)`, or "" when that is longer than every name's: it is only compared with names, and the
+        first characters of a long request already show it is (`_compact` of a text begins with its head's)."""
+        head = text[: 2 * self._longest + 2]
+        if len(head) < len(text) and len(_compact(head)) > self._longest:
+            return ""
+        return _compact(text)
 
     def _prefixed(self, prefix: str) -> set[int]:
         start = bisect.bisect_left(self._sorted, prefix)

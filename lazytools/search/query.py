@@ -39,12 +39,13 @@ TYPED = "typed"
 # Needs are separated by punctuation, by joining words, and in long task descriptions by line breaks, list
 # markers ("1.", "2)", "-") and sequencing words ("after that", "finally"); in Chinese, by its full-width
 # punctuation (which needs no space after it) and sequencing words (然后 "then", 之后 "after", 接着 "next").
-# Every break begins with one of the characters of the lookahead: the engine passes over any other place at once
-# instead of trying each alternative there (half the cost of splitting a long request).
+# Every break begins with one of the characters of the lookahead, and a joining word with one of the letters of
+# its own: the engine passes over any other place at once instead of trying each alternative there (half the cost
+# of splitting a long request).
 _CLAUSE_BREAK = re.compile(
     r"(?=[.;:?!,，。；：？！、然之接并\s])"
     r"(?:[.;:?!]+\s+|,\s+|[，。；：？！、]+\s*|(?:然后|之后|接着|并且)|\s*\n\s*(?:(?:\d+[.)]|[-*•])\s+)?"
-    r"|\s+\b(?:and then|and also|as well as|after that|afterwards|finally|and|also|then|plus)\b\s+)",
+    r"|\s+(?=[aftp])\b(?:and then|and also|as well as|after that|afterwards|finally|and|also|then|plus)\b\s+)",
     re.IGNORECASE,
 )
 MIN_CLAUSE_TERMS = 2
@@ -55,13 +56,13 @@ Expansions = Callable[[str], Sequence[tuple[str, float]]]
 
 
 def catalog_expansions(related: RelatedWords, vocabulary: Vocabulary, cache_size: int = 8192,
-                       weight: float = DEFAULT.related_weight) -> Expansions:
-    """`related`'s neighbours of a term that the catalog uses, the closest first, remembered per term (the caller
-    keeps as many as its config's `max_related`)."""
+                       weight: float = DEFAULT.related_weight, most: int | None = None) -> Expansions:
+    """`related`'s neighbours of a term that the catalog uses, the closest first, at most `most` of them (the caller
+    keeps as many as its config's `max_related`), remembered per term."""
 
     @lru_cache(maxsize=cache_size)
     def expansions(term: str) -> tuple[tuple[str, float], ...]:
-        return tuple(related.expansions(term, weight, within=vocabulary.terms))
+        return tuple(related.expansions(term, weight, within=vocabulary.terms, most=most))
 
     return expansions
 
@@ -80,12 +81,24 @@ class Lexicon:
     names: NameMatcher | None = None
 
 
+RELATED = "related"
+"""The rule of a term a query's word brings as related (`tagged_terms`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Terms:
     """Weighted index terms, each with the rule that made it (`TYPED` for the query's own words)."""
 
     weights: dict[str, float]
-    rules: dict[str, str]
+    ruled: dict[str, str]
+    """The rule of each term but the related words; those come after the others in `weights`. A long request brings
+    a thousand related words, and no ranking reads their rule, so it is written out only when asked for (`rules`)."""
+
+    @property
+    def rules(self) -> dict[str, str]:
+        """Each term's rule, in the order of `weights`."""
+        ruled = self.ruled
+        return {term: ruled.get(term, RELATED) for term in self.weights}
 
 
 MAX_READ_TERMS = 16_384
@@ -129,12 +142,19 @@ class TermReader:
         known = self._typed[guess]
         return [known[term] if term in known else self.typed(term, guess) for term in terms]
 
+    def each_related(self, terms: Iterable[str]) -> list[tuple[tuple[str, float], ...]]:
+        """`related` of each of `terms`, in order: a long request's words are mostly remembered ones."""
+        known = self._related
+        return [known[term] if term in known else self.related(term) for term in terms]
+
     def related(self, term: str) -> tuple[tuple[str, float], ...]:
-        """The catalog's words related to `term`, each with its weight, at most the config's `max_related`."""
+        """The catalog's words related to `term`, each with its weight, at most the config's `max_related`; those of
+        a weight not above 0 left out (none would add anything)."""
         found = self._related.get(term)
         if found is None:
             expansions = self.lexicon.expansions
-            found = tuple(expansions(term)[: self.config.max_related]) if expansions is not None else ()
+            kept = expansions(term)[: self.config.max_related] if expansions is not None else ()
+            found = tuple(pair for pair in kept if pair[1] > 0)
             if len(self._related) >= self.size:
                 self._related.clear()
             self._related[term] = found
@@ -182,10 +202,11 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT,
     if replaced:
         terms = [term for term in terms if term not in replaced]
     guess = len(terms) <= config.max_terms_to_correct
+    weight_of, first_rule = weights.get, rules.setdefault
     for added in reader.each_typed(terms, guess):
         for other, weight, rule in added:
-            weights[other] = weights.get(other, 0.0) + weight
-            rules.setdefault(other, rule)
+            weights[other] = weight_of(other, 0.0) + weight
+            first_rule(other, rule)
     for word in meant:
         if word in vocabulary and word not in weights:
             put(word, config.phrase_weight, "phrases")
@@ -202,15 +223,14 @@ def tagged_terms(query: str, lexicon: Lexicon, config: RankingConfig = DEFAULT,
         # Each related word at its best weight, in the order the words first come; those the query already has
         # are taken out after the loop (one set operation, not a lookup per word: a long request brings a thousand).
         extra: dict[str, float] = {}
-        best = extra.get
-        for term in set(terms):
-            for other, weight in reader.related(term):
-                if weight > best(other, 0.0):
+        best = extra.setdefault  # a new word is put at its weight (every one is above 0: `TermReader.related`)
+        for found in reader.each_related(set(terms)):
+            for other, weight in found:
+                if best(other, weight) < weight:
                     extra[other] = weight
         for held in weights.keys() & extra.keys():
             del extra[held]
-        weights.update(extra)
-        rules.update(dict.fromkeys(extra, "related"))
+        weights.update(extra)  # their rule, RELATED, is every term's that has none in `rules` (`Terms.rules`)
     return Terms(weights, rules)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 from collections.abc import Container, Iterable, Mapping
 from functools import lru_cache
+from itertools import compress, islice
 from pathlib import Path
 
 from .config import DEFAULT
@@ -30,6 +31,7 @@ class RelatedWords:
 
     def __init__(self, rows: Mapping[str, str]) -> None:
         self._rows = rows
+        self._scaled: dict[float, _Scaled] = {}
 
     @classmethod
     def from_lines(cls, lines: Iterable[str]) -> RelatedWords:
@@ -50,15 +52,40 @@ class RelatedWords:
     def neighbours(self, term: str) -> Neighbours:
         return _parse(self._rows.get(term, ""))
 
-    def expansions(self, term: str, weight: float = DEFAULT.related_weight,
-                   within: Container[str] | None = None) -> list[tuple[str, float]]:
+    def expansions(self, term: str, weight: float = DEFAULT.related_weight, within: Container[str] | None = None,
+                   most: int | None = None) -> list[tuple[str, float]]:
         """The neighbours of `term` with the weight each adds to a query: weight * similarity**2 (sim**2 beat a flat
-        weight and a linear one on MetaTool's halves); only those `within` holds, when given (a catalog's words).
+        weight and a linear one on MetaTool's halves); only those `within` holds, when given (a catalog's words), and
+        the first `most` of those, when given.
 
         With `within`, a neighbour is looked up before its similarity is read: a row lists some forty, a catalog
         uses a few of them, and each new word of a request reads its row once."""
-        neighbours = _parse(self._rows.get(term, ""), within)
-        return [(other, weight * similarity * similarity) for other, similarity in neighbours]
+        row = self._rows.get(term, "")
+        parts = row.replace(":", " ").split()
+        if len(parts) != 2 * row.count(":"):  # not plain `term:percent` items: read item by item
+            return [(other, weight * similarity * similarity) for other, similarity in _parse(row, within)][:most]
+        # A row's words and percents read by C loops (a row lists some forty), and each percent's weight worked out
+        # once per weight: a request's new words each read a row while it waits.
+        scaled = self._scaled.get(weight)
+        if scaled is None:
+            scaled = self._scaled[weight] = _Scaled(weight)
+        terms = parts[::2]
+        pairs = zip(terms, parts[1::2])
+        kept = pairs if within is None else compress(pairs, map(within.__contains__, terms))
+        return [(other, scaled[percent]) for other, percent in (kept if most is None else islice(kept, most))]
+
+
+class _Scaled(dict[str, float]):
+    """A row's percent as written -> the weight its neighbour adds: `weight` * similarity**2."""
+
+    def __init__(self, weight: float) -> None:
+        super().__init__()
+        self.weight = weight
+
+    def __missing__(self, percent: str) -> float:
+        similarity = int(percent) / 100
+        added = self[percent] = self.weight * similarity * similarity
+        return added
 
 
 def _parse(row: str, within: Container[str] | None = None) -> Neighbours:

@@ -23,6 +23,7 @@ from .query import Query
 from .semantic import query_vectors
 
 if TYPE_CHECKING:
+    from .bm25 import TermsRead
     from .config import RankingConfig
     from .embedders import Embedder, Vectors
     from .names import NameWords as NameWordsIndex
@@ -47,6 +48,8 @@ class Ranking:
     """With the semantic extra: the whole request's similarity to every tool, then each need's."""
     request: npt.NDArray[np.float32] | None = None
     """With the semantic extra: the whole request's vector (what `fit` weighs the closest tools by)."""
+    read: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
+    """The whole request's terms as the postings read them (`TermsRead.first`): the fit's evidence reads them too."""
     picked: list[int] = field(default_factory=list)
     delivered: int | None = None
     """The pick that writes the request's named output, if any (`Deliverable`)."""
@@ -70,7 +73,7 @@ class Index(Protocol):
     rendered_tools: npt.NDArray[np.bool_]
     """Tools with a translated (rendered) text."""
 
-    def scores_of_each(self, terms: Sequence[Mapping[str, float]]) -> list[ScoreArray]: ...
+    def scores_of_each(self, terms: Sequence[Mapping[str, float]]) -> tuple[list[ScoreArray], TermsRead]: ...
 
     def mentioned(self, terms: AbstractSet[str]) -> list[str]: ...
 
@@ -103,8 +106,9 @@ class Lexical(Stage):
 
     def run(self, index: Index, ranking: Ranking) -> None:
         query = ranking.query
-        ranking.whole, *ranking.parts = index.scores_of_each([query.terms.weights,
-                                                               *(terms.weights for terms in query.need_terms)])
+        scores, read = index.scores_of_each([query.terms.weights, *(terms.weights for terms in query.need_terms)])
+        ranking.whole, *ranking.parts = scores
+        ranking.read = read.first()
 
 
 class Combined(Stage):
