@@ -49,6 +49,8 @@ class RedisBus:
         self._ended: list[Callable[[str], Awaitable[None]]] = []
         self._pubsub: PubSub | None = None
         self._listening = anyio.Event()
+        self._confirming: dict[str, anyio.Event] = {}
+        """Channels being subscribed to, set once Redis confirms: a message published before that is not heard."""
 
     def quiet(self) -> bool:
         """Whether local copies can be trusted now: the `changed` subscription is up, nothing has arrived on it
@@ -99,12 +101,17 @@ class RedisBus:
         pubsub = self._pubsub
         if pubsub is None:
             return  # Redis is away: the listener subscribes to every held channel when it comes back
+        confirmed = self._confirming.setdefault(channel, anyio.Event())
         try:
             with anyio.fail_after(self.timeout):
                 await pubsub.subscribe(channel)
+                await confirmed.wait()  # the listener reads the confirmation: from then on, nothing is missed
         except (RedisError, OSError, TimeoutError) as exc:
             logger.info("subscribing to a GET stream's channel failed (%s); resubscribed on reconnection",
                         type(exc).__name__)
+        finally:
+            if self._confirming.get(channel) is confirmed:
+                del self._confirming[channel]
 
     async def _unsubscribe(self, channel: str) -> None:
         pubsub = self._pubsub
@@ -190,6 +197,8 @@ class RedisBus:
                 self._trust(pubsub)  # (re)subscribed: Redis sends every write from now on
             return
         if kind != "message":
+            if kind == "subscribe" and (confirmed := self._confirming.get(channel)) is not None:
+                confirmed.set()
             return  # confirmations of GET streams' channels
         if channel == self._keys.ended:
             for callback in list(self._ended):
