@@ -230,11 +230,9 @@ def test_a_name_matcher_keeps_each_names_tools_once_in_order() -> None:
 def test_group_positions_are_each_groups_tools_in_catalog_order() -> None:
     import numpy as np
 
-    from lazytools.search.index import _group_positions
-
     entries = realistic()
     groups = np.array([entry.group for entry in entries], dtype=object)
-    positions = _group_positions(entries)
+    positions = SearchIndex(entries).group_positions
     assert set(positions) == set(groups.tolist())
     for group, held in positions.items():
         assert held.tolist() == np.flatnonzero(groups == group).tolist()

@@ -14,8 +14,8 @@ from .crosslang import english_rendering
 from .vocabulary import split_compound
 
 __all__ = [
-    "FIELDS", "FIELD_WEIGHTS", "RENDERED_FIELDS", "TextMemo", "catalog_name_terms", "catalog_terms", "catalog_words", "embedding_text",
-    "field_terms", "field_words", "index_terms", "known_words", "name_terms",
+    "FIELDS", "FIELD_WEIGHTS", "RENDERED_FIELDS", "TextMemo", "catalog_name_terms", "catalog_terms", "catalog_words",
+    "embedding_text", "field_terms", "field_words", "index_terms", "known_words", "name_terms",
 ]
 
 

@@ -93,7 +93,7 @@ class SearchIndex:
         self.name_words = NameWords(name_keys)
         self._name_keys = name_keys
         self._groups = np.array([entry.group for entry in self.entries], dtype=object)
-        self.group_positions = _group_positions(self.entries)
+        self.group_positions = {group: np.asarray(held, dtype=np.int64) for group, held in parts.positions.items()}
         group_names = set(self._groups.tolist())
         self._group_terms = {group: frozenset(terms) for group in group_names if (terms := tokenize(group))}
         # Each group under one of its name's terms: a query looks up its own few terms, not every group (a
@@ -349,15 +349,6 @@ class SearchIndex:
             if len(order) >= limit or pool.size == matched.size:
                 return order[:limit]
             wanted *= 2
-
-
-def _group_positions(entries: Sequence[ToolEntry]) -> dict[str, npt.NDArray[np.int64]]:
-    """Each group's tools' positions, ascending, in one pass: a mask per group compared every tool with every group,
-    tools times groups (at 100,000 tools of 5,000 servers, half a billion comparisons and as many bytes kept)."""
-    positions: dict[str, list[int]] = {}
-    for position, entry in enumerate(entries):
-        positions.setdefault(entry.group, []).append(position)
-    return {group: np.asarray(held, dtype=np.int64) for group, held in positions.items()}
 
 
 def build_index(
