@@ -296,6 +296,20 @@ def test_vector_cache_embeds_only_new_texts(tmp_path: Path) -> None:
     assert other.embedded == texts  # vectors of one model are never served for another
 
 
+def test_vector_cache_keeps_a_text_whose_key_ends_with_a_zero_byte(tmp_path: Path) -> None:
+    from lazytools.search.embedders.cache import text_key
+
+    zero = next(text for text in (f"tool {n}" for n in range(10_000)) if text_key(text).endswith(b"\0"))
+    model = Counting(embedder_named("wordllama"))
+    texts = ["read a file", zero, "send a message"]
+    first = VectorCache(tmp_path).vectors(model, texts)
+    model.embedded.clear()
+    for _ in range(2):  # two restarts: the second read the file the first wrote
+        cache = VectorCache(tmp_path)
+        assert np.array_equal(cache.vectors(model, texts), first) and (cache.hits, cache.misses) == (3, 0)
+    assert model.embedded == []
+
+
 def test_vector_cache_survives_a_damaged_file_and_keeps_its_cap(tmp_path: Path) -> None:
     model = Counting(embedder_named("wordllama"))
     cache = VectorCache(tmp_path, max_entries=3)

@@ -43,8 +43,11 @@ _locks: dict[Path, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
+KEY_BYTES = 16
+
+
 def text_key(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:KEY_BYTES]
 
 
 @functools.cache
@@ -123,7 +126,9 @@ class VectorCache:
                 keys = _member(archive, "keys.npy", np.dtype("S16"), (None,), most)
                 rows = _member(archive, "vectors.npy", np.dtype("<f4"), (len(keys), dimensions), most)
             _check_rows(keys, rows)
-            return [bytes(key) for key in keys], rows.astype(np.float32, copy=False)
+            # numpy drops an S16 element's trailing zero bytes, and one digest in 256 ends with one: padded back,
+            # its key is the one `text_key` gives, not a shorter one that never matches.
+            return [bytes(key).ljust(KEY_BYTES, b"\0") for key in keys], rows.astype(np.float32, copy=False)
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             logger.warning("vector cache %s unreadable, rebuilding it: %s", path, exc)
             return empty
