@@ -7,12 +7,13 @@ Every request of the in-scope sets (the dev sets, MetaTool, ToolAlpaca, RestBenc
 (`OUTSIDE`: benchmarks/data/multiserver/outofscope.jsonl for the dev catalog, benchmarks/data/bundled/outofscope.jsonl
 for the bundled examples, and the held-out ones, benchmarks/data/bundled/heldout.jsonl and
 benchmarks/data/toolalpaca/outofscope.jsonl) is searched once as `lazytools eval` serves it with "nothing fits"
-off: its R@5 and its evidence (`search.fit`: lexical, and in semantic mode the encoder's cosine, gap and lift) are
-kept (`--signals FILE` writes them, `--from FILE` reads them back instead of searching). Then:
+off: its R@5 and its evidence (`search.fit`: lexical, and in semantic mode the encoder's cosine, gap, lift and
+the closest outside tool's cosine) are kept (`--signals FILE` writes them, `--from FILE` reads them back instead of searching). Then:
 
 - the thresholds are chosen on the even halves: the ones that say "nothing fits" for the most out-of-scope
   requests while the R@5 of every calibration set (the dev sets together, MetaTool, ToolAlpaca) loses at most
-  MAX_LOSS; RestBench, the bundled catalog's requests and the held-out ones are never used to choose;
+  MAX_LOSS (in semantic mode with each outside penalty of `OUTSIDE_PENALTIES`, the lightest first); RestBench, the
+  bundled catalog's requests and the held-out ones are never used to choose;
 - the table gives, per half, the share of out-of-scope requests for which nothing is enabled, and every in-scope
   set's R@5 before and after, with the thresholds chosen and with the shipped ones (`DEFAULT_FIT`).
 A request judged unfit gets nothing, so its R@5 becomes 0: what a wrongly refused request costs as served.
@@ -76,6 +77,8 @@ class Row:
     words: float = 0.0
     embedder: str | None = None
     """The embedder that gave `cosine` (signal files written before it was kept: the default)."""
+    outside: float | None = None
+    """The closest outside tool's cosine (`Evidence.outside`; signal files written before it: none)."""
 
 
 def _out_of_scope(path: Path, half: str) -> list[tuple[str, str]]:
@@ -89,7 +92,7 @@ def _bundled(semantic: bool, embedder: str) -> tuple[object, object]:
 
     catalog = bundled_catalog(Path(tempfile.mkdtemp()), Catalog())
     index = build_index(catalog, semantic=semantic, embedder=embedder)
-    index.measure_floors()  # the lift is measured here though the shipped rule does not weigh it
+    index.measure_yardsticks()  # the lift is measured here though the shipped rule does not weigh it
     return catalog, index
 
 
@@ -110,7 +113,7 @@ def rows_of(semantic: bool, metatool: Path | None, toolalpaca: Path | None,
         beside = servers_beside(tools)
         loaded = load_jsonl_catalog(tools, servers=read_servers(beside) if beside is not None else None)
         index = build_index(loaded.catalog, semantic=semantic, embedder=embedder)
-        index.measure_floors()  # the lift is measured here though the shipped rule does not weigh it
+        index.measure_yardsticks()  # the lift is measured here though the shipped rule does not weigh it
         search = served_search(loaded.catalog, index, limit=LIMIT, ids=loaded.ids, fit=OFF)
         for set_name, path, every in sets:
             for half in HALVES:
@@ -135,7 +138,7 @@ def _row(catalog: str, name: str, half: str, qid: str, recall: float | None, evi
     if evidence is None:  # nothing matched at all: no tool is returned either way
         return Row(catalog, name, half, qid, recall, 0.0, None)
     return Row(catalog, name, half, qid, recall, evidence.lexical, evidence.cosine, evidence.second,
-               evidence.coverage, evidence.gap, evidence.lift, evidence.words, evidence.embedder)
+               evidence.coverage, evidence.gap, evidence.lift, evidence.words, evidence.embedder, evidence.outside)
 
 
 def _fits(row: Row, fit: FitConfig) -> bool:
@@ -166,28 +169,40 @@ def choose(rows: Sequence[Row], semantic: bool, weighed: tuple[tuple[str, float]
             inside.setdefault((r.catalog, r.name), []).append(r)
     outside = [r for r in even if r.recall is None and r.catalog == "dev"]
     embedder = _embedder_of(rows)
-    if weighed is not None:
-        return _threshold_of(outside, inside.values(), weighed, embedder)
     if not semantic:
         return _chosen(outside, inside.values(), lambda r: r.lexical, lambda t: FitConfig(min_lexical=t))
+    penalties = OUTSIDE_PENALTIES if any(r.outside is not None for r in rows) else OUTSIDE_PENALTIES[:1]
+    if weighed is not None:
+        every = [weighed]
+    else:
+        steps = round(1 / WEIGHT_STEP)
+        every = [tuple((name, part / steps) for name, part in zip(WEIGHED, parts, strict=True) if part)
+                 for parts in itertools.product(range(steps + 1), repeat=len(WEIGHED)) if sum(parts) == steps]
     best: tuple[float, FitConfig] = (-1.0, OFF)
-    steps = round(1 / WEIGHT_STEP)
-    for parts in itertools.product(range(steps + 1), repeat=len(WEIGHED)):
-        if sum(parts) != steps:
-            continue
-        weights = tuple((name, part / steps) for name, part in zip(WEIGHED, parts, strict=True) if part)
-        fit = _threshold_of(outside, inside.values(), weights, embedder)
-        caught = _share(outside, fit)
-        if caught > best[0]:
-            best = (caught, fit)
+    for weights in every:
+        for penalty in penalties:  # the lightest penalty first: a heavier one must refuse more to be chosen
+            fit = _threshold_of(outside, inside.values(), weights, embedder, penalty)
+            caught = _share(outside, fit)
+            if caught > best[0]:
+                best = (caught, fit)
     return best[1]
 
 
 def _threshold_of(outside: Sequence[Row], inside: Iterable[Sequence[Row]],
-                  weights: tuple[tuple[str, float], ...], embedder: str = DEFAULT_EMBEDDER) -> FitConfig:
-    probe = FitConfig(semantic_weights=weights, embedder=embedder)
-    return _chosen(outside, inside, lambda r: probe.semantic_score(_evidence(r)),
-                   lambda t: FitConfig(semantic_weights=weights, min_semantic=t, embedder=embedder))
+                  weights: tuple[tuple[str, float], ...], embedder: str = DEFAULT_EMBEDDER,
+                  penalty: tuple[float, float] = (0.0, 0.0)) -> FitConfig:
+    def make(threshold: float) -> FitConfig:
+        return FitConfig(semantic_weights=weights, min_semantic=threshold, embedder=embedder,
+                         outside_weight=penalty[0], outside_margin=penalty[1])
+
+    probe = make(0.0)
+    return _chosen(outside, inside, lambda r: probe.semantic_score(_evidence(r)), make)
+
+
+OUTSIDE_PENALTIES = ((0.0, 0.0),) + tuple((weight, margin) for weight in (0.25, 0.5, 0.75, 1.0)
+                                          for margin in (0.0, 0.05, 0.1, 0.15))
+"""The outside penalties (`FitConfig.outside_weight`, `outside_margin`) the semantic rule may be chosen with, the
+first none: measured only on signal files that hold the outside evidence."""
 
 
 WEIGHED = ("lexical", "gap", "lift")
@@ -210,7 +225,7 @@ def _chosen(outside: Sequence[Row], inside: Iterable[Sequence[Row]], score: Call
                 break
     if bound == math.inf:
         bound = max((score(r) for r in outside), default=0.0) + 1e-4
-    return make(max(0.0, math.floor(bound * 1e4) / 1e4))
+    return make(math.floor(bound * 1e4) / 1e4)  # below 0 too: an outside penalty can take a score under it
 
 
 def _share(outside: Sequence[Row], fit: FitConfig) -> float:
@@ -220,7 +235,8 @@ def _share(outside: Sequence[Row], fit: FitConfig) -> float:
 def _evidence(row: Row) -> Evidence:
     embedder = (row.embedder or DEFAULT_EMBEDDER) if row.cosine is not None else None
     return Evidence(row.lexical, row.cosine, embedder=embedder,
-                    second=row.second, coverage=row.coverage, gap=row.gap, lift=row.lift, words=row.words)
+                    second=row.second, coverage=row.coverage, gap=row.gap, lift=row.lift, words=row.words,
+                    outside=row.outside)
 
 
 def _outside(rows: Sequence[Row], sets: Sequence[tuple[str, str]]) -> list[Row]:
@@ -284,8 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--from", dest="source", type=Path, help="read them from here instead of searching")
     parser.add_argument("--metatool", type=Path, default=METATOOL if METATOOL.is_dir() else None)
     parser.add_argument("--toolalpaca", type=Path, default=TOOLALPACA if TOOLALPACA.is_dir() else None)
-    parser.add_argument("--weights", type=_weights, help="semantic: also choose the threshold for these weights "
-                        "on the even halves (e.g. lexical=.2,gap=.8,words=.035)")
+    parser.add_argument("--weights", type=_weights, help="semantic: also choose the threshold (and the outside "
+                        "penalty) for these weights on the even halves (e.g. lexical=.2,gap=.8,words=.035)")
     args = parser.parse_args(argv)
     if args.source is not None:
         rows = [Row(**json.loads(line)) for line in args.source.read_text(encoding="utf-8").splitlines() if line]

@@ -246,7 +246,7 @@ def test_a_semantic_index_has_a_floor_per_tool() -> None:
 
     index = build_index(list(small_catalog()), semantic=True)
     assert index.find("weather forecast for Paris").evidence.lift is None  # type: ignore[union-attr]  # not weighed
-    index.measure_floors()
+    index.measure_yardsticks()
     evidence = index.find("weather forecast for Paris").evidence
     assert evidence is not None and evidence.lift is not None and evidence.cosine is not None
     assert evidence.lift < evidence.cosine
@@ -260,9 +260,9 @@ def test_an_index_measures_the_floors_only_for_a_rule_that_weighs_the_lift() -> 
 
     assert not DEFAULT_FIT.weighs("lift") and DEFAULT_FIT.weighs("gap")
     index = SearchIndex(list(small_catalog()), embedder=_Letters())
-    assert index._floors is None
-    index.measure_floors()
-    assert index._floors is not None and index._floors.shape == (len(index.entries),)
+    assert index._yardsticks.floors is None
+    index.measure_yardsticks()
+    assert index._yardsticks.floors is not None and index._yardsticks.floors.shape == (len(index.entries),)
 
 
 def _general(words: int) -> Evidence:
@@ -297,3 +297,86 @@ def test_the_index_gives_the_request_word_count_to_the_fit_rule() -> None:
     index = build_index(list(small_catalog()))
     evidence = index.find("weather forecast for Paris please").evidence
     assert evidence is not None and evidence.words == pytest.approx(math.log(5))
+
+
+def test_the_outside_evidence_is_the_closest_outside_tools_cosine() -> None:
+    bm25 = BM25FPostings([{"name": ["alpha"]}, {"name": ["beta"]}], {"name": 1.0})
+    vectors = np.eye(3, dtype=np.float32)[:2]
+    request = np.asarray([0.3, 0.1, 0.95], dtype=np.float32)
+    outside = np.asarray([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
+    everyone = np.ones(2, dtype=np.bool_)
+    evidence = evidence_of(bm25, {"alpha": 1.0}, 0, everyone, vectors, request, named=False, embedder="e",
+                           outside=outside)
+    assert evidence.cosine == pytest.approx(0.3) and evidence.outside == pytest.approx(0.95)
+    # Vectors of another size (another embedder's) and BM25 mode read no outside.
+    assert evidence_of(bm25, {"alpha": 1.0}, 0, everyone, vectors, request, named=False,
+                       outside=np.ones((2, 4), dtype=np.float32)).outside is None
+    assert evidence_of(bm25, {"alpha": 1.0}, 0, everyone, None, None, named=False, outside=outside).outside is None
+
+
+def test_the_outside_penalty_counts_only_past_its_margin_and_is_never_a_bonus() -> None:
+    rule = FitConfig(semantic_weights=(("gap", 1.0),), min_semantic=0.2, embedder="e", outside_weight=0.5,
+                     outside_margin=0.1)
+    near_here = Evidence(0.0, 0.6, embedder="e", gap=0.3, outside=0.2)
+    assert rule.semantic_score(near_here) == pytest.approx(0.3)  # the outside is farther: nothing added
+    within = Evidence(0.0, 0.6, embedder="e", gap=0.3, outside=0.7)
+    assert rule.semantic_score(within) == pytest.approx(0.3) and rule.fits(within)
+    past = Evidence(0.0, 0.3, embedder="e", gap=0.3, outside=0.7)  # .4 nearer: .3 past the margin, half of it
+    assert rule.semantic_score(past) == pytest.approx(0.3 - 0.15) and not rule.fits(past)
+    assert rule.fits(Evidence(0.0, 0.3, embedder="e", gap=0.3))  # an index without the outside vectors
+    assert FitConfig(semantic_weights=(("gap", 1.0),), min_semantic=0.2, embedder="e", outside_weight=0.0).fits(past)
+
+
+def test_the_outside_tools_are_many_distinct_and_from_no_labelled_set() -> None:
+    from lazytools.search.fit import outside_texts
+
+    texts = outside_texts()
+    assert len(texts) >= 500 and len(set(texts)) == len(texts) and all(": " in text for text in texts)
+    labelled = set()
+    for path in Path(__file__).parents[1].joinpath("benchmarks", "data").rglob("tools.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.strip() else {}
+            if isinstance(record, dict) and isinstance(record.get("description"), str):
+                labelled.add(" ".join(record["description"].split()).lower())
+    assert len(labelled) > 500
+    assert not {text.split(": ", 1)[1].lower() for text in texts} & labelled
+
+
+def test_an_index_embeds_the_outside_tools_for_a_rule_that_reads_them() -> None:
+    from lazytools.search.fit import outside_texts, yardsticks
+
+    tools = _Letters().embed(["aaa", "bbb", "abc"])
+    off = yardsticks(_Letters(), tools, FitConfig(outside_weight=0.0))
+    on = yardsticks(_Letters(), tools, FitConfig(outside_weight=0.5))
+    assert off.outside is None and off.floors is None
+    assert on.outside is not None and on.outside.shape == (len(outside_texts()), 3) and on.floors is None
+    assert np.allclose(on.outside, _Letters().embed(list(outside_texts())), atol=1e-6)
+    every = yardsticks(_Letters(), tools, FitConfig(), every=True)
+    assert every.floors is not None and every.outside is not None
+
+
+OUT_OF_SCOPE_ELSEWHERE = "book a flight to Paris for next Monday"
+"""Of benchmarks/data/bundled/outofscope.jsonl: the outside tools hold flight bookings, the bundled catalog none, and
+only the outside penalty refuses it (the gap alone lets it through)."""
+
+
+async def test_a_request_far_nearer_a_tool_of_other_catalogs_gets_nothing(tmp_path: Path) -> None:
+    import dataclasses
+
+    settings = make_settings(semantic=True, cache_dir=tmp_path, learn=False)
+    async with open_server(settings) as server, client(server) as c:
+        await embedded(server.index)
+        index = await server.index.ready()
+        evidence = index.find(OUT_OF_SCOPE_ELSEWHERE).evidence
+        assert evidence is not None and evidence.outside is not None and evidence.cosine is not None
+        assert evidence.outside > evidence.cosine + DEFAULT_FIT.outside_margin
+        assert dataclasses.replace(DEFAULT_FIT, outside_weight=0.0).fits(evidence) and not DEFAULT_FIT.fits(evidence)
+        answer = text_of(await c.call_tool("search_tools", {"query": OUT_OF_SCOPE_ELSEWHERE}))
+        assert answer.startswith(f"No tool here fits '{OUT_OF_SCOPE_ELSEWHERE}'; no tool was enabled")
+    # The outside vectors went through the on-disk cache: a restart reads them instead of embedding them again.
+    from lazytools.search.embedders import VectorCache, load_embedder
+    from lazytools.search.fit import outside_texts
+
+    cache = VectorCache(tmp_path)
+    cache.vectors(load_embedder(index.embedder.name if index.embedder else ""), list(outside_texts()))
+    assert cache.misses == 0 and cache.hits == len(outside_texts())

@@ -22,6 +22,13 @@ scales that depend neither on the catalog's size nor on the request's length:
   Alpha's short answers, a dictionary) has a high floor, so general questions it does answer are refused too
   (docs/search-log.md, "Round 4c").
 
+- outside (with the semantic extra): the cosine of the request's closest tool of *other* catalogs (`data/fit_outside.json`:
+  some 650 public tools of assistants, devices, bookings, payments, media and web APIs, none of an evaluation set).
+  A request far nearer one of those than any tool here ("pay my electricity bill": a bill-paying API) asks for
+  something that exists, elsewhere; a request this catalog answers is about as near its own tool as to any other.
+  The rule subtracts the excess past `FitConfig.outside_margin`, weighed by `outside_weight`: a penalty, never a
+  bonus, so a catalog that holds the very tools of that list loses nothing.
+
 - words: the natural log of the request's word count, at most WORDS_AT_MOST (`query.Cost.words`). A long general
   question ("I'm doing a presentation on famous scientists. Can you find out when Albert Einstein was born?", for
   Wolfram Alpha's short answers) is near many tools at once, so its tool stands out less from its near neighbours
@@ -53,7 +60,7 @@ if TYPE_CHECKING:
     from .embedders import Embedder, Vectors
 
 __all__ = ["DEFAULT_FIT", "SIGNALS", "Evidence", "FitConfig", "background_floor", "background_requests",
-           "evidence_of", "lexical_evidence"]
+           "Yardsticks", "evidence_of", "lexical_evidence", "outside_texts", "outside_vectors", "yardsticks"]
 
 
 SIGNALS = ("lexical", "cosine", "gap", "second", "coverage", "lift", "words")
@@ -69,8 +76,12 @@ class FitConfig:
     """BM25 mode: the lexical evidence a request's best tool needs (0: every request fits)."""
     semantic_weights: tuple[tuple[str, float], ...] = (("lexical", 0.2), ("gap", 0.8), ("words", 0.035))
     """Semantic mode: a request fits when this weighted sum of its evidence (names from `SIGNALS`) ..."""
-    min_semantic: float = 0.206
-    """... reaches this (0: every request fits)."""
+    min_semantic: float = 0.203
+    """... reaches this."""
+    outside_weight: float = 0.75
+    """Semantic mode: what the sum loses per unit by which the request's closest tool of other catalogs
+    (`Evidence.outside`) is nearer than its closest tool here, past `outside_margin` (0: the outside is not read)."""
+    outside_margin: float = 0.1
     background_quantile: float = 0.9
     """Each tool's background floor is the cosine this share of the background requests stay under (read when an
     index computes its floors, as it embeds its tools: `background_floor`)."""
@@ -101,8 +112,11 @@ class FitConfig:
         return any(name == signal and weight for name, weight in self.semantic_weights)
 
     def semantic_score(self, evidence: Evidence) -> float:
-        """The weighted sum of `evidence` the semantic rule compares with `min_semantic`."""
-        return sum(weight * (getattr(evidence, name) or 0.0) for name, weight in self.semantic_weights)
+        """The weighted sum of `evidence` the semantic rule compares with `min_semantic`, less the outside penalty."""
+        score = sum(weight * (getattr(evidence, name) or 0.0) for name, weight in self.semantic_weights)
+        if self.outside_weight and evidence.outside is not None and evidence.cosine is not None:
+            score -= self.outside_weight * max(0.0, evidence.outside - evidence.cosine - self.outside_margin)
+        return score
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,19 +142,23 @@ class Evidence:
     index has its floors): above 0, the request is nearer that tool than nearly all everyday requests are."""
     words: float = 0.0
     """The natural log of the request's word count, at most WORDS_AT_MOST (0 for a word or none)."""
+    outside: float | None = None
+    """The cosine of the request's closest tool of other catalogs (`outside_texts`; semantic mode, once the index
+    has their vectors)."""
 
 
 def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, candidates: npt.NDArray[np.bool_],
                 vectors: Vectors | None, request: Vectors | None, *, named: bool,
                 embedder: str | None = None, floors: npt.NDArray[np.float32] | None = None, words: int = 1,
-                read: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None) -> Evidence:
+                read: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None,
+                outside: Vectors | None = None) -> Evidence:
     """The evidence for a request scored with the weighted `terms`, whose best-ranked tool is at position `best`;
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
     cosine, before any lift by server), and with each tool's background `floors` (`background_floor`) the lift;
     `words` is the request's word count (`query.Cost.words`); `read`: the slots and weights of `terms` when the
-    caller has them (`bm25.TermsRead.first`)."""
+    caller has them (`bm25.TermsRead.first`); `outside`: the vectors of `outside_texts` by the same embedder."""
     lexical, second, coverage = _term_evidence(bm25, terms, best, read)
-    cosine = gap = lift = None
+    cosine = gap = lift = nearest_outside = None
     if vectors is not None and request is not None and candidates.any():
         every = np.einsum("ij,j->i", vectors, request)
         cosines = every[candidates]
@@ -149,8 +167,10 @@ def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, cand
         gap = cosine - float(np.median(top))
         if floors is not None and floors.shape == every.shape:
             lift = float((every - floors)[candidates].max())
+        if outside is not None and len(outside) and outside.shape[1] == request.shape[0]:
+            nearest_outside = float((outside @ request).max())  # a BLAS product (einsum runs its own loop)
     return Evidence(lexical, cosine, named, embedder if cosine is not None else None, second, coverage, gap, lift,
-                    math.log(min(max(words, 1), WORDS_AT_MOST)))
+                    math.log(min(max(words, 1), WORDS_AT_MOST)), nearest_outside)
 
 
 @cache
@@ -176,6 +196,45 @@ def background_floor(embedder: Embedder, vectors: Vectors, quantile: float) -> n
     floors: npt.NDArray[np.float32] = np.quantile(np.einsum("ij,kj->ki", vectors, known), quantile,
                                                   axis=0).astype(np.float32)
     return floors
+
+
+@cache
+def outside_texts() -> tuple[str, ...]:
+    """The tools of other catalogs `Evidence.outside` compares a request with, as search embeds a tool's text."""
+    return tuple(str(text) for text in table("fit_outside")["tools"])
+
+
+_OUTSIDE: dict[tuple[str, int], Vectors] = {}
+"""The outside tools' vectors per embedder (fingerprint, dimensions): embedded once per process."""
+
+
+def outside_vectors(embedder: Embedder, embed: Callable[[list[str]], Vectors] | None = None) -> Vectors:
+    """The vectors of `outside_texts` by `embedder`, embedded once per embedder and process (a few seconds of CPU:
+    call it where the tools are embedded, off the event loop); `embed`: how, when not straight by `embedder` (the
+    embedding thread passes its on-disk cache, so a restart reads them)."""
+    key = (embedder.fingerprint, embedder.dimensions)
+    known = _OUTSIDE.get(key)
+    if known is None:
+        texts = list(outside_texts())
+        known = _OUTSIDE[key] = embed_finite(embedder, texts) if embed is None else embed(texts)
+    return known
+
+
+@dataclass(frozen=True, slots=True)
+class Yardsticks:
+    """What an index's evidence compares a request with besides its own tools, computed with their vectors."""
+
+    floors: npt.NDArray[np.float32] | None = None
+    """Each tool's background floor (`background_floor`), for the lift."""
+    outside: Vectors | None = None
+    """The outside tools' vectors (`outside_vectors`)."""
+
+
+def yardsticks(embedder: Embedder, vectors: Vectors, fit: FitConfig, *, every: bool = False) -> Yardsticks:
+    """The floors if `fit` weighs the lift, the outside vectors if it reads them; `every`: both, whatever the rule
+    weighs (the benchmark that chooses the rule measures them all)."""
+    floors = background_floor(embedder, vectors, fit.background_quantile) if every or fit.weighs("lift") else None
+    return Yardsticks(floors, outside_vectors(embedder) if every or fit.outside_weight else None)
 
 
 def _ranked(terms: Mapping[str, float], idf: Mapping[str, float]) -> list[tuple[float, str]]:

@@ -26,7 +26,7 @@ from .bm25 import BM25FPostings, TermsRead
 from .config import DEFAULT, RankingConfig
 from .documents import RENDERED_FIELDS, catalog_name_terms, catalog_terms, embedding_text, known_words
 from .embedders import DEFAULT_EMBEDDER, embed_finite
-from .fit import DEFAULT_FIT, background_floor, evidence_of
+from .fit import DEFAULT_FIT, Yardsticks, evidence_of, yardsticks
 from .fusion import ScoreArray
 from .inputs import MAX_PRODUCERS
 from .names import NameMatcher, NameWords
@@ -110,8 +110,8 @@ class SearchIndex:
         self._recent: RecentAnswers[Results] = RecentAnswers(RECENT_QUERIES)
         self.embedder: Embedder | None = None
         self.vectors: Vectors | None = None
-        self._floors: npt.NDArray[np.float32] | None = None
-        """Each tool's background floor (`fit.background_floor`), computed with the vectors."""
+        self._yardsticks = Yardsticks()
+        """What the fit evidence compares a request with besides these tools (`fit.yardsticks`), with the vectors."""
         if embedder is not None:
             self.use_embeddings(embedder, embed_finite(embedder, self.embedding_texts()))
 
@@ -143,10 +143,10 @@ class SearchIndex:
     def embedding_texts(self) -> list[str]:
         return [embedding_text(entry) for entry in self.entries]
 
-    def measure_floors(self, quantile: float = DEFAULT_FIT.background_quantile) -> None:
-        """Each tool's background floor, for the lift (`fit`): with the vectors if the shipped rule weighs it."""
+    def measure_yardsticks(self) -> None:
+        """Every yardstick of the fit evidence (`fit.yardsticks`), whether the shipped rule reads it or not."""
         if self.embedder is not None and self.vectors is not None:
-            self._floors = background_floor(self.embedder, self.vectors, quantile)
+            self._yardsticks = yardsticks(self.embedder, self.vectors, DEFAULT_FIT, every=True)
             self._recent.clear()
 
     def use_embeddings(self, embedder: Embedder, vectors: Vectors) -> None:
@@ -154,8 +154,7 @@ class SearchIndex:
         Safe while other threads search: the embedder is set before the vectors that switch fusion on."""
         if vectors.shape != (len(self.entries), embedder.dimensions):
             raise ValueError(f"{vectors.shape} vectors for {len(self.entries)} tools of {embedder.dimensions}")
-        weighed = DEFAULT_FIT.weighs("lift")
-        self._floors = background_floor(embedder, vectors, DEFAULT_FIT.background_quantile) if weighed else None
+        self._yardsticks = yardsticks(embedder, vectors, DEFAULT_FIT)
         self.embedder = embedder
         self.vectors = vectors
         self._recent.clear()  # answers given by BM25 alone (a search running now keys its answer as such)
@@ -223,7 +222,8 @@ class SearchIndex:
         evidence = evidence_of(self._bm25, query.terms.weights, picked[0], ranking.candidates, self.vectors,
                                ranking.request, named=bool(query.named),
                                embedder=embedder.name if embedder is not None else None,
-                               floors=self._floors, words=query.cost.words, read=ranking.read) if picked else None
+                               floors=self._yardsticks.floors, outside=self._yardsticks.outside,
+                               words=query.cost.words, read=ranking.read) if picked else None
         measured = bool(ranking.need_similarities) if needs is None else needs
         if not measured:
             return Results(hits, evidence=evidence)

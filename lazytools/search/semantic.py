@@ -27,6 +27,7 @@ from .embedders import (
 )
 from .embedders.static import load_wordllama
 from .embedders.window import request_vectors
+from .fit import DEFAULT_FIT, outside_vectors
 from .phrases import meant_words
 
 __all__ = [
@@ -147,7 +148,10 @@ class BackgroundVectors:
             model = resolve(embedder)
             if self.stopping.is_set():
                 raise EmbeddingStopped("stopped before the first batch")
-            deliver(model, tool_vectors(model, texts, cache_dir, self.stopping))
+            vectors = tool_vectors(model, texts, cache_dir, self.stopping)
+            if DEFAULT_FIT.outside_weight:  # through the cache here, so the index's evidence finds them made
+                outside_vectors(model, lambda outside: tool_vectors(model, outside, cache_dir, self.stopping))
+            deliver(model, vectors)
             logger.info("semantic search ready: %d tools embedded by %s in %.2f s", len(texts), model.name,
                         time.perf_counter() - started)
         except EmbeddingStopped as exc:
