@@ -360,9 +360,11 @@ OUT_OF_SCOPE_ELSEWHERE = "book a flight to Paris for next Monday"
 only the outside penalty refuses it (the gap alone lets it through)."""
 
 
-async def test_a_request_far_nearer_a_tool_of_other_catalogs_gets_nothing(tmp_path: Path) -> None:
+async def test_a_request_far_nearer_a_tool_of_other_catalogs_gets_nothing(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 
+    monkeypatch.setattr("lazytools.search.fit._OUTSIDE", {})  # as in a fresh process: nothing embedded yet
     settings = make_settings(semantic=True, cache_dir=tmp_path, learn=False)
     async with open_server(settings) as server, client(server) as c:
         await embedded(server.index)

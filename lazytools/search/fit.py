@@ -59,8 +59,8 @@ if TYPE_CHECKING:
     from .bm25 import BM25FPostings
     from .embedders import Embedder, Vectors
 
-__all__ = ["DEFAULT_FIT", "SIGNALS", "Evidence", "FitConfig", "background_floor", "background_requests",
-           "Yardsticks", "evidence_of", "lexical_evidence", "outside_texts", "outside_vectors", "yardsticks"]
+__all__ = ["DEFAULT_FIT", "SIGNALS", "Evidence", "FitConfig", "Yardsticks", "background_floor", "background_requests",
+           "evidence_of", "lexical_evidence", "outside_texts", "outside_vectors", "yardsticks"]
 
 
 SIGNALS = ("lexical", "cosine", "gap", "second", "coverage", "lift", "words")
