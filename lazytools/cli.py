@@ -250,7 +250,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         async with app.open_catalog(settings, down=down) as catalog:
             print(report.search_report(catalog, args.query, limit=_shown(args.limit, settings), group=args.group,
                                        semantic=settings.semantic, embedder=settings.embedder,
-                                       ranking=settings.search_ranking))
+                                       ranking=settings.search_ranking,
+                                       cache_dir=settings.embedding_cache_dir() if settings.semantic else None))
     elif args.command == "surface":
         async with app.open_server(settings, down=down) as server:
             print(report.surface_report(server))

@@ -29,11 +29,13 @@ class UsageUnreadable(Exception):
 
 
 def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None = None,
-                  semantic: bool = False, embedder: str = DEFAULT_EMBEDDER, ranking: str = "") -> str:
-    """The ranked matches of `query`, as the server ranks them (`ranking`: LAZYTOOLS_SEARCH_RANKING)."""
+                  semantic: bool = False, embedder: str = DEFAULT_EMBEDDER, ranking: str = "",
+                  cache_dir: Path | None = None) -> str:
+    """The ranked matches of `query`, as the server ranks them (`ranking`: LAZYTOOLS_SEARCH_RANKING; the vectors
+    through the server's vector cache in `cache_dir`)."""
     if group is not None:
         catalog.check_group(group)
-    index = build_index(catalog, semantic=semantic, embedder=embedder,
+    index = build_index(catalog, semantic=semantic, embedder=embedder, cache_dir=cache_dir,
                         config=configured_ranking(ranking))
     results = index.find(query, limit=limit, groups=[group] if group else None)
     if not results.hits:

@@ -382,3 +382,19 @@ async def test_a_request_far_nearer_a_tool_of_other_catalogs_gets_nothing(tmp_pa
     cache = VectorCache(tmp_path)
     cache.vectors(load_embedder(index.embedder.name if index.embedder else ""), list(outside_texts()))
     assert cache.misses == 0 and cache.hits == len(outside_texts())
+
+
+def test_the_search_command_in_semantic_mode_reads_its_vectors_from_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from lazytools.cli import main
+    from lazytools.search.embedders import DEFAULT_EMBEDDER, VectorCache, load_embedder
+    from lazytools.search.fit import outside_texts
+
+    monkeypatch.setattr("lazytools.search.fit._OUTSIDE", {})  # as in a fresh process
+    monkeypatch.setenv("LAZYTOOLS_SEMANTIC", "true")
+    monkeypatch.setenv("LAZYTOOLS_CACHE_DIR", str(tmp_path))
+    assert main(["search", OUT_OF_SCOPE_ELSEWHERE]) == 0
+    assert capsys.readouterr().out.startswith(f"No tool here fits '{OUT_OF_SCOPE_ELSEWHERE}'")
+    cache = VectorCache(tmp_path)
+    cache.vectors(load_embedder(DEFAULT_EMBEDDER), list(outside_texts()))
+    assert (cache.hits, cache.misses) == (len(outside_texts()), 0)  # the next command embeds none of them

@@ -363,8 +363,10 @@ def build_index(
     cache in `cache_dir` when given)."""
     index = SearchIndex(entries, config=config)
     if semantic:
-        from .semantic import resolve, tool_vectors  # the optional extra is imported only when asked for
+        from .semantic import made_outside, resolve, tool_vectors  # the optional extra, imported only when asked for
 
         model = resolve(embedder)
-        index.use_embeddings(model, tool_vectors(model, index.embedding_texts(), cache_dir))
+        vectors = tool_vectors(model, index.embedding_texts(), cache_dir)
+        made_outside(model, cache_dir)
+        index.use_embeddings(model, vectors)
     return index

@@ -107,6 +107,14 @@ def tool_vectors(embedder: Embedder, texts: Sequence[str], cache_dir: Path | Non
     return vectors
 
 
+def made_outside(embedder: Embedder, cache_dir: Path | None = None, stop: threading.Event | None = None) -> None:
+    """The outside tools' vectors (`fit.outside_vectors`) made now, through the on-disk cache when `cache_dir` is
+    given, if the shipped rule reads them: an index given `embedder`'s vectors then finds them made, and a restart
+    reads them instead of embedding them again."""
+    if DEFAULT_FIT.outside_weight:
+        outside_vectors(embedder, lambda texts: tool_vectors(embedder, texts, cache_dir, stop))
+
+
 STOP_TIMEOUT = 30.0
 """Seconds `BackgroundVectors.stop` waits for the thread: a batch takes a fraction of a second, loading a model a
 few seconds."""
@@ -149,8 +157,7 @@ class BackgroundVectors:
             if self.stopping.is_set():
                 raise EmbeddingStopped("stopped before the first batch")
             vectors = tool_vectors(model, texts, cache_dir, self.stopping)
-            if DEFAULT_FIT.outside_weight:  # through the cache here, so the index's evidence finds them made
-                outside_vectors(model, lambda outside: tool_vectors(model, outside, cache_dir, self.stopping))
+            made_outside(model, cache_dir, self.stopping)
             deliver(model, vectors)
             logger.info("semantic search ready: %d tools embedded by %s in %.2f s", len(texts), model.name,
                         time.perf_counter() - started)
