@@ -84,6 +84,7 @@ def function_tool(
         annotations=annotations,
         trusted_schema=True,
         checks_arguments=exact,
+        at_once=quick and not is_async,
     )
 
 

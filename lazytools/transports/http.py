@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +37,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..catalog import Catalog
 from ..errors import RateLimitedError
 from ..identity import SCOPE_KEY, Principal
 from ..policy.limits import Alive, MemorySessionCounter, RedisSessionCounter, SessionCounter
 from ..safetext import clip, redact_session_ids
+from ..server.metatools import answers_at_once
 from ..server.metrics import Metrics
 from ..server.middleware.rate_limit import RATE_LIMITED, RateLimitMiddleware
 from ..server.middleware.shared_sessions import SharedSessions
 from ..settings import Settings
 from ..state import SharedState
+from ..validation import INLINE_BYTES
 from .http_auth import edge_auth
 from .http_drain import DrainingServer, InFlight, Readiness
 from .http_edge import Edge
@@ -53,7 +57,7 @@ from .http_head import Head, head_of
 from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_shared_sessions import SharedSessionManager
 
-__all__ = ["MCP_PATH", "McpEndpoint", "build_app", "http_server", "serve_http"]
+__all__ = ["MCP_PATH", "AtOnce", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
 logger = logging.getLogger(__name__)
 
@@ -119,9 +123,11 @@ class McpEndpoint:
 
     def __init__(self, sessions: StreamableHTTPSessionManager | SharedSessionManager,
                  stateless: StreamableHTTPSessionManager, *, max_body_bytes: int, body_timeout: float = 15.0,
-                 readiness: Readiness | None = None, admission: SessionAdmission | None = None) -> None:
+                 readiness: Readiness | None = None, admission: SessionAdmission | None = None,
+                 at_once: AtOnce | None = None) -> None:
         self.sessions = sessions
         self.stateless = stateless
+        self.at_once = at_once
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
         self.readiness = readiness
@@ -165,6 +171,8 @@ class McpEndpoint:
         if not head.session and not _is_initialize(message):
             # No session and no handshake: nothing to keep between requests, so the static proxy surface.
             manager = self.stateless
+            if self.at_once is not None and self.at_once.answers(head, message, body):
+                manager = self.at_once.manager
         principal = scope.get(SCOPE_KEY)
         if self.admission is not None and not head.session and _is_initialize(message) \
                 and isinstance(principal, Principal):
@@ -232,6 +240,27 @@ class McpEndpoint:
             if not more:
                 break
         return b"".join(chunks)
+
+
+class AtOnce:
+    """Where a 2026-07-28 call that is answered at once goes: a stateless manager that answers in JSON.
+
+    With SSE answers on (the default), the SDK serves each 2026-07-28 request in a task group of its own: the call
+    in one task, a watch for the client's disconnect in another, and a stream that turns the answer into SSE once
+    the call sends something (progress, a log line) or runs for 15 s; a call that does neither is answered with
+    the same JSON as in JSON mode. A call of a tool that returns at once and sends nothing (`metatools.
+    answers_at_once`: an in-process function marked quick) with a small body can do neither, so it skips that
+    machinery and gets the same answer."""
+
+    def __init__(self, manager: StreamableHTTPSessionManager, answers_at_once: Callable[[Mapping[str, Any]], bool]):
+        self.manager = manager
+        self.answers_at_once = answers_at_once
+
+    def answers(self, head: Head, message: Any, body: bytes) -> bool:
+        params = message.get("params")
+        return (message.get("method") == "tools/call" and len(body) <= INLINE_BYTES and head.version is not None
+                and head.version not in HANDSHAKE_PROTOCOL_VERSIONS and isinstance(params, dict)
+                and self.answers_at_once(params))
 
 
 DRAIN_FACTOR = 8
@@ -422,12 +451,14 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
         )
     readiness = Readiness(state.ping if state is not None else None)
 
+    at_once = _at_once(server, settings, common)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         once = _SaidOnce()
         _MANAGER_LOG.addFilter(once)
         try:
-            async with sessions.run(), stateless.run():
+            async with sessions.run(), stateless.run(), at_once.manager.run() if at_once else nullcontext():
                 readiness.started = True
                 yield
         finally:
@@ -459,7 +490,7 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
     middleware.insert(0, Middleware(HeaderCount, **counting))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
                            body_timeout=settings.body_timeout, readiness=readiness,
-                           admission=_admission(server, settings, sessions, state))
+                           admission=_admission(server, settings, sessions, state), at_once=at_once)
     inflight = InFlight(endpoint)
     routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]),
               Route("/readyz", readiness.endpoint, methods=["GET"]), *identity.routes]
@@ -481,6 +512,15 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
     app.state.inflight = inflight
     app.state.sessions = sessions
     return app
+
+
+def _at_once(server: Server[Any], settings: Settings, common: dict[str, Any]) -> AtOnce | None:
+    """Where calls answered at once go (`AtOnce`), when answers are SSE and the server can tell those calls."""
+    catalog = getattr(server, "catalog", None)
+    if settings.json_response or not isinstance(catalog, Catalog):
+        return None
+    return AtOnce(StreamableHTTPSessionManager(server, stateless=True, **{**common, "json_response": True}),
+                  partial(answers_at_once, catalog))
 
 
 def _admission(server: Server[Any], settings: Settings,
