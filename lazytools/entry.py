@@ -71,6 +71,9 @@ class ToolEntry:
     """The tool's call checks small arguments against its input schema itself, exactly (an in-process function's
     argument model, in strict mode), and refuses them with the schema's messages: the server does not check them
     first."""
+    at_once: bool = False
+    """The call is an in-process function that runs on the event loop and returns at once (marked quick): it
+    sends nothing while it runs, so its answer needs no stream."""
 
     @property
     def summary(self) -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "META_TOOL_NAMES",
     "RELEVANCE_FLOOR",
     "SEARCH_TOOLS",
+    "answers_at_once",
     "invoke_tool_definition",
     "quick_search",
     "resolve_invocation",
@@ -229,3 +230,13 @@ def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any], limits: L
     if name in META_TOOL_NAMES:
         raise ToolArgumentsError(f"{name} is a meta-tool: call it directly, not through invoke_tool.")
     return catalog.get(name, suggesting=suggesting), args.get("arguments")
+
+
+def answers_at_once(catalog: Catalog, params: Mapping[str, Any]) -> bool:
+    """Whether a tools/call with `params` runs a tool that returns at once and sends nothing meanwhile (an
+    in-process function marked quick, called by name or through invoke_tool): its answer needs no stream."""
+    name = params.get("name")
+    if name == INVOKE_TOOL:
+        arguments = params.get("arguments")
+        name = arguments.get("tool_name") if isinstance(arguments, Mapping) else None
+    return isinstance(name, str) and name in catalog and catalog.get(name).at_once

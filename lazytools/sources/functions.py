@@ -57,13 +57,18 @@ def function_tool(
         refuse_non_finite(tool_name, schema, arguments)  # the model's float takes NaN; JSON has none
         parsed = _parsed(model, tool_name, schema, arguments, exact)
         kwargs = {key: getattr(parsed, key) for key in fields}
+        if quick and not is_async and within(arguments, INLINE_BYTES):
+            try:
+                # Microseconds by the author's word, and on the loop: a time limit could not stop it anyway.
+                value = fn(**kwargs)
+            except Exception as exc:  # the tool's own failure: keep its message, hide our frames
+                raise ToolExecutionError(f"{type(exc).__name__}: {exc}") from exc
+            return to_result(value)
         limit = call_time_limit()
         try:
             with anyio.move_on_after(limit) as clock:
                 if is_async:
                     value = await fn(**kwargs)
-                elif quick and within(arguments, INLINE_BYTES):
-                    value = fn(**kwargs)  # microseconds by the author's word: not worth a time limit
                 else:
                     # A thread keeps one slow function from stalling every other session on the event loop.
                     value = await in_tool_thread(lambda: fn(**kwargs))
@@ -84,6 +89,7 @@ def function_tool(
         annotations=annotations,
         trusted_schema=True,
         checks_arguments=exact,
+        at_once=quick and not is_async,
     )
 
 

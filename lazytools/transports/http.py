@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import PARSE_ERROR
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -35,22 +37,27 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..catalog import Catalog
 from ..errors import RateLimitedError
 from ..identity import SCOPE_KEY, Principal
 from ..policy.limits import Alive, MemorySessionCounter, RedisSessionCounter, SessionCounter
 from ..safetext import clip, redact_session_ids
+from ..server.metatools import answers_at_once
 from ..server.metrics import Metrics
 from ..server.middleware.rate_limit import RATE_LIMITED, RateLimitMiddleware
 from ..server.middleware.shared_sessions import SharedSessions
 from ..settings import Settings
 from ..state import SharedState
+from ..validation import INLINE_BYTES
 from .http_auth import edge_auth
 from .http_drain import DrainingServer, InFlight, Readiness
+from .http_edge import Edge
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
+from .http_head import Head, head_of
 from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_shared_sessions import SharedSessionManager
 
-__all__ = ["MCP_PATH", "McpEndpoint", "build_app", "http_server", "serve_http"]
+__all__ = ["MCP_PATH", "AtOnce", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,27 +123,32 @@ class McpEndpoint:
 
     def __init__(self, sessions: StreamableHTTPSessionManager | SharedSessionManager,
                  stateless: StreamableHTTPSessionManager, *, max_body_bytes: int, body_timeout: float = 15.0,
-                 readiness: Readiness | None = None, admission: SessionAdmission | None = None) -> None:
+                 readiness: Readiness | None = None, admission: SessionAdmission | None = None,
+                 at_once: AtOnce | None = None) -> None:
         self.sessions = sessions
         self.stateless = stateless
+        self.at_once = at_once
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
         self.readiness = readiness
         self.admission = admission
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        send = _no_session_on_refusals(send)
+        head = head_of(scope)
+        if head.version is None or head.version in HANDSHAKE_PROTOCOL_VERSIONS:
+            # The SDK answers a 2026-07-28 request (routed by its header) without a session of its own making.
+            send = _no_session_on_refusals(send)
         if scope["method"] != "POST":
             await self.sessions.handle_request(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
+        if (head.content_type or "").split(";", 1)[0].strip().lower() != "application/json":
             await jsonrpc_error(415, "Unsupported Media Type: Content-Type must be application/json")(
                 scope, receive, send)
             return
-        scope = _plain_content_type(scope)
+        if not head.plain_type:
+            scope = _plain_content_type(scope)
         with anyio.move_on_after(self.body_timeout) as reading:
-            body = await self._read_body(headers, receive)
+            body = await self._read_body(head, receive)
         if reading.cancelled_caught:
             # A body that trickles in (or never comes) would hold the connection forever.
             await jsonrpc_error(408, f"Request body not received within {self.body_timeout:g} s",
@@ -156,11 +168,13 @@ class McpEndpoint:
             await jsonrpc_error(503, "This server is shutting down: connect again", headers={"Connection": "close"})(
                 scope, receive, send)
             return
-        if MCP_SESSION_ID_HEADER not in headers and not _is_initialize(message):
+        if not head.session and not _is_initialize(message):
             # No session and no handshake: nothing to keep between requests, so the static proxy surface.
             manager = self.stateless
+            if self.at_once is not None and self.at_once.answers(head, message, body):
+                manager = self.at_once.manager
         principal = scope.get(SCOPE_KEY)
-        if self.admission is not None and MCP_SESSION_ID_HEADER not in headers and _is_initialize(message) \
+        if self.admission is not None and not head.session and _is_initialize(message) \
                 and isinstance(principal, Principal):
             await self._open(principal, message, body, scope, receive, send)
             return
@@ -198,12 +212,12 @@ class McpEndpoint:
         return (self.readiness is not None and self.readiness.draining
                 and not isinstance(self.sessions, SharedSessionManager))
 
-    async def _read_body(self, headers: Headers, receive: Receive) -> bytes | None:
+    async def _read_body(self, head: Head, receive: Receive) -> bytes | None:
         """The whole body, or None once it passes the limit. The rest of a body over the limit is still read, up to
         DRAIN_FACTOR times the limit, and dropped: a client answered while it is still sending sees its connection
         reset, not the 413 (the SDK's client then ends its session), while one that has sent it all reads the
         answer."""
-        declared = headers.get("content-length", "")
+        declared = head.content_length or ""
         drain = DRAIN_FACTOR * self.max_body_bytes
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             if int(declared) <= drain:
@@ -226,6 +240,27 @@ class McpEndpoint:
             if not more:
                 break
         return b"".join(chunks)
+
+
+class AtOnce:
+    """Where a 2026-07-28 call that is answered at once goes: a stateless manager that answers in JSON.
+
+    With SSE answers on (the default), the SDK serves each 2026-07-28 request in a task group of its own: the call
+    in one task, a watch for the client's disconnect in another, and a stream that turns the answer into SSE once
+    the call sends something (progress, a log line) or runs for 15 s; a call that does neither is answered with
+    the same JSON as in JSON mode. A call of a tool that returns at once and sends nothing (`metatools.
+    answers_at_once`: an in-process function marked quick) with a small body can do neither, so it skips that
+    machinery and gets the same answer."""
+
+    def __init__(self, manager: StreamableHTTPSessionManager, answers_at_once: Callable[[Mapping[str, Any]], bool]):
+        self.manager = manager
+        self.answers_at_once = answers_at_once
+
+    def answers(self, head: Head, message: Any, body: bytes) -> bool:
+        params = message.get("params")
+        return (message.get("method") == "tools/call" and len(body) <= INLINE_BYTES and head.version is not None
+                and head.version not in HANDSHAKE_PROTOCOL_VERSIONS and isinstance(params, dict)
+                and self.answers_at_once(params))
 
 
 DRAIN_FACTOR = 8
@@ -416,12 +451,14 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
         )
     readiness = Readiness(state.ping if state is not None else None)
 
+    at_once = _at_once(server, settings, common)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         once = _SaidOnce()
         _MANAGER_LOG.addFilter(once)
         try:
-            async with sessions.run(), stateless.run():
+            async with sessions.run(), stateless.run(), at_once.manager.run() if at_once else nullcontext():
                 readiness.started = True
                 yield
         finally:
@@ -429,49 +466,61 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
             _MANAGER_LOG.removeFilter(once)
 
     token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
-    middleware = [
-        Middleware(
-            HTTPGuard,
-            bind_host=settings.host,
-            allowed_hosts=settings.allowed_hosts,
-            allowed_origins=settings.allowed_origins,
-            token=token,
-            protected_prefix=PROTECTED,
-        )
-    ]
+    guarding: dict[str, Any] = {
+        "bind_host": settings.host, "allowed_hosts": settings.allowed_hosts,
+        "allowed_origins": settings.allowed_origins, "token": token, "protected_prefix": PROTECTED}
+    middleware = [Middleware(HTTPGuard, **guarding)]
     # Who each request acts for (http_auth.py): OAuth, the shared token's user, or anonymous.
     identity = edge_auth(settings, PROTECTED)
     middleware += identity.middleware
+    cors = None
     if settings.allowed_origins:
         # Browser clients on the listed origins must read Mcp-Session-Id and send it (and a token) back.
-        middleware.insert(0, Middleware(
+        cors = Middleware(
             CORSMiddleware,
             allow_origins=settings.allowed_origins,
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["authorization", "content-type", "accept", "last-event-id", "mcp-protocol-version",
                            MCP_SESSION_ID_HEADER],
             expose_headers=[MCP_SESSION_ID_HEADER, "www-authenticate"],
-        ))
+        )
+        middleware.insert(0, cors)
     # Before anything reads a header (CORS, Host, the token): too many of them is a 431 (http_limits.py).
-    middleware.insert(0, Middleware(HeaderCount, max_count=settings.max_header_count,
-                                    max_bytes=settings.max_header_bytes))
+    counting = {"max_count": settings.max_header_count, "max_bytes": settings.max_header_bytes}
+    middleware.insert(0, Middleware(HeaderCount, **counting))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
                            body_timeout=settings.body_timeout, readiness=readiness,
-                           admission=_admission(server, settings, sessions, state))
+                           admission=_admission(server, settings, sessions, state), at_once=at_once)
     inflight = InFlight(endpoint)
     routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]),
               Route("/readyz", readiness.endpoint, methods=["GET"]), *identity.routes]
     metrics = getattr(server, "metrics", None)
     if isinstance(metrics, Metrics):
         routes.append(Route(METRICS_PATH, metrics_endpoint(metrics, metrics_scope(settings)), methods=["GET"]))
-    direct: ASGIApp = inflight
-    for layer in reversed(middleware):
+    # `/mcp` passes the same checks in the same order, with the edge's layers folded into one (http_edge.py).
+    direct: ASGIApp = endpoint
+    for layer in reversed([] if identity.principal is not None else identity.middleware):
         direct = layer.cls(direct, *layer.args, **layer.kwargs)
+    count = HeaderCount(endpoint, **counting)
+    direct = Edge(direct, guard=HTTPGuard(endpoint, **guarding), inflight=inflight,
+                  count=None if cors is not None else count, principal=identity.principal)
+    if cors is not None:
+        count.app = cors.cls(direct, *cors.args, **cors.kwargs)
+        direct = count
     app = _App(direct, routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.readiness = readiness
     app.state.inflight = inflight
     app.state.sessions = sessions
     return app
+
+
+def _at_once(server: Server[Any], settings: Settings, common: dict[str, Any]) -> AtOnce | None:
+    """Where calls answered at once go (`AtOnce`), when answers are SSE and the server can tell those calls."""
+    catalog = getattr(server, "catalog", None)
+    if settings.json_response or not isinstance(catalog, Catalog):
+        return None
+    return AtOnce(StreamableHTTPSessionManager(server, stateless=True, **{**common, "json_response": True}),
+                  partial(answers_at_once, catalog))
 
 
 def _admission(server: Server[Any], settings: Settings,

@@ -44,6 +44,8 @@ class EdgeAuth:
 
     middleware: list[Middleware] = field(default_factory=list)
     routes: list[Route] = field(default_factory=list)
+    principal: Principal | None = None
+    """The one principal every request acts for (what `middleware` sets), when the settings fix it."""
 
 
 def verifier_for(settings: Settings) -> Verifier:
@@ -74,7 +76,7 @@ def edge_auth(settings: Settings, protected_prefix: str | tuple[str, ...],
     if settings.auth_issuer is None:
         principal = named_principal(settings.auth_token_user, "token") if settings.auth_token is not None \
             else ANONYMOUS
-        return EdgeAuth(middleware=[Middleware(PrincipalOnScope, principal=principal)])
+        return EdgeAuth(middleware=[Middleware(PrincipalOnScope, principal=principal)], principal=principal)
     assert settings.auth_audience is not None
     verifier = verifier or verifier_for(settings)
     resource = AnyHttpUrl(settings.auth_audience)

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from mcp_types import INVALID_REQUEST
-from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .http_head import Head, head_of
 
 __all__ = ["LOOPBACK_NAMES", "HTTPGuard", "jsonrpc_error"]
 
@@ -26,6 +27,9 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 _WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
 _CLOSE = {"Connection": "close"}
+_KEPT_HOSTS = 256
+_KEPT_HOST_CHARS = 300
+"""Host values whose verdict is kept, and the longest kept (a DNS name is at most 253 characters, then a port)."""
 
 
 def jsonrpc_error(status: int, message: str, *, code: int = INVALID_REQUEST,
@@ -73,20 +77,21 @@ class HTTPGuard:
         self._origins = origins - {"*"}
         self._token = token.encode() if token else None
         self._protected = protected_prefix
+        self._host_verdicts: dict[str, bool] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        refusal = self._refusal(headers, scope["path"], scope["method"])
+        refusal = self.refusal(head_of(scope), scope["path"], scope["method"])
         if refusal is not None:
             await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
-    def _refusal(self, headers: Headers, path: str, method: str) -> JSONResponse | None:
-        hosts = headers.getlist("host")
+    def refusal(self, head: Head, path: str, method: str) -> JSONResponse | None:
+        """The answer that refuses a request with these headers for `method` `path`, or None to serve it."""
+        hosts = head.hosts
         if len(hosts) > 1:  # RFC 9112 3.2: a server must refuse a request with more than one
             return jsonrpc_error(400, "Bad Request: more than one Host header", headers=_CLOSE)
         host = hosts[0] if hosts else None
@@ -95,19 +100,29 @@ class HTTPGuard:
             return jsonrpc_error(421, f"Host {host!r} is not accepted by this server (DNS rebinding protection)",
                                  headers=_CLOSE)
         # Every Origin header is checked: one allowed value must not carry a second one past the check.
-        origin = next((value for value in headers.getlist("origin") if not self._origin_allowed(value)), None)
+        origin = next((value for value in head.origins if not self._origin_allowed(value)), None)
         if origin is not None:
             logger.warning("refused a request from Origin %r (set LAZYTOOLS_ALLOWED_ORIGINS to accept it)", origin)
             return jsonrpc_error(403, f"Origin {origin!r} is not allowed", headers=_CLOSE)
         # CORS preflights carry no credentials by design; they are answered (or not) by the CORS layer.
         if self._token is not None and path.startswith(self._protected) and method != "OPTIONS":
-            return self._token_refusal(headers.get("authorization"))
+            return self._token_refusal(head.authorization)
         return None
 
     def _host_allowed(self, host: str | None) -> bool:
         if not host:
             return False
-        return self._any_host or _hostname(host) in self._hosts
+        if self._any_host:
+            return True
+        known = self._host_verdicts.get(host)
+        if known is None:
+            # Clients send the same few Host values again and again: each is judged once, in a bounded table.
+            known = _hostname(host) in self._hosts
+            if len(host) <= _KEPT_HOST_CHARS:
+                if len(self._host_verdicts) >= _KEPT_HOSTS:
+                    self._host_verdicts.clear()
+                self._host_verdicts[host] = known
+        return known
 
     def _origin_allowed(self, origin: str) -> bool:
         normalised = origin.strip().rstrip("/").lower()

@@ -44,13 +44,14 @@ import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import ConfigError
+from .http_head import Head, head_of
 
 try:
     import resource
 except ImportError:  # Windows: no RLIMIT_NOFILE to fit under
     resource = None  # type: ignore[assignment]
 
-__all__ = ["LISTEN_QUEUE", "GuardedServer", "HeaderCount", "fd_bounded", "guarded_protocol", "too_large"]
+__all__ = ["LISTEN_QUEUE", "GuardedServer", "HeaderCount", "fd_bounded", "guarded_protocol", "refuse_head", "too_large"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,24 +90,26 @@ class HeaderCount:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            headers = scope.get("headers", ())
-            refusal = None
-            if len(headers) > self.max_count:
-                refusal = f"more than {self.max_count} header fields (LAZYTOOLS_MAX_HEADER_COUNT)"
-            elif self.max_bytes is not None and _head_bytes(scope) > self.max_bytes:
-                refusal = f"the request line and headers are over {self.max_bytes} bytes (LAZYTOOLS_MAX_HEADER_BYTES)"
+            refusal = self.refusal(head_of(scope))
             if refusal is not None:
-                await send({"type": "http.response.start", "status": 431, "headers": [
-                    (b"content-type", b"application/json"), (b"connection", b"close")]})
-                await send({"type": "http.response.body", "body": _too_large_body(refusal)})
+                await refuse_head(send, refusal)
                 return
         await self.app(scope, receive, send)
 
+    def refusal(self, head: Head) -> str | None:
+        """Why a request with these headers gets a 431, or None."""
+        if head.count > self.max_count:
+            return f"more than {self.max_count} header fields (LAZYTOOLS_MAX_HEADER_COUNT)"
+        if self.max_bytes is not None and head.size > self.max_bytes:
+            return f"the request line and headers are over {self.max_bytes} bytes (LAZYTOOLS_MAX_HEADER_BYTES)"
+        return None
 
-def _head_bytes(scope: Scope) -> int:
-    """About the bytes of a request's line and headers on the wire (`name: value` and CRLF each)."""
-    line = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") + len(scope["method"]) + 12
-    return line + sum(len(name) + len(value) + 4 for name, value in scope.get("headers", ()))
+
+async def refuse_head(send: Send, why: str) -> None:
+    """Answer 431 for `why`, closing the connection."""
+    await send({"type": "http.response.start", "status": 431, "headers": [
+        (b"content-type", b"application/json"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": _too_large_body(why)})
 
 
 def fd_bounded(max_connections: int, backlog: int = 2048) -> tuple[int, int]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp.server.context import ServerRequestContext
 
-from ...identity import ANONYMOUS, SCOPE_KEY, Principal, acting_as
+from ...identity import ANONYMOUS, SCOPE_KEY, Principal, acting_as, current_principal
 from ...sdk import CallNext, HandlerResult
 
 __all__ = ["PrincipalMiddleware", "principal_of"]
@@ -35,5 +35,8 @@ class PrincipalMiddleware:
         self.local = local
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        with acting_as(principal_of(ctx, self.local)):
+        principal = principal_of(ctx, self.local)
+        if current_principal() is principal:  # the HTTP edge made it current already
+            return await call_next(ctx)
+        with acting_as(principal):
             return await call_next(ctx)

@@ -1,0 +1,100 @@
+"""2026-07-28 calls answered at once (transports/http.py `AtOnce`): a call of an in-process function marked quick
+skips the SDK's SSE machinery and gets the very answer it gave; every other call keeps it (a call that may send
+progress or log lines, or run long, needs its stream)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from lazytools import Catalog, FunctionGroup, Group, LazyServer, build_server
+from lazytools.server.metatools import answers_at_once
+from lazytools.transports.http import build_app
+
+from .conftest import make_settings
+from .helpers import running_http
+
+HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
+           "mcp-method": "tools/call"}
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+
+
+def _catalog() -> Catalog:
+    tools = FunctionGroup("text", summary="Text tools.")
+
+    @tools.tool(inline=True)
+    def shout(text: str) -> str:
+        """Upper-case a text."""
+        return text.upper()
+
+    @tools.tool
+    def whisper(text: str) -> str:
+        """Lower-case a text."""
+        return text.lower()
+
+    @tools.tool
+    async def later(text: str) -> str:
+        """Echo a text after a moment."""
+        await anyio.sleep(0)
+        return text
+
+    catalog = Catalog()
+    catalog.set_group(Group("text", tools.summary), tools.entries)
+    return catalog
+
+
+def _server(**overrides: Any) -> LazyServer:
+    return build_server(_catalog(), make_settings(transport="http", **overrides))
+
+
+def test_only_a_quick_function_is_answered_at_once() -> None:
+    catalog = _catalog()
+    assert answers_at_once(catalog, {"name": "invoke_tool", "arguments": {"tool_name": "shout", "arguments": {}}})
+    assert answers_at_once(catalog, {"name": "shout", "arguments": {"text": "a"}})
+    for name in ("whisper", "later", "nothing_of_that_name"):
+        assert not answers_at_once(catalog, {"name": "invoke_tool", "arguments": {"tool_name": name}}), name
+    assert not answers_at_once(catalog, {"name": "search_tools", "arguments": {"query": "shout"}})
+    assert not answers_at_once(catalog, {"name": "invoke_tool", "arguments": "shout"})
+
+
+def _call(tool: str, text: str = "Hi") -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "invoke_tool", "_meta": META, "arguments": {"tool_name": tool, "arguments": {"text": text}}}}
+
+
+@pytest.mark.parametrize("tool", ["shout", "whisper", "later"])
+async def test_a_call_gets_the_same_answer_either_way_and_only_a_quick_one_skips_the_stream(tool: str) -> None:
+    server = _server()
+    app = build_app(server, server.settings)
+    endpoint = app.state.inflight.app
+    at_once, routed = endpoint.at_once, []
+    original = at_once.manager.handle_request
+
+    async def spied(*args: Any) -> None:
+        routed.append(tool)
+        await original(*args)
+
+    at_once.manager.handle_request = spied
+    async with running_http(app) as base, httpx2.AsyncClient(timeout=60) as http:
+        for text in ("Hi", "x" * 5000):  # the second body is too large to be answered at once
+            body = _call(tool, text)
+            headers = {**HEADERS, "mcp-name": "invoke_tool"}
+            first = await http.post(base + "/mcp", json=body, headers=headers)
+            endpoint.at_once = None
+            second = await http.post(base + "/mcp", json=body, headers=headers)
+            endpoint.at_once = at_once
+            assert first.status_code == second.status_code == 200
+            assert first.headers["content-type"] == second.headers["content-type"] == "application/json"
+            assert json.loads(first.content) == json.loads(second.content)
+            assert json.loads(first.content)["result"]["isError"] is False
+    assert routed == (["shout"] if tool == "shout" else [])
+
+
+async def test_with_json_answers_configured_there_is_nothing_to_skip() -> None:
+    server = _server(json_response=True)
+    assert build_app(server, server.settings).state.inflight.app.at_once is None
