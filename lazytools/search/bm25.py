@@ -70,6 +70,8 @@ class BM25FPostings:
         self._idfs: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self.rendered_only: frozenset[str] = frozenset()
         """Terms only an `apart` field holds: a typed word finds them, expansions do not."""
+        self.widest = 0.0
+        """The largest `share` of any term: no term's is above it."""
         fields = list(weights)
         field_b = {field: b if isinstance(b, float) else b.get(field, 0.75) for field in fields}
         lengths = {f: np.asarray([len(doc.get(f, ())) for doc in documents], dtype=np.float64) for f in fields}
@@ -90,6 +92,7 @@ class BM25FPostings:
         floor = epsilon * (sum(idf) / len(idf))
         self._ends = np.cumsum(sizes)
         self._starts = self._ends - sizes
+        self.widest = int(sizes.max()) / self.size
         # A term's slot is its id in `terms`, so each key is `slot * size + document` already.
         self._keys = _narrowest(keys, len(terms) * self.size)
         del keys
