@@ -156,10 +156,14 @@ class BM25FPostings:
         factors = np.repeat(self._idfs[chosen] * weights, lengths)
         # The positions of every chosen posting in the flat arrays, range after range, in the terms' order.
         ends = np.cumsum(lengths)
-        at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
-        # Each posting's document, moved to its query's row: key - slot * size + row * size.
-        cells = self._keys[at] + np.repeat((rows - chosen) * self.size, lengths)
-        summed = np.bincount(cells, factors * self._weights[at], minlength=queries * self.size)
+        at = np.arange(int(ends[-1]), dtype=np.int64)
+        at += np.repeat(starts - (ends - lengths), lengths)
+        # Each posting's document, moved to its query's row: key - slot * size + row * size. In place, and read by
+        # `take`: a request's postings are tens of thousands at 10,000 tools, and each new array is another pass.
+        cells = np.repeat((rows - chosen) * self.size, lengths)
+        cells += self._keys.take(at)
+        factors *= self._weights.take(at)
+        summed = np.bincount(cells, factors, minlength=queries * self.size)
         return np.asarray(summed, dtype=np.float64).reshape(queries, self.size)
 
     def share(self, term: str) -> float:
