@@ -173,6 +173,30 @@ def test_array_items_show_their_shape_and_strings_their_format() -> None:
                                "time?: string<HH:MM>, day?: string<date>, note?: string)")
 
 
+def test_a_format_is_read_from_a_description_as_the_search_alone_reads_it() -> None:
+    # The search is skipped for ASCII text that holds none of the formats' first words: what it finds must not
+    # change, in any case, at any place, beside Unicode whose case folding reaches past str.lower.
+    import random
+
+    from lazytools.server.signatures import _DESCRIPTION_READ, _FORMAT_WORDS, _string_format
+
+    data = Path(__file__).parent.parent / "benchmarks" / "data"
+    texts = [str(spec.get("description", "")) for path in sorted(data.rglob("tools.jsonl"))
+             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+             for spec in (json.loads(line).get("input_schema") or {}).get("properties", {}).values()
+             if isinstance(spec, dict)]
+    words = ["YYYY-MM-DD", "yyyy-mm-dd HH:MM:SS", "hh:mm", "ISO 8601", "iso-8601", "Iso8601", "RFC3339", "rfc 3339",
+             "glob", "GLOB", "Regex", "cron", "ısO 8601", "ſtring", "cronjob", "isolated", "globe", "x" * 290]
+    rng = random.Random(5)
+    texts += [" ".join(rng.choice([*words, "a", "the", "date", "time"]) for _ in range(rng.randint(0, 8)))
+              for _ in range(3000)]
+    assert len(texts) > 3000
+    for text in texts:
+        found = _FORMAT_WORDS.search(text[:_DESCRIPTION_READ])
+        expected = None if found is None else found.group(0)
+        assert _string_format({"type": "string", "description": text}) == expected, text
+
+
 def test_a_pattern_is_a_glob_only_when_the_tool_says_so() -> None:
     schema: dict[str, Any] = {"type": "object", "properties": {"pattern": {"type": "string"}}}
     globbing = ToolEntry(name="search_files", group="fs", description="Find files matching a glob pattern.",

@@ -214,6 +214,25 @@ def test_tied_tools_come_in_catalog_order_whatever_the_limit() -> None:
     assert names(index, "convert temperature", limit=20)[:5] == five
 
 
+def test_the_threshold_of_the_best_candidates_is_numpys_selection() -> None:
+    # The ranking selects its pool's threshold among a sample first: the value must be the one numpy's selection of
+    # all the values gives, ties (copies score alike), a few distinct values and values that do not compare included.
+    import numpy as np
+
+    from lazytools.search.index import _smallest
+
+    rng = np.random.default_rng(7)
+    for size in (1, 5, 40, 300, 2000, 9000):
+        for values in (rng.random(size), rng.integers(0, 6, size).astype(np.float64),
+                       np.repeat(rng.random(size // 10 + 1), 10)[:size], -np.sort(rng.random(size))):
+            for count in {1, 2, 10, 20, size}:
+                if count <= size:
+                    assert _smallest(values, count) == np.partition(values, count - 1)[count - 1]
+    with_nan = rng.random(5000)
+    with_nan[::3] = np.nan
+    assert _smallest(with_nan, 20) == np.partition(with_nan, 19)[19]
+
+
 def test_an_embedder_given_to_the_index_cannot_bring_nan_into_scores() -> None:
     import numpy as np
 

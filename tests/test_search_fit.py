@@ -90,6 +90,15 @@ def test_the_catalogs_own_subject_is_looked_for_among_the_heaviest_terms_in_the_
     assert not about({"t1": 1.0})
 
 
+def test_the_widest_share_bounds_every_terms_share() -> None:
+    # The catalog's subject is not looked for when no term is held that widely: `widest` must be the largest share.
+    for held in (40, 35, 20, 1):
+        documents = [{"name": ["weather" if n < held else "news", f"t{n % 4}"]} for n in range(40)]
+        bm25 = BM25FPostings(documents, {"name": 1.0})
+        assert bm25.widest == max(bm25.share(term) for term in bm25.vocabulary)
+    assert BM25FPostings([], {"name": 1.0}).widest == 0.0
+
+
 def test_a_request_fits_by_its_lexical_evidence_or_the_weighted_semantic_evidence() -> None:
     bm25 = FitConfig(min_lexical=0.3)
     assert bm25.fits(Evidence(0.3)) and not bm25.fits(Evidence(0.29)) and bm25.fits(Evidence(0.0, named=True))

@@ -70,6 +70,8 @@ class BM25FPostings:
         self._idfs: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self.rendered_only: frozenset[str] = frozenset()
         """Terms only an `apart` field holds: a typed word finds them, expansions do not."""
+        self.widest = 0.0
+        """The largest `share` of any term: no term's is above it."""
         fields = list(weights)
         field_b = {field: b if isinstance(b, float) else b.get(field, 0.75) for field in fields}
         lengths = {f: np.asarray([len(doc.get(f, ())) for doc in documents], dtype=np.float64) for f in fields}
@@ -90,6 +92,7 @@ class BM25FPostings:
         floor = epsilon * (sum(idf) / len(idf))
         self._ends = np.cumsum(sizes)
         self._starts = self._ends - sizes
+        self.widest = int(sizes.max()) / self.size
         # A term's slot is its id in `terms`, so each key is `slot * size + document` already.
         self._keys = _narrowest(keys, len(terms) * self.size)
         del keys
@@ -153,10 +156,14 @@ class BM25FPostings:
         factors = np.repeat(self._idfs[chosen] * weights, lengths)
         # The positions of every chosen posting in the flat arrays, range after range, in the terms' order.
         ends = np.cumsum(lengths)
-        at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
-        # Each posting's document, moved to its query's row: key - slot * size + row * size.
-        cells = self._keys[at] + np.repeat((rows - chosen) * self.size, lengths)
-        summed = np.bincount(cells, factors * self._weights[at], minlength=queries * self.size)
+        at = np.arange(int(ends[-1]), dtype=np.int64)
+        at += np.repeat(starts - (ends - lengths), lengths)
+        # Each posting's document, moved to its query's row: key - slot * size + row * size. In place, and read by
+        # `take`: a request's postings are tens of thousands at 10,000 tools, and each new array is another pass.
+        cells = np.repeat((rows - chosen) * self.size, lengths)
+        cells += self._keys.take(at)
+        factors *= self._weights.take(at)
+        summed = np.bincount(cells, factors, minlength=queries * self.size)
         return np.asarray(summed, dtype=np.float64).reshape(queries, self.size)
 
     def share(self, term: str) -> float:

@@ -301,6 +301,8 @@ def _about_the_catalog(bm25: BM25FPostings, weights: npt.NDArray[np.float64], sl
     request is about what the whole catalog is about (a catalog of weather tools asked for "weather"), which is
     evidence of a fit, not against it. Only the request's MASS_TERMS heaviest terms (`weights`, in its order; equal
     weights: the first) are looked at, `slots` their slots in the index (-1 for a term it does not hold)."""
+    if bm25.widest < COMMON_SHARE:  # no term of the catalog is that common (most catalogs: see COMMON_SHARE)
+        return False
     heaviest = slots[np.argsort(-weights, kind="stable")[:MASS_TERMS]]
     heaviest = heaviest[heaviest >= 0]
     return bool(((bm25.shares(heaviest) >= COMMON_SHARE) & bm25.holding(best, heaviest)).any())

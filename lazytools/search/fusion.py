@@ -72,9 +72,12 @@ def with_clauses(whole: ScoreArray, parts: Sequence[ScoreArray], weight: float =
         return whole
     # All clauses at once (a long task has twenty): each scaled to its own top, the best per tool; a clause that
     # reaches no tool adds nothing.
-    stacked: ScoreArray = np.asarray(parts, dtype=np.float64)
+    stacked: ScoreArray = np.array(parts, dtype=np.float64)  # a copy, whatever `parts` is: divided in place below
     tops = stacked.max(axis=1)
     reaching = tops > 0
-    best: ScoreArray = (stacked[reaching] / tops[reaching, None]).max(axis=0, initial=0.0)
+    if not reaching.all():
+        stacked, tops = stacked[reaching], tops[reaching]
+    stacked /= tops[:, None]
+    best: ScoreArray = stacked.max(axis=0, initial=0.0)
     lifted: ScoreArray = whole + weight * top * best
     return lifted

@@ -115,12 +115,13 @@ class Vocabulary:
         """Up to `limit` terms that start with `prefix` (and are longer), shortest first."""
         if len(prefix) < MIN_PREFIX_LENGTH:
             return []
-        start = bisect.bisect_right(self._sorted, prefix)
+        terms = self._sorted
         found: list[str] = []
-        for term in self._sorted[start:]:
-            if not term.startswith(prefix):
+        # Read in place from the first term after the prefix: a slice from there would copy the rest of the list.
+        for at in range(bisect.bisect_right(terms, prefix), len(terms)):
+            if not terms[at].startswith(prefix):
                 break
-            found.append(term)
+            found.append(terms[at])
         return sorted(found, key=len)[:limit]
 
 

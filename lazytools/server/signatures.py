@@ -154,7 +154,10 @@ def _string_format(spec: Mapping[str, Any]) -> str | None:
         return clip(given, _VALUE_CHARS)
     description = spec.get("description")
     if isinstance(description, str):
-        found = _FORMAT_WORDS.search(description[:_DESCRIPTION_READ])
+        read = description[:_DESCRIPTION_READ]
+        if read.isascii() and not any(word in read.lower() for word in _FORMAT_HEADS):
+            return None  # most descriptions name no format, and these substring checks cost far less than the search
+        found = _FORMAT_WORDS.search(read)
         if found is not None:
             return clip(found.group(0), _VALUE_CHARS)
     return None
@@ -169,6 +172,9 @@ _FORMAT_WORDS = re.compile(
     r"\b(?:YYYY-MM-DD(?:[T ]HH:MM(?::SS)?)?|HH:MM(?::SS)?|ISO[ -]?8601|RFC ?3339|glob|regex|cron)\b",
     re.IGNORECASE,
 )
+_FORMAT_HEADS = ("yyyy-mm-dd", "hh:mm", "iso", "rfc", "glob", "regex", "cron")
+"""What each of `_FORMAT_WORDS`' forms begins with, lower-cased: ASCII text that holds none of them holds no format
+(outside ASCII the search's case folding reaches further than `str.lower`, so such text is searched)."""
 
 
 def _options(shown: list[str], total: int) -> str:
