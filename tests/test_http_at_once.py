@@ -98,3 +98,46 @@ async def test_a_call_gets_the_same_answer_either_way_and_only_a_quick_one_skips
 async def test_with_json_answers_configured_there_is_nothing_to_skip() -> None:
     server = _server(json_response=True)
     assert build_app(server, server.settings).state.inflight.app.at_once is None
+
+
+def test_a_quick_search_over_an_index_that_needs_no_waiting_is_answered_at_once() -> None:
+    from lazytools.search import build_index
+
+    catalog = _catalog()
+    index = build_index(catalog)
+    index.vocabulary.prepare()  # as a live index is built: the spelling table ready before any query
+    search = {"name": "search_tools", "arguments": {"query": "upper-case a text"}}
+    assert answers_at_once(catalog, search, index=lambda: index)
+    assert not answers_at_once(catalog, search, index=lambda: None)  # a rebuild to wait for: it keeps its stream
+    slow = {"name": "search_tools", "arguments": {"query": "upper-case a text " * 200}}
+    assert not answers_at_once(catalog, slow, index=lambda: index)  # a long request runs in a worker thread
+    odd = {"name": "search_tools", "arguments": {"query": "shout", "unknown": 1}}
+    assert not answers_at_once(catalog, odd, index=lambda: index)
+
+
+async def test_a_quick_search_gets_the_same_answer_without_the_stream() -> None:
+    server = _server()
+    app = build_app(server, server.settings)
+    endpoint = app.state.inflight.app
+    at_once, routed = endpoint.at_once, []
+    original = at_once.manager.handle_request
+
+    async def spied(*args: Any) -> None:
+        routed.append(True)
+        await original(*args)
+
+    at_once.manager.handle_request = spied
+    body = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "search_tools", "_meta": META, "arguments": {"query": "upper-case a text"}}}
+    headers = {**HEADERS, "mcp-name": "search_tools"}
+    async with running_http(app) as base, httpx2.AsyncClient(timeout=60) as http:
+        await server.index.ready()
+        first = await http.post(base + "/mcp", json=body, headers=headers)
+        endpoint.at_once = None
+        second = await http.post(base + "/mcp", json=body, headers=headers)
+        endpoint.at_once = at_once
+    assert routed == [True]
+    assert first.status_code == second.status_code == 200
+    assert first.headers["content-type"] == second.headers["content-type"] == "application/json"
+    assert json.loads(first.content) == json.loads(second.content)
+    assert "shout" in json.loads(first.content)["result"]["content"][0]["text"]

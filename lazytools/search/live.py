@@ -80,6 +80,11 @@ class LiveIndex:
             background.stop()
         self._embedding = []
 
+    @property
+    def fresh(self) -> SearchIndex | None:
+        """The index if it is the catalog's as it is now (nothing to wait for), else None."""
+        return self._index if self._index is not None and self._version >= self._catalog.version else None
+
     async def ready(self) -> SearchIndex:
         """The index of the catalog as it is now, or newer; a stale one is rebuilt in a worker thread, so other
         sessions keep being served. A caller waits for one build at most: a catalog that keeps changing while it

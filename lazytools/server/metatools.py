@@ -232,10 +232,15 @@ def resolve_invocation(catalog: Catalog, arguments: Mapping[str, Any], limits: L
     return catalog.get(name, suggesting=suggesting), args.get("arguments")
 
 
-def answers_at_once(catalog: Catalog, params: Mapping[str, Any]) -> bool:
+def answers_at_once(catalog: Catalog, params: Mapping[str, Any],
+                    index: Callable[[], SearchIndex | None] | None = None) -> bool:
     """Whether a tools/call with `params` runs a tool that returns at once and sends nothing meanwhile (an
-    in-process function marked quick, called by name or through invoke_tool): its answer needs no stream."""
+    in-process function marked quick, called by name or through invoke_tool; with the `index` that needs no
+    waiting for, a quick search, `quick_search`): its answer needs no stream."""
     name = params.get("name")
+    if name == SEARCH_TOOLS:
+        searched = index() if index is not None else None
+        return searched is not None and quick_search(searched, params.get("arguments", {}))
     if name == INVOKE_TOOL:
         arguments = params.get("arguments")
         name = arguments.get("tool_name") if isinstance(arguments, Mapping) else None

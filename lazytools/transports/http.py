@@ -42,6 +42,7 @@ from ..errors import RateLimitedError
 from ..identity import SCOPE_KEY, Principal
 from ..policy.limits import Alive, MemorySessionCounter, RedisSessionCounter, SessionCounter
 from ..safetext import clip, redact_session_ids
+from ..search.live import LiveIndex
 from ..server.metatools import answers_at_once
 from ..server.metrics import Metrics
 from ..server.middleware.rate_limit import RATE_LIMITED, RateLimitMiddleware
@@ -519,8 +520,10 @@ def _at_once(server: Server[Any], settings: Settings, common: dict[str, Any]) ->
     catalog = getattr(server, "catalog", None)
     if settings.json_response or not isinstance(catalog, Catalog):
         return None
+    live = getattr(server, "index", None)
+    fresh = (lambda: live.fresh) if isinstance(live, LiveIndex) else None
     return AtOnce(StreamableHTTPSessionManager(server, stateless=True, **{**common, "json_response": True}),
-                  partial(answers_at_once, catalog))
+                  partial(answers_at_once, catalog, index=fresh))
 
 
 def _admission(server: Server[Any], settings: Settings,
