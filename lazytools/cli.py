@@ -55,6 +55,10 @@ def _json_object(text: str) -> Any:
 def _query(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("empty: say what the tool should do, e.g. \"convert a temperature\"")
+    from .server.metatools import MAX_QUERY_CHARS  # imported here: the other commands need none of the server
+
+    if len(text) > MAX_QUERY_CHARS:  # what search_tools refuses: the command answers as the server would
+        raise argparse.ArgumentTypeError(f"{len(text):,} characters: search_tools takes at most {MAX_QUERY_CHARS:,}")
     return text
 
 

@@ -38,10 +38,10 @@ def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None
     index = build_index(catalog, semantic=semantic, embedder=embedder, cache_dir=cache_dir,
                         config=configured_ranking(ranking))
     results = index.find(query, limit=limit, groups=[group] if group else None)
+    groups = [group] if group else [g.name for g in catalog.groups]
     if not results.hits:
-        return f"No tools match '{clip(query)}'."
+        return nothing_fits_line(query, groups)
     if not DEFAULT_FIT.fits(results.evidence):  # what search_tools says; the closest tools still shown, as a ranking
-        groups = [group] if group else [g.name for g in catalog.groups]
         return (nothing_fits_line(query, groups) + "\nClosest, not enabled by search_tools:\n"
                 + ranking_text(results.hits))
     return ranking_text(results.hits)

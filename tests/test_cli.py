@@ -33,12 +33,16 @@ def test_search_prints_ranked_matches(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_search_with_no_match(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", "qqqzzz"]) == 0
-    assert "No tools match 'qqqzzz'" in capsys.readouterr().out
+    assert capsys.readouterr().out.startswith("No tool here fits 'qqqzzz'; no tool was enabled for it. The tools "
+                                              "here are in: text, math")  # as search_tools says it
     long = "qqqzzz " * 1000
     assert main(["search", long]) == 0  # a long one is cut, with what was cut counted
     out = capsys.readouterr().out
-    assert out.startswith("No tools match 'qqqzzz qqqzzz") and f"(+{len(long) - 200:,} chars)" in out, out[:400]
-    assert len(out) < 300, len(out)
+    assert out.startswith("No tool here fits 'qqqzzz qqqzzz") and f"(+{len(long) - 200:,} chars)" in out, out[:400]
+    assert len(out) < 400, len(out)
+    with pytest.raises(SystemExit) as exited:  # longer than search_tools takes: refused as the server refuses it
+        main(["search", "convert a temperature " * 400])
+    assert exited.value.code == 2 and "search_tools takes at most 8,000" in capsys.readouterr().err
 
 
 def test_search_refuses_an_unknown_group_and_a_limit_below_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -332,13 +332,13 @@ async def test_hostile_names_are_escaped_and_cut_in_logs_and_errors(caplog: pyte
 
 
 async def test_a_long_query_that_matches_nothing_is_not_echoed_whole(catalog: Catalog) -> None:
-    """The query may be 8,000 characters (the schema's maxLength): "No tools match" quotes the start of it and says
+    """The query may be 8,000 characters (the schema's maxLength): "No tool here fits" quotes the start of it and says
     how much was cut, rather than handing the model its own 8 KB back."""
     query = "qqzzx\n" * 1_333  # no tool has that word; the newlines must not break the answer's lines either
     async with client(build_server(catalog, make_settings(mode="proxy"))) as c:
         answer = text_of(await c.call_tool("search_tools", {"query": query}))
     first = answer.splitlines()[0]
-    assert first.startswith("No tools match 'qqzzx\\nqqzzx"), first[:100]
+    assert first.startswith("No tool here fits 'qqzzx\\nqqzzx"), first[:100]
     assert f"(+{len(query.strip()) - 200:,} chars)" in first, first[-100:]
     assert len(answer) < 600, len(answer)
 

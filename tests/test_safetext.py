@@ -41,7 +41,7 @@ async def test_a_query_matching_nothing_is_echoed_without_bidi_or_zero_width_cha
     query = "qqzzx\u202e\u2066\u200bzzqqv\ufeff"
     async with client(build_server(catalog, make_settings(mode="proxy"))) as c:
         answer = text_of(await c.call_tool("search_tools", {"query": query}))
-    assert answer.splitlines()[0] == "No tools match 'qqzzx\\u202e\\u2066\\u200bzzqqv\\ufeff'."
+    assert answer.splitlines()[0].startswith("No tool here fits 'qqzzx\\u202e\\u2066\\u200bzzqqv\\ufeff';")
 
 
 @pytest.mark.parametrize(("url", "shown"), [

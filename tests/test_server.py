@@ -161,13 +161,13 @@ async def test_search_combinations(server_factory) -> None:
         filtered = text_of(await c.call_tool("search_tools", {"query": "list issues", "group": "tracker"}))
         assert "list_issues" in filtered and "get_forecast" not in filtered
         outside = text_of(await c.call_tool("search_tools", {"query": "issues", "group": "weather"}))
-        assert "No tools match" in outside
+        assert outside.startswith("No tool here fits 'issues'; no tool was enabled for it.") and "in: weather." in outside
         both = text_of(await c.call_tool("search_tools", {"query": "weather", "tool_names": ["word_count"]}))
         assert both.index("word_count") < both.index("get_forecast")
         limited = text_of(await c.call_tool("search_tools", {"group": "text", "limit": 1}))
         assert "has 3 tools; showing 1" in limited
         nothing = text_of(await c.call_tool("search_tools", {"query": "zzzz qqqq"}))
-        assert "No tools match" in nothing
+        assert nothing.startswith("No tool here fits 'zzzz qqqq'; no tool was enabled for it. The tools here are in:")
 
 
 async def test_search_description_holds_a_compact_manifest(server_factory) -> None:

@@ -70,7 +70,7 @@ def select(
         # With evidence, twice the limit is ranked so that a tool called after such requests can move into it.
         wanted = 2 * limit if boosts else limit
         results = index.find(query, limit=wanted, groups=[group] if group is not None else None)
-        if results.hits and not fit.fits(results.evidence):
+        if not results.hits or not fit.fits(results.evidence):  # no match at all is said the same way
             groups = tuple(g.name for g in catalog.groups) if group is None else (group,)
             return Results(results.hits, results.needs, results.evidence, enabled=list(named), nothing_fits=groups)
         hits, needs, evidence = results.hits, results.needs, results.evidence

@@ -63,6 +63,8 @@ def search_text(
 def nothing_fits_line(query: str, groups: Sequence[str], *, enabled: bool = False) -> str:
     """One line: no tool here does what the query asks (so nothing was enabled for it), and which groups exist."""
     what = "no tool was enabled for it" if not enabled else "only the tools named were enabled"
+    if not groups:  # a principal allowed no group: nothing here at all
+        return f"No tool here fits '{clip(query)}'; {what}. There are no tools here to search."
     return (f"No tool here fits '{clip(query)}'; {what}. The tools here are in: "
             f"{clip(', '.join(groups), GROUPS_CHARS)}.")
 
