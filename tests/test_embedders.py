@@ -310,6 +310,19 @@ def test_vector_cache_keeps_a_text_whose_key_ends_with_a_zero_byte(tmp_path: Pat
     assert model.embedded == []
 
 
+def test_an_unwritable_vector_cache_is_warned_of_once_with_what_to_do(tmp_path: Path,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory", encoding="utf-8")
+    model = Counting(embedder_named("wordllama"))
+    with caplog.at_level("WARNING", logger="lazytools.search"):
+        for texts in (["read a file"], ["send a message"], ["read a file"]):  # the catalog's, the outside's, ...
+            assert VectorCache(blocked).vectors(model, texts).shape == (1, model.dimensions)
+    warned = [record.getMessage() for record in caplog.records if "not written" in record.getMessage()]
+    assert len(warned) == 1 and "LAZYTOOLS_CACHE_DIR" in warned[0], warned
+    assert model.embedded == ["read a file", "send a message", "read a file"]  # nothing kept: embedded again
+
+
 def test_vector_cache_survives_a_damaged_file_and_keeps_its_cap(tmp_path: Path) -> None:
     model = Counting(embedder_named("wordllama"))
     cache = VectorCache(tmp_path, max_entries=3)

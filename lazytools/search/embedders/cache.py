@@ -145,7 +145,14 @@ class VectorCache:
                 if os.path.exists(temporary):
                     os.unlink(temporary)
         except OSError as exc:
-            logger.warning("vector cache %s not written: %s", path, exc)
+            if path not in _UNWRITTEN:  # once per file and process: every later write would say the same
+                _UNWRITTEN.add(path)
+                logger.warning("vector cache %s not written (%s): vectors are embedded again at each start; "
+                               "LAZYTOOLS_CACHE_DIR names a directory this user may write", path, exc)
+
+
+_UNWRITTEN: set[Path] = set()
+"""The cache files a write failed for in this process (warned once)."""
 
 
 _UNIT = 1e-3
