@@ -351,10 +351,14 @@ def test_the_outside_tools_are_many_distinct_and_from_no_labelled_set() -> None:
     assert not {text.split(": ", 1)[1].lower() for text in texts} & labelled
 
 
-def test_an_index_embeds_the_outside_tools_for_a_rule_that_reads_them() -> None:
-    from lazytools.search.fit import outside_texts, yardsticks
+def test_an_index_reads_the_outside_tools_for_a_rule_that_reads_them_once_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from lazytools.search.fit import outside_texts, outside_vectors, yardsticks
 
+    monkeypatch.setattr("lazytools.search.fit._OUTSIDE", {})  # as in a fresh process
     tools = _Letters().embed(["aaa", "bbb", "abc"])
+    assert yardsticks(_Letters(), tools, FitConfig(outside_weight=0.5)).outside is None  # not made yet: not waited for
+    outside_vectors(_Letters())
     off = yardsticks(_Letters(), tools, FitConfig(outside_weight=0.0))
     on = yardsticks(_Letters(), tools, FitConfig(outside_weight=0.5))
     assert off.outside is None and off.floors is None
@@ -362,6 +366,26 @@ def test_an_index_embeds_the_outside_tools_for_a_rule_that_reads_them() -> None:
     assert np.allclose(on.outside, _Letters().embed(list(outside_texts())), atol=1e-6)
     every = yardsticks(_Letters(), tools, FitConfig(), every=True)
     assert every.floors is not None and every.outside is not None
+
+
+def test_the_embedding_thread_serves_semantic_search_before_the_outside_tools_are_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from lazytools.search.index import SearchIndex
+    from lazytools.search.semantic import BackgroundVectors
+
+    monkeypatch.setattr("lazytools.search.fit._OUTSIDE", {})
+    index = SearchIndex(list(small_catalog()))
+    delivered: list[bool] = []
+
+    def deliver(embedder: object, vectors: npt.NDArray[np.float32]) -> None:
+        index.use_embeddings(_Letters(), vectors)
+        delivered.append(index._yardsticks.outside is not None)
+
+    background = BackgroundVectors(_Letters(), index.embedding_texts(), deliver)
+    assert background.done.wait(60) and background.error is None
+    assert delivered == [False, True]  # fused at once; the outside tools read from the second delivery on
+    again = BackgroundVectors(_Letters(), index.embedding_texts(), deliver)  # a rebuild: made already
+    assert again.done.wait(60) and delivered == [False, True, True]
 
 
 OUT_OF_SCOPE_ELSEWHERE = "book a flight to Paris for next Monday"

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from .embedders import Embedder, Vectors
 
 __all__ = ["DEFAULT_FIT", "SIGNALS", "Evidence", "FitConfig", "Yardsticks", "background_floor", "background_requests",
-           "evidence_of", "lexical_evidence", "outside_texts", "outside_vectors", "yardsticks"]
+           "evidence_of", "lexical_evidence", "outside_made", "outside_texts", "outside_vectors", "yardsticks"]
 
 
 SIGNALS = ("lexical", "cosine", "gap", "second", "coverage", "lift", "words")
@@ -208,6 +208,11 @@ _OUTSIDE: dict[tuple[str, int], Vectors] = {}
 """The outside tools' vectors per embedder (fingerprint, dimensions): embedded once per process."""
 
 
+def outside_made(embedder: Embedder) -> Vectors | None:
+    """The outside tools' vectors by `embedder` if this process has made them (`outside_vectors`), else None."""
+    return _OUTSIDE.get((embedder.fingerprint, embedder.dimensions))
+
+
 def outside_vectors(embedder: Embedder, embed: Callable[[list[str]], Vectors] | None = None) -> Vectors:
     """The vectors of `outside_texts` by `embedder`, embedded once per embedder and process (a few seconds of CPU:
     call it where the tools are embedded, off the event loop); `embed`: how, when not straight by `embedder` (the
@@ -231,10 +236,12 @@ class Yardsticks:
 
 
 def yardsticks(embedder: Embedder, vectors: Vectors, fit: FitConfig, *, every: bool = False) -> Yardsticks:
-    """The floors if `fit` weighs the lift, the outside vectors if it reads them; `every`: both, whatever the rule
-    weighs (the benchmark that chooses the rule measures them all)."""
+    """The floors if `fit` weighs the lift, the outside vectors if it reads them and they are made (`outside_made`:
+    an index is not kept from fusing while they are); `every`: both, made here if need be, whatever the rule weighs
+    (the benchmark that chooses the rule measures them all)."""
     floors = background_floor(embedder, vectors, fit.background_quantile) if every or fit.weighs("lift") else None
-    return Yardsticks(floors, outside_vectors(embedder) if every or fit.outside_weight else None)
+    outside = outside_vectors(embedder) if every else outside_made(embedder) if fit.outside_weight else None
+    return Yardsticks(floors, outside)
 
 
 def _ranked(terms: Mapping[str, float], idf: Mapping[str, float]) -> list[tuple[float, str]]:

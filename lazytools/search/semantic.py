@@ -27,7 +27,7 @@ from .embedders import (
 )
 from .embedders.static import load_wordllama
 from .embedders.window import request_vectors
-from .fit import DEFAULT_FIT, outside_vectors
+from .fit import DEFAULT_FIT, outside_made, outside_vectors
 from .phrases import meant_words
 
 __all__ = [
@@ -107,12 +107,14 @@ def tool_vectors(embedder: Embedder, texts: Sequence[str], cache_dir: Path | Non
     return vectors
 
 
-def made_outside(embedder: Embedder, cache_dir: Path | None = None, stop: threading.Event | None = None) -> None:
+def made_outside(embedder: Embedder, cache_dir: Path | None = None, stop: threading.Event | None = None) -> bool:
     """The outside tools' vectors (`fit.outside_vectors`) made now, through the on-disk cache when `cache_dir` is
-    given, if the shipped rule reads them: an index given `embedder`'s vectors then finds them made, and a restart
-    reads them instead of embedding them again."""
-    if DEFAULT_FIT.outside_weight:
-        outside_vectors(embedder, lambda texts: tool_vectors(embedder, texts, cache_dir, stop))
+    given, if the shipped rule reads them: an index given `embedder`'s vectors from then on finds them made, and a
+    restart reads them instead of embedding them again. Whether they were made by this call."""
+    if not DEFAULT_FIT.outside_weight or outside_made(embedder) is not None:
+        return False
+    outside_vectors(embedder, lambda texts: tool_vectors(embedder, texts, cache_dir, stop))
+    return True
 
 
 STOP_TIMEOUT = 30.0
@@ -157,10 +159,12 @@ class BackgroundVectors:
             if self.stopping.is_set():
                 raise EmbeddingStopped("stopped before the first batch")
             vectors = tool_vectors(model, texts, cache_dir, self.stopping)
-            made_outside(model, cache_dir, self.stopping)
             deliver(model, vectors)
             logger.info("semantic search ready: %d tools embedded by %s in %.2f s", len(texts), model.name,
                         time.perf_counter() - started)
+            # Semantic search is served meanwhile: "nothing fits" reads the outside tools once they are made.
+            if made_outside(model, cache_dir, self.stopping):
+                deliver(model, vectors)
         except EmbeddingStopped as exc:
             logger.info("semantic indexing stopped: %s", exc)
         except Exception as exc:  # a missing extra or a broken model must not stop BM25 from serving
