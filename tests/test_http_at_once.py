@@ -67,19 +67,26 @@ def _call(tool: str, text: str = "Hi") -> dict[str, Any]:
         "name": "invoke_tool", "_meta": META, "arguments": {"tool_name": tool, "arguments": {"text": text}}}}
 
 
+def _spied(server: LazyServer) -> tuple[Any, Any, list[bool]]:
+    """The server's HTTP app, its /mcp endpoint, and a list each request its at-once manager answers adds to."""
+    app = build_app(server, server.settings)
+    endpoint = app.state.inflight.app
+    routed: list[bool] = []
+    original = endpoint.at_once.manager.handle_request
+
+    async def spied(*args: Any) -> None:
+        routed.append(True)
+        await original(*args)
+
+    endpoint.at_once.manager.handle_request = spied
+    return app, endpoint, routed
+
+
 @pytest.mark.parametrize("tool", ["shout", "whisper", "later"])
 async def test_a_call_gets_the_same_answer_either_way_and_only_a_quick_one_skips_the_stream(tool: str) -> None:
     server = _server()
-    app = build_app(server, server.settings)
-    endpoint = app.state.inflight.app
-    at_once, routed = endpoint.at_once, []
-    original = at_once.manager.handle_request
-
-    async def spied(*args: Any) -> None:
-        routed.append(tool)
-        await original(*args)
-
-    at_once.manager.handle_request = spied
+    app, endpoint, routed = _spied(server)
+    at_once = endpoint.at_once
     async with running_http(app) as base, httpx2.AsyncClient(timeout=60) as http:
         for text in ("Hi", "x" * 5000):  # the second body is too large to be answered at once
             body = _call(tool, text)
@@ -92,7 +99,7 @@ async def test_a_call_gets_the_same_answer_either_way_and_only_a_quick_one_skips
             assert first.headers["content-type"] == second.headers["content-type"] == "application/json"
             assert json.loads(first.content) == json.loads(second.content)
             assert json.loads(first.content)["result"]["isError"] is False
-    assert routed == (["shout"] if tool == "shout" else [])
+    assert routed == ([True] if tool == "shout" else [])
 
 
 async def test_with_json_answers_configured_there_is_nothing_to_skip() -> None:
@@ -117,16 +124,8 @@ def test_a_quick_search_over_an_index_that_needs_no_waiting_is_answered_at_once(
 
 async def test_a_quick_search_gets_the_same_answer_without_the_stream() -> None:
     server = _server()
-    app = build_app(server, server.settings)
-    endpoint = app.state.inflight.app
-    at_once, routed = endpoint.at_once, []
-    original = at_once.manager.handle_request
-
-    async def spied(*args: Any) -> None:
-        routed.append(True)
-        await original(*args)
-
-    at_once.manager.handle_request = spied
+    app, endpoint, routed = _spied(server)
+    at_once = endpoint.at_once
     body = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
         "name": "search_tools", "_meta": META, "arguments": {"query": "upper-case a text"}}}
     headers = {**HEADERS, "mcp-name": "search_tools"}

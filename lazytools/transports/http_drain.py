@@ -62,10 +62,14 @@ class InFlight:
         if scope["type"] != "http" or scope["method"] == "GET":
             await self.app(scope, receive, send)
             return
+        await self.counted(self.app, scope, receive, send)
+
+    async def counted(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        """`app` serving a request that counts (the caller has left GET streams out)."""
         self.count += 1
         self.last_started = time.monotonic()
         try:
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
         finally:
             self.count -= 1
 

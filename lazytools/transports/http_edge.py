@@ -10,7 +10,6 @@ keep their own places: `build_app` wires the folded edge in where they leave roo
 
 from __future__ import annotations
 
-import time
 from contextlib import nullcontext
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -60,13 +59,7 @@ class Edge:
             if method == "GET":
                 await self.app(scope, receive, send)
                 return
-            inflight = self.inflight
-            inflight.count += 1
-            inflight.last_started = time.monotonic()
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                inflight.count -= 1
+            await self.inflight.counted(self.app, scope, receive, send)
 
 
 _AS_BEFORE = nullcontext()
