@@ -355,7 +355,7 @@ def test_an_index_reads_the_outside_tools_for_a_rule_that_reads_them_once_made(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from lazytools.search.fit import outside_texts, outside_vectors, yardsticks
 
-    monkeypatch.setattr("lazytools.search.fit._OUTSIDE", {})  # as in a fresh process
+    monkeypatch.setattr("lazytools.search.fit._EMBEDDED", {})  # as in a fresh process
     tools = _Letters().embed(["aaa", "bbb", "abc"])
     assert yardsticks(_Letters(), tools, FitConfig(outside_weight=0.5)).outside is None  # not made yet: not waited for
     outside_vectors(_Letters())
@@ -373,7 +373,7 @@ def test_the_embedding_thread_serves_semantic_search_before_the_outside_tools_ar
     from lazytools.search.index import SearchIndex
     from lazytools.search.semantic import BackgroundVectors
 
-    monkeypatch.setattr("lazytools.search.fit._OUTSIDE", {})
+    monkeypatch.setattr("lazytools.search.fit._EMBEDDED", {})
     index = SearchIndex(list(small_catalog()))
     delivered: list[bool] = []
 
@@ -397,7 +397,7 @@ async def test_a_request_far_nearer_a_tool_of_other_catalogs_gets_nothing(tmp_pa
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 
-    monkeypatch.setattr("lazytools.search.fit._OUTSIDE", {})  # as in a fresh process: nothing embedded yet
+    monkeypatch.setattr("lazytools.search.fit._EMBEDDED", {})  # as in a fresh process: nothing embedded yet
     settings = make_settings(semantic=True, cache_dir=tmp_path, learn=False)
     async with open_server(settings) as server, client(server) as c:
         await embedded(server.index)
@@ -423,7 +423,7 @@ def test_the_search_command_in_semantic_mode_reads_its_vectors_from_the_cache(
     from lazytools.search.embedders import DEFAULT_EMBEDDER, VectorCache, load_embedder
     from lazytools.search.fit import outside_texts
 
-    monkeypatch.setattr("lazytools.search.fit._OUTSIDE", {})  # as in a fresh process
+    monkeypatch.setattr("lazytools.search.fit._EMBEDDED", {})  # as in a fresh process
     monkeypatch.setenv("LAZYTOOLS_SEMANTIC", "true")
     monkeypatch.setenv("LAZYTOOLS_CACHE_DIR", str(tmp_path))
     assert main(["search", OUT_OF_SCOPE_ELSEWHERE]) == 0

@@ -179,18 +179,32 @@ def background_requests() -> tuple[str, ...]:
     return tuple(str(text) for text in table("fit_background")["requests"])
 
 
-_BACKGROUND: dict[tuple[str, int], Vectors] = {}
-"""The background requests' vectors per embedder (fingerprint, dimensions): embedded once per process."""
+_EMBEDDED: dict[tuple[str, str, int], Vectors] = {}
+"""The fixed texts' vectors (the background requests, the outside tools) by which texts and which embedder
+(fingerprint, dimensions): embedded once per process."""
+
+
+def _key(which: str, embedder: Embedder) -> tuple[str, str, int]:
+    return which, embedder.fingerprint, embedder.dimensions
+
+
+def _embedded_once(which: str, embedder: Embedder, read: Callable[[], tuple[str, ...]],
+                   embed: Callable[[list[str]], Vectors] | None = None) -> Vectors:
+    """The vectors of the fixed texts `read` gives (`which`: their name) by `embedder`, embedded the first time
+    only, straight by `embedder` or by `embed`."""
+    key = _key(which, embedder)
+    known = _EMBEDDED.get(key)
+    if known is None:
+        listed = list(read())
+        known = _EMBEDDED[key] = embed_finite(embedder, listed) if embed is None else embed(listed)
+    return known
 
 
 def background_floor(embedder: Embedder, vectors: Vectors, quantile: float) -> npt.NDArray[np.float32]:
     """Each tool's background floor: the cosine to its vector (a row of `vectors`, by `embedder`) that `quantile`
     of the background requests stay under. Embeds the background once per embedder and process (a second or so
     of CPU), then one matrix product: call it where the tools are embedded, off the event loop."""
-    key = (embedder.fingerprint, embedder.dimensions)
-    known = _BACKGROUND.get(key)
-    if known is None:
-        known = _BACKGROUND[key] = embed_finite(embedder, list(background_requests()))
+    known = _embedded_once("background", embedder, background_requests)
     if not len(vectors):
         return np.zeros(0, dtype=np.float32)
     floors: npt.NDArray[np.float32] = np.quantile(np.einsum("ij,kj->ki", vectors, known), quantile,
@@ -204,25 +218,16 @@ def outside_texts() -> tuple[str, ...]:
     return tuple(str(text) for text in table("fit_outside")["tools"])
 
 
-_OUTSIDE: dict[tuple[str, int], Vectors] = {}
-"""The outside tools' vectors per embedder (fingerprint, dimensions): embedded once per process."""
-
-
 def outside_made(embedder: Embedder) -> Vectors | None:
     """The outside tools' vectors by `embedder` if this process has made them (`outside_vectors`), else None."""
-    return _OUTSIDE.get((embedder.fingerprint, embedder.dimensions))
+    return _EMBEDDED.get(_key("outside", embedder))
 
 
 def outside_vectors(embedder: Embedder, embed: Callable[[list[str]], Vectors] | None = None) -> Vectors:
     """The vectors of `outside_texts` by `embedder`, embedded once per embedder and process (a few seconds of CPU:
     call it where the tools are embedded, off the event loop); `embed`: how, when not straight by `embedder` (the
     embedding thread passes its on-disk cache, so a restart reads them)."""
-    key = (embedder.fingerprint, embedder.dimensions)
-    known = _OUTSIDE.get(key)
-    if known is None:
-        texts = list(outside_texts())
-        known = _OUTSIDE[key] = embed_finite(embedder, texts) if embed is None else embed(texts)
-    return known
+    return _embedded_once("outside", embedder, outside_texts, embed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,8 +245,9 @@ def yardsticks(embedder: Embedder, vectors: Vectors, fit: FitConfig, *, every: b
     an index is not kept from fusing while they are); `every`: both, made here if need be, whatever the rule weighs
     (the benchmark that chooses the rule measures them all)."""
     floors = background_floor(embedder, vectors, fit.background_quantile) if every or fit.weighs("lift") else None
-    outside = outside_vectors(embedder) if every else outside_made(embedder) if fit.outside_weight else None
-    return Yardsticks(floors, outside)
+    if every:
+        return Yardsticks(floors, outside_vectors(embedder))
+    return Yardsticks(floors, outside_made(embedder) if fit.outside_weight else None)
 
 
 def _ranked(terms: Mapping[str, float], idf: Mapping[str, float]) -> list[tuple[float, str]]:
