@@ -27,6 +27,11 @@ INLINE_ATTRIBUTE = "lazytools_inline"
 quick functions without importing lazytools (the bundled examples do)."""
 
 
+def _failure(exc: Exception) -> ToolExecutionError:
+    """The tool's own failure as its call reports it: its message kept, our frames hidden."""
+    return ToolExecutionError(f"{type(exc).__name__}: {exc}")
+
+
 def function_tool(
     fn: Callable[..., Any],
     *,
@@ -61,8 +66,8 @@ def function_tool(
             try:
                 # Microseconds by the author's word, and on the loop: a time limit could not stop it anyway.
                 value = fn(**kwargs)
-            except Exception as exc:  # the tool's own failure: keep its message, hide our frames
-                raise ToolExecutionError(f"{type(exc).__name__}: {exc}") from exc
+            except Exception as exc:
+                raise _failure(exc) from exc
             return to_result(value)
         limit = call_time_limit()
         try:
@@ -72,8 +77,8 @@ def function_tool(
                 else:
                     # A thread keeps one slow function from stalling every other session on the event loop.
                     value = await in_tool_thread(lambda: fn(**kwargs))
-        except Exception as exc:  # the tool's own failure: keep its message, hide our frames
-            raise ToolExecutionError(f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            raise _failure(exc) from exc
         if clock.cancelled_caught:
             raise ToolExecutionError(f"timed out: the tool did not return within {limit:g} s "
                                      "(LAZYTOOLS_CALL_TIMEOUT)")
