@@ -123,10 +123,10 @@ class VectorCache:
         try:
             # Opened here, not by np.load: a damaged zip there leaves its file handle open.
             with path.open("rb") as handle, zipfile.ZipFile(handle) as archive:
-                keys = _member(archive, "keys.npy", np.dtype("S16"), (None,), most)
+                keys = _member(archive, "keys.npy", np.dtype(f"S{KEY_BYTES}"), (None,), most)
                 rows = _member(archive, "vectors.npy", np.dtype("<f4"), (len(keys), dimensions), most)
             _check_rows(keys, rows)
-            # numpy drops an S16 element's trailing zero bytes, and one digest in 256 ends with one: padded back,
+            # numpy drops a bytes element's trailing zero bytes, and one digest in 256 ends with one: padded back,
             # its key is the one `text_key` gives, not a shorter one that never matches.
             return [bytes(key).ljust(KEY_BYTES, b"\0") for key in keys], rows.astype(np.float32, copy=False)
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
@@ -139,7 +139,7 @@ class VectorCache:
             handle, temporary = tempfile.mkstemp(prefix=".vectors-", suffix=".npz", dir=path.parent)
             try:
                 with os.fdopen(handle, "wb") as file:
-                    np.savez(file, keys=np.array(keys, dtype="S16"), vectors=rows.astype(np.float32))
+                    np.savez(file, keys=np.array(keys, dtype=f"S{KEY_BYTES}"), vectors=rows.astype(np.float32))
                 os.replace(temporary, path)
             finally:
                 if os.path.exists(temporary):
