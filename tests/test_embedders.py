@@ -198,6 +198,16 @@ def test_padding_does_not_change_a_texts_vector(tiny_bert: tuple[Path, Path]) ->
         assert np.allclose(alone, padded, atol=1e-5)
 
 
+def test_a_lone_surrogate_is_read_as_a_replacement_character(tiny_bert: tuple[Path, Path]) -> None:
+    # A command-line argument that was not UTF-8 arrives as lone surrogates, which a tokenizer refuses.
+    model = load_folder(tiny_bert[1])
+    text, replaced = "rent a car \udcff\ud800 today", "rent a car \ufffd\ufffd today"
+    assert np.allclose(model.embed([text, "rain"]), model.embed([replaced, "rain"]))
+    assert model.tokens(text) == model.tokens(replaced)
+    states = model.token_states(text, 64)
+    assert states is not None and states[1] == model.token_states(replaced, 64)[1]  # type: ignore[index]
+
+
 def test_model2vec_folder_means_the_rows_of_its_tokens(tmp_path: Path) -> None:
     from safetensors.numpy import save_file
 
@@ -209,6 +219,7 @@ def test_model2vec_folder_means_the_rows_of_its_tokens(tmp_path: Path) -> None:
     ids = [len(SPECIALS) + WORDS.index(word) for word in ("rent", "car")]
     expected = table[ids].mean(axis=0)
     assert np.allclose(model.embed(["rent car"])[0], expected / np.linalg.norm(expected), atol=1e-6)
+    assert np.allclose(model.embed(["rent car \udcff"]), model.embed(["rent car \ufffd"]))  # see the test above
 
 
 def test_joined_cosine_is_the_mean_of_the_parts(tiny_bert: tuple[Path, Path]) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ConfigError
-from .base import Vectors, model_file, unit_rows
+from .base import Vectors, encodable, model_file, unit_rows
 
 __all__ = ["SEMANTIC_EXTRA", "StaticEmbedder", "load_model2vec", "load_wordllama"]
 
@@ -107,7 +107,7 @@ def load_wordllama(package_dir: Path | None = None) -> StaticEmbedder:
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
 
     def encode(text: str) -> list[int]:
-        return list(tokenizer.encode(text, add_special_tokens=False).ids)
+        return list(tokenizer.encode(encodable(text), add_special_tokens=False).ids)
 
     logger.info("semantic search: WordLlama l2_supercat, %d tokens x %d dimensions", *table.shape)
     # The wheel's version and the table's size name its weights (a wheel's files never change under one version)
@@ -140,7 +140,7 @@ def load_model2vec(folder: Path) -> StaticEmbedder:
         table = table * tensors["weights"].astype(np.float32)[:, None]  # per-token weights of newer versions
 
     def encode(text: str) -> list[int]:
-        return list(tokenizer.encode(text, add_special_tokens=False).ids)
+        return list(tokenizer.encode(encodable(text), add_special_tokens=False).ids)
 
     logger.info("semantic search: static table from %s, %d tokens x %d dimensions", folder, *table.shape)
     return StaticEmbedder(table, encode, name=f"model2vec:{folder.name}")

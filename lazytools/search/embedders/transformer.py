@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ConfigError
-from .base import Vectors, model_file, unit_rows
+from .base import Vectors, encodable, model_file, unit_rows
 from .static import SEMANTIC_EXTRA
 
 __all__ = ["BertNumpy", "OnnxEncoder", "TransformerEmbedder", "load_transformer"]
@@ -69,7 +69,7 @@ class TransformerEmbedder:
         out = np.zeros((len(texts), self._dimensions), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(list(texts))
+        encodings = self._tokenizer.encode_batch([encodable(text) for text in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for rows in _batches(order, [len(encodings[i].ids) for i in order]):
             length = len(encodings[rows[-1]].ids)
@@ -84,7 +84,7 @@ class TransformerEmbedder:
 
     def tokens(self, text: str) -> int:
         """How many tokens `text` is (cut at the model's maximum length)."""
-        return len(self._tokenizer.encode(text).ids)
+        return len(self._tokenizer.encode(encodable(text)).ids)
 
     def token_states(self, text: str, window: int) -> tuple[Vectors, list[tuple[int, int]]] | None:
         """One pass of the encoder over the first `window` tokens of `text` (its closing token kept): each token's
@@ -92,7 +92,7 @@ class TransformerEmbedder:
         pooled sentence vectors or the model pools on its first token, so that a span of tokens cannot be pooled."""
         if self.pooling != "mean":
             return None
-        encoding = self._tokenizer.encode(text)
+        encoding = self._tokenizer.encode(encodable(text))
         ids, offsets = list(encoding.ids), [tuple(pair) for pair in encoding.offsets]
         if len(ids) > window >= 2:
             ids, offsets = ids[: window - 1] + ids[-1:], offsets[: window - 1] + [(0, 0)]
