@@ -148,6 +148,11 @@ class Settings(BaseSettings):
                     "minilm-tools+wordllama (MiniLM fine-tuned for tool retrieval, shipped for A/B: not yet better "
                     "on every set), minilm-tools, minilm, wordllama (fastest), or a model folder.",
     )
+    semantic_wait: float = Field(
+        default=5.0, ge=0, le=600,
+        description="Semantic mode: seconds a search waits for the catalog's tools to be embedded (at start, and "
+                    "after the catalog changed) before it answers with BM25 alone, saying so; other sessions are "
+                    "served meanwhile.")
     cache_dir: Path | None = Field(
         default=None, description="Tool-vector cache directory (default: $XDG_CACHE_HOME or ~/.cache, /lazytools).",
     )

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import numpy as np
 import pytest
 
 from lazytools import ConfigError
-from lazytools.search import SearchIndex, build_index, fusion
+from lazytools.search import LiveIndex, SearchIndex, build_index, fusion
 from lazytools.search.config import RankingConfig
 from lazytools.search.documents import embedding_text
 from lazytools.search.embedders import StaticEmbedder, embedder_named
+from lazytools.search.embedders.base import Vectors
 from lazytools.search.embedders.static import load_wordllama
 from lazytools.search.fusion import fuse_semantic, with_clauses, zscores
 from lazytools.search.query import clauses
 from lazytools.search.related import RelatedWords
+from lazytools.server.core import BM25_ONLY
 
 from .conftest import client, embedded, make_settings, text_of
 from .fixtures.catalogs import realistic, tool
@@ -233,3 +238,59 @@ async def test_server_with_semantic_setting_searches_by_meaning(server_factory, 
 
 def test_semantic_setting_is_off_by_default() -> None:
     assert make_settings().semantic is False
+
+
+class GatedEmbedder:
+    """The fake embedder, holding every batch until the test lets it go: embedding that is not done yet."""
+
+    name = fingerprint = "gated"
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self._inner = fake_embedder()
+
+    @property
+    def dimensions(self) -> int:
+        return self._inner.dimensions
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.go.wait(60)
+        return self._inner.embed(texts)
+
+
+async def test_a_search_waits_for_the_embedding_then_answers_with_it(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = server_factory(semantic=True, semantic_wait=600)
+    gated = GatedEmbedder()
+    server.index = live = LiveIndex(server.catalog, semantic=True, embedder=gated, cache_dir=tmp_path)
+    answers: list[str] = []
+    try:
+        async with client(server, "mcp") as c, anyio.create_task_group() as tg:
+            async def search() -> None:
+                answers.append(text_of(await c.call_tool("search_tools", {"query": "convert units"})))
+
+            tg.start_soon(search)
+            await anyio.sleep(0.3)
+            assert answers == [] and live.background is not None and not live.background.done.is_set()
+            gated.go.set()
+        assert len(answers) == 1 and BM25_ONLY not in answers[0]
+        assert live.background is not None and live.background.error is None
+    finally:
+        gated.go.set()
+        live.stop()
+
+
+async def test_a_search_that_outlasts_the_wait_says_bm25_alone_ranked_it(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = server_factory(semantic=True, semantic_wait=0)
+    gated = GatedEmbedder()
+    server.index = live = LiveIndex(server.catalog, semantic=True, embedder=gated, cache_dir=tmp_path)
+    try:
+        async with client(server, "mcp") as c:
+            first = text_of(await c.call_tool("search_tools", {"query": "convert units"}))
+            assert first.endswith(BM25_ONLY)
+            gated.go.set()
+            assert await live.embedded(600)
+            again = text_of(await c.call_tool("search_tools", {"query": "convert units"}))
+            assert BM25_ONLY not in again and again.startswith("Enabled: ")
+    finally:
+        gated.go.set()
+        live.stop()

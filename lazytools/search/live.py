@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LiveIndex"]
 
+_POLL = 0.05
+"""Seconds between two looks at whether the background embedding is done (`LiveIndex.embedded`)."""
+
 
 class LiveIndex:
     """The index of a catalog, rebuilt on first use after the catalog changed.
@@ -84,6 +87,18 @@ class LiveIndex:
     def fresh(self) -> SearchIndex | None:
         """The index if it is the catalog's as it is now (nothing to wait for), else None."""
         return self._index if self._index is not None and self._version >= self._catalog.version else None
+
+    async def embedded(self, wait: float) -> bool:
+        """Whether the newest index's tools are embedded (or semantic search is off), after waiting up to `wait`
+        seconds for them without holding a thread: a search that comes seconds after start would otherwise be
+        ranked and enabled by BM25 alone, and what it enables stays."""
+        background = self.background
+        if background is None or background.done.is_set():
+            return True
+        with anyio.move_on_after(wait):
+            while not background.done.is_set():
+                await anyio.sleep(_POLL)
+        return background.done.is_set()
 
     async def ready(self) -> SearchIndex:
         """The index of the catalog as it is now, or newer; a stale one is rebuilt in a worker thread, so other

@@ -49,7 +49,7 @@ from .results import sendable
 from .subscriptions import ToolsListChanged
 from .surface import SessionView
 
-__all__ = ["INSTRUCTIONS", "LazyServer"]
+__all__ = ["BM25_ONLY", "INSTRUCTIONS", "LazyServer"]
 
 logger = logging.getLogger(__name__)
 _tracer = trace.get_tracer("lazytools")
@@ -57,6 +57,9 @@ _tracer = trace.get_tracer("lazytools")
 SUGGESTED_ON_LOOP = 2_000
 """An unknown name is spelled against at most this many names on the event loop; against more, in a worker thread:
 spelling it against a catalog of many thousands would hold every other session's requests for that long."""
+BM25_ONLY = ("(Semantic search is still embedding the catalog's tools: keyword matching alone ranked this answer. "
+             "Ask again in a moment for the full ranking.)")
+"""Said under a search's answer when the embedding outlasted `semantic_wait`."""
 
 
 _SPELLING: RunVar[anyio.CapacityLimiter] = RunVar("lazytools_spelling_threads")
@@ -321,6 +324,7 @@ class LazyServer(Server[Any]):
     ) -> types.CallToolResult:
         settings = self.settings
         index = await self.index.ready()
+        embedded = await self.index.embedded(settings.semantic_wait)
 
         access = self._access(view)
         visible, index = access.catalog, access.index(index)
@@ -356,7 +360,8 @@ class LazyServer(Server[Any]):
                     await ctx.session.send_tool_list_changed()
                 elif state.notify is not None:
                     await state.notify()
-        return types.CallToolResult(content=[types.TextContent(text=outcome.text)])
+        text = outcome.text if embedded else f"{outcome.text}\n\n{BM25_ONLY}"
+        return types.CallToolResult(content=[types.TextContent(text=text)])
 
     # -- catalog changes ------------------------------------------------------------------------------------
 
