@@ -38,8 +38,12 @@ METATOOL = Path("/work/shared/eval-data/metatool")
 METATOOL_EVERY = 7
 TOOLALPACA = Path("/work/shared/eval-data/toolalpaca")
 RESTBENCH = Path(__file__).parent / "data" / "restbench"
-PUBLIC = ("metatool", "toolalpaca", "restbench")
+PUBLIC = ("metatool", "metatool-unseen", "toolalpaca", "restbench")
 """The public sets, each a catalog of its own."""
+UNSEEN = Path(__file__).resolve().parent.parent / "scripts" / "encoder_metatool_heldout.txt"
+"""The MetaTool tools held out of the fine-tuned encoder's training: `metatool-unseen` is every query wanting one of
+them, over the whole MetaTool catalog. The `metatool` set holds queries of the other tools too, some of which the
+encoder was trained on, so only this set compares that encoder with another fairly on MetaTool."""
 LIMIT: int = Settings.model_fields["search_limit"].default
 
 
@@ -49,6 +53,8 @@ class Catalogue:
     tools: Path
     sets: tuple[tuple[str, Path, int], ...]
     """(set name, queries file, keep every Nth single-tool query)"""
+    wanting: frozenset[str] | None = None
+    """Only the queries that want one of these tools (None: every query)."""
 
 
 def _catalogues(sets: Sequence[str], metatool: Path | None, toolalpaca: Path | None = None) -> list[Catalogue]:
@@ -57,10 +63,19 @@ def _catalogues(sets: Sequence[str], metatool: Path | None, toolalpaca: Path | N
     if "metatool" in sets and metatool is not None:
         found.append(Catalogue("metatool", metatool / "tools.jsonl",
                                (("metatool", metatool / "queries.jsonl", METATOOL_EVERY),)))
+    if "metatool-unseen" in sets and metatool is not None:
+        found.append(Catalogue("metatool-unseen", metatool / "tools.jsonl",
+                               (("metatool-unseen", metatool / "queries.jsonl", 1),), wanting=unseen_tools()))
     for name, folder in (("toolalpaca", toolalpaca), ("restbench", RESTBENCH)):
         if name in sets and folder is not None:
             found.append(Catalogue(name, folder / "tools.jsonl", ((name, folder / "queries.jsonl", 1),)))
     return found
+
+
+def unseen_tools() -> frozenset[str]:
+    """The MetaTool tools held out of the fine-tuned encoder's training (`UNSEEN`)."""
+    lines = UNSEEN.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
 def measure(catalogue: Catalogue, *, semantic: bool, rankings: Path | None = None,
@@ -74,6 +89,8 @@ def measure(catalogue: Catalogue, *, semantic: bool, rankings: Path | None = Non
     for name, path, every in catalogue.sets:
         for half in HALVES:
             queries = read_queries(path, every=every, half=half)
+            if catalogue.wanting is not None:
+                queries = [q for q in queries if any(need & catalogue.wanting for need in q.relevant)]
             returned: dict[str, list[str]] = {}
 
             def ranker(text: str) -> list[str]:

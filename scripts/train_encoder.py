@@ -5,12 +5,14 @@
                                                    [--out DIR] [--ship]
 
 What it guarantees: two runs with the same arguments (--threads included) and the same data, with the versions the
-`train` extra pins, on an x86-64 CPU with AVX2, write the same bytes: trained weights, fp32 ONNX and int8 file, whose
+`train` extra pins, on one kind of x86-64 CPU with AVX2, write the same bytes: trained weights, fp32 ONNX and int8 file, whose
 sha256s it prints. It re-executes itself with PINNED_ENV (below) so that torch, oneDNN and MKL run their AVX2 kernels
 whatever the CPU offers and with a fixed thread count; every step is seeded. Another --threads gives other bytes
 (float sums split another way). Checked by rerunning on one CPU (an AVX-512/AMX Xeon): the shipped file (sha256
-8e44bbe8...) came out of two full runs byte for byte; across CPU models it rests on the pinned kernels, not on a
-second machine (docs/search-log.md "Round 4h", "Round 4i").
+8e44bbe8...) came out of two full runs byte for byte (docs/search-log.md "Round 4h", "Round 4i"). Across CPU vendors
+the pins are not enough: on an AMD EPYC the same command, data and versions gave other bytes (trained weights
+d12a40fe... for 5fc59957..., "Round 4n"). The printed hashes reproduce the shipped file on the kind of CPU it was
+built on; elsewhere they tell two runs of one machine apart, and the recall check says whether the file is as good.
 
 What it does, in order:
 1. Pairs of (request, tool text) from the public sets in --train-data (ToolBench and StableToolBench's copy of it,
@@ -68,10 +70,9 @@ BATCH = 64
 MAX_TOKENS = 128
 LEARNING_RATE = 2e-5
 WARMUP = 0.1
-SHIPPED_PAIRS, SHIPPED_FROZEN, SHIPPED_RATE = 0, 0, 2e-5
-"""The shipped file's recipe (the defaults): a sixth of the pairs, the embeddings and two lowest layers frozen, a
-higher peak rate for its 16 steps. The machine it was built on was shared by eight sessions (a training step took
-150 s); `--pairs 0 --frozen 0 --lr 2e-5` is the whole recipe (95 steps, ~12 minutes on two free cores)."""
+SHIPPED_PAIRS, SHIPPED_FROZEN, SHIPPED_RATE, SHIPPED_ALPHA = 0, 0, 2e-5, 1.0
+"""The shipped file's recipe (the defaults): every pair, every layer trained, peak rate 2e-5 (95 steps, ~12 minutes
+on two free cores), the trained weights taken whole (`--alpha`)."""
 CHUNK = 16
 """Texts run through the encoder at once (sorted by length, so that little is padding)."""
 SCALE = 20.0
@@ -482,6 +483,26 @@ def train(pairs: Sequence[Pair], base: Path, out: Path, threads: int, *, rate_pe
     return folder
 
 
+def blend(trained: Path, base: Path, out: Path, alpha: float) -> Path:
+    """`alpha` of the trained weights plus 1 - `alpha` of the base's, parameter by parameter (WiSE-FT: Wortsman et
+    al., "Robust fine-tuning of zero-shot models", CVPR 2022). Fine-tuning on one kind of request pulls the encoder
+    away from what the base reads well; the straight line between the two keeps much of both, and the sets that
+    fine-tuning lost on are requests of another kind than the training pairs."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tuned, start = AutoModel.from_pretrained(str(trained)), AutoModel.from_pretrained(str(base))
+    started = start.state_dict()
+    with torch.no_grad():
+        for name, tensor in tuned.state_dict().items():
+            if tensor.is_floating_point():
+                tensor.mul_(alpha).add_(started[name], alpha=1.0 - alpha)
+    folder = out / f"blend-{alpha:g}"
+    tuned.save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(trained)).save_pretrained(str(folder))
+    return folder
+
+
 def export(folder: Path, out: Path) -> tuple[Path, Path]:
     """fp32 ONNX (input_ids, attention_mask, token_type_ids -> last hidden states) and its int8 quantization."""
     import torch
@@ -599,6 +620,12 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--frozen", type=int, default=SHIPPED_FROZEN,
                         help=f"keep the embeddings and this many lowest layers frozen (default {SHIPPED_FROZEN}; 0: "
                              "train all)")
+    parser.add_argument("--alpha", type=float, default=SHIPPED_ALPHA,
+                        help=f"the share of the trained weights in the exported encoder, the rest the base's "
+                             f"(default {SHIPPED_ALPHA:g}: the trained weights whole; see `blend`)")
+    parser.add_argument("--trained", type=Path, metavar="DIR",
+                        help="a folder of trained weights an earlier run wrote (OUT/fp32): blend and export it "
+                             "instead of training again")
     parser.add_argument("--pairs-only", action="store_true", help="build and count the pairs, train nothing")
     parser.add_argument("--no-recall", action="store_true",
                         help="train, export and print the hashes, skip the recall check (most of a small run's "
@@ -608,6 +635,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.ship and args.no_recall:
         parser.error("--ship needs the recall check")
+    if not 0.0 <= args.alpha <= 1.0:
+        parser.error("--alpha is a share: between 0 and 1")
     pinned = {**PINNED_ENV, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
     if any(os.environ.get(name) != value for name, value in pinned.items()):
         if "torch" in sys.modules:
@@ -640,10 +669,16 @@ def main(argv: Iterable[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     base = base_folder(args.out)
     print(f"base weights: {base}", flush=True)
-    trained = train(pairs, base, args.out, args.threads, rate_peak=args.lr, frozen=args.frozen)
+    if args.trained is not None:
+        trained = args.trained
+    else:
+        trained = train(pairs, base, args.out, args.threads, rate_peak=args.lr, frozen=args.frozen)
     trained_at = time.perf_counter()
     print(f"trained in {trained_at - started:.0f} s ({time.process_time():.0f} s of CPU so far)", flush=True)
     print(f"trained weights sha256 {sha256(trained / 'model.safetensors')}", flush=True)
+    if args.alpha < 1.0:
+        trained = blend(trained, base, args.out, args.alpha)
+        print(f"blended weights ({args.alpha:g} trained) sha256 {sha256(trained / 'model.safetensors')}", flush=True)
     fp32, int8 = export(trained, args.out)
     if args.no_recall:
         print(f"int8 sha256 {sha256(int8)}  ({int8.stat().st_size / 1e6:.1f} MB)")

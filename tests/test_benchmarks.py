@@ -238,6 +238,28 @@ def test_the_search_sets_command_prints_one_table_of_every_half(tmp_path: Path,
     assert float(rows["everyday"][1]) >= 0.0 and "semantic" not in out
 
 
+def test_the_unseen_metatool_set_keeps_only_queries_wanting_a_held_out_tool(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.searchsets import main as searchsets
+    from benchmarks.searchsets import unseen_tools
+
+    assert "BookTool" in unseen_tools() and "NewsTool" not in unseen_tools()
+    metatool = tmp_path / "metatool"
+    metatool.mkdir()
+    (metatool / "tools.jsonl").write_text(
+        '{"id": "BookTool", "name": "BookTool", "description": "Finds books by title or author."}\n'
+        '{"id": "NewsTool", "name": "NewsTool", "description": "Reads the latest news headlines."}\n')
+    queries = [("find a novel by Tolstoy", "BookTool"), ("books about gardening", "BookTool"),
+               ("today's headlines", "NewsTool"), ("news from Lagos", "NewsTool")]
+    (metatool / "queries.jsonl").write_text("".join(
+        f'{{"id": "s{n}", "query": "{text}", "relevant_tool_ids": ["{tool}"], "split": "single"}}\n'
+        for n, (text, tool) in enumerate(queries)))
+    assert searchsets(["--sets", "metatool-unseen", "--metatool", str(metatool)]) == 0
+    rows = [line.strip("|").split(" | ") for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| metatool-unseen |")]
+    assert rows and rows[0][1].strip() == "1 / 1"  # of four queries, the two that want BookTool, one per half
+
+
 def test_the_search_sets_command_measures_the_embedder_it_is_given(tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """`--embedder` reaches the index (an A/B of encoders as served, in one command): a name that is not an embedder
