@@ -73,6 +73,19 @@ async def test_real_client_with_the_token_works_and_without_it_fails() -> None:
 # -- Host and Origin -----------------------------------------------------------------------------------------------
 
 
+async def test_an_unsupported_protocol_version_is_a_400_naming_the_supported_ones() -> None:
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        for version in ("2099-01-01", "garbage", "x" * 5000):
+            refused = await http.post(url, json=LIST, headers={"accept": ACCEPT, "mcp-protocol-version": version})
+            assert_jsonrpc_error(refused, 400, -32600, "unsupported MCP-Protocol-Version")
+            assert "2025-06-18" in refused.text and "2026-07-28" in refused.text and len(refused.text) < 1000
+        refused = await http.get(url, headers={"accept": "text/event-stream", "mcp-protocol-version": "2099-01-01"})
+        assert refused.status_code == 400
+        for version in ("2025-06-18", "2025-11-25"):
+            accepted = await http.post(url, json=LIST, headers={"accept": ACCEPT, "mcp-protocol-version": version})
+            assert accepted.status_code == 200, version
+
+
 async def test_foreign_origin_is_refused() -> None:
     async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
         for era in ({}, {"mcp-protocol-version": "2026-07-28"}):

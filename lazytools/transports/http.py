@@ -24,7 +24,7 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import PARSE_ERROR
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -136,6 +136,12 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         head = head_of(scope)
+        if head.version is not None and head.version not in SUPPORTED_PROTOCOL_VERSIONS:
+            # The SDK would route it as a 2026-07-28 request and answer about missing envelope keys; the spec asks
+            # for a 400 on an unsupported version, and the client needs to hear which ones there are.
+            await jsonrpc_error(400, f"Bad Request: unsupported MCP-Protocol-Version {clip(head.version)}; this server "
+                                     f"supports {', '.join(SUPPORTED_PROTOCOL_VERSIONS)}")(scope, receive, send)
+            return
         if head.version is None or head.version in HANDSHAKE_PROTOCOL_VERSIONS:
             # The SDK answers a 2026-07-28 request (routed by its header) without a session of its own making.
             send = _no_session_on_refusals(send)
