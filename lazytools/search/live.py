@@ -92,13 +92,14 @@ class LiveIndex:
         """Whether the newest index's tools are embedded (or semantic search is off), after waiting up to `wait`
         seconds for them without holding a thread: a search that comes seconds after start would otherwise be
         ranked and enabled by BM25 alone, and what it enables stays."""
-        background = self.background
-        if background is None or background.done.is_set():
-            return True
-        with anyio.move_on_after(wait):
-            while not background.done.is_set():
-                await anyio.sleep(_POLL)
-        return background.done.is_set()
+        def pending() -> bool:  # the newest's: a catalog change meanwhile starts another (and stops this one)
+            return self.background is not None and not self.background.done.is_set()
+
+        if pending():
+            with anyio.move_on_after(wait):
+                while pending():
+                    await anyio.sleep(_POLL)
+        return not pending()
 
     async def ready(self) -> SearchIndex:
         """The index of the catalog as it is now, or newer; a stale one is rebuilt in a worker thread, so other
