@@ -258,6 +258,22 @@ class GatedEmbedder:
         return self._inner.embed(texts)
 
 
+class OutsideGatedEmbedder(GatedEmbedder):
+    """Embeds the catalog's tools and the requests at once, and holds the background thread's later batches (the
+    outside tools, made after the catalog's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.background_calls = 0
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if threading.current_thread().name == "lazytools-embed":
+            self.background_calls += 1
+            if self.background_calls > 1:
+                return super().embed(texts)
+        return self._inner.embed(texts)
+
+
 async def test_a_search_waits_for_the_embedding_then_answers_with_it(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     server = server_factory(semantic=True, semantic_wait=600)
     gated = GatedEmbedder()
@@ -291,6 +307,35 @@ async def test_a_search_that_outlasts_the_wait_says_bm25_alone_ranked_it(server_
             assert await live.embedded(600)
             again = text_of(await c.call_tool("search_tools", {"query": "convert units"}))
             assert BM25_ONLY not in again and again.startswith("Enabled: ")
+    finally:
+        gated.go.set()
+        live.stop()
+
+
+async def test_a_search_waits_for_the_catalogs_vectors_not_for_the_outside_tools(server_factory,  # type: ignore[no-untyped-def]
+                                                                                 tmp_path: Path) -> None:
+    server = server_factory(semantic=True, semantic_wait=30)
+    gated = OutsideGatedEmbedder()
+    server.index = live = LiveIndex(server.catalog, semantic=True, embedder=gated, cache_dir=tmp_path)
+    try:
+        async with client(server, "mcp") as c:
+            answer = text_of(await c.call_tool("search_tools", {"query": "weather forecast"}))
+            assert BM25_ONLY not in answer and answer.startswith("Enabled: ")
+            assert live.background is not None and not live.background.done.is_set()  # the outside tools wait
+    finally:
+        gated.go.set()
+        live.stop()
+
+
+async def test_naming_tools_does_not_wait_for_the_embedding(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = server_factory(semantic=True, semantic_wait=600)
+    gated = GatedEmbedder()
+    server.index = live = LiveIndex(server.catalog, semantic=True, embedder=gated, cache_dir=tmp_path)
+    try:
+        async with client(server, "mcp") as c:
+            answer = text_of(await c.call_tool("search_tools", {"tool_names": ["get_forecast"]}))
+            assert answer.startswith("Enabled: get_forecast") and BM25_ONLY not in answer
+            assert live.background is not None and not live.background.served.is_set()  # it is still embedding
     finally:
         gated.go.set()
         live.stop()

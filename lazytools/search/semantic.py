@@ -123,7 +123,8 @@ few seconds."""
 
 
 class BackgroundVectors:
-    """Embeds texts in a daemon thread and hands the vectors to `deliver`; `done` is set either way.
+    """Embeds texts in a daemon thread and hands the vectors to `deliver`: `served` is set once it has (or has
+    failed), `done` once the outside tools are made too, either way.
 
     The server keeps answering with BM25 meanwhile: a first index over 1,000 tools takes seconds with a
     transformer, and nothing about the catalog's words needs to wait for it. Whoever ends the process calls
@@ -139,6 +140,8 @@ class BackgroundVectors:
         cache_dir: Path | None = None,
     ) -> None:
         self.done = threading.Event()
+        self.served = threading.Event()
+        """Set once the catalog's vectors are delivered (before the outside tools are made) or the run has ended."""
         self.error: BaseException | None = None
         self.stopping = threading.Event()  # set: end after the batch being embedded (`stop` sets it and waits)
         self._thread = threading.Thread(
@@ -160,6 +163,7 @@ class BackgroundVectors:
                 raise EmbeddingStopped("stopped before the first batch")
             vectors = tool_vectors(model, texts, cache_dir, self.stopping)
             deliver(model, vectors)
+            self.served.set()
             logger.info("semantic search ready: %d tools embedded by %s in %.2f s", len(texts), model.name,
                         time.perf_counter() - started)
             # Semantic search is served meanwhile: "nothing fits" reads the outside tools once they are made.
@@ -171,6 +175,7 @@ class BackgroundVectors:
             self.error = exc
             logger.error("semantic search unavailable, BM25 only: %s", exc)
         finally:
+            self.served.set()
             self.done.set()
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> bool:

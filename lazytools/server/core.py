@@ -324,7 +324,10 @@ class LazyServer(Server[Any]):
     ) -> types.CallToolResult:
         settings = self.settings
         index = await self.index.ready()
-        embedded = await self.index.embedded(settings.semantic_wait)
+        # Only a request is ranked: tool_names or a group alone are answered without waiting for the vectors.
+        query = arguments.get("query") if isinstance(arguments, dict) else None
+        embedded = await self.index.embedded(settings.semantic_wait) if isinstance(query, str) and query.strip() \
+            else True
 
         access = self._access(view)
         visible, index = access.catalog, access.index(index)
