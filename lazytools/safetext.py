@@ -1,5 +1,6 @@
-"""Untrusted text made safe to log or echo (escaped, cut: one helper); session ids kept out of INFO logs, and
-credentials (a URL's userinfo and query values, header values) out of every log line.
+"""Untrusted text made safe to log or echo (escaped, cut: one helper) or to send on (lone surrogates replaced);
+session ids kept out of INFO logs, and credentials (a URL's userinfo and query values, header values) out of every
+log line.
 
 A tool name, group or argument comes from a client or an upstream server. Logged as it is, a newline in it forges a
 log line and a 3 MB name makes a 3 MB line; echoed in an error, it sends the model's own 3 MB back to it.
@@ -7,13 +8,14 @@ log line and a 3 MB name makes a 3 MB line; echoed in an error, it sends the mod
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
 
 __all__ = [
-    "ECHO_LIMIT", "SessionIdRedactor", "clip", "escape", "json_text", "redact_secrets", "redact_secrets_in_logs",
-    "redact_session_ids", "redact_url",
+    "ECHO_LIMIT", "SessionIdRedactor", "clip", "encodable_json", "escape", "json_text", "redact_secrets",
+    "redact_secrets_in_logs", "redact_session_ids", "redact_url", "replace_surrogates",
 ]
 
 ECHO_LIMIT = 200
@@ -30,6 +32,43 @@ _UNSAFE = re.compile(
 
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> tuple[str, int]:
+    """`text` with pairs joined and lone surrogates replaced by U+FFFD, and how many were replaced."""
+    if _SURROGATE.search(text) is None:
+        return text, 0
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return joined, joined.count("\ufffd") - text.count("\ufffd")
+
+
+def encodable_json(value: Any) -> tuple[Any, int]:
+    """A parsed JSON value (dicts, lists, strings, numbers) with every string and key made encodable as UTF-8
+    (`replace_surrogates`), and how many surrogates were replaced; `value` itself when it holds none. JSON's
+    `"\\ud800"` escape parses to a lone surrogate, which no transport can write back out."""
+    try:
+        json.dumps(value, ensure_ascii=False, check_circular=False).encode()
+        return value, 0
+    except UnicodeEncodeError:
+        pass
+    replaced = 0
+
+    def fix(item: Any) -> Any:
+        nonlocal replaced
+        if isinstance(item, str):
+            text, count = replace_surrogates(item)
+            replaced += count
+            return text
+        if isinstance(item, dict):
+            return {fix(key): fix(one) for key, one in item.items()}
+        if isinstance(item, list):
+            return [fix(one) for one in item]
+        return item
+
+    return fix(value), replaced
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -12,6 +12,7 @@ from mcp.shared.message import SessionMessage
 
 from lazytools.sources.gateway.listing import screen_listing
 
+from .conftest import client, text_of
 from .upstreams.helpers import opened
 
 HOSTILE = Path(__file__).resolve().parent / "upstreams" / "hostile.py"
@@ -40,6 +41,23 @@ async def test_a_tool_whose_schema_nests_too_deep_is_skipped_not_its_server(
         assert "h__echo" in o.catalog and "h__deep" not in o.catalog
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("skipping tool 'deep'" in m and "levels deep" in m for m in messages), messages
+
+
+@pytest.mark.process
+async def test_lone_surrogates_in_a_listing_are_replaced_so_the_list_can_still_be_written(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    entry = {"command": sys.executable, "args": [str(HOSTILE), "--surrogate-listing"], "timeout": 20}
+    async with opened(tmp_path, {"h": entry}) as o:
+        assert o.gateway["h"].state == "serving", o.gateway["h"].error
+        assert o.catalog.get("h__echo").description == "Echoes its arguments \ufffd back."
+        odd = [name for name in o.catalog.names() if name.startswith("h__odd")]
+        assert len(odd) == 1 and o.catalog.get(odd[0]).upstream_name == "odd\ufffdname"
+        async with client(o.server) as c:
+            await c.call_tool("search_tools", {"tool_names": ["h__echo", *odd]})
+            listed = await c.list_tools()
+            assert "\ufffd" in listed.model_dump_json()  # what the stdio and HTTP writers do with it
+            assert text_of(await c.call_tool("h__echo", {"text": "hi"})) == 'echo got {"text": "hi"}'
+    assert "upstream 'h': 3 lone surrogate(s) in its tool list replaced with U+FFFD" in caplog.text
 
 
 def test_a_real_schema_of_many_levels_is_kept() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lazytools import Catalog, build_server
-from lazytools.safetext import clip, escape, redact_secrets, redact_url
+from lazytools.safetext import clip, encodable_json, escape, redact_secrets, redact_url
 
 from .conftest import client, make_settings, text_of
 
@@ -84,3 +86,12 @@ def test_a_refused_header_value_is_not_echoed() -> None:
 ])
 def test_a_refused_port_or_header_name_is_not_echoed(said: str, shown: str) -> None:
     assert redact_secrets(said) == shown
+
+
+def test_encodable_json_replaces_lone_surrogates_in_strings_and_keys_and_keeps_the_rest() -> None:
+    clean = {"a": [1, 2.5, None, True, "text"], "b": {"c": "\U0001f600"}}
+    assert encodable_json(clean) == (clean, 0) and encodable_json(clean)[0] is clean
+    value = {"k\udc00": ["x\ud800y", {"z": "\ud83d\ude00 and \udfff"}], "n": 3}
+    fixed, replaced = encodable_json(value)
+    assert fixed == {"k\ufffd": ["x\ufffdy", {"z": "\U0001f600 and \ufffd"}], "n": 3} and replaced == 3
+    assert json.dumps(fixed, ensure_ascii=False).encode()

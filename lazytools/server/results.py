@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from typing import Any
 
 import mcp_types as types
 from pydantic import ValidationError
 
 from ..parts import fewer_parts
-from ..safetext import clip
+from ..safetext import clip, replace_surrogates
 
-__all__ = ["replace_surrogates", "sendable"]
+__all__ = ["sendable"]
 
 logger = logging.getLogger(__name__)
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _NOTE_ROOM = 400
 """Bytes kept free for the note that says a result was cut."""
 
@@ -36,14 +34,6 @@ _NOTE_ROOM = 400
 def _plain_text(block: types.ContentBlock) -> str | None:
     plain = type(block) is types.TextContent and block.annotations is None and block.meta is None
     return block.text if plain else None  # type: ignore[union-attr]
-
-
-def replace_surrogates(text: str) -> tuple[str, int]:
-    """`text` with pairs joined and lone surrogates replaced by U+FFFD, and how many were replaced."""
-    if _SURROGATE.search(text) is None:
-        return text, 0
-    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return joined, joined.count("\ufffd") - text.count("\ufffd")
 
 
 def _serialised(result: types.CallToolResult) -> str:

@@ -2,12 +2,14 @@
 schemas that are broken or refer outside themselves, lone surrogates, `NaN`, results of any size.
 
     python tests/upstreams/hostile.py [--ref-url URL] [--ref-file URL] [--no-schema] [--deep-schema LEVELS]
+                                      [--surrogate-listing]
 
 Tools: `surrogate` (a lone \\ud800 in its text), `nan` (NaN and Infinity in structured content), `big` (`size` bytes
 of text), `echo`, and tools whose input schema is hostile: `ref_url`, `ref_file` (external `$ref`), `bad_pattern`
 (`pattern: "("`), `ref_loop` (`$ref: "#"`), `broken` (`properties: 5`), `slow_pattern` (catastrophic backtracking),
 `unique` (`uniqueItems` on objects). `--no-schema` adds `no_schema`, listed without any `inputSchema`;
-`--deep-schema` adds `deep`, whose input schema nests objects LEVELS deep.
+`--deep-schema` adds `deep`, whose input schema nests objects LEVELS deep. `--surrogate-listing` lists a lone
+surrogate too: in `echo`'s description and in a tool's name (`odd\\ud800name`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 OBJECT: dict[str, Any] = {"type": "object"}
 NO_SCHEMA: dict[str, Any] = {}
 """Stands for a tool listed with no inputSchema at all (compared by identity)."""
+DESCRIPTIONS: dict[str, str] = {}
+"""Descriptions other than "The NAME tool."."""
 
 
 def schemas(ref_url: str, ref_file: str) -> dict[str, dict[str, Any]]:
@@ -50,7 +54,7 @@ def answer(message: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str | N
         result = ('{"protocolVersion": %s, "capabilities": {"tools": {}}, '
                   '"serverInfo": {"name": "hostile", "version": "1"}}' % version)
     elif method == "tools/list":
-        listed = [{"name": name, "description": f"The {name} tool.",
+        listed = [{"name": name, "description": DESCRIPTIONS.get(name, f"The {name} tool."),
                    **({} if schema is NO_SCHEMA else {"inputSchema": schema})} for name, schema in tools.items()]
         result = json.dumps({"tools": listed})
     elif method == "tools/call":
@@ -78,6 +82,7 @@ def main() -> None:
     parser.add_argument("--ref-file", default="file:///etc/hostname")
     parser.add_argument("--no-schema", action="store_true")
     parser.add_argument("--deep-schema", type=int, default=0)
+    parser.add_argument("--surrogate-listing", action="store_true")
     args = parser.parse_args()
     tools = schemas(args.ref_url, args.ref_file)
     if args.no_schema:
@@ -87,6 +92,9 @@ def main() -> None:
         for _ in range(args.deep_schema):
             deep = {"type": "object", "properties": {"x": deep}}
         tools["deep"] = deep
+    if args.surrogate_listing:
+        DESCRIPTIONS["echo"] = "Echoes its arguments \ud800 back."  # json.dumps writes it as the escape
+        tools["odd\ud800name"] = OBJECT
     for line in sys.stdin:
         try:
             message = json.loads(line)

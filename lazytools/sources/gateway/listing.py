@@ -5,7 +5,8 @@ fail, so the upstream never came up and its other tools were never served; one p
 prompt and resource. `screen_listing` runs on the messages the upstream sends, before the SDK reads them: each tool,
 prompt, resource or resource template of a listing is checked alone against the negotiated protocol version's
 rules, and the ones that fail are dropped with a warning naming them. A page of prompts, resources or templates is
-first cut to `keep` items, so a hostile list of 150,000 is never checked or parsed whole.
+first cut to `keep` items, so a hostile list of 150,000 is never checked or parsed whole. Lone surrogates (JSON's
+`"\\ud800"`) in any item are replaced with U+FFFD first.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.methods import validate_server_result
 from pydantic import ValidationError
 
-from ...safetext import clip
+from ...safetext import clip, encodable_json
 
 __all__ = ["MAX_TOOL_DEPTH", "screen_listing"]
 
@@ -67,15 +68,22 @@ def screen_listing(item: Any, *, upstream: str, version: str | None, keep: int |
         return item
     method, kind = _LISTS[key]
     listed: list[Any] = result[key]
-    cut = keep is not None and key != "tools" and len(listed) > keep
-    if cut:
+    changed = keep is not None and key != "tools" and len(listed) > keep
+    if changed:
         listed = listed[:keep]
+    listed, replaced = encodable_json(listed)
+    if replaced:
+        # Read as they are, they reach the SDK's writer, which cannot encode them: the stdio server would exit at
+        # the next tools/list and an HTTP session's list would stay broken.
+        logger.warning("upstream %r: %d lone surrogate(s) in its %s list replaced with U+FFFD", upstream, replaced,
+                       kind)
+        changed = True
     version = version or _FALLBACK_VERSION
     deep = {index for index, one in enumerate(listed) if _deeper_than(one, MAX_TOOL_DEPTH)}
     if not deep:
         try:
             validate_server_result(method, version, {**result, key: listed})
-            return _replaced(item, result, key, listed) if cut else item
+            return _replaced(item, result, key, listed) if changed else item
         except (ValidationError, KeyError, ValueError):
             pass
     kept = []
