@@ -236,6 +236,19 @@ def _unreadable(exc: SettingsError) -> str:
     return f"  {env_name(found.group(1))} (from {where}): not valid JSON{cause}"
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _print(report: str) -> None:
+    """A report on stdout as a terminal can show it: a control character or lone surrogate from a config or an
+    upstream (a server named "w\\x1b[31mx") written as its escape, and any character the terminal's encoding
+    lacks as a backslash escape instead of an error."""
+    text = _UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), report)
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")
+    print(text)
+
+
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from . import app, report
 
@@ -252,13 +265,13 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     down: list[str] = []
     if args.command == "search":
         async with app.open_catalog(settings, down=down) as catalog:
-            print(report.search_report(catalog, args.query, limit=_shown(args.limit, settings), group=args.group,
-                                       semantic=settings.semantic, embedder=settings.embedder,
-                                       ranking=settings.search_ranking,
-                                       cache_dir=settings.embedding_cache_dir() if settings.semantic else None))
+            _print(report.search_report(catalog, args.query, limit=_shown(args.limit, settings), group=args.group,
+                                        semantic=settings.semantic, embedder=settings.embedder,
+                                        ranking=settings.search_ranking,
+                                        cache_dir=settings.embedding_cache_dir() if settings.semantic else None))
     elif args.command == "surface":
         async with app.open_server(settings, down=down) as server:
-            print(report.surface_report(server))
+            _print(report.surface_report(server))
     if down:  # an answer without a configured server's tools is not the answer: say so where it is read
         print(report.down_report(down))
         return 1

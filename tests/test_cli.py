@@ -207,6 +207,24 @@ def test_the_banner_names_the_command_as_it_was_started(monkeypatch: pytest.Monk
 
 
 @pytest.mark.process
+def test_search_prints_a_servers_odd_name_escaped_even_to_an_ascii_terminal(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    # JSON's escapes: a lone surrogate and the escape sequence that turns a terminal red
+    config.write_text('{"mcpServers": {"w\\ud800\\u001b[31mx": %s}}' % json.dumps(toy("w", "--tools", "add")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYTOOLS_")}
+    done = subprocess.run([sys.executable, "-m", "lazytools", "--config", str(config), "search", "add two numbers"],
+                          cwd=tmp_path, env={**env, "PYTHONIOENCODING": "ascii"}, capture_output=True, text=True,
+                          timeout=120, check=False, encoding="utf-8", errors="strict")
+    assert done.returncode == 0, done.stderr
+    assert "[w\\ud800\\x1b[31mx]" in done.stdout and "\x1b" not in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    done = subprocess.run([sys.executable, "-m", "lazytools", "search", "zzqx \u2615"], cwd=tmp_path,
+                          env={**env, "PYTHONIOENCODING": "ascii"}, capture_output=True, text=True, timeout=120,
+                          check=False, encoding="utf-8", errors="strict")
+    assert "zzqx \\u2615" in done.stdout and "Traceback" not in done.stderr  # echoed, the cup the terminal lacks escaped
+
+
+@pytest.mark.process
 def test_search_over_a_config_says_how_each_server_starts(tmp_path: Path) -> None:
     """Upstreams take seconds to start (npx, uvx, docker): a line for each as it comes up or fails, on stderr,
     and a failed one's warning ends with what it wrote on its stderr (otherwise hidden in `search`)."""

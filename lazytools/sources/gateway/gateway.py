@@ -15,7 +15,7 @@ from ...auth.fetch import Fetcher
 from ...auth.issuer import Issuer
 from ...catalog import Catalog
 from ...errors import ConfigError
-from ...safetext import redact_secrets_in_logs
+from ...safetext import clip, redact_secrets_in_logs
 from ...settings import CHAIN_VARIABLE, Settings
 from .config import GatewayConfig, HttpServer, Identity, load_config
 from .credentials import UserUpstreams
@@ -99,7 +99,7 @@ async def open_gateway(
         # more seconds, which start-up need not wait for.
         if upstreams:
             logger.info("starting %d upstream servers (%s), each within %g s", len(upstreams),
-                        ", ".join(upstream.name for upstream in upstreams), settings.connect_timeout)
+                        clip(", ".join(upstream.name for upstream in upstreams), 400), settings.connect_timeout)
         with anyio.move_on_after(settings.connect_timeout * (len(upstreams) if one_by_one else 1) + 0.5):
             for upstream in upstreams:
                 tg.start_soon(upstream.run, name=f"upstream {upstream.name}")
