@@ -206,6 +206,10 @@ async def test_oversized_body_is_refused_with_or_without_content_length() -> Non
     (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": [1, 2]}', "application/json", 400, -32600,
      "params must be an object"),
     (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', "text/plain", 415, -32600, "Content-Type"),
+    (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search_tools", "arguments": '
+     b'{"query": "a \\ud800 b"}}}', "application/json", 400, -32700, "unpaired surrogate escape"),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"n": ' + b"9" * 5000 + b"}}",
+     "application/json", 400, -32700, "an integer of more than 4,300 digits"),
 ])
 
 async def test_malformed_requests_get_jsonrpc_errors(content: bytes, content_type: str, status: int, code: int,
@@ -216,8 +220,10 @@ async def test_malformed_requests_get_jsonrpc_errors(content: bytes, content_typ
         for headers in ({}, {"mcp-session-id": session_id}):
             response = await http.post(url, content=content, headers={"accept": ACCEPT,
                                                                        "content-type": content_type, **headers})
-            # Only a request refused for its params has an id that could be read (and is answered with it).
-            assert_jsonrpc_error(response, status, code, fragment, 2 if fragment.startswith("params") else None)
+            # Only a request refused for its params or a string in them has an id that could be read (and is
+            # answered with it).
+            readable = fragment.startswith(("params", "unpaired"))
+            assert_jsonrpc_error(response, status, code, fragment, 2 if readable else None)
         # The session survives bad requests next to it.
         _, listed = await rpc(http, url, "tools/list", session_id=session_id)
         assert [t["name"] for t in listed["result"]["tools"]] == ["search_tools", "invoke_tool"]

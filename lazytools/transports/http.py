@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, nullcontext
 from functools import partial
@@ -41,7 +42,7 @@ from ..catalog import Catalog
 from ..errors import RateLimitedError
 from ..identity import SCOPE_KEY, Principal
 from ..policy.limits import Alive, MemorySessionCounter, RedisSessionCounter, SessionCounter
-from ..safetext import clip, redact_session_ids
+from ..safetext import clip, encodable_json, redact_session_ids
 from ..search.live import LiveIndex
 from ..server.metatools import answers_at_once
 from ..server.metrics import Metrics
@@ -289,7 +290,10 @@ def _decode(body: bytes) -> JSONResponse | Any:
     """The JSON-RPC message in `body`, or the error response that refuses it."""
     try:
         decoded = json.loads(body)
-    except ValueError:
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):  # valid JSON, but Python refuses to read the number
+            return jsonrpc_error(400, f"Parse error: an integer of more than {sys.get_int_max_str_digits():,} digits",
+                                 code=PARSE_ERROR)
         return jsonrpc_error(400, "Parse error: the body is not JSON", code=PARSE_ERROR)
     except RecursionError:
         return jsonrpc_error(400, "Parse error: the body is nested too deeply to read", code=PARSE_ERROR)
@@ -304,6 +308,11 @@ def _decode(body: bytes) -> JSONResponse | Any:
     if "method" in decoded and not isinstance(decoded.get("params", {}), dict):
         return jsonrpc_error(400, "Invalid Request: params must be an object (MCP names its parameters)",
                              request_id=decoded.get("id"))
+    # JSON's "\ud800" reads as a lone surrogate, which the SDK then refuses as a bad hex escape; the bytes are
+    # searched first (most bodies hold no escape at all), the message only when they might hold one.
+    if (b"\\ud" in body or b"\\uD" in body) and encodable_json(decoded)[1]:
+        return jsonrpc_error(400, "Parse error: a string holds an unpaired surrogate escape such as \\ud800",
+                             code=PARSE_ERROR, request_id=decoded.get("id") if _is_request_id(decoded.get("id")) else None)
     return decoded
 
 
