@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -243,9 +244,9 @@ def test_semantic_setting_is_off_by_default() -> None:
 class GatedEmbedder:
     """The fake embedder, holding every batch until the test lets it go: embedding that is not done yet."""
 
-    name = fingerprint = "gated"
-
     def __init__(self) -> None:
+        # One fingerprint each: the outside tools' vectors are made once per process and embedder fingerprint.
+        self.name = self.fingerprint = f"gated-{uuid.uuid4().hex}"
         self.go = threading.Event()
         self._inner = fake_embedder()
 

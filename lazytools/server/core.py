@@ -324,10 +324,7 @@ class LazyServer(Server[Any]):
     ) -> types.CallToolResult:
         settings = self.settings
         index = await self.index.ready()
-        # Only a request is ranked: tool_names or a group alone are answered without waiting for the vectors.
-        query = arguments.get("query") if isinstance(arguments, dict) else None
-        embedded = await self.index.embedded(settings.semantic_wait) if isinstance(query, str) and query.strip() \
-            else True
+        embedded = await self.index.embedded(settings.semantic_wait) if _ranks(arguments) else True
 
         access = self._access(view)
         visible, index = access.catalog, access.index(index)
@@ -387,6 +384,13 @@ class LazyServer(Server[Any]):
         """ALWAYS_AVAILABLE_TOOLS that the catalog holds now, then the tools their upstream pins."""
         configured = [name for name in self._always_available if name in self.catalog]
         return list(dict.fromkeys([*configured, *(entry.name for entry in self.catalog if entry.pinned)]))
+
+
+def _ranks(arguments: Any) -> bool:
+    """Whether search_tools' `arguments` hold a request to rank: tool_names or a group alone are answered without
+    waiting for the vectors."""
+    query = arguments.get("query") if isinstance(arguments, dict) else None
+    return isinstance(query, str) and bool(query.strip())
 
 
 def _error(message: str) -> types.CallToolResult:
