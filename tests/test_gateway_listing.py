@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import mcp_types as types
@@ -13,17 +15,24 @@ from mcp.shared.message import SessionMessage
 from lazytools.sources.gateway.listing import screen_listing
 
 from .conftest import client, text_of
-from .upstreams.helpers import opened
+from .upstreams.helpers import Opened, opened
 
 HOSTILE = Path(__file__).resolve().parent / "upstreams" / "hostile.py"
+
+
+@asynccontextmanager
+async def serving_hostile(tmp_path: Path, *flags: str) -> AsyncIterator[Opened]:
+    """The gateway over the hand-written hostile upstream (named h), started with `flags`, once it serves."""
+    entry = {"command": sys.executable, "args": [str(HOSTILE), *flags], "timeout": 20}
+    async with opened(tmp_path, {"h": entry}) as o:
+        assert o.gateway["h"].state == "serving", o.gateway["h"].error
+        yield o
 
 
 @pytest.mark.process
 async def test_a_tool_listed_without_an_input_schema_is_skipped_not_its_server(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    entry = {"command": sys.executable, "args": [str(HOSTILE), "--no-schema"], "timeout": 20}
-    async with opened(tmp_path, {"h": entry}) as o:
-        assert o.gateway["h"].state == "serving", o.gateway["h"].error
+    async with serving_hostile(tmp_path, "--no-schema") as o:
         assert "h__echo" in o.catalog and "h__no_schema" not in o.catalog
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("skipping tool 'no_schema'" in m and "inputSchema" in m for m in messages), messages
@@ -35,9 +44,7 @@ async def test_a_tool_whose_schema_nests_too_deep_is_skipped_not_its_server(
         tmp_path: Path, caplog: pytest.LogCaptureFixture, levels: int) -> None:
     # At 200 levels the SDK's validation gives up ("Maximum serialization depth exceeded"); at 110 it passes, but the
     # SDK's client refuses the tools/list that carries the tool. Either way that tool alone goes.
-    entry = {"command": sys.executable, "args": [str(HOSTILE), "--deep-schema", str(levels)], "timeout": 20}
-    async with opened(tmp_path, {"h": entry}) as o:
-        assert o.gateway["h"].state == "serving", o.gateway["h"].error
+    async with serving_hostile(tmp_path, "--deep-schema", str(levels)) as o:
         assert "h__echo" in o.catalog and "h__deep" not in o.catalog
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("skipping tool 'deep'" in m and "levels deep" in m for m in messages), messages
@@ -46,9 +53,7 @@ async def test_a_tool_whose_schema_nests_too_deep_is_skipped_not_its_server(
 @pytest.mark.process
 async def test_lone_surrogates_in_a_listing_are_replaced_so_the_list_can_still_be_written(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    entry = {"command": sys.executable, "args": [str(HOSTILE), "--surrogate-listing"], "timeout": 20}
-    async with opened(tmp_path, {"h": entry}) as o:
-        assert o.gateway["h"].state == "serving", o.gateway["h"].error
+    async with serving_hostile(tmp_path, "--surrogate-listing") as o:
         assert o.catalog.get("h__echo").description == "Echoes its arguments \ufffd back."
         odd = [name for name in o.catalog.names() if name.startswith("h__odd")]
         assert len(odd) == 1 and o.catalog.get(odd[0]).upstream_name == "odd\ufffdname"

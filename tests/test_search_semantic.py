@@ -6,12 +6,14 @@ import re
 import sys
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import numpy as np
 import pytest
+from mcp import Client
 
 from lazytools import ConfigError
 from lazytools.search import LiveIndex, SearchIndex, build_index, fusion
@@ -275,13 +277,25 @@ class OutsideGatedEmbedder(GatedEmbedder):
         return self._inner.embed(texts)
 
 
-async def test_a_search_waits_for_the_embedding_then_answers_with_it(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    server = server_factory(semantic=True, semantic_wait=600)
-    gated = GatedEmbedder()
+@asynccontextmanager
+async def gated_server(server_factory, tmp_path: Path, wait: float,  # type: ignore[no-untyped-def]
+                       gated: GatedEmbedder) -> AsyncIterator[tuple[Client, LiveIndex]]:
+    """A client of a semantic server whose index embeds with `gated`, let go (and stopped) at the end."""
+    server = server_factory(semantic=True, semantic_wait=wait)
     server.index = live = LiveIndex(server.catalog, semantic=True, embedder=gated, cache_dir=tmp_path)
-    answers: list[str] = []
     try:
-        async with client(server, "mcp") as c, anyio.create_task_group() as tg:
+        async with client(server, "mcp") as c:
+            yield c, live
+    finally:
+        gated.go.set()
+        live.stop()
+
+
+async def test_a_search_waits_for_the_embedding_then_answers_with_it(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    gated = GatedEmbedder()
+    answers: list[str] = []
+    async with gated_server(server_factory, tmp_path, 600, gated) as (c, live):
+        async with anyio.create_task_group() as tg:
             async def search() -> None:
                 answers.append(text_of(await c.call_tool("search_tools", {"query": "convert units"})))
 
@@ -291,52 +305,29 @@ async def test_a_search_waits_for_the_embedding_then_answers_with_it(server_fact
             gated.go.set()
         assert len(answers) == 1 and BM25_ONLY not in answers[0]
         assert live.background is not None and live.background.error is None
-    finally:
-        gated.go.set()
-        live.stop()
 
 
 async def test_a_search_that_outlasts_the_wait_says_bm25_alone_ranked_it(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    server = server_factory(semantic=True, semantic_wait=0)
     gated = GatedEmbedder()
-    server.index = live = LiveIndex(server.catalog, semantic=True, embedder=gated, cache_dir=tmp_path)
-    try:
-        async with client(server, "mcp") as c:
-            first = text_of(await c.call_tool("search_tools", {"query": "convert units"}))
-            assert first.endswith(BM25_ONLY)
-            gated.go.set()
-            assert await live.embedded(600)
-            again = text_of(await c.call_tool("search_tools", {"query": "convert units"}))
-            assert BM25_ONLY not in again and again.startswith("Enabled: ")
-    finally:
+    async with gated_server(server_factory, tmp_path, 0, gated) as (c, live):
+        first = text_of(await c.call_tool("search_tools", {"query": "convert units"}))
+        assert first.endswith(BM25_ONLY)
         gated.go.set()
-        live.stop()
+        assert await live.embedded(600)
+        again = text_of(await c.call_tool("search_tools", {"query": "convert units"}))
+        assert BM25_ONLY not in again and again.startswith("Enabled: ")
 
 
 async def test_a_search_waits_for_the_catalogs_vectors_not_for_the_outside_tools(server_factory,  # type: ignore[no-untyped-def]
                                                                                  tmp_path: Path) -> None:
-    server = server_factory(semantic=True, semantic_wait=30)
-    gated = OutsideGatedEmbedder()
-    server.index = live = LiveIndex(server.catalog, semantic=True, embedder=gated, cache_dir=tmp_path)
-    try:
-        async with client(server, "mcp") as c:
-            answer = text_of(await c.call_tool("search_tools", {"query": "weather forecast"}))
-            assert BM25_ONLY not in answer and answer.startswith("Enabled: ")
-            assert live.background is not None and not live.background.done.is_set()  # the outside tools wait
-    finally:
-        gated.go.set()
-        live.stop()
+    async with gated_server(server_factory, tmp_path, 30, OutsideGatedEmbedder()) as (c, live):
+        answer = text_of(await c.call_tool("search_tools", {"query": "weather forecast"}))
+        assert BM25_ONLY not in answer and answer.startswith("Enabled: ")
+        assert live.background is not None and not live.background.done.is_set()  # the outside tools wait
 
 
 async def test_naming_tools_does_not_wait_for_the_embedding(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    server = server_factory(semantic=True, semantic_wait=600)
-    gated = GatedEmbedder()
-    server.index = live = LiveIndex(server.catalog, semantic=True, embedder=gated, cache_dir=tmp_path)
-    try:
-        async with client(server, "mcp") as c:
-            answer = text_of(await c.call_tool("search_tools", {"tool_names": ["get_forecast"]}))
-            assert answer.startswith("Enabled: get_forecast") and BM25_ONLY not in answer
-            assert live.background is not None and not live.background.served.is_set()  # it is still embedding
-    finally:
-        gated.go.set()
-        live.stop()
+    async with gated_server(server_factory, tmp_path, 600, GatedEmbedder()) as (c, live):
+        answer = text_of(await c.call_tool("search_tools", {"tool_names": ["get_forecast"]}))
+        assert answer.startswith("Enabled: get_forecast") and BM25_ONLY not in answer
+        assert live.background is not None and not live.background.served.is_set()  # it is still embedding
