@@ -19,7 +19,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
 from .errors import LazyToolsError
-from .safetext import clip
+from .safetext import clip, escape
 from .settings import Settings, load_settings
 from .settingsdoc import default_text, env_name, flag_name, is_secret
 
@@ -236,14 +236,11 @@ def _unreadable(exc: SettingsError) -> str:
     return f"  {env_name(found.group(1))} (from {where}): not valid JSON{cause}"
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
 def _print(report: str) -> None:
-    """A report on stdout as a terminal can show it: a control character or lone surrogate from a config or an
-    upstream (a server named "w\\x1b[31mx") written as its escape, and any character the terminal's encoding
-    lacks as a backslash escape instead of an error."""
-    text = _UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), report)
+    """A report on stdout as a terminal can show it: line by line, an unsafe character from a config or an upstream
+    (a server named "w\\x1b[31mx", a lone surrogate; `safetext.escape`) written as its escape, and any character
+    the terminal's encoding lacks as a backslash escape instead of an error."""
+    text = "\n".join(map(escape, report.split("\n")))
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="backslashreplace")
     print(text)

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 __all__ = [
-    "ECHO_LIMIT", "SessionIdRedactor", "clip", "encodable_json", "escape", "json_text", "redact_secrets",
+    "ECHO_LIMIT", "SessionIdRedactor", "clip", "encodable", "encodable_json", "escape", "json_text", "redact_secrets",
     "redact_secrets_in_logs", "redact_session_ids", "redact_url", "replace_surrogates",
 ]
 
@@ -43,6 +43,14 @@ def replace_surrogates(text: str) -> tuple[str, int]:
         return text, 0
     joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return joined, joined.count("\ufffd") - text.count("\ufffd")
+
+
+def encodable(text: str) -> str:
+    """`text` with each lone surrogate (a command-line argument that was not UTF-8, a config value's `\\ud800`)
+    replaced by U+FFFD, one character for one, so that offsets into `text` still hold (pairs are not joined, unlike
+    `replace_surrogates`): a tokenizer refuses surrogates outright, and one in a request or a tool's description
+    must not stop the search."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 def encodable_json(value: Any) -> tuple[Any, int]:

@@ -5,8 +5,8 @@
                                                    [--out DIR] [--ship]
 
 What it guarantees: two runs with the same arguments (--threads included) and the same data, with the versions the
-`train` extra pins, on one kind of x86-64 CPU with AVX2, write the same bytes: trained weights, fp32 ONNX and int8 file, whose
-sha256s it prints. It re-executes itself with PINNED_ENV (below) so that torch, oneDNN and MKL run their AVX2 kernels
+`train` extra pins, on one kind of x86-64 CPU with AVX2, write the same bytes: trained weights, fp32 ONNX and int8
+file, whose sha256s it prints. It re-executes itself with PINNED_ENV (below) so that torch, oneDNN and MKL run their AVX2 kernels
 whatever the CPU offers and with a fixed thread count; every step is seeded. Another --threads gives other bytes
 (float sums split another way). Checked by rerunning on one CPU (an AVX-512/AMX Xeon): the shipped file (sha256
 8e44bbe8...) came out of two full runs byte for byte (docs/search-log.md "Round 4h", "Round 4i"). Across CPU vendors
@@ -673,8 +673,9 @@ def main(argv: Iterable[str] | None = None) -> int:
         trained = args.trained
     else:
         trained = train(pairs, base, args.out, args.threads, rate_peak=args.lr, frozen=args.frozen)
+        print(f"trained in {time.perf_counter() - started:.0f} s ({time.process_time():.0f} s of CPU so far)",
+              flush=True)
     trained_at = time.perf_counter()
-    print(f"trained in {trained_at - started:.0f} s ({time.process_time():.0f} s of CPU so far)", flush=True)
     print(f"trained weights sha256 {sha256(trained / 'model.safetensors')}", flush=True)
     if args.alpha < 1.0:
         trained = blend(trained, base, args.out, args.alpha)

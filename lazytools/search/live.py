@@ -90,8 +90,8 @@ class LiveIndex:
 
     async def embedded(self, wait: float) -> bool:
         """Whether the newest index's tools are embedded (or semantic search is off), after waiting up to `wait`
-        seconds for them (not for the outside tools made after them) without holding a thread: a search that comes seconds after start would otherwise be
-        ranked and enabled by BM25 alone, and what it enables stays."""
+        seconds for them (not for the outside tools made after them) without holding a thread: a search that comes
+        seconds after start would otherwise be ranked and enabled by BM25 alone, and what it enables stays."""
         def pending() -> bool:  # the newest's: a catalog change meanwhile starts another (and stops this one)
             return self.background is not None and not self.background.served.is_set()
 

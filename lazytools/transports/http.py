@@ -311,8 +311,9 @@ def _decode(body: bytes) -> JSONResponse | Any:
     # JSON's "\ud800" reads as a lone surrogate, which the SDK then refuses as a bad hex escape; the bytes are
     # searched first (most bodies hold no escape at all), the message only when they might hold one.
     if (b"\\ud" in body or b"\\uD" in body) and encodable_json(decoded)[1]:
+        ident = decoded.get("id")
         return jsonrpc_error(400, "Parse error: a string holds an unpaired surrogate escape such as \\ud800",
-                             code=PARSE_ERROR, request_id=decoded.get("id") if _is_request_id(decoded.get("id")) else None)
+                             code=PARSE_ERROR, request_id=ident if _is_request_id(ident) else None)
     return decoded
 
 

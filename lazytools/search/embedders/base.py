@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -16,13 +15,12 @@ import numpy.typing as npt
 from ...errors import ConfigError
 from ...safetext import clip
 
-__all__ = ["EMBED_BATCH", "Embedder", "EmbeddingStopped", "Vectors", "embed_batches", "embed_finite", "encodable",
-           "model_file", "unit_rows"]
+__all__ = ["EMBED_BATCH", "Embedder", "EmbeddingStopped", "Vectors", "embed_batches", "embed_finite", "model_file",
+           "unit_rows"]
 
 logger = logging.getLogger("lazytools.search")
 
 Vectors = npt.NDArray[np.float32]
-_SURROGATE = re.compile("[\\ud800-\\udfff]")
 
 
 @runtime_checkable
@@ -38,13 +36,6 @@ class Embedder(Protocol):
     def dimensions(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> Vectors: ...
-
-
-def encodable(text: str) -> str:
-    """`text` with each lone surrogate (a command-line argument that was not UTF-8, a config value's `\\ud800`)
-    replaced by U+FFFD, one character for one, so that offsets into `text` still hold: the tokenizer refuses
-    surrogates outright, and one in a request or a tool's description must not stop the search."""
-    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 def unit_rows(vectors: npt.ArrayLike) -> Vectors:

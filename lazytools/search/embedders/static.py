@@ -22,7 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ConfigError
-from .base import Vectors, encodable, model_file, unit_rows
+from ...safetext import encodable
+from .base import Vectors, model_file, unit_rows
 
 __all__ = ["SEMANTIC_EXTRA", "StaticEmbedder", "load_model2vec", "load_wordllama"]
 

@@ -21,7 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ConfigError
-from .base import Vectors, encodable, model_file, unit_rows
+from ...safetext import encodable
+from .base import Vectors, model_file, unit_rows
 from .static import SEMANTIC_EXTRA
 
 __all__ = ["BertNumpy", "OnnxEncoder", "TransformerEmbedder", "load_transformer"]
