@@ -352,7 +352,8 @@ def _measured_in(tree: Path, sizes: list[int], queries: int, real: bool = False)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.search",
                                      description="search_tools as served: CPU p50 per query beside the index alone")
-    parser.add_argument("--sizes", default="1000,10000", help="catalog sizes, comma-separated (default 1000,10000)")
+    parser.add_argument("--sizes", help="catalog sizes, comma-separated (default 1000,10000; with --real "
+                        "1000,10000,100000)")
     parser.add_argument("--queries", type=int, default=400, help="distinct queries per size (at least 257, more "
                         "than the served path's caches keep; default 400)")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each tree, alternating (default 3)")
@@ -365,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.real:
         return _real_main(args)
-    sizes = [int(size) for size in args.sizes.split(",")]
+    sizes = [int(size) for size in (args.sizes or "1000,10000").split(",")]
     here = Path(__file__).resolve().parent.parent
     trees = {"this tree": here, **({str(args.compare_with): args.compare_with} if args.compare_with else {})}
     runs: dict[str, list[dict[int, tuple[float, float, float]]]] = {name: [] for name in trees}
@@ -388,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _real_main(args: argparse.Namespace) -> int:
-    sizes = [int(size) for size in (args.sizes if args.sizes != "1000,10000" else "1000,10000,100000").split(",")]
+    sizes = [int(size) for size in (args.sizes or "1000,10000,100000").split(",")]
     here = Path(__file__).resolve().parent.parent
     trees = {"this tree": here, **({str(args.compare_with): args.compare_with} if args.compare_with else {})}
     runs: dict[str, list[dict[int, tuple[float, float, float]]]] = {name: [] for name in trees}

@@ -332,6 +332,16 @@ def test_the_served_search_command_measures_both_trees_side_by_side(capsys: pyte
     assert all(0 < float(figure) < 1_000 for *_, a, b, c in rows for figure in (a, b, c))
 
 
+@pytest.mark.process
+def test_the_real_search_command_measures_the_sizes_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--sizes 1000,10000` spelled out once measured 100,000 tools too: the default was told apart by its text."""
+    from benchmarks.search import main as search_main
+
+    assert search_main(["--real", "--sizes", "1000,10000", "--rounds", "1", "--naive", "2"]) == 0
+    sizes = re.findall(r"^this tree\s+(\d+)\s", capsys.readouterr().out, flags=re.M)
+    assert sizes == ["1000", "10000"]
+
+
 def test_long_requests_are_distinct_and_measured_as_served(tmp_path: Path) -> None:
     from benchmarks.longrequests import long_requests, measure
 
