@@ -6,8 +6,8 @@
 
 What it guarantees: two runs with the same arguments (--threads included) and the same data, with the versions the
 `train` extra pins, on one kind of x86-64 CPU with AVX2, write the same bytes: trained weights, fp32 ONNX and int8
-file, whose sha256s it prints. It re-executes itself with PINNED_ENV (below) so that torch, oneDNN and MKL run their AVX2 kernels
-whatever the CPU offers and with a fixed thread count; every step is seeded. Another --threads gives other bytes
+file, whose sha256s it prints. It re-executes itself with PINNED_ENV (below) so that torch, oneDNN and MKL run their
+AVX2 kernels whatever the CPU offers and with a fixed thread count; every step is seeded. Another --threads gives other bytes
 (float sums split another way). Checked by rerunning on one CPU (an AVX-512/AMX Xeon): the shipped file (sha256
 8e44bbe8...) came out of two full runs byte for byte (docs/search-log.md "Round 4h", "Round 4i"). Across CPU vendors
 the pins are not enough: on an AMD EPYC the same command, data and versions gave other bytes (trained weights
