@@ -33,6 +33,7 @@ __all__ = [
     "display_name",
     "glob_to_regex",
     "line_name",
+    "parse_name",
     "read_at_most",
 ]
 
@@ -133,19 +134,68 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
         raise ValueError(f"invalid glob pattern {pattern!r}: {exc}") from None
 
 
+# A name is shown as text that is valid UTF-8 and can be passed back: each byte that is not UTF-8 becomes `\xNN`
+# (80-ff), and in one-line text (directory_tree) each control character becomes `\xNN` (01-1f, 7f). A backslash of
+# the name itself is doubled only where it comes before `\` or such an `xNN`, where it would otherwise read as one
+# of these escapes; anywhere else it is shown as it is, so a name such as `a\b` looks the same. `parse_name` reads
+# the escapes back; no other escape exists, so `\x2f` ("/"), `\x2e` (".") and `\x00` stay literal text.
+_BYTE = r"x(?:[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F]|1[0-9a-fA-F]|7[fF])"
+_AFTER_BACKSLASH = re.compile(_BYTE)
+_NAME_ESCAPE = re.compile(r"\\(?:\\|" + _BYTE + ")")
+
+
+def _shown(name: str, controls: bool) -> str:
+    text = os.fsencode(name).decode("utf-8", "surrogateescape")  # an undecodable byte NN is the character U+DCNN
+    pieces: list[str] = []
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            pieces.append(f"\\x{code - 0xDC00:02x}")
+        elif controls and (code < 32 or code == 127):
+            pieces.append(f"\\x{code:02x}")
+        else:
+            pieces.append(ch)
+    for index, piece in enumerate(pieces):
+        if piece == "\\":
+            following = "".join(pieces[index + 1 : index + 4])
+            if following.startswith("\\") or _AFTER_BACKSLASH.match(following):
+                pieces[index] = "\\\\"
+    return "".join(pieces)
+
+
 def display_name(name: str) -> str:
-    """A file name as valid text: bytes that are not UTF-8 (lone surrogates after `os.fsdecode`) become `\\xNN`."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return os.fsencode(name).decode("utf-8", "backslashreplace")
-    return name
+    """A file name as valid text that `parse_name` turns back into the name: bytes that are not UTF-8 (lone
+    surrogates after `os.fsdecode`) become `\\xNN`, and a backslash that would read as an escape is doubled."""
+    if "\\" not in name:
+        try:
+            name.encode("utf-8")
+            return name
+        except UnicodeEncodeError:
+            pass
+    return _shown(name, controls=False)
 
 
 def line_name(name: str) -> str:
     """A file name for one line of plain text: also control characters (newline, ESC) as `\\xNN`, so a name can
-    neither start a fake line nor colour a terminal."""
-    return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in display_name(name))
+    neither start a fake line nor colour a terminal; `parse_name` reads it back as well."""
+    return _shown(name, controls=True)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    escape = match.group()
+    if escape == "\\\\":
+        return "\\"
+    code = int(escape[2:], 16)
+    return chr(0xDC00 + code) if code >= 0x80 else chr(code)
+
+
+def parse_name(shown: str) -> str:
+    """The file name that `display_name` or `line_name` showed as `shown` (one path component). Text without those
+    escapes is the name itself; a backslash that starts no escape stays a backslash."""
+    if "\\" not in shown:
+        return shown
+    # fsencode then fsdecode turns the bytes spelled by escapes (`\xc3\xa9` is "é") into the name os gives.
+    return os.fsdecode(os.fsencode(_NAME_ESCAPE.sub(_unescape, shown)))
 
 
 @dataclass
@@ -223,7 +273,7 @@ class Sandbox:
             if normal != root and not normal.startswith(root.rstrip("/") + "/"):
                 raise ValueError(f"path {user_path!r} is outside the allowed root directory")
             text = normal[len(root) :]
-        return [part for part in text.split("/") if part not in ("", ".")]
+        return [parse_name(part) for part in text.split("/") if part not in ("", ".")]
 
     def relative(self, parts: tuple[str, ...] | list[str]) -> str:
         """A path under the root as text for results ('.' for the root; undecodable bytes escaped)."""

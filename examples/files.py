@@ -84,7 +84,13 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         return rows[:limit], cut or len(rows) > limit
 
     def list_directory(path: RelPath = ".", include_hidden: Hidden = False) -> dict[str, Any]:
-        """List the files and folders in a directory with their type and size."""
+        """List the files and folders in a directory with their type and size.
+
+        Every name shown can be passed back in a path. A name's bytes that are not UTF-8 are shown as \\xNN
+        (80-ff) and a backslash of the name is doubled where it comes before \\ or such an \\xNN; paths read
+        these escapes back, so 'bad\\xffname' is the name with byte ff and 'bad\\\\xffname' the one with the
+        four characters \\xff.
+        """
         with box.open(path) as folder:
             if not folder.is_dir:
                 raise ValueError(f"{path!r} is not a directory")
@@ -109,7 +115,7 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
             data = box.read(file, MAX_READ_BYTES, path)
             rel = box.relative(file.parts)
         if _looks_binary(data):
-            raise ValueError(f"{display_name(PurePosixPath(rel).name)} looks like a binary file, not text")
+            raise ValueError(f"{PurePosixPath(rel).name} looks like a binary file, not text")
         lines = data.decode("utf-8", errors="replace").splitlines()
         last = min(end_line or len(lines), len(lines), start_line + _MAX_LINES_PER_READ - 1)
         # Long lines could still make a result far over the size limit: stop before it, at a line boundary.

@@ -1,5 +1,7 @@
 """The file tools under attack: files swapped for links, FIFOs and devices mid-call, odd names, huge files."""
 
+import hashlib
+import itertools
 import json
 import os
 import re
@@ -7,13 +9,18 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
 from lazytools_examples import files
-from lazytools_examples._sandbox import glob_to_regex
+from lazytools_examples._sandbox import display_name, glob_to_regex, line_name, parse_name
 from lazytools_examples.files import make_file_tools
+
+from lazytools import build_server
+from lazytools.app import bundled_catalog
+
+from ..conftest import client, make_settings, text_of
 
 Tools = dict[str, Callable[..., Any]]
 
@@ -94,8 +101,6 @@ def _calls(tools: Tools, rounds: int) -> tuple[list[str], int, int, list[str]]:
 @pytest.mark.process
 def test_a_file_swapped_for_a_link_to_outside_is_never_read(tools: Tools, root: Path, tmp_path: Path) -> None:
     secret = tmp_path / "outside" / "secret.txt"
-    import hashlib
-
     secret_hash = hashlib.sha256(secret.read_bytes()).hexdigest()
     proc = _swapping(root, "link", str(secret))
     try:
@@ -264,3 +269,125 @@ def test_a_name_with_a_newline_or_escape_cannot_forge_tree_lines(tools: Tools, r
     tree = tools["directory_tree"]()
     assert "odd\\x0aname\\x1b[31m.txt" in tree
     assert "\x1b" not in tree and not any(line.startswith("name") for line in tree.splitlines())
+
+
+# Names as bytes, each to be listed and then passed back: raw bytes that are not UTF-8, literal backslash text that
+# looks like their escapes, and a backslash right before an escape.
+ODD_NAMES = [
+    b"bad\xff\xfename.txt",
+    b"bad\\xff\\xfename.txt",
+    b"bad\\\xff\xfename.txt",
+    b"bad\\\\xff\\xfename.txt",
+    b"back\\slash.txt",
+    b"trailing\\",
+    b"\\\\",
+    b"upper\\xFF",
+    b"ctl\\x01",
+    b"nl\nname",
+]
+
+
+def _make(path: bytes, content: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, content)
+    finally:
+        os.close(fd)
+
+
+def test_every_listed_name_reaches_exactly_its_own_file(tools: Tools, root: Path) -> None:
+    folder = os.fsencode(root) + b"/odd"
+    os.mkdir(folder)
+    for index, raw in enumerate(ODD_NAMES):
+        _make(folder + b"/" + raw, b"file %d\n" % index)
+    listing = tools["list_directory"]("odd")
+    json.dumps(listing, ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
+    shown = [entry["name"] for entry in listing["entries"]]
+    reached: dict[int, str] = {}
+    for name in shown:
+        reached[int(tools["read_text_file"]("odd/" + name)["content"].split()[1])] = name
+    assert sorted(reached) == list(range(len(ODD_NAMES)))  # one shown name for each file, each reaching its own
+    for index, name in reached.items():
+        info = tools["get_file_info"]("odd/" + name)
+        assert info["path"] == "odd/" + name and info["size_bytes"] == len(b"file %d\n" % index)
+        expected = hashlib.sha256(b"file %d\n" % index).hexdigest()
+        assert tools["file_checksum"]("odd/" + name)["hex"] == expected
+    # A name is shown the same wherever a path holds it.
+    assert sorted(shown) == sorted(PurePosixPath(path).name for path in tools["find_files"]("*", path="odd")["files"])
+
+
+def test_names_that_are_not_utf8_can_be_passed_back(tools: Tools, root: Path) -> None:
+    base = os.fsencode(root)
+    _make(base + b"/bad\xff\xfename.txt", b"hello\n")
+    _make(base + b"/bad\\xff\\xfename.txt", b"literal\n")  # the escaped text, as a real name
+    os.mkdir(base + b"/dir\xfe")
+    _make(base + b"/dir\xfe/in\x80.txt", b"inner\n")
+    names = [entry["name"] for entry in tools["list_directory"]()["entries"]]
+    assert "bad\\xff\\xfename.txt" in names and "bad\\\\xff\\\\xfename.txt" in names and "dir\\xfe" in names
+    assert tools["read_text_file"]("bad\\xff\\xfename.txt")["content"] == "hello"
+    assert tools["read_text_file"]("bad\\\\xff\\\\xfename.txt")["content"] == "literal"
+    inner = tools["list_directory"]("dir\\xfe")
+    assert inner["path"] == "dir\\xfe" and [e["name"] for e in inner["entries"]] == ["in\\x80.txt"]
+    result = tools["read_text_file"]("dir\\xfe/in\\x80.txt")
+    assert result["content"] == "inner" and result["path"] == "dir\\xfe/in\\x80.txt"
+    assert tools["get_file_info"]("bad\\xff\\xfename.txt")["size_bytes"] == 6
+    assert tools["search_in_files"]("inner", path="dir\\xfe")["matches"][0]["file"] == "dir\\xfe/in\\x80.txt"
+    assert tools["find_files"]("*", path="dir\\xfe")["files"] == ["dir\\xfe/in\\x80.txt"]
+    assert tools["count_file_lines"]("dir\\xfe/in\\x80.txt")["total_lines"] == 1
+    assert "dir\\xfe/" in tools["directory_tree"]("dir\\xfe")
+    # directory_tree writes a newline in a name as \x0a; that text reaches the file too.
+    _make(base + b"/nl\nname", b"newline\n")
+    assert "nl\\x0aname" in tools["directory_tree"]()
+    assert tools["read_text_file"]("nl\\x0aname")["content"] == "newline"
+
+
+def test_escapes_in_a_path_never_leave_the_root(tools: Tools, root: Path, tmp_path: Path) -> None:
+    base = os.fsencode(root)
+    os.symlink(os.fsencode(tmp_path / "outside" / "secret.txt"), base + b"/out\xff")
+    os.symlink(b"sub/c.py", base + b"/in\xff")
+    for tool in ("read_text_file", "get_file_info", "file_checksum"):
+        with pytest.raises(ValueError, match="outside the allowed root"):
+            tools[tool]("out\\xff")
+    assert tools["read_text_file"]("in\\xff")["content"] == "x = 1"
+    assert "out\\xff" not in [e["name"] for e in tools["list_directory"]()["entries"]]
+    # "/", "." and NUL are never made by an escape: these stay literal names, which do not exist.
+    for path in ("sub\\x2fc.py", "\\x2e\\x2e/outside/secret.txt", "\\x2e\\x2e", "..\\x2f..\\x2foutside", "race.txt\\x00"):
+        with pytest.raises(ValueError, match="does not exist"):
+            tools["read_text_file"](path)
+    os.mkdir(base + b"/d\xff")
+    with pytest.raises(ValueError, match="outside the allowed root"):
+        tools["read_text_file"]("d\\xff/../../outside/secret.txt")
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 4])
+def test_shown_names_read_back_to_the_same_bytes(length: int) -> None:
+    # Every name of up to four of these bytes: backslashes, the letters of an escape, bytes that are not UTF-8 (alone
+    # or starting a valid character) and control characters.
+    alphabet = [b"\\", b"x", b"f", b"7", b"0", b"\xff", b"\xc3", b"\xa9", b"\n", b"\x7f", b"a"]
+    for combination in itertools.product(alphabet, repeat=length):
+        name = os.fsdecode(b"".join(combination))
+        assert parse_name(display_name(name)) == name, combination
+        assert parse_name(line_name(name)) == name, combination
+        display_name(name).encode("utf-8")
+
+
+async def test_a_listed_name_passed_back_through_the_server(tmp_path: Path) -> None:
+    _make(os.fsencode(tmp_path) + b"/bad\xff\xfename.txt", b"hello\n")
+    _make(os.fsencode(tmp_path) + b"/bad\\xff\\xfename.txt", b"literal\n")
+    server = build_server(bundled_catalog(tmp_path), make_settings(mode="dynamic"))
+    async with client(server) as c:
+        await c.call_tool("search_tools", {"tool_names": ["list_directory", "read_text_file", "get_file_info"]})
+        listed = await c.call_tool("list_directory", {"path": "."})
+        assert not listed.is_error
+        text = text_of(listed)
+        text.encode("utf-8")  # raises on a lone surrogate
+        names = sorted(entry["name"] for entry in json.loads(text)["entries"])
+        assert names == ["bad\\\\xff\\\\xfename.txt", "bad\\xff\\xfename.txt"]
+        contents = []
+        for name in names:
+            read = await c.call_tool("read_text_file", {"path": name})
+            assert not read.is_error, text_of(read)
+            contents.append(json.loads(text_of(read))["content"])
+            info = await c.call_tool("get_file_info", {"path": name})
+            assert json.loads(text_of(info))["path"] == name
+        assert contents == ["literal", "hello"]
