@@ -13,7 +13,9 @@ Scenarios:
   `benchmarks.percall` times);
 - `native-stdio`: `invoke_tool` of the bundled `convert_temperature` (quick: on the event loop), over stdio;
 - `http-stateless`: the same call as a 2026-07-28 stateless HTTP request (the call `benchmarks.http_throughput`
-  loads).
+  loads);
+- `http-search`: stateless `search_tools` over HTTP with the throughput benchmark's fresh requests, in turn (more
+  than an index keeps answers for, so each is ranked afresh).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 
 __all__ = ["main", "profile_scenario"]
 
-SCENARIOS = ("upstream-stdio", "native-stdio", "http-stateless")
+SCENARIOS = ("upstream-stdio", "native-stdio", "http-stateless", "http-search")
 _CONVERT = {"tool_name": "convert_temperature", "arguments": {"value": 100, "from_unit": "C", "to_unit": "F"}}
 _ECHO = {"tool_name": "up__echo", "arguments": {"text": "hello"}}
 
@@ -101,17 +103,19 @@ async def _pid_of(client: Any) -> int:
     return int(found[0])
 
 
-def _http_calls(command: list[str], cwd: Path, port: int, calls: int, toggle: Callable[[int, int], None]) -> None:
+def _http_calls(command: list[str], cwd: Path, port: int, calls: int, toggle: Callable[[int, int], None],
+                requests: list[dict[str, Any]]) -> None:
+    """`calls` of `requests` in turn (after 200 for the warm-up)."""
     import httpx2
 
-    from .http_throughput import LAZYTOOLS_CALL, _child, _headers
+    from .http_throughput import _child, _headers
 
     with _child(command, port, cwd) as (url, pid), httpx2.Client(timeout=30) as client:
-        body = json.dumps(LAZYTOOLS_CALL).encode()
-        headers = _headers(LAZYTOOLS_CALL)
+        bodies = [(json.dumps(request).encode(), _headers(request)) for request in requests]
         for number in range(200 + calls):
             if number == 200:
                 toggle(pid, signal.SIGUSR1)
+            body, headers = bodies[number % len(bodies)]
             answer = client.post(url, content=body, headers=headers)
             if answer.status_code != 200 or '"isError":true' in answer.text.replace(" ", ""):
                 raise RuntimeError(f"call failed: {answer.status_code} {answer.text[:300]}")
@@ -123,7 +127,7 @@ def profile_scenario(scenario: str, calls: int) -> pstats.Stats:
     import anyio
 
     from .gateway import _upstream_entry
-    from .http_throughput import _free_port
+    from .http_throughput import LAZYTOOLS_CALL, SEARCH_CALLS, _free_port
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -140,10 +144,11 @@ def profile_scenario(scenario: str, calls: int) -> pstats.Stats:
             anyio.run(_stdio_calls, command, Path.cwd(), _ECHO, calls, toggle)
         elif scenario == "native-stdio":
             anyio.run(_stdio_calls, _child_command(out, common), Path.cwd(), _CONVERT, calls, toggle)
-        elif scenario == "http-stateless":
+        elif scenario in ("http-stateless", "http-search"):
             port = _free_port()
             command = _child_command(out, ["--transport", "http", "--port", str(port), *common])
-            _http_calls(command, Path.cwd(), port, calls, toggle)
+            requests = [LAZYTOOLS_CALL] if scenario == "http-stateless" else SEARCH_CALLS
+            _http_calls(command, Path.cwd(), port, calls, toggle, requests)
         else:
             raise ValueError(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
         _wait_for(out)
