@@ -12,6 +12,7 @@ from typing import Any
 import mcp_types as types
 
 from .safetext import escape
+from .schematitles import without_restated_titles
 from .toolnames import MAX_NAME_LENGTH
 
 __all__ = [
@@ -81,18 +82,18 @@ class ToolEntry:
         return _summary(self.description)
 
     def to_mcp(self) -> types.Tool:
-        """The tool as tools/list sends it: description and title cut (see `DESCRIPTION_CHARS`), schemas over
-        `SCHEMA_CHARS` left out (an input schema as an open object, said in the description), the rest as it is.
-        Calls are still checked against the whole input schema."""
+        """The tool as tools/list sends it: description and title cut (see `DESCRIPTION_CHARS`), schemas less the
+        titles that restate a name (`schematitles`), schemas over `SCHEMA_CHARS` left out (an input schema as an open
+        object, said in the description), the rest as it is. Calls are still checked against the whole input schema
+        as the tool gave it."""
         description = _cut(self.description, DESCRIPTION_CHARS)
-        input_schema: dict[str, Any] = dict(self.input_schema)
-        size = len(compact_json(input_schema))
+        input_schema, size = _listed(self.input_schema)
         if size > SCHEMA_CHARS:
             input_schema = {"type": "object"}
             description += (f"\n(Its input schema, {size:,} characters, is not sent; search_tools shows its "
                             "parameters, and a call that does not fit says why.)")
-        output_schema = dict(self.output_schema) if self.output_schema is not None else None
-        if output_schema is not None and len(compact_json(output_schema)) > SCHEMA_CHARS:
+        output_schema, size = _listed(self.output_schema) if self.output_schema is not None else (None, 0)
+        if size > SCHEMA_CHARS:
             output_schema = None
         return types.Tool(
             name=self.name,
@@ -105,6 +106,16 @@ class ToolEntry:
             execution=self.execution,
             _meta=dict(self.meta) if self.meta is not None else None,
         )
+
+
+def _listed(schema: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
+    """The schema as listed (less the titles that restate a name) and its size as compact JSON."""
+    listed = dict(schema)
+    text = compact_json(listed)
+    if '"title"' in text:  # most schemas hold no title at all, and their listing costs no walk
+        listed = dict(without_restated_titles(listed))
+        text = compact_json(listed)
+    return listed, len(text)
 
 
 @lru_cache(maxsize=4096)

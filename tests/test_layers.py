@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "safetext": 0, "threads": 0, "heap": 0, "origin": 0, "streams": 0, "uris": 0, "parts": 0,  # origin: whose request is served, read by server and gateway
     "identity": 0,  # identity: who a request acts for (a Principal)
     "smallfiles": 0,  # files a user names (config, env file), read within bounds
+    "schematitles": 0,  # titles in a schema that restate a name, left out of what is listed
     "textwords": 0,  # the words of a text and their stems (the catalog's name suggestions, search)
     "telemetry": 0,  # trace export (OTLP), configured once at start-up
     "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)

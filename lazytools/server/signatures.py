@@ -10,6 +10,7 @@ from typing import Any
 
 from ..entry import ToolEntry
 from ..safetext import clip
+from ..schematitles import without_restated_titles
 from ..validation import compact_json, schema_text
 
 __all__ = ["NAME_CHARS", "SIGNATURE_CHARS", "schema_of", "signature", "signature_of"]
@@ -37,8 +38,9 @@ def signature_of(entry: ToolEntry) -> str:
 
 
 def schema_of(entry: ToolEntry) -> str:
-    """`schema_text` of the entry's input schema, remembered per entry object: a proxy search shows the schema
-    of every tool it returns, and serializing the same schema again for every search would cost each one."""
+    """`schema_text` of the entry's input schema less `$schema` and the titles that restate a name, remembered per
+    entry object: a proxy search shows the schema of every tool it returns, and serializing the same schema again
+    for every search would cost each one."""
     return _remembered(entry, True)
 
 
@@ -51,7 +53,7 @@ def _remembered(entry: ToolEntry, schema: bool) -> str:
         return known[1]
     if len(_RENDERED) >= _RENDERED_KEPT:
         _RENDERED.clear()
-    text = schema_text(_without_meta(entry.input_schema)) if schema else signature(entry)
+    text = schema_text(_without_meta(without_restated_titles(entry.input_schema))) if schema else signature(entry)
     _RENDERED[key] = (entry, text)
     return text
 
