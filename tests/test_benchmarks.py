@@ -430,6 +430,26 @@ def test_the_context_benchmark_prints_both_surfaces_and_fastmcp_or_says_why_not(
         assert "not run: fastmcp is not installed" in out
 
 
+def test_the_context_benchmarks_cuts_rewrite_what_the_default_served_and_change_no_recall(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.context import main as context_main
+    from benchmarks.context_cuts import CUTS
+
+    assert context_main(["--tools", "40", "--tasks", "4", "--no-fastmcp", "--forms", "manifest 1,200;cut: "]) == 0
+    # a row's cells: form, surface, initial, its share, the mean after one search, its share, largest, the recalls
+    rows = {(cells[0].removeprefix("| "), cells[1]): cells for line in capsys.readouterr().out.splitlines()
+            if len(cells := line.split(" | ")) > 3 and cells[1] in ("dynamic", "proxy")}
+    default = "manifest 1,200 chars (default)"
+    assert {form for form, _ in rows} == {default, *(f"cut: {cut}" for cut in CUTS)}
+    names = "cut: (a) names alone in the dynamic result"
+    assert int(rows[names, "dynamic"][4]) < int(rows[default, "dynamic"][4])  # the result is shorter
+    assert rows[names, "dynamic"][2] == rows[default, "dynamic"][2]  # and the first list the same
+    assert rows[names, "proxy"][2:] == rows[default, "proxy"][2:]  # a cut of dynamic results leaves the proxy's
+    hints = "cut: (c) hints at the spec's defaults left out"
+    assert int(rows[hints, "proxy"][2]) < int(rows[default, "proxy"][2])  # the meta-tools' hints, on both
+    assert all(cells[7:] == rows[default, surface][7:] for (_, surface), cells in rows.items())  # no recall moves
+
+
 def test_the_search_sets_command_ranks_with_the_config_it_is_given(capsys: pytest.CaptureFixture[str]) -> None:
     """`--config` reaches the index: the same set ranked with every stage on and with BM25F's fields weighed
     otherwise gives other figures, and a config that is not one is refused."""
