@@ -3,9 +3,11 @@ noticed without a request in flight) and screened on the way in, and one line sa
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
 from typing import Any, TextIO
 
 import anyio
@@ -25,7 +27,7 @@ from .config import HttpServer, ServerConfig
 from .listing import screen_listing
 from .stdio import stdio_client
 
-__all__ = ["Screen", "describe_failure", "open_transport", "refused_handshake", "watched"]
+__all__ = ["Screen", "StartFailed", "describe_failure", "open_transport", "refused_handshake", "watched"]
 
 
 def open_transport(config: ServerConfig, *, auth: httpx2.Auth | None, chain: str, stderr: TextIO,
@@ -34,8 +36,7 @@ def open_transport(config: ServerConfig, *, auth: httpx2.Auth | None, chain: str
     stderr goes to `stderr` and whose messages are read up to `max_line_bytes`."""
     if isinstance(config, HttpServer):
         if config.type == "sse":
-            return sse_client(config.url, headers=dict(config.headers) or None, timeout=connect_timeout,
-                              auth=auth)
+            return _sse(config.url, dict(config.headers), auth, connect_timeout)
         return _streamable_http(config.url, dict(config.headers), auth)
     # "replace": with the SDK's strict default, one byte of invalid UTF-8 on an upstream's stdout stops its
     # reader for good and every later call hangs until its timeout; replaced, the line is junk and dropped.
@@ -71,7 +72,7 @@ def describe_failure(exc: BaseException, *, cwd: Any = None, command: Any = None
         return "it exited or closed the connection before answering"  # the caller adds what its stderr said
     if isinstance(exc, MCPError):
         return f"error {exc.code}: {exc.error.message}"
-    if isinstance(exc, TimeoutError) and str(exc):
+    if isinstance(exc, TimeoutError | StartFailed) and str(exc):
         return str(exc)
     text = redact_secrets(str(exc).strip())  # it is logged and may reach the client: no URL's key or header value
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -83,6 +84,70 @@ async def _streamable_http(url: str, headers: dict[str, str], auth: httpx2.Auth 
     async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
+
+
+_SSE_STARTING: ContextVar[Callable[[str], None] | None] = ContextVar("sse_starting", default=None)
+"""While an SSE connection waits for its endpoint: what to do with an error the SDK's SSE client logs (its reader
+task runs in the connecting task's context, so it sees this)."""
+
+
+class _StartupErrors(logging.Handler):
+    """Hands an error the SDK's SSE client logs to the connection that is starting in that context."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        report = _SSE_STARTING.get()
+        if report is not None and record.levelno >= logging.ERROR:
+            report(record.getMessage())
+
+
+_SSE_LOGGER = logging.getLogger("mcp.client.sse")
+
+
+class StartFailed(ConnectionError):
+    """An upstream's transport could not start, for the reason its text says (shown as it is)."""
+
+
+@asynccontextmanager
+async def _sse(url: str, headers: dict[str, str], auth: httpx2.Auth | None, timeout: float) -> AsyncIterator[Any]:
+    """The SDK's SSE client, failing at once and with its reason where it would not. Its reader logs an endpoint of
+    another origin (or any error before the endpoint event) and then blocks, so the connection waited out its
+    whole start-up deadline and said only that; a stream that ends before naming its endpoint surfaced as anyio's
+    "Child exited without calling task_status.started()"."""
+    if not any(isinstance(handler, _StartupErrors) for handler in _SSE_LOGGER.handlers):
+        _SSE_LOGGER.addHandler(_StartupErrors())
+    said: list[str] = []
+    started = False
+    # The scope stays open around the session (it must close after the SDK's own task group), but only the start
+    # can be cancelled by it.
+    with anyio.CancelScope() as scope:
+
+        def report(message: str) -> None:
+            if not started and not said:
+                said.append(message)
+                scope.cancel()
+
+        token = _SSE_STARTING.set(report)  # the reader task, started by the SDK, copies this context
+        try:
+            async with sse_client(url, headers=headers or None, timeout=timeout, auth=auth) as streams:
+                started = True
+                _SSE_STARTING.reset(token)  # what follows is the session, not its start
+                yield streams
+        except Exception as exc:
+            if started or not _ended_unstarted(exc):
+                raise
+            raise StartFailed("its SSE stream ended before it named the endpoint to send messages to") from None
+        finally:
+            if not started:
+                _SSE_STARTING.reset(token)
+    if said:
+        raise StartFailed(f"its SSE stream could not be used: {redact_secrets(clip(said[0], 300))}")
+
+
+def _ended_unstarted(exc: BaseException) -> bool:
+    """Whether `exc` is anyio's word for a task that ended before saying it had started (alone in its groups)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return isinstance(exc, RuntimeError) and "without calling task_status.started()" in str(exc)
 
 
 class Screen:
