@@ -181,9 +181,9 @@ def odd_catalog() -> Catalog:
         return 10**5000
 
     @odd.tool
-    def huge(size: int) -> str:
+    def huge(size: int, char: str = "é") -> str:
         """`size` characters."""
-        return "é" * size
+        return char * size
 
     catalog = Catalog()
     catalog.set_group(Group("odd", odd.summary), odd.entries)
@@ -224,6 +224,20 @@ async def test_in_process_results_over_the_limit_are_truncated_with_a_note() -> 
         assert isinstance(note, types.TextContent) and "truncated" in note.text and "400,0" in note.text
         small = await call(c, "huge", {"size": 10})
         assert text_of(small) == "é" * 10
+
+
+async def test_a_truncated_result_keeps_all_the_text_that_fits() -> None:
+    """Cut where the limit is, not far before it, whatever the characters cost in JSON: one byte, two or four of
+    UTF-8, two or six of escape."""
+    limit = 65536
+    server = build_server(odd_catalog(), make_settings(mode="proxy", max_result_bytes=limit))
+    async with client(server) as c:
+        for char in ("a", "é", "\U0001f600", '"', "\x01"):
+            result = await call(c, "huge", {"size": limit, "char": char})
+            assert not result.is_error and limit - 512 < _size(result) <= limit, (char, _size(result))
+            head = result.content[0]
+            assert isinstance(head, types.TextContent) and head.text == char * len(head.text)
+            assert "truncated" in text_of(result)
 
 
 @pytest.mark.process

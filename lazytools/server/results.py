@@ -13,11 +13,13 @@ the SDK's writer raised and the stdio server exited, the HTTP request went unans
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from typing import Any
 
 import mcp_types as types
+import pydantic_core
 from pydantic import ValidationError
 
 from ..parts import fewer_parts
@@ -119,13 +121,29 @@ def _truncated(result: types.CallToolResult, size: int, max_bytes: int) -> types
 
 
 def _cut_text(block: types.TextContent, room: int) -> types.TextContent:
-    """The longest head of `block` whose JSON fits in `room` bytes (escapes can make JSON longer than the text)."""
-    text = block.text
-    keep = room
-    while keep > 0:
-        head = text.encode()[:keep].decode(errors="ignore")
-        candidate = types.TextContent(text=head)
-        if len(candidate.model_dump_json(by_alias=True, exclude_none=True).encode()) <= room:
-            return candidate
-        keep //= 2
-    return types.TextContent(text="")
+    """The longest head of `block` whose JSON fits in `room` bytes.
+
+    The bound is on JSON bytes, which escapes (six for a control character) and UTF-8 make longer than the text has
+    characters: the head is cut from the text as JSON writes it, so a few passes over it find it, however long."""
+    wrapper = len(_block_json(""))
+    allowed = max(room - wrapper, 0)
+    # Every character takes at least one byte of JSON: no more than `allowed` of them can fit.
+    escaped = pydantic_core.to_json(block.text[:allowed])[1:-1][:allowed]
+    head = ""
+    # The cut may fall inside an escape (up to 5 bytes of `\u00XX`) or a UTF-8 sequence (at most 3 bytes):
+    # the longest of the next few shorter cuts that reads back whole is the head.
+    for end in range(len(escaped), max(len(escaped) - 6, 0) - 1, -1):
+        try:
+            head = json.loads(b'"' + escaped[:end] + b'"')
+            break
+        except ValueError:
+            continue
+    # JSON as pydantic writes it is what `room` bounds; were it ever longer than read back above, each character
+    # dropped takes at least one byte with it.
+    while head and (over := len(_block_json(head)) - room) > 0:
+        head = head[:-over]
+    return types.TextContent(text=head)
+
+
+def _block_json(text: str) -> bytes:
+    return types.TextContent(text=text).model_dump_json(by_alias=True, exclude_none=True).encode()
