@@ -45,7 +45,9 @@ def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
     """Closest names to `name`: case-insensitive exact match first, then suffix and fuzzy matches; when those give
     fewer than `limit`, the names sharing most words with it ("count_words" for "word_count"), ties by spelling."""
     name = name[:NAME_CHARS]
-    pool = list(candidates)
+    # Callers may join several lists that share names (a session's listed tools and the whole catalog): each is
+    # suggested once, where it first appears.
+    pool = list(dict.fromkeys(candidates))
     lowered = {c.lower(): c for c in pool}
     found: list[str] = []
     if name.lower() in lowered:

@@ -102,6 +102,27 @@ async def test_a_call_by_swapped_words_suggests_the_tool_over_the_wire() -> None
         assert bridged.is_error and "Did you mean: reverse_text" in text_of(bridged)
 
 
+async def test_a_tool_the_session_lists_is_suggested_once() -> None:
+    from lazytools import build_server
+
+    from .conftest import client, make_settings, small_catalog, text_of
+
+    async with client(build_server(small_catalog(), make_settings())) as c:
+        await c.call_tool("search_tools", {"tool_names": ["reverse_text", "word_count"]})
+        # Listed and in the catalog: found by words in both lists, and named once.
+        swapped = await c.call_tool("count_words", {"text": "a"})
+        assert swapped.is_error and text_of(swapped) == "Unknown tool 'count_words'. Did you mean: word_count?"
+        alone = await c.call_tool("text", {"text": "a"})
+        assert alone.is_error and text_of(alone) == "Unknown tool 'text'. Did you mean: reverse_text?"
+
+
+def test_names_given_twice_are_suggested_once() -> None:
+    tools = ["reverse_text", "word_count", "reverse_text", "list_issues", "word_count"]
+    assert suggest("text_reverse", tools) == ["reverse_text"]
+    assert suggest("Reverse_Text", tools) == ["reverse_text"]
+    assert suggest("count", tools) == ["word_count"]
+
+
 def test_a_name_sharing_words_with_every_tool_costs_a_bounded_number_of_spelling_ratios(monkeypatch) -> None:
     import difflib
 

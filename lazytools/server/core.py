@@ -312,8 +312,7 @@ class LazyServer(Server[Any]):
                                  f"{name!r}, arguments={{...}}).")
         if name in self.catalog:
             self.gate.refused("tool")
-        listed = [n for n in [*self.pinned, *view.enabled] if n in visible]
-        raise UnknownToolError(name, candidates=[*listed, *META_TOOL_NAMES, *visible.names()])
+        raise UnknownToolError(name, candidates=_spelled_against(view, self.pinned, visible))
 
     async def _search(
         self,
@@ -384,6 +383,13 @@ class LazyServer(Server[Any]):
         """ALWAYS_AVAILABLE_TOOLS that the catalog holds now, then the tools their upstream pins."""
         configured = [name for name in self._always_available if name in self.catalog]
         return list(dict.fromkeys([*configured, *(entry.name for entry in self.catalog if entry.pinned)]))
+
+
+def _spelled_against(view: SessionView, pinned: Sequence[str], visible: Catalog) -> list[str]:
+    """The names an unknown name is spelled against: what the session lists first, then what else it may call;
+    each once (the listed tools are in the catalog too)."""
+    listed = [name for name in [*pinned, *view.enabled] if name in visible]
+    return list(dict.fromkeys([*listed, *META_TOOL_NAMES, *visible.names()]))
 
 
 def _ranks(arguments: Any) -> bool:
