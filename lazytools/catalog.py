@@ -46,8 +46,8 @@ def suggest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
     fewer than `limit`, the names sharing most words with it ("count_words" for "word_count"), ties by spelling."""
     name = name[:NAME_CHARS]
     # Callers may join several lists that share names (a session's listed tools and the whole catalog): each is
-    # suggested once, where it first appears.
-    pool = list(dict.fromkeys(candidates))
+    # suggested once, where it first appears. A name refused as unknown is never its own correction.
+    pool = [c for c in dict.fromkeys(candidates) if c != name]
     lowered = {c.lower(): c for c in pool}
     found: list[str] = []
     if name.lower() in lowered:

@@ -89,15 +89,16 @@ class UnknownResourceError(LazyToolsError, KeyError):
 class ToolNotEnabledError(LazyToolsError):
     """A catalog tool was called directly in a dynamic session before search_tools enabled it."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, bridge: bool = True) -> None:
         self.name = name
+        self.bridge = bridge
+        """Whether the session lists invoke_tool, the other way to call it (a session without it is not sent there)."""
         super().__init__(name)
 
     def __str__(self) -> str:
-        return (
-            f"Tool '{clip(self.name)}' is not enabled in this session. Call search_tools first "
-            f'(for example search_tools(tool_names=["{self.name}"])), or call it through invoke_tool.'
-        )
+        message = (f"Tool '{clip(self.name)}' is not enabled in this session. Call search_tools first "
+                   f'(for example search_tools(tool_names=["{self.name}"]))')
+        return message + (", or call it through invoke_tool." if self.bridge else ".")
 
 
 class ToolArgumentsError(LazyToolsError, ValueError):

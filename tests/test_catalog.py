@@ -123,6 +123,10 @@ def test_names_given_twice_are_suggested_once() -> None:
     assert suggest("count", tools) == ["word_count"]
 
 
+def test_a_name_is_never_suggested_for_itself() -> None:
+    assert suggest("invoke_tool", ["search_tools", "invoke_tool"]) == ["search_tools"]
+
+
 def test_a_name_sharing_words_with_every_tool_costs_a_bounded_number_of_spelling_ratios(monkeypatch) -> None:
     import difflib
 

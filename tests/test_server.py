@@ -105,11 +105,18 @@ async def test_client_table_is_overridable(server_factory) -> None:
 async def test_dynamic_without_bridge_lists_exactly_search_and_enabled(server_factory) -> None:
     async with client(server_factory(dynamic_bridge=False)) as c:
         assert await tool_names(c) == ["search_tools"]
+        # No message sends the model to a tool its list does not hold.
+        hidden = await c.call_tool("word_count", {"text": "a"})
+        assert hidden.is_error and "Call search_tools first" in text_of(hidden)
+        assert "invoke_tool" not in text_of(hidden)
         result = await c.call_tool("search_tools", {"tool_names": ["reverse_text"]})
         assert "invoke_tool" not in text_of(result)
         assert await tool_names(c) == ["search_tools", "reverse_text"]
         refused = await c.call_tool("invoke_tool", {"tool_name": "reverse_text", "arguments": {"text": "x"}})
         assert refused.is_error and "Unknown tool 'invoke_tool'" in text_of(refused)
+        assert text_of(refused).count("invoke_tool") == 1, text_of(refused)  # not offered as its own correction
+        near = await c.call_tool("invoke_tol", {})
+        assert near.is_error and "invoke_tool" not in text_of(near), text_of(near)
 
 
 async def test_always_available_tools_are_listed_and_callable(server_factory) -> None:
@@ -135,6 +142,7 @@ async def test_bad_inputs_get_clear_answers(server_factory) -> None:
         assert "Input schema:" in message
         not_enabled = await c.call_tool("word_count", {"text": "a"})
         assert not_enabled.is_error and "Call search_tools first" in text_of(not_enabled)
+        assert "or call it through invoke_tool" in text_of(not_enabled)  # the bridge is listed here
         raised = await c.call_tool("invoke_tool", {"tool_name": "explode", "arguments": {"message": "x"}})
         assert raised.is_error and "RuntimeError: boom: x" in text_of(raised)
         empty = await c.call_tool("search_tools", {})

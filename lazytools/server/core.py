@@ -35,7 +35,6 @@ from .access import Access
 from .learning import record_call, record_search, source_of
 from .metatools import (
     INVOKE_TOOL,
-    META_TOOL_NAMES,
     SEARCH_TOOLS,
     invoke_tool_definition,
     quick_search,
@@ -307,7 +306,7 @@ class LazyServer(Server[Any]):
             if view.may_call(name, self.pinned):
                 return visible.get(name)
             if view.search_enables:
-                raise ToolNotEnabledError(name)
+                raise ToolNotEnabledError(name, bridge=view.offers_invoke)
             raise LazyToolsError(f"Tool {name!r} is not in this session's list: call invoke_tool(tool_name="
                                  f"{name!r}, arguments={{...}}).")
         if name in self.catalog:
@@ -389,7 +388,9 @@ def _spelled_against(view: SessionView, pinned: Sequence[str], visible: Catalog)
     """The names an unknown name is spelled against: what the session lists first, then what else it may call;
     each once (the listed tools are in the catalog too)."""
     listed = [name for name in [*pinned, *view.enabled] if name in visible]
-    return list(dict.fromkeys([*listed, *META_TOOL_NAMES, *visible.names()]))
+    # Only the meta-tools this session lists: without the bridge, invoke_tool is itself an unknown name here.
+    meta = [SEARCH_TOOLS, INVOKE_TOOL] if view.offers_invoke else [SEARCH_TOOLS]
+    return list(dict.fromkeys([*listed, *meta, *visible.names()]))
 
 
 def _ranks(arguments: Any) -> bool:
