@@ -297,6 +297,10 @@ def _refused(line: str) -> types.JSONRPCError | None:
                                             "more than this server reads; send a smaller number (or a string)"))
 
 
+_JSON_DEPTH = 200
+"""Levels of arrays and objects the SDK's parser (pydantic's) reads in a line; it refuses a line nested deeper as
+"recursion limit exceeded", though Python's json reads deeper lines."""
+
 _READ_ID_LIMIT = 4 * 1024 * 1024
 """A line the SDK refused is searched for its id with Python's json only up to this length (else id null)."""
 
@@ -325,7 +329,19 @@ def _unreadable(line: str, error: Exception) -> types.JSONRPCError | None:
         ident = message.get("id")
     if not isinstance(ident, (str, int)) or isinstance(ident, bool):
         ident = None
-    if isinstance(error, ValidationError) and any(e["type"] == "json_invalid" for e in error.errors()):
+    invalid = [e for e in error.errors(include_url=False, include_input=False) if e["type"] == "json_invalid"] \
+        if isinstance(error, ValidationError) else []
+    if invalid and str(invalid[0].get("ctx", {}).get("error", "")).startswith("recursion limit exceeded"):
+        # Valid JSON, only deeper than the parser goes: as for a long integer, a request whose id Python's json
+        # reads is an invalid request of that id (its client is waiting on it), else a parse error.
+        if ident is None:
+            return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+                code=types.PARSE_ERROR, message=f"Parse error: arrays and objects nested more than "
+                                                f"{_JSON_DEPTH} levels deep, more than this server reads"))
+        return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
+            code=types.INVALID_REQUEST, message=f"Invalid request: it nests arrays and objects more than "
+                                                f"{_JSON_DEPTH} levels deep, more than this server reads"))
+    if invalid:
         return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
             code=types.PARSE_ERROR, message="Parse error: not valid JSON (or a string holds an unpaired surrogate "
                                             "escape such as \\ud800)"))
