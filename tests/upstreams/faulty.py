@@ -90,7 +90,10 @@ def entry(name: str, *flags: str, pid_dir: Path | None = None, **options: Any) -
 def _record_pid(name: str, pid: int) -> None:
     directory = os.environ.get(PID_DIR_VARIABLE)
     if directory:
-        Path(directory, f"{name}.pid").write_text(str(pid))
+        # Written whole, then renamed: a test reads the file as soon as it exists, and it must never read it empty.
+        partial = Path(directory, f"{name}.pid.part")
+        partial.write_text(str(pid))
+        partial.replace(Path(directory, f"{name}.pid"))
 
 
 def _record_call(name: str, tool: str) -> None:
