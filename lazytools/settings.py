@@ -231,6 +231,11 @@ class Settings(BaseSettings):
     max_argument_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024,
         description="Largest tool arguments checked against a schema and passed on, in bytes (about).")
+    max_initialize_bytes: int = Field(
+        default=16 * 1024, ge=1024,
+        description="Largest initialize request, in bytes (its HTTP body; over stdio its JSON): the server keeps "
+                    "its params (clientInfo, capabilities) for the session's life, so a larger one is refused "
+                    "(-32602) and opens no session.")
     max_upstream_offerings: int = Field(
         default=10_000, ge=1,
         description="Most prompts, resources and resource templates (each) taken from one upstream server's lists; "

@@ -134,7 +134,8 @@ async def test_another_credentials_delete_is_404_and_deletes_nothing() -> None:
 
 async def test_a_record_keeps_a_bounded_part_of_the_initialize_params() -> None:
     shared = MemoryShared(ttl=60)
-    async with replicas(shared) as (a, b), httpx2.AsyncClient(timeout=30) as http:
+    # What the record keeps is under test: the bound on an initialize is raised so that these params reach it.
+    async with replicas(shared, max_initialize_bytes=1 << 20) as (a, b), httpx2.AsyncClient(timeout=30) as http:
         opened = await post(http, a, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25",
             "capabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}},

@@ -90,6 +90,9 @@ SHAPES: dict[str, dict[str, Any]] = {
     "initialize malformed": {"jsonrpc": "2.0", "id": 27, "method": "initialize", "params": {"protocolVersion": 5}},
     "3 MB query": call("search_tools", {"query": "x" * 3_000_000}, 28),
     "3 MB of arguments": call("invoke_tool", {"tool_name": "word_count", "arguments": {"text": "word " * 600_000}}, 29),
+    "3 MB id": {"jsonrpc": "2.0", "id": "i" * 3_000_000, "method": "tools/list"},
+    "initialize of a 3.5 MB client name": {"jsonrpc": "2.0", "id": 32, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "n" * 3_500_000, "version": "1"}}},
 }
 DROPPABLE = {"id an object", "id a boolean", "id a fraction", "id null", "unknown notification", "stray response",
              "stray error"}

@@ -58,6 +58,7 @@ from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
 from .http_head import Head, head_of
 from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_shared_sessions import SharedSessionManager
+from .message_bounds import echoable, refusal
 
 __all__ = ["MCP_PATH", "AtOnce", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
@@ -124,13 +125,14 @@ class McpEndpoint:
     """ASGI app at `/mcp`: checks a POST's body, then hands the request to the session or the stateless manager."""
 
     def __init__(self, sessions: StreamableHTTPSessionManager | SharedSessionManager,
-                 stateless: StreamableHTTPSessionManager, *, max_body_bytes: int, body_timeout: float = 15.0,
-                 readiness: Readiness | None = None, admission: SessionAdmission | None = None,
-                 at_once: AtOnce | None = None) -> None:
+                 stateless: StreamableHTTPSessionManager, *, max_body_bytes: int, max_initialize_bytes: int,
+                 body_timeout: float = 15.0, readiness: Readiness | None = None,
+                 admission: SessionAdmission | None = None, at_once: AtOnce | None = None) -> None:
         self.sessions = sessions
         self.stateless = stateless
         self.at_once = at_once
         self.max_body_bytes = max_body_bytes
+        self.max_initialize_bytes = max_initialize_bytes
         self.body_timeout = body_timeout
         self.readiness = readiness
         self.admission = admission
@@ -165,7 +167,7 @@ class McpEndpoint:
         if body is None:
             await jsonrpc_error(413, f"Request body larger than {self.max_body_bytes} bytes")(scope, receive, send)
             return
-        message = _decode(body)
+        message = _decode(body, self.max_initialize_bytes)
         if isinstance(message, JSONResponse):
             await message(scope, receive, send)
             return
@@ -286,8 +288,9 @@ async def _drain(receive: Receive, most: int) -> None:
             return
 
 
-def _decode(body: bytes) -> JSONResponse | Any:
-    """The JSON-RPC message in `body`, or the error response that refuses it."""
+def _decode(body: bytes, max_initialize_bytes: int) -> JSONResponse | Any:
+    """The JSON-RPC message in `body`, or the error response that refuses it: also a request past what one request
+    may make the server keep or send back (`message_bounds`), refused before the SDK opens a session for it."""
     try:
         decoded = json.loads(body)
     except ValueError as exc:
@@ -305,15 +308,22 @@ def _decode(body: bytes) -> JSONResponse | Any:
     if "method" in decoded and "id" in decoded and not _is_request_id(decoded["id"]):
         # The SDK would take it for a notification (202) and never answer: the client would wait forever.
         return jsonrpc_error(400, "Invalid Request: an id must be a string or an integer")
+    ident = echoable(decoded.get("id"))
     if "method" in decoded and not isinstance(decoded.get("params", {}), dict):
         return jsonrpc_error(400, "Invalid Request: params must be an object (MCP names its parameters)",
-                             request_id=decoded.get("id"))
+                             request_id=ident)
+    if "method" in decoded and "id" in decoded:
+        # The body as it came, whitespace and fields the SDK ignores included: the session keeps it all.
+        refused = refusal(decoded["id"], decoded["method"], decoded.get("params"), size=lambda: len(body),
+                          max_initialize_bytes=max_initialize_bytes)
+        if refused is not None:
+            return jsonrpc_error(400, refused.message, code=refused.code,
+                                 request_id=ident if refused.echo_id else None)
     # JSON's "\ud800" reads as a lone surrogate, which the SDK then refuses as a bad hex escape; the bytes are
     # searched first (most bodies hold no escape at all), the message only when they might hold one.
     if (b"\\ud" in body or b"\\uD" in body) and encodable_json(decoded)[1]:
-        ident = decoded.get("id")
         return jsonrpc_error(400, "Parse error: a string holds an unpaired surrogate escape such as \\ud800",
-                             code=PARSE_ERROR, request_id=ident if _is_request_id(ident) else None)
+                             code=PARSE_ERROR, request_id=ident)
     return decoded
 
 
@@ -506,7 +516,8 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
     counting = {"max_count": settings.max_header_count, "max_bytes": settings.max_header_bytes}
     middleware.insert(0, Middleware(HeaderCount, **counting))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
-                           body_timeout=settings.body_timeout, readiness=readiness,
+                           body_timeout=settings.body_timeout, max_initialize_bytes=settings.max_initialize_bytes,
+                           readiness=readiness,
                            admission=_admission(server, settings, sessions, state), at_once=at_once)
     inflight = InFlight(endpoint)
     routes = [Route(MCP_PATH, endpoint=endpoint), Route("/healthz", _healthz, methods=["GET"]),

@@ -12,6 +12,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,9 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from ..settings import Settings
 from ..streams import WatchedReadStream
+from .message_bounds import echoable, json_size, refusal
 
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
     from ..sdk import WriteStream
@@ -289,7 +292,8 @@ def _refused(line: str) -> types.JSONRPCError | None:
         return None
     if isinstance(ident, _Digits):
         ident = int(ident) if len(ident.lstrip("-")) <= _DIGITS else None
-    if not isinstance(ident, (str, int)):
+    ident = echoable(ident)
+    if ident is None:
         return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
             code=types.PARSE_ERROR, message=f"Parse error: an integer of more than {_DIGITS:,} digits"))
     return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
@@ -326,9 +330,7 @@ def _unreadable(line: str, error: Exception) -> types.JSONRPCError | None:
             return None  # a notification
         if "method" not in message and ("result" in message or "error" in message):
             return None  # an answer to a request of the server's: JSON-RPC never answers an answer
-        ident = message.get("id")
-    if not isinstance(ident, (str, int)) or isinstance(ident, bool):
-        ident = None
+        ident = echoable(message.get("id"))
     invalid = [e for e in error.errors(include_url=False, include_input=False) if e["type"] == "json_invalid"] \
         if isinstance(error, ValidationError) else []
     if invalid and str(invalid[0].get("ctx", {}).get("error", "")).startswith("recursion limit exceeded"):
@@ -382,6 +384,39 @@ class _RefusalsAnswered:
         return item
 
 
+class _BoundsKept:
+    """The server's read stream less the requests past `message_bounds` (an id too long to send back, an initialize
+    too large to keep): each gets its JSON-RPC error here and never reaches the server."""
+
+    def __init__(self, inner: Any, reply: Callable[[SessionMessage], Awaitable[None]], max_initialize_bytes: int
+                 ) -> None:
+        self._inner = inner
+        self._reply = reply
+        self._max_initialize_bytes = max_initialize_bytes
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item: SessionMessage | Exception = await self._inner.receive()
+            request = item.message if isinstance(item, SessionMessage) else None
+            if not isinstance(request, types.JSONRPCRequest):
+                return item
+            refused = refusal(request.id, request.method, request.params, size=partial(_size, request),
+                              max_initialize_bytes=self._max_initialize_bytes)
+            if refused is None:
+                return item
+            await self._reply(SessionMessage(types.JSONRPCError(
+                jsonrpc="2.0", id=echoable(request.id) if refused.echo_id else None,
+                error=types.ErrorData(code=refused.code, message=refused.message))))
+
+
+def _size(request: types.JSONRPCRequest) -> int:
+    """Bytes of the request as the SDK read it (the line less its whitespace and the fields it ignores)."""
+    return json_size({"jsonrpc": "2.0", "id": request.id, "method": request.method, "params": request.params})
+
+
 @contextmanager
 def _claimed_stdout(fd: int, on_closed: Callable[[], None]) -> Iterator[PipeWriter]:
     """The protocol's own copy of `fd` (stdout), non-blocking; meanwhile `fd` points at stderr, so a stray print
@@ -418,10 +453,20 @@ async def serve_stdio(server: Server) -> None:
     stdin_fd = sys.stdin.fileno() if sys.stdin is not None else -1
     # A client that closes its end of stdout is gone, whether or not it closes stdin: the session ends, quietly.
     with anyio.CancelScope() as session:
-        await _serve_stdio(server, stdin_fd, session.cancel)
+        await _serve_stdio(server, stdin_fd, session.cancel, _initialize_bound(server))
 
 
-async def _serve_stdio(server: Server, stdin_fd: int, client_left: Callable[[], None]) -> None:
+def _initialize_bound(server: Server) -> int:
+    """LAZYTOOLS_MAX_INITIALIZE_BYTES as the server was built with it (a LazyServer keeps its settings), else the
+    setting's default."""
+    settings = getattr(server, "settings", None)
+    if isinstance(settings, Settings):
+        return settings.max_initialize_bytes
+    return int(Settings.model_fields["max_initialize_bytes"].default)
+
+
+async def _serve_stdio(server: Server, stdin_fd: int, client_left: Callable[[], None], max_initialize_bytes: int
+                       ) -> None:
     async with AsyncExitStack() as stack:
         lines: AsyncIterator[str] | None = None  # a regular file: the SDK's threaded reader (a file cannot be waited on)
         if stdin_fd >= 0 and _is_pipe(stdin_fd):
@@ -441,6 +486,9 @@ async def _serve_stdio(server: Server, stdin_fd: int, client_left: Callable[[], 
         if isinstance(lines, ScreenedLines):
             lines.reply = write_stream.send
             inner = _RefusalsAnswered(read_stream, lines, write_stream.send)
+        # Outside the refusals above (which take one item per line handed on), and inside the count of requests
+        # owed an answer: a request refused here is answered here.
+        inner = _BoundsKept(inner, write_stream.send, max_initialize_bytes)
         unanswered = Unanswered()
         reads: WatchedReadStream[SessionMessage | Exception] = WatchedReadStream(
             inner, on_item=unanswered.received, on_end=unanswered.drain)

@@ -1,0 +1,251 @@
+"""What one request may make the server keep or send back: an initialize (its params kept by the SDK for the
+session's whole life, its body until the session's next message), a request's id (in its answer) and progressToken
+(in each progress notification). Over real HTTP and real stdio, with raw messages and with the SDK's own clients;
+each refusal is a small JSON-RPC error naming the bound, and service goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving
+from .test_reliability_wire import ENVELOPE, MODERN
+from .test_stdio_faults import INIT, LIST, _exchange
+
+SMALL = 2_000
+"""Bytes of the largest refusal: none carries back what it refuses."""
+
+DEFAULT_BOUND = "16,384 bytes"
+
+
+def initialize(request_id: int = 1, **client_info: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "Visual Studio Code", "version": "1", **client_info}}}
+
+
+def huge_name() -> dict[str, Any]:
+    return initialize(name="n" * 3_500_000)
+
+
+def huge_capabilities() -> dict[str, Any]:
+    message = initialize()
+    message["params"]["capabilities"] = {"roots": {}, "experimental": {f"x{i}": {"v": "y" * 1000} for i in range(3000)}}
+    return message
+
+
+def extra_fields() -> dict[str, Any]:
+    return initialize(**{f"field{i}": "z" * 100 for i in range(20_000)})
+
+
+def many_values() -> dict[str, Any]:
+    """600 empty objects: under 2 KB, but each one a Python dict the session would keep."""
+    message = initialize()
+    message["params"]["capabilities"] = {"experimental": {"x": {"list": [{}] * 600}}}
+    return message
+
+
+RICH = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {
+        "roots": {"listChanged": True}, "sampling": {"context": {}, "tools": {}}, "elicitation": {"form": {}, "url": {}},
+        "tasks": {"list": {}, "cancel": {}, "requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}},
+        "experimental": {"vendor.feature": {"enabled": True}}},
+    "clientInfo": {
+        "name": "Visual Studio Code", "title": "Visual Studio Code", "version": "1.107.0",
+        "description": "Code editing. Redefined.", "websiteUrl": "https://code.visualstudio.com",
+        "icons": [{"src": "data:image/png;base64," + "A" * 4000, "mimeType": "image/png", "sizes": ["48x48"]},
+                  *({"src": f"https://code.visualstudio.com/icon-{theme}.svg", "mimeType": "image/svg+xml",
+                     "sizes": ["any"], "theme": theme} for theme in ("dark", "light"))]}}}
+"""Every capability of the 2025-11-25 specification and three icons, one inline: 46 values, 4.8 KB."""
+
+
+def of_size(size: int) -> bytes:
+    """An initialize body of exactly `size` bytes, two bytes a letter of the client's name."""
+    message = initialize(name="")
+    missing = size - len(json.dumps(message, separators=(",", ":")).encode())
+    message["params"]["clientInfo"]["name"] = "é" * (missing // 2) + "a" * (missing % 2)
+    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    assert len(body) == size
+    return body
+
+
+JSON = {"accept": ACCEPT, "content-type": "application/json"}
+
+
+def check_refused(response: httpx2.Response, code: int, request_id: Any, *words: str) -> None:
+    assert response.status_code == 400, response.text[:300]
+    assert len(response.content) < SMALL
+    assert "mcp-session-id" not in response.headers
+    answer = decode(response)
+    assert answer["id"] == request_id and answer["error"]["code"] == code, answer
+    for word in words:
+        assert word in answer["error"]["message"], answer
+
+
+# -- initialize over HTTP ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("message", [huge_name, huge_capabilities, extra_fields, many_values])
+async def test_an_initialize_too_large_to_keep_is_refused_and_opens_no_session(message: Any) -> None:
+    # One session at most: had a refused initialize kept one, the valid one after it would get 503.
+    async with serving(lazy(max_sessions=1)) as url, httpx2.AsyncClient(timeout=60) as http:
+        for _ in range(3):
+            response = await http.post(url, json=message(), headers={"accept": ACCEPT})
+            words = ["at most 256 JSON values"] if message is many_values else [DEFAULT_BOUND,
+                                                                                 "LAZYTOOLS_MAX_INITIALIZE_BYTES"]
+            check_refused(response, types.INVALID_PARAMS, 1, *words)
+        session_id = await open_raw_session(http, url)
+        _, listed = await rpc(http, url, "tools/list", session_id=session_id)
+        assert [tool["name"] for tool in listed["result"]["tools"]] == ["search_tools", "invoke_tool"]
+
+
+async def test_the_bound_counts_the_bytes_of_the_body_and_is_a_setting() -> None:
+    async with serving(lazy(max_initialize_bytes=2048)) as url, httpx2.AsyncClient(timeout=60) as http:
+        over = await http.post(url, content=of_size(2049), headers=JSON)
+        check_refused(over, types.INVALID_PARAMS, 1, "at most 2,048 bytes", "this one takes 2,049")
+        at = await http.post(url, content=of_size(2048), headers=JSON)
+        assert at.status_code == 200 and at.headers["mcp-session-id"] and "result" in decode(at)
+
+
+async def test_what_the_sdk_ignores_in_an_initialize_body_counts_too() -> None:
+    """The session keeps the body of its last message whole: padding and unknown fields cost as much as params."""
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        plain = json.dumps(initialize())
+        padded = plain[:-1] + " " * 3_500_000 + "}"
+        unknown = json.dumps({**initialize(), "junk": "j" * 3_500_000})
+        for body in (padded, unknown):
+            check_refused(await http.post(url, content=body, headers=JSON), types.INVALID_PARAMS, 1, DEFAULT_BOUND)
+
+
+async def test_a_client_declaring_every_capability_with_icons_is_served() -> None:
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        answer = await http.post(url, json=RICH, headers={"accept": ACCEPT})
+        assert answer.status_code == 200 and answer.headers["mcp-session-id"] and "result" in decode(answer)
+
+
+async def test_an_initialize_again_too_large_is_refused_and_the_session_goes_on() -> None:
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        session_id = await open_raw_session(http, url)
+        again = await http.post(url, json=huge_name(), headers={"accept": ACCEPT, "mcp-session-id": session_id})
+        check_refused(again, types.INVALID_PARAMS, 1, DEFAULT_BOUND)
+        _, listed = await rpc(http, url, "tools/list", session_id=session_id)
+        assert [tool["name"] for tool in listed["result"]["tools"]] == ["search_tools", "invoke_tool"]
+
+
+async def test_the_sdks_client_with_a_huge_client_name_is_told_the_bound_over_http() -> None:
+    async with serving(lazy()) as url:
+        with pytest.raises(BaseException) as refused:
+            async with Client(url, mode="legacy", client_info=types.Implementation(name="n" * 20_000, version="1")):
+                pass
+        assert refused.group_contains(MCPError, match=f"at most {DEFAULT_BOUND} \\(LAZYTOOLS_MAX_INITIALIZE_BYTES\\)")
+        async with Client(url, mode="legacy", client_info=types.Implementation(name="mcp", version="1")) as client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["search_tools", "invoke_tool"]
+
+
+# -- ids and progress tokens over HTTP -----------------------------------------------------------------------------
+
+
+def request(request_id: Any, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": {"_meta": meta or {}}}
+
+
+@pytest.mark.parametrize("era", ["session", "no session", MODERN])
+async def test_an_id_or_progress_token_too_long_to_send_back_is_refused_in_every_kind_of_request(era: str) -> None:
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        headers = {"accept": ACCEPT}
+        envelope: dict[str, Any] = {}
+        if era == "session":
+            headers["mcp-session-id"] = await open_raw_session(http, url)
+        elif era == MODERN:
+            headers.update({"mcp-protocol-version": MODERN, "mcp-method": "tools/list"})
+            envelope = ENVELOPE
+
+        async def post(message: dict[str, Any]) -> httpx2.Response:
+            return await http.post(url, json=message, headers=headers)
+
+        for request_id in ("i" * 3_000_000, "i" * 257, 10**256, -(10**256)):
+            answer = await post(request(request_id, envelope))
+            check_refused(answer, types.INVALID_REQUEST, None, "an id may hold at most 256 characters (or digits)")
+        for token in ("t" * 3_000_000, 10**256):
+            answer = await post(request(8, {**envelope, "progressToken": token}))
+            check_refused(answer, types.INVALID_PARAMS, 8, "a progressToken may hold at most 256")
+        for request_id in ("i" * 256, 10**256 - 1):  # at the bound: served, the id sent back whole
+            served = decode(await post(request(request_id, {**envelope, "progressToken": "t" * 256})))
+            assert served["id"] == request_id and served["result"]["tools"], served
+
+
+async def test_other_refusals_do_not_send_back_an_id_past_the_bound() -> None:
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        long_id = json.dumps("i" * 3_000_000).encode()
+        params_a_list = b'{"jsonrpc":"2.0","id":' + long_id + b',"method":"tools/list","params":[1]}'
+        surrogate = b'{"jsonrpc":"2.0","id":' + long_id + b',"method":"tools/list","params":{"x":"\\ud800"}}'
+        for body in (params_a_list, surrogate):
+            answer = await http.post(url, content=body, headers={"accept": ACCEPT, "content-type": "application/json"})
+            assert answer.status_code == 400 and len(answer.content) < SMALL and decode(answer)["id"] is None
+
+
+# -- stdio ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.process
+async def test_the_sdks_client_with_a_huge_client_name_is_told_the_bound_over_stdio(tmp_path: Path) -> None:
+    # The SDK hands a child only a few of this process's variables: PYTHONPATH goes too, for the lazytools under test.
+    path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lazytools"], cwd=str(tmp_path),
+                                   env={"LAZYTOOLS_FILES_ROOT": str(tmp_path), **path})
+    with pytest.raises(BaseException) as refused:
+        async with Client(params, mode="legacy", client_info=types.Implementation(name="n" * 20_000, version="1")):
+            pass
+    assert refused.group_contains(MCPError, match=f"at most {DEFAULT_BOUND} \\(LAZYTOOLS_MAX_INITIALIZE_BYTES\\)")
+
+
+@pytest.mark.process
+def test_stdio_refuses_what_it_cannot_keep_or_send_back_and_goes_on(tmp_path: Path) -> None:
+    lines = [json.dumps(m) for m in (
+        huge_name() | {"id": 2}, huge_capabilities() | {"id": 3}, many_values() | {"id": 4},
+        request("i" * 3_000_000), request(10**300), request(5, {"progressToken": "t" * 3_000_000}),
+        request("i" * 256))]
+    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 2, 3, 4, 5, "i" * 256, 99}))  # type: ignore[arg-type]
+    by_id = {json.dumps(m.get("id")): m for m in messages}
+    for request_id, words in (("2", DEFAULT_BOUND), ("3", DEFAULT_BOUND), ("4", "at most 256 JSON values")):
+        error = by_id[request_id]["error"]
+        assert error["code"] == types.INVALID_PARAMS and words in error["message"]  # type: ignore[index]
+    assert by_id["5"]["error"]["code"] == types.INVALID_PARAMS  # type: ignore[index]
+    unnamed = [m for m in messages if m.get("id") is None]
+    assert len(unnamed) == 2 and all("an id may hold at most 256" in m["error"]["message"]  # type: ignore[index]
+                                     for m in unnamed)
+    assert by_id[json.dumps("i" * 256)]["result"]["tools"]  # type: ignore[index]
+    assert by_id["99"]["result"]["tools"][0]["name"] == "search_tools"  # type: ignore[index]
+    assert all(len(json.dumps(m)) < SMALL for m in messages if m.get("id") != "i" * 256 and "error" in m)
+
+
+@pytest.mark.process
+def test_stdio_from_a_file_refuses_an_initialize_too_large_too(tmp_path: Path) -> None:
+    """A regular file on stdin is read by the SDK's own reader, not lazytools' pipe reader: the bound holds there."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("\n".join(json.dumps(m) for m in (huge_name() | {"id": 0}, *INIT, LIST)) + "\n")
+    with requests.open("rb") as stdin, subprocess.Popen([sys.executable, "-m", "lazytools"], cwd=tmp_path, stdin=stdin,
+                                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        watchdog = threading.Timer(120, proc.kill)  # a hung server fails the test instead of hanging it
+        watchdog.start()
+        try:
+            out, _ = proc.communicate()
+        finally:
+            watchdog.cancel()
+    answers = [json.loads(line) for line in out.splitlines()]
+    refused, initialized, listed = [answer for answer in answers if "id" in answer]
+    assert refused["id"] == 0 and DEFAULT_BOUND in refused["error"]["message"] and len(json.dumps(refused)) < SMALL
+    assert initialized["id"] == 1 and "result" in initialized
+    assert listed["id"] == 99 and listed["result"]["tools"][0]["name"] == "search_tools"
