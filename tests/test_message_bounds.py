@@ -6,6 +6,7 @@ each refusal is a small JSON-RPC error naming the bound, and service goes on."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving
+from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving, session
 from .test_reliability_wire import ENVELOPE, MODERN
 from .test_stdio_faults import INIT, LIST, _exchange
 
@@ -152,6 +153,15 @@ async def test_the_sdks_client_with_a_huge_client_name_is_told_the_bound_over_ht
         assert refused.group_contains(MCPError, match=f"at most {DEFAULT_BOUND} \\(LAZYTOOLS_MAX_INITIALIZE_BYTES\\)")
         async with Client(url, mode="legacy", client_info=types.Implementation(name="mcp", version="1")) as client:
             assert [tool.name for tool in (await client.list_tools()).tools] == ["search_tools", "invoke_tool"]
+
+
+async def test_a_long_client_name_within_the_bound_is_cut_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    async with serving(lazy()) as url, session(url, name="Visual Studio Code" + "c" * 10_000) as client:
+        await client.list_tools()
+    opened = [record.getMessage() for record in caplog.records if "surface" in record.getMessage()]
+    assert opened and all(len(line) < 500 for line in opened), [line[:300] for line in opened]
+    assert any("'Visual Studio Code" in line and "(+" in line for line in opened)
 
 
 # -- ids and progress tokens over HTTP -----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 
 from ..modes import Surface
+from ..safetext import clip
 from ..sdk import connection_of
 from ..settings import Settings
 from ..state.sessions import SessionState, SessionStore
@@ -94,7 +95,7 @@ class SessionRegistry:
             connection.exit_stack.callback(self.metrics.closed, key)
         if self.front is not None:
             connection.exit_stack.push_async_callback(self.front.session_closed, key)
-        logger.info("session %s: client %r, %s surface", key[:8], client_name, surface)
+        logger.info("session %s: client %s, %s surface", key[:8], clip(repr(client_name)), surface)
         return state
 
     def surface_for(self, client_name: str | None, protocol_version: str) -> Surface:
