@@ -57,6 +57,7 @@ from .http_edge import Edge
 from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
 from .http_head import Head, head_of
 from .http_limits import HeaderCount, fd_bounded, guarded_protocol
+from .http_release import RELEASE_AFTER_BYTES, let_go
 from .http_shared_sessions import SharedSessionManager
 from .message_bounds import echoable, refusal
 
@@ -189,6 +190,8 @@ class McpEndpoint:
             await self._open(principal, message, body, scope, receive, send)
             return
         await manager.handle_request(scope, _replay(body, receive), send)
+        if head.session and manager is self.sessions and len(body) >= RELEASE_AFTER_BYTES:
+            await let_go(manager, Headers(scope=scope).get(MCP_SESSION_ID_HEADER, ""))
 
     async def _open(self, principal: Principal, message: Any, body: bytes, scope: Scope, receive: Receive,
                     send: Send) -> None:

@@ -147,6 +147,11 @@ class SharedSessionManager:
     def __len__(self) -> int:
         return len(self._held)
 
+    def transport_of(self, session_id: str) -> StreamableHTTPServerTransport | None:
+        """The transport of a session this process holds, if it does."""
+        held = self._held.get(session_id)
+        return held.transport if held is not None else None
+
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
         async with self.server.lifespan(self.server) as lifespan_state, anyio.create_task_group() as tg:
