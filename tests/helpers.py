@@ -3,13 +3,15 @@ deadline, the names a client sees listed. Tests never import benchmarks/; this f
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable
+import tracemalloc
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,23 @@ async def eventually(condition: Callable[[], Any], timeout: float = 120.0) -> No
             # Polls thin out to 10 a second: fifty sessions each polling every 10 ms kept the event loop they wait
             # on busy with polling.
             pause = min(pause * 1.5, 0.1)
+
+
+async def leaves_behind(act: Callable[[], Awaitable[None]], most: int) -> None:
+    """Run `act` with tracemalloc on, then wait until this process holds at most `most` bytes more than before it
+    (garbage collected): what a request leaves behind once the server has let go of it."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        await act()
+
+        def held() -> int:
+            gc.collect()
+            return tracemalloc.get_traced_memory()[0] - before
+
+        await eventually(lambda: held() <= most)
+    finally:
+        tracemalloc.stop()
 
 
 @asynccontextmanager

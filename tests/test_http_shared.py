@@ -20,7 +20,7 @@ from lazytools.state import MemoryShared, SessionRecord, StateUnavailableError
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings, small_catalog
-from .helpers import _free_port, running_http
+from .helpers import _free_port, leaves_behind, running_http
 from .idp import running_idp
 from .test_http import decode
 from .test_learning import QUERY, notes_catalog
@@ -258,28 +258,15 @@ async def test_sessions_refused_for_the_cap_are_warned_about_once_a_minute(caplo
 async def test_a_shared_session_that_sent_one_large_request_keeps_nothing_of_it_on_the_replica() -> None:
     # As on one server (test_message_bounds.py): the replica that answered a large request lets its session's
     # dispatcher go of it, the other replica serves on.
-    import gc
-    import tracemalloc
-
-    from .helpers import eventually
-
     shared = MemoryShared(ttl=60)
     async with replicas(shared) as (a, b), httpx2.AsyncClient(timeout=60) as http:
         key = (await post(http, a, INITIALIZE)).headers["mcp-session-id"]
         assert (await post(http, a, {"jsonrpc": "2.0", "method": "notifications/initialized"}, key)).status_code == 202
-        body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {}, "padding": "p" * 3_000_000})
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
+
+        async def large_ping() -> None:
+            body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {}, "padding": "p" * 3_000_000})
             response = await http.post(a + "/mcp", content=body, headers={**HEADERS, "mcp-session-id": key})
             assert response.status_code == 200 and decode(response)["result"] == {}
-            del body, response
 
-            def held() -> int:
-                gc.collect()
-                return tracemalloc.get_traced_memory()[0] - before
-
-            await eventually(lambda: held() < 1_000_000)
-        finally:
-            tracemalloc.stop()
+        await leaves_behind(large_ping, 1_000_000)
         assert await listed(http, b, key) == ["search_tools", "invoke_tool"]

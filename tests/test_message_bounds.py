@@ -20,6 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from .helpers import leaves_behind
 from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving, session
 from .test_reliability_wire import ENVELOPE, MODERN
 from .test_stdio_faults import INIT, LIST, _exchange
@@ -264,31 +265,17 @@ def test_stdio_from_a_file_refuses_an_initialize_too_large_too(tmp_path: Path) -
 async def test_a_session_that_sent_one_large_request_and_went_quiet_keeps_nothing_of_it() -> None:
     # The SDK's dispatcher holds the last message a session sent (with its HTTP body) until the next one, and this
     # client sends no next one: after the answer, the server hands the session a message of no weight instead.
-    import gc
-    import tracemalloc
-
-    from .helpers import eventually
-
     async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
         session_id = await open_raw_session(http, url)
-        padding = "p" * 3_000_000  # a field the SDK ignores, in a request that is answered at once
-        body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {}, "padding": padding})
-        del padding
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
+
+        async def large_ping() -> None:
+            # A field the SDK ignores, in a request that is answered at once.
+            body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {}, "padding": "p" * 3_000_000})
             response = await http.post(url, content=body.encode(), headers={
                 "accept": ACCEPT, "content-type": "application/json", "mcp-session-id": session_id})
             assert response.status_code == 200 and decode(response)["result"] == {}
-            del body, response
 
-            def held() -> int:
-                gc.collect()
-                return tracemalloc.get_traced_memory()[0] - before
-
-            await eventually(lambda: held() < 1_000_000)
-        finally:
-            tracemalloc.stop()
+        await leaves_behind(large_ping, 1_000_000)
         # The session serves on.
         answer, message = await rpc(http, url, "tools/list", session_id=session_id, request_id=8)
         assert answer.status_code == 200 and message["result"]["tools"]
