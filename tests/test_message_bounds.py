@@ -279,3 +279,25 @@ async def test_a_session_that_sent_one_large_request_and_went_quiet_keeps_nothin
         # The session serves on.
         answer, message = await rpc(http, url, "tools/list", session_id=session_id, request_id=8)
         assert answer.status_code == 200 and message["result"]["tools"]
+
+
+async def test_a_body_nested_deeper_than_the_parser_reads_is_told_so_over_http() -> None:
+    # As over stdio (test_stdio_faults.py): 200 levels are read, 201 are refused with the request's id and the bound,
+    # not with the parser's "recursion limit exceeded at line 1 column ...".
+    def call(ident: int, levels: int) -> bytes:
+        # The message, its params and their arguments are three levels; the argument `x` nests the rest.
+        value = "[" * (levels - 3) + "1" + "]" * (levels - 3)
+        return (('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_tools",'
+                 '"arguments":{"query":"a","x":%s}}}') % (ident, value)).encode()
+
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        session_id = await open_raw_session(http, url)
+        headers = {"accept": ACCEPT, "content-type": "application/json", "mcp-session-id": session_id}
+        read = await http.post(url, content=call(20, 200), headers=headers)
+        assert read.status_code == 200 and "result" in decode(read)  # search_tools refuses the extra argument
+        refused = await http.post(url, content=call(21, 201), headers=headers)
+        assert refused.status_code == 400
+        assert refused.json() == {"jsonrpc": "2.0", "id": 21, "error": {
+            "code": -32600, "message": "Invalid request: it nests arrays and objects more than 200 levels deep, "
+                                       "more than this server reads"}}
+        assert len(refused.content) < SMALL

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+import pydantic_core
 
-__all__ = ["MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "Refusal", "echoable", "json_size", "refusal"]
+__all__ = ["MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_DEPTH", "Refusal", "depth_refusal", "echoable",
+           "json_size", "refusal", "too_deep"]
 
 MAX_ID_CHARS = 256
 """Characters of a string id or progressToken, digits of an integer one. Clients number their requests or use
@@ -27,6 +29,30 @@ MAX_INITIALIZE_VALUES = 256
 """JSON values (objects, arrays, strings, numbers, ...) an initialize request's params may hold. A byte bound alone
 lets small values through in numbers, and each costs a Python object or more: 16 KiB of empty objects held 458 KiB
 a session. A client declaring every capability of the 2025-11-25 specification, with three icons, sends 46."""
+
+
+MAX_JSON_DEPTH = 200
+"""Levels of arrays and objects the SDK's parser (pydantic's) reads in a message; it refuses one nested deeper as
+"recursion limit exceeded", though Python's json reads deeper ones."""
+
+
+def too_deep(raw: bytes | str) -> bool:
+    """Whether the JSON text `raw` nests deeper than the SDK's parser reads (MAX_JSON_DEPTH). Read by that parser
+    only when the text holds more brackets than the bound: a message with fewer cannot nest that deep."""
+    opened = raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes) else raw.count("[") + raw.count("{")
+    if opened <= MAX_JSON_DEPTH:
+        return False
+    try:
+        pydantic_core.from_json(raw)
+    except ValueError as exc:
+        return "recursion limit exceeded" in str(exc)
+    return False
+
+
+def depth_refusal() -> str:
+    """The words of the refusal of a request nested deeper than MAX_JSON_DEPTH."""
+    return f"Invalid request: it nests arrays and objects more than {MAX_JSON_DEPTH} levels deep, more than this " \
+           "server reads"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from ..settings import Settings
 from ..streams import WatchedReadStream
-from .message_bounds import echoable, json_size, refusal
+from .message_bounds import MAX_JSON_DEPTH, depth_refusal, echoable, json_size, refusal
 
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
     from ..sdk import WriteStream
@@ -301,10 +301,6 @@ def _refused(line: str) -> types.JSONRPCError | None:
                                             "more than this server reads; send a smaller number (or a string)"))
 
 
-_JSON_DEPTH = 200
-"""Levels of arrays and objects the SDK's parser (pydantic's) reads in a line; it refuses a line nested deeper as
-"recursion limit exceeded", though Python's json reads deeper lines."""
-
 _READ_ID_LIMIT = 4 * 1024 * 1024
 """A line the SDK refused is searched for its id with Python's json only up to this length (else id null)."""
 
@@ -339,10 +335,9 @@ def _unreadable(line: str, error: Exception) -> types.JSONRPCError | None:
         if ident is None:
             return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
                 code=types.PARSE_ERROR, message=f"Parse error: arrays and objects nested more than "
-                                                f"{_JSON_DEPTH} levels deep, more than this server reads"))
+                                                f"{MAX_JSON_DEPTH} levels deep, more than this server reads"))
         return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
-            code=types.INVALID_REQUEST, message=f"Invalid request: it nests arrays and objects more than "
-                                                f"{_JSON_DEPTH} levels deep, more than this server reads"))
+            code=types.INVALID_REQUEST, message=depth_refusal()))
     if invalid:
         return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
             code=types.PARSE_ERROR, message="Parse error: not valid JSON (or a string holds an unpaired surrogate "
