@@ -59,7 +59,7 @@ from .http_head import Head, head_of
 from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_release import RELEASE_AFTER_BYTES, let_go
 from .http_shared_sessions import SharedSessionManager
-from .message_bounds import depth_refusal, echoable, refusal, too_deep
+from .message_bounds import DEPTH_REFUSAL, echoable, refusal, too_deep
 
 __all__ = ["MCP_PATH", "AtOnce", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
@@ -305,7 +305,7 @@ def _decode(body: bytes, max_initialize_bytes: int) -> JSONResponse | Any:
         return jsonrpc_error(400, "Parse error: the body is nested too deeply to read", code=PARSE_ERROR)
     if too_deep(body):
         # Valid JSON, deeper than the SDK's parser reads: said as stdio says it, with the id the client waits on.
-        return jsonrpc_error(400, depth_refusal(),
+        return jsonrpc_error(400, DEPTH_REFUSAL,
                              request_id=echoable(decoded.get("id")) if isinstance(decoded, dict) else None)
     if isinstance(decoded, list):
         return jsonrpc_error(400, "Invalid Request: JSON-RPC batches are not supported")

@@ -9,11 +9,13 @@ request is answered, a notification with no handler (the SDK drops it at debug l
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.message import SessionMessage
+
+from .http_shared_sessions import SharedSessionManager
 
 __all__ = ["RELEASE_AFTER_BYTES", "RELEASE_METHOD", "let_go"]
 
@@ -26,12 +28,13 @@ _RELEASE_WAIT = 1.0
 """How long to wait for a busy dispatcher to take the message: it only ever waits on its own next read."""
 
 
-async def let_go(manager: Any, session_id: str) -> None:
-    """Hand the session `session_id` of the SDK's session `manager` a message of no weight (no-op for a session
-    this process does not hold, or one that has ended)."""
-    transport_of = getattr(manager, "transport_of", None)  # the shared sessions' manager says; the SDK's holds them
-    transport = transport_of(session_id) if transport_of is not None else \
-        getattr(manager, "_server_instances", {}).get(session_id)
+async def let_go(manager: StreamableHTTPSessionManager | SharedSessionManager, session_id: str) -> None:
+    """Hand the session `session_id` of `manager` a message of no weight (no-op for a session this process does
+    not hold, or one that has ended)."""
+    if isinstance(manager, SharedSessionManager):
+        transport = manager.transport_of(session_id)
+    else:  # the SDK's manager keeps its open sessions by id
+        transport = manager._server_instances.get(session_id)
     writer = getattr(transport, "_read_stream_writer", None)
     if writer is None:
         return

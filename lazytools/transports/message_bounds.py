@@ -18,7 +18,7 @@ from typing import Any
 import mcp_types as types
 import pydantic_core
 
-__all__ = ["MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_DEPTH", "Refusal", "depth_refusal", "echoable",
+__all__ = ["DEPTH_REFUSAL", "MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_DEPTH", "Refusal", "echoable",
            "json_size", "refusal", "too_deep"]
 
 MAX_ID_CHARS = 256
@@ -36,23 +36,21 @@ MAX_JSON_DEPTH = 200
 "recursion limit exceeded", though Python's json reads deeper ones."""
 
 
-def too_deep(raw: bytes | str) -> bool:
-    """Whether the JSON text `raw` nests deeper than the SDK's parser reads (MAX_JSON_DEPTH). Read by that parser
+def too_deep(body: bytes) -> bool:
+    """Whether the JSON text `body` nests deeper than the SDK's parser reads (MAX_JSON_DEPTH). Read by that parser
     only when the text holds more brackets than the bound: a message with fewer cannot nest that deep."""
-    opened = raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes) else raw.count("[") + raw.count("{")
-    if opened <= MAX_JSON_DEPTH:
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
         return False
     try:
-        pydantic_core.from_json(raw)
+        pydantic_core.from_json(body)
     except ValueError as exc:
         return "recursion limit exceeded" in str(exc)
     return False
 
 
-def depth_refusal() -> str:
-    """The words of the refusal of a request nested deeper than MAX_JSON_DEPTH."""
-    return f"Invalid request: it nests arrays and objects more than {MAX_JSON_DEPTH} levels deep, more than this " \
-           "server reads"
+DEPTH_REFUSAL = (f"Invalid request: it nests arrays and objects more than {MAX_JSON_DEPTH} levels deep, more than "
+                 "this server reads")
+"""The words of the refusal of a request nested deeper than MAX_JSON_DEPTH."""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from ..settings import Settings
 from ..streams import WatchedReadStream
-from .message_bounds import MAX_JSON_DEPTH, depth_refusal, echoable, json_size, refusal
+from .message_bounds import DEPTH_REFUSAL, MAX_JSON_DEPTH, echoable, json_size, refusal
 
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
     from ..sdk import WriteStream
@@ -337,7 +337,7 @@ def _unreadable(line: str, error: Exception) -> types.JSONRPCError | None:
                 code=types.PARSE_ERROR, message=f"Parse error: arrays and objects nested more than "
                                                 f"{MAX_JSON_DEPTH} levels deep, more than this server reads"))
         return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
-            code=types.INVALID_REQUEST, message=depth_refusal()))
+            code=types.INVALID_REQUEST, message=DEPTH_REFUSAL))
     if invalid:
         return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
             code=types.PARSE_ERROR, message="Parse error: not valid JSON (or a string holds an unpaired surrogate "
