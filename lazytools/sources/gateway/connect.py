@@ -49,9 +49,15 @@ def open_transport(config: ServerConfig, *, auth: httpx2.Auth | None, chain: str
 
 def refused_handshake(exc: BaseException) -> bool:
     """Whether `exc` is a server's answer that it does not do the initialize handshake (a 2026-07-28-only server)."""
+    exc = _alone(exc)
+    return isinstance(exc, MCPError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION
+
+
+def _alone(exc: BaseException) -> BaseException:
+    """The exception inside groups of one (task groups wrap what their one failing task raised), else `exc`."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
-    return isinstance(exc, MCPError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION
+    return exc
 
 
 def describe_failure(exc: BaseException, *, cwd: Any = None, command: Any = None) -> str:
@@ -145,8 +151,7 @@ async def _sse(url: str, headers: dict[str, str], auth: httpx2.Auth | None, time
 
 def _ended_unstarted(exc: BaseException) -> bool:
     """Whether `exc` is anyio's word for a task that ended before saying it had started (alone in its groups)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+    exc = _alone(exc)
     return isinstance(exc, RuntimeError) and "without calling task_status.started()" in str(exc)
 
 
