@@ -8,8 +8,9 @@ import anyio
 import mcp_types as types
 import pytest
 
-from lazytools import ConfigError, ToolArgumentsError, build_server
+from lazytools import ConfigError, Group, ToolArgumentsError, build_server
 from lazytools.app import bundled_catalog
+from lazytools.entry import ToolEntry
 
 from .conftest import Recorder, client, make_settings, small_catalog, text_of
 from .helpers import eventually, tool_names
@@ -225,12 +226,23 @@ async def test_unexpected_errors_become_error_results(server_factory) -> None:
         assert isinstance((await c.list_tools()).tools[0], types.Tool)
 
 
-def test_input_schema_lookup_covers_meta_and_catalog_tools(server_factory) -> None:
-    server = server_factory()
-    assert server.input_schema_of("search_tools")["properties"]["limit"]["maximum"] == 20  # type: ignore[index]
-    assert server.input_schema_of("invoke_tool")["required"] == ["tool_name"]  # type: ignore[index]
-    assert server.input_schema_of("word_count")["required"] == ["text"]  # type: ignore[index]
-    assert server.input_schema_of("no_such_tool") is None
+def test_input_schema_lookup_gives_only_schemas_that_declare_headers() -> None:
+    """The transport checks `Mcp-Param-*` headers against the schema this gives: none for a schema that declares no
+    header (nothing to compare), the meta-tools' included; the schema itself for one that declares one."""
+    declared = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+
+    async def regional(arguments: dict[str, object]) -> types.CallToolResult:
+        raise AssertionError("not called")
+
+    catalog = small_catalog()
+    catalog.set_group(Group("geo", "Regional tools."), [ToolEntry(name="regional", group="geo",
+                                                                  description="Regional.", input_schema=declared,
+                                                                  call=regional)])
+    server = build_server(catalog, make_settings())
+    for name in ("search_tools", "invoke_tool", "word_count", "no_such_tool"):
+        assert server.input_schema_of(name) is None
+    assert server.input_schema_of("regional") is declared
+    assert server.input_schema_of("regional") is declared  # read again from what it remembered
 
 
 async def test_unrelated_searches_do_not_accumulate_tools(tmp_path) -> None:

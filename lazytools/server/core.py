@@ -22,7 +22,7 @@ from opentelemetry import trace
 
 from ..audit import note_reason, reason_of
 from ..catalog import Catalog, suggest
-from ..entry import ToolEntry
+from ..entry import ToolEntry, compact_json
 from ..errors import LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..modes import Surface
 from ..safetext import clip
@@ -39,7 +39,6 @@ from .metatools import (
     invoke_tool_definition,
     quick_search,
     resolve_invocation,
-    search_schema,
     search_tools,
     search_tools_definition,
 )
@@ -156,12 +155,10 @@ class LazyServer(Server[Any]):
         return self.usage.seen_by(source) if source is not None else self.usage.prior
 
     def input_schema_of(self, name: str) -> Mapping[str, Any] | None:
-        """The input schema of any tool a client may call by name (for the transport's header checks)."""
-        if name == SEARCH_TOOLS:
-            return search_schema(self.settings.search_max_limit, self.settings.search_limit)
-        if name == INVOKE_TOOL:
-            return invoke_tool_definition().input_schema
-        if name not in self.catalog:
+        """The input schema a 2026-07-28 tools/call's `Mcp-Param-*` headers are checked against (the transport's
+        check), for a tool a client may call by name; None where the schema declares no header (`_declaring`), as
+        the meta-tools' own never do: then the check has nothing to compare, and walks no schema twice a call."""
+        if name not in self.catalog:  # the meta-tools are not in it
             return None
         if self.gate.policy is not None:
             # Called before the middleware, with the principal the HTTP edge set (if any): a tool hidden from it is
@@ -169,7 +166,7 @@ class LazyServer(Server[Any]):
             principal = self.gate.principal()
             if not self.gate.warm(principal) or name not in self.gate.access(principal).catalog:
                 return None
-        return self.catalog.get(name).input_schema
+        return _declaring(self.catalog.get(name).input_schema)
 
     # -- tools/list -----------------------------------------------------------------------------------------
 
@@ -391,6 +388,23 @@ def _spelled_against(view: SessionView, pinned: Sequence[str], visible: Catalog)
     # Only the meta-tools this session lists: without the bridge, invoke_tool is itself an unknown name here.
     meta = [SEARCH_TOOLS, INVOKE_TOOL] if view.offers_invoke else [SEARCH_TOOLS]
     return list(dict.fromkeys([*listed, *meta, *visible.names()]))
+
+
+X_MCP_HEADER = "x-mcp-header"
+"""The schema keyword by which a 2026-07-28 tool declares an argument mirrored in an `Mcp-Param-*` header."""
+_DECLARING: dict[int, tuple[Mapping[str, Any], bool]] = {}
+"""Schema id -> (the schema, whether its text names `x-mcp-header`); holding the schema keeps its id its own."""
+
+
+def _declaring(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """`schema` if it may declare an `Mcp-Param` header (its JSON names `x-mcp-header` anywhere), else None; read once
+    per schema, not on every call."""
+    known = _DECLARING.get(id(schema))
+    if known is None or known[0] is not schema:
+        if len(_DECLARING) >= 8192:  # catalogs change: old schemas are not kept forever
+            _DECLARING.clear()
+        known = _DECLARING[id(schema)] = (schema, X_MCP_HEADER in compact_json(schema))
+    return schema if known[1] else None
 
 
 def _ranks(arguments: Any) -> bool:
