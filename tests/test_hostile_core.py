@@ -256,6 +256,20 @@ async def test_upstream_results_are_bounded_and_a_huge_one_is_not_read(tmp_path:
         assert o.gateway["h"].connections == 1
 
 
+@pytest.mark.process
+async def test_an_upstream_error_message_is_cut(tmp_path: Path) -> None:
+    """An upstream's JSON-RPC error of 2 MB reaches the model as a few thousand characters that say how long it was
+    (its progress and log text are cut the same way), and the connection serves on."""
+    async with opened(tmp_path, {"h": hostile()}) as o:
+        async with client(o.server, "claude-ai") as c:
+            failed = await call(c, "h__big_error", {"size": 2_000_000})
+            assert failed.is_error and "error -32603" in text_of(failed)
+            assert len(text_of(failed)) < 5_000 and "cut from 2000000 characters" in text_of(failed)
+            after = await call(c, "h__echo", {"text": "next"})
+            assert not after.is_error
+        assert o.gateway["h"].connections == 1
+
+
 # -- item 6: validation off the event loop, bounded ------------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ from ...catalog import Catalog, Group
 from ...errors import UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from ...origin import current_origin, session_key
 from ...settings import Settings
-from .bounds import ProgressGate
+from .bounds import ProgressGate, clip_text
 from .config import HttpServer, ServerConfig
 from .connect import Screen, describe_failure, open_transport, refused_handshake, watched
 from .lifecycle import Attempts, Backoff, State
@@ -391,8 +391,9 @@ def _mapped_errors(name: str, what: str, *, session_bound: bool, lost: Callable[
             # session: this connection is useless, reconnect (a new session).
             lost()
             raise _SessionLostError(name, f"the server no longer knows this connection's session "
-                                          f"({exc.error.message}); reconnecting") from exc
-        raise UpstreamError(name, f"{what} failed with error {exc.code}: {exc.error.message}") from exc
+                                          f"({clip_text(exc.error.message)}); reconnecting") from exc
+        # An upstream's error message is cut as its progress and log text are: megabytes of it are no answer.
+        raise UpstreamError(name, f"{what} failed with error {exc.code}: {clip_text(exc.error.message)}") from exc
     except ValidationError as exc:
         raise UpstreamError(name, f"{what} returned a malformed result: "
                                   f"{exc.errors()[0]['msg'] if exc.errors() else exc}") from exc
