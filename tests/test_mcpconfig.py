@@ -104,6 +104,13 @@ def test_both_sections_merge_and_env_file_is_read(tmp_path: Path) -> None:
     assert isinstance(b, StdioServer) and b.env == {"TOKEN": "from-file", "OTHER": "3"}
 
 
+def test_an_env_file_holding_a_nul_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "nul.env").write_bytes(b"TOKEN=a\0b\n")
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"a": {"command": "x", "envFile": "nul.env"}}}))
+    with pytest.raises(ConfigError, match=r"server 'a', field envFile: .*nul.env holds a NUL character"):
+        load_config(tmp_path / "mcp.json", environ={})
+
+
 def test_an_env_file_that_expands_to_gigabytes_is_refused(tmp_path: Path) -> None:
     lines = ["A0=xxxxxxxxxx"] + [f"A{i}=${{A{i - 1}}}${{A{i - 1}}}" for i in range(1, 31)]
     (tmp_path / "laughs.env").write_text("\n".join(lines) + "\n")
@@ -171,6 +178,12 @@ def test_unset_variable_names_server_field_and_variable() -> None:
     ({"mcpServers": {"a": {"command": "x", "describe": "nobody"}}}, "field describe: Input should be 'server' or"),
     ({"mcpServers": {"a b": {"command": "x"}, "a_b": {"command": "y"}}}, "'a b' and 'a_b' would share"),
     ({"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "y"}}}, "server 'a' is defined twice"),
+    # A NUL would end the string where the OS reads it: the server would start with other words than the file says.
+    ({"mcpServers": {"a": {"command": "x", "args": ["a\u0000b"]}}}, "server 'a': field args: Value error, holds a NUL"),
+    ({"mcpServers": {"a": {"command": "x\u0000y"}}}, "server 'a': field command: Value error, holds a NUL"),
+    ({"mcpServers": {"a": {"command": "x", "env": {"K": "v\u0000"}}}}, "field env: Value error, holds a NUL"),
+    ({"mcpServers": {"a": {"command": "x", "env": {"K\u0000": "v"}}}}, "field env: Value error, holds a NUL"),
+    ({"mcpServers": {"a": {"command": "x", "cwd": "/tmp\u0000/x"}}}, "field cwd: Value error, holds a NUL"),
 ])
 def test_broken_configs_name_server_and_field(data: Any, expected: str) -> None:
     message = error_of(data)

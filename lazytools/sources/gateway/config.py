@@ -138,6 +138,16 @@ class StdioServer(_Server):
     """VS Code's `envFile`: a dotenv file whose variables are added under `env`."""
     cwd: Path | None = None
 
+    @field_validator("command", "args", "env", "env_file", "cwd", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # JSON can write "\u0000"; a program's path, arguments and environment cannot carry it (the OS would end the
+        # string there, and the server would start with other arguments than the file says).
+        texts = [*value, *value.values()] if isinstance(value, dict) else value if isinstance(value, list) else [value]
+        if any("\0" in str(text) for text in texts):
+            raise ValueError("holds a NUL character (\\u0000), which no command, argument, variable or path can carry")
+        return value
+
 
 class TokenExchange(BaseModel):
     """RFC 8693: lazytools trades the user's token at the issuer for one meant for this server."""
@@ -343,6 +353,8 @@ def _resolve_stdio_paths(here: str, server: StdioServer, base: Path, environ: Ma
         except ValueError as exc:  # a ConfigError of the file, or the budget spent
             raise ConfigError(f"{here}, field envFile: {exc}") from None
         loaded = {key: value for key, value in values.items() if value is not None}
+        if any("\0" in text for item in loaded.items() for text in item):
+            raise ConfigError(f"{here}, field envFile: {env_file} holds a NUL character, which no variable can carry")
         updates["env"] = loaded | server.env  # the entry's own env wins over the file
         updates["env_file"] = env_file
     return server.model_copy(update=updates) if updates else server
