@@ -561,6 +561,8 @@ def _checked_inline(tool: str, schema: Mapping[str, Any], arguments: Any) -> dic
     cached = _VALIDATORS.get(key)
     if _REGEX is None or type(arguments) is not dict or cached is None or cached[0] is not schema:
         return None  # without the regex package a pattern has no timeout: never on the loop
+    if _has_non_finite(arguments):
+        return None  # NaN passes a "number" keyword; the full check refuses it with its own message
     check = _Check(tool, time.monotonic() + INLINE_SECONDS)
     previous = getattr(_current, "check", None)
     _current.check = check

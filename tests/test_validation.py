@@ -66,6 +66,19 @@ async def test_only_small_arguments_against_a_trusted_schema_are_checked_inline(
         assert seen and all(flag == inline for flag in seen), (trusted, len(text))
 
 
+async def test_nan_and_infinity_are_refused_once_an_upstream_schema_is_checked_inline() -> None:
+    """A "number" keyword takes Python's NaN; the inline check of an upstream's schema (after the first call built
+    its validator) must refuse it as the full check does, not pass it on for the SDK to send as null."""
+    from lazytools import validation
+
+    schema = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}
+    limits = Limits.defaults()
+    assert await validation.validate_call("sum", schema, {"a": 1, "b": 2}, limits, trusted=False) == {"a": 1, "b": 2}
+    for odd in ({"a": float("nan"), "b": 1}, {"a": 1, "b": float("inf")}, {"a": 1, "b": [float("-inf")]}):
+        with pytest.raises(ToolArgumentsError, match="NaN and Infinity are not JSON numbers"):
+            await validation.validate_call("sum", schema, odd, limits, trusted=False)
+
+
 async def test_small_arguments_against_an_upstream_schema_are_checked_inline_once_it_is_built(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """An upstream's schema is not trusted: its first check (which builds the validator) runs in a worker thread;
