@@ -20,6 +20,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from lazytools.transports.message_bounds import NESTED, top_level
+
 from .helpers import leaves_behind
 from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving, session
 from .test_reliability_wire import ENVELOPE, MODERN
@@ -301,3 +303,20 @@ async def test_a_body_nested_deeper_than_the_parser_reads_is_told_so_over_http()
             "code": -32600, "message": "Invalid request: it nests arrays and objects more than 200 levels deep, "
                                        "more than this server reads"}}
         assert len(refused.content) < SMALL
+        # Past the thousand levels Python's json reads, the id is read from the top level: the same refusal.
+        deeper = await http.post(url, content=call(22, 100_000), headers=headers)
+        assert deeper.status_code == 400 and deeper.json()["id"] == 22
+        assert deeper.json()["error"] == refused.json()["error"]
+
+
+@pytest.mark.parametrize(("text", "members"), [
+    ('{"jsonrpc": "2.0", "id": 7, "method": "ping"}', {"jsonrpc": "2.0", "id": 7, "method": "ping"}),
+    ('{"a": [1, {"b": "}"}], "id": "x\\"y", "n": null}', {"a": NESTED, "id": 'x"y', "n": None}),
+    ('{}', {}),
+    ('{"id": 1, "p": ' + "[" * 100_000 + "]" * 100_000 + "}", {"id": 1, "p": NESTED}),  # read past the cut: id first
+    ('{"p": ' + "[" * 100_000 + "]" * 100_000 + ', "id": 1}', None),  # the id past the cut: unknown
+    ("[1]", None), ('{"a": 1', None), ('{"a": 1} x', None), ('{"a" 1}', None), ("{,}", None), ('{"a": }', None),
+])
+def test_the_top_level_of_a_deep_object_is_read_without_its_depth(text: str, members: Any) -> None:
+    assert top_level(text) == members
+    assert top_level(text.encode()) == members

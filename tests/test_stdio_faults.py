@@ -160,8 +160,9 @@ def test_lines_the_sdk_cannot_read_get_an_error_not_silence(tmp_path: Path) -> N
 
 def test_a_line_nested_deeper_than_the_parser_reads_is_told_so(tmp_path: Path) -> None:
     """Valid JSON nested past the SDK parser's 200 levels was answered as invalid JSON or a lone surrogate; now the
-    error says how deep the line may nest: with its id as an invalid request when Python's json reads the id, else a
-    parse error with id null. A real lone surrogate still gets its own message."""
+    error says how deep the line may nest: with its id as an invalid request when the id can be read (past the
+    thousand levels Python's json reads too, from the line's top level), else a parse error with id null. A real
+    lone surrogate still gets its own message."""
 
     def call(ident: int, levels: int) -> str:
         # The message, its params and their arguments are three levels; the argument `x` nests the rest.
@@ -169,14 +170,20 @@ def test_a_line_nested_deeper_than_the_parser_reads_is_told_so(tmp_path: Path) -
         return ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_tools",'
                 '"arguments":{"query":"a","x":%s}}}' % (ident, value))
 
+    deep = "[" * 100_000 + "]" * 100_000
     lines = [call(20, 200), call(21, 201), call(22, 100_000),
              '{"jsonrpc":"2.0","id":23,"method":"tools/call","params":{"name":"search_tools",'
-             '"arguments":{"query":"\\ud800"}}}']
-    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 20, 21, None, 23, 99}))
+             '"arguments":{"query":"\\ud800"}}}',
+             # The id after 200 KB of brackets: not read, so a parse error with id null.
+             '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"search_tools","arguments":{"x":%s}},'
+             '"id":24}' % deep]
+    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 20, 21, 22, None, 23, 99}))
     by_id = {m.get("id"): m for m in messages}
     assert "result" in by_id[20], by_id[20]  # 200 levels are read (and search_tools refuses the extra argument)
-    assert by_id[21]["error"] == {"code": -32600, "message": "Invalid request: it nests arrays and objects more "
-                                                             "than 200 levels deep, more than this server reads"}
+    for ident in (21, 22):
+        assert by_id[ident]["error"] == {"code": -32600, "message": "Invalid request: it nests arrays and objects "
+                                                                    "more than 200 levels deep, more than this server "
+                                                                    "reads"}
     assert by_id[None]["error"] == {"code": -32700, "message": "Parse error: arrays and objects nested more than "
                                                                "200 levels deep, more than this server reads"}
     assert by_id[23]["error"]["code"] == -32700  # type: ignore[index]

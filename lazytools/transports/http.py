@@ -59,7 +59,7 @@ from .http_head import Head, head_of
 from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_release import RELEASE_AFTER_BYTES, let_go
 from .http_shared_sessions import SharedSessionManager
-from .message_bounds import DEPTH_REFUSAL, echoable, refusal, too_deep
+from .message_bounds import DEPTH_REFUSAL, echoable, refusal, too_deep, top_level
 
 __all__ = ["MCP_PATH", "AtOnce", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
@@ -301,8 +301,11 @@ def _decode(body: bytes, max_initialize_bytes: int) -> JSONResponse | Any:
             return jsonrpc_error(400, f"Parse error: an integer of more than {sys.get_int_max_str_digits():,} digits",
                                  code=PARSE_ERROR)
         return jsonrpc_error(400, "Parse error: the body is not JSON", code=PARSE_ERROR)
-    except RecursionError:
-        return jsonrpc_error(400, "Parse error: the body is nested too deeply to read", code=PARSE_ERROR)
+    except RecursionError:  # deeper than Python's json goes: refused with its id, as a shallower deep one is
+        members = top_level(body)
+        if members is None:
+            return jsonrpc_error(400, "Parse error: the body is nested too deeply to read", code=PARSE_ERROR)
+        return jsonrpc_error(400, DEPTH_REFUSAL, request_id=echoable(members.get("id")))
     if too_deep(body):
         # Valid JSON, deeper than the SDK's parser reads: said as stdio says it, with the id the client waits on.
         return jsonrpc_error(400, DEPTH_REFUSAL,

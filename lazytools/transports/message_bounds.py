@@ -11,6 +11,7 @@ it sends (`transports/http.py`, `transports/stdio.py`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +19,8 @@ from typing import Any
 import mcp_types as types
 import pydantic_core
 
-__all__ = ["DEPTH_REFUSAL", "MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_DEPTH", "Refusal", "echoable",
-           "json_size", "refusal", "too_deep"]
+__all__ = ["DEPTH_REFUSAL", "MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_DEPTH", "NESTED", "Refusal", "echoable",
+           "json_size", "refusal", "too_deep", "top_level"]
 
 MAX_ID_CHARS = 256
 """Characters of a string id or progressToken, digits of an integer one. Clients number their requests or use
@@ -46,6 +47,53 @@ def too_deep(body: bytes) -> bool:
     except ValueError as exc:
         return "recursion limit exceeded" in str(exc)
     return False
+
+
+NESTED: Any = {}
+"""What `top_level` gives for a member whose value is an array or an object (it reads no deeper)."""
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s"\[\]{}:,]+')
+
+
+def top_level(text: str | bytes, most: int = 65_536) -> dict[str, Any] | None:
+    """The members of the JSON object `text`, each scalar read and each array or object as NESTED, without reading
+    inside them: the id and method of a request nested too deep for Python's json (about 1,000 levels: a
+    RecursionError), so that its refusal carries the id its client waits on. None when `text` is not one object.
+    Only the first `most` characters are read (clients write the id before the params; reading megabytes of
+    brackets token by token would hold the event loop): past them, the members read so far if an id is among them
+    (else None: an id may follow, so a request cannot be told from a notification)."""
+    cut = len(text) > most
+    text = text[:most]
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    tokens = _TOKEN.finditer(text)
+    first = next(tokens, None)
+    if first is None or first.group() != "{" or text[: first.start()].strip():
+        return None
+    members: dict[str, Any] = {}
+    depth, state, key = 1, "key", ""
+    try:
+        for match in tokens:
+            token = match.group()
+            if depth > 1:
+                depth += 1 if token in "[{" else -1 if token in "]}" else 0
+            elif state == "key" and token.startswith('"'):
+                key, state = json.loads(token), "colon"
+            elif state == "colon" and token == ":":
+                state = "value"
+            elif state == "value" and token in "[{":
+                members[key], depth, state = NESTED, 2, "comma"
+            elif state == "value" and token not in "]}:,":
+                members[key], state = json.loads(token), "comma"
+            elif state == "comma" and token == ",":
+                state = "key"
+            elif token == "}" and (state == "comma" or (state == "key" and not members)):
+                return members if not text[match.end():].strip() else None
+            else:
+                return None
+    except ValueError:  # a scalar that is not JSON
+        return None
+    return members if cut and "id" in members else None
 
 
 DEPTH_REFUSAL = (f"Invalid request: it nests arrays and objects more than {MAX_JSON_DEPTH} levels deep, more than "

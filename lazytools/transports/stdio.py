@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from ..settings import Settings
 from ..streams import WatchedReadStream
-from .message_bounds import DEPTH_REFUSAL, MAX_JSON_DEPTH, echoable, json_size, refusal
+from .message_bounds import DEPTH_REFUSAL, MAX_JSON_DEPTH, echoable, json_size, refusal, top_level
 
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
     from ..sdk import WriteStream
@@ -306,13 +306,16 @@ _READ_ID_LIMIT = 4 * 1024 * 1024
 
 
 def _read_line(line: str) -> Any:
-    """The line as Python's json reads it, if it can and the line is at most _READ_ID_LIMIT long; else None."""
+    """The line as Python's json reads it (past its depth, its top level: `top_level`), if it can and the line is at
+    most _READ_ID_LIMIT long; else None."""
     if len(line) > _READ_ID_LIMIT:
         return None
     try:
         return json.loads(line)
-    except (ValueError, RecursionError):
+    except ValueError:
         return None
+    except RecursionError:  # deeper than Python's json goes: its id and method are read without the rest
+        return top_level(line)
 
 
 def _unreadable(line: str, error: Exception) -> types.JSONRPCError | None:
