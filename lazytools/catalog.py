@@ -150,6 +150,8 @@ class Catalog:
         self._by_group: dict[str, list[ToolEntry]] = {}
         self._listeners: list[Callable[[Catalog], None]] = []
         self._announce_listeners: list[Callable[[], Awaitable[None]]] = []
+        self._down: dict[str, tuple[str, str]] = {}
+        """Group -> (why its source is not serving now, how its tools' names start): `set_down`."""
         self.version = 0
 
     def __len__(self) -> int:
@@ -206,6 +208,20 @@ class Catalog:
                 view._by_group[name] = kept
         view.version = self.version
         return view
+
+    def set_down(self, group: str, why: str | None, names: str = "") -> None:
+        """Say that `group`'s source is not serving now, and why (None: it serves again); `names`: how its tools'
+        names start (a gateway server's prefix and `__`). Read by the answers that find nothing there or do not know
+        a name, not by search: no new version, no listener (a server retrying would otherwise re-list every session
+        at each attempt). A view (`only`) holds none of it: what a principal may see of a server is its tools."""
+        if why is None:
+            self._down.pop(group, None)
+        else:
+            self._down[group] = (why, names)
+
+    def down(self) -> dict[str, tuple[str, str]]:
+        """Each group whose source is not serving now: (why, how its tools' names start)."""
+        return {group: state for group, state in self._down.items() if group in self._groups}
 
     def on_change(self, listener: Callable[[Catalog], None]) -> None:
         self._listeners.append(listener)

@@ -122,6 +122,28 @@ async def test_upstreams_that_fail_to_start_are_reported_skipped_and_arrive_when
             assert o.gateway["missing"].state == "failed" and o.gateway["late"].state == "serving"
 
 
+async def test_a_server_not_serving_is_named_where_its_tools_are_missed(tmp_path: Path) -> None:
+    """A configured server that has not started has no tools to find: a search that finds nothing, its group, and a
+    call of one of its tools by name say which server is not serving and why, until it serves."""
+    flag = tmp_path / "ready"
+    servers = {"good": toy("good", "--tools", "echo"), "late": toy("late", "--tools", "echo,add", "--require-file",
+                                                                   str(flag))}
+    async with opened(tmp_path, servers) as o, client(o.server) as c:
+        why = "Not serving now: late (it exited or closed the connection before answering"
+        assert why in text_of(await c.call_tool("search_tools", {"group": "late"}))
+        assert why in text_of(await c.call_tool("search_tools", {"query": "zqxv wjkp"}))
+        assert "Not serving" not in text_of(await c.call_tool("search_tools", {"query": "echo a text"}))
+        called = await c.call_tool("invoke_tool", {"tool_name": "late__add", "arguments": {}})
+        assert called.is_error and "Its server, late, is not serving now (it exited" in text_of(called)
+        other = await c.call_tool("invoke_tool", {"tool_name": "gone__add", "arguments": {}})
+        assert other.is_error and "not serving" not in text_of(other)
+        flag.touch()
+        await eventually(lambda: "late__add" in o.catalog)
+        group = text_of(await c.call_tool("search_tools", {"group": "late"}))
+        assert "late__add" in group and "Not serving" not in group
+        assert o.catalog.down() == {}
+
+
 async def test_an_upstream_that_never_answers_initialize_is_skipped(tmp_path: Path,
                                                                      caplog: pytest.LogCaptureFixture) -> None:
     servers = {"good": toy("good", "--tools", "echo"), "stuck": toy("stuck", "--hang-on-start")}

@@ -43,6 +43,7 @@ from .metatools import (
     search_tools_definition,
 )
 from .parts import ServerParts
+from .rendering import DOWN_WHY_CHARS
 from .results import sendable
 from .subscriptions import ToolsListChanged
 from .surface import SessionView
@@ -234,7 +235,7 @@ class LazyServer(Server[Any]):
             note_reason(reason_of(exc))
             if isinstance(exc, UnknownToolError) and exc.candidates is not None:
                 exc = await _suggested(exc.name, exc.candidates)
-            result = _error(str(exc))
+            result = _error(str(exc) + (_down_note(self.catalog, exc.name) if isinstance(exc, UnknownToolError) else ""))
         except Exception as exc:  # a bug of ours must not end the session: report it, keep serving
             logger.exception("tools/call %s: unexpected error", clip(name))
             note_reason("internal_error")
@@ -405,6 +406,15 @@ def _declaring(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
             _DECLARING.clear()
         known = _DECLARING[id(schema)] = (schema, X_MCP_HEADER in compact_json(schema))
     return schema if known[1] else None
+
+
+def _down_note(catalog: Catalog, name: str) -> str:
+    """For an unknown tool name that starts as the tools of a server not serving now do: which server, and why."""
+    for group, (why, names) in catalog.down().items():
+        if names and name.startswith(names):
+            return (f" Its server, {clip(group)}, is not serving now ({clip(why, DOWN_WHY_CHARS)}); lazytools keeps "
+                    "retrying it, and search_tools finds its tools once it is up.")
+    return ""
 
 
 def _ranks(arguments: Any) -> bool:

@@ -15,7 +15,9 @@ from .signatures import NAME_CHARS, schema_of, signature, signature_of
 
 __all__ = [
     "CLAUSE_ECHO",
+    "DOWN_WHY_CHARS",
     "RESULT_SCHEMA_CHARS",
+    "down_line",
     "not_matched_line",
     "ranking_text",
     "search_text",
@@ -23,6 +25,9 @@ __all__ = [
 
 CLAUSE_ECHO = 120
 """Characters of each unmatched clause quoted back: enough to search with, not a copy of a long request."""
+DOWN_WHY_CHARS = 300
+"""Characters of why a source is not serving, in a result: enough for the error's first lines (a missing command,
+a refused connection), not a process's whole stderr."""
 
 
 def not_matched_line(clauses: Sequence[str]) -> str:
@@ -38,11 +43,15 @@ def search_text(
     enable_at_most: int | None = None,
     surface: Surface,
     bridge: bool,
+    down: Mapping[str, tuple[str, str]] | None = None,
 ) -> str:
     """search_tools' result: what was enabled (or found), each with its signature and summary, notes (the errors
-    of names not found; a group cut at `limit`; matches past the cap), the suggestions, and the clauses no
-    match answers; proxy results add the input schemas, bounded in all."""
+    of names not found; a group cut at `limit`; matches past the cap; when nothing was found, the groups whose
+    source is not serving now, from `down`: `Catalog.down`), the suggestions, and the clauses no match answers;
+    proxy results add the input schemas, bounded in all."""
     query, notes = results.query, list(results.unknown)
+    if down and (results.nothing_fits is not None or not (results.enabled or results.suggested)):
+        notes.append(down_line(down))
     if results.group_size is not None:
         notes.append(f"Group {results.group!r} has {results.group_size} tools; showing {limit}. Add a query to narrow it.")
     if results.over_cap and enable_at_most is not None:
@@ -58,6 +67,13 @@ def search_text(
     if results.unmatched:
         text += "\n" + not_matched_line(results.unmatched)
     return text
+
+
+def down_line(down: Mapping[str, tuple[str, str]]) -> str:
+    """One line naming the groups whose source is not serving now and why: the tool asked for may be one of theirs."""
+    named = "; ".join(f"{clip(group, NAME_CHARS)} ({clip(why, DOWN_WHY_CHARS)})" for group, (why, _) in down.items())
+    return (f"Not serving now: {clip(named, GROUPS_CHARS)}. Their tools join once they start (lazytools keeps "
+            "retrying them).")
 
 
 def nothing_fits_line(query: str, groups: Sequence[str], *, enabled: bool = False) -> str:
