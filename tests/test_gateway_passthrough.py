@@ -192,7 +192,8 @@ async def test_upstream_tool_fields_reach_the_client_unchanged_but_the_name(tmp_
         target: Any = entry["url"] if "url" in entry else StdioServerParameters(command=entry["command"],
                                                                                 args=entry["args"])
         async with Client(target, mode="legacy", cache=None) as direct:
-            own = next(t for t in (await direct.list_tools()).tools if t.name == "rich")
+            own_tools = (await direct.list_tools()).tools
+            own = next(t for t in own_tools if t.name == "rich")
         await f.client.call_tool("search_tools", {"tool_names": ["feat__rich"]})
         listed = {t.name: t for t in (await f.client.list_tools(cache_mode="bypass")).tools}
         rich = listed["feat__rich"]
@@ -203,6 +204,10 @@ async def test_upstream_tool_fields_reach_the_client_unchanged_but_the_name(tmp_
         assert dumped["icons"][0]["src"].startswith("data:image/png")
         assert dumped["annotations"] == {"title": "Rich", "readOnlyHint": True, "idempotentHint": True}
         assert dumped["outputSchema"]["required"] == ["doubled"]
+        # A tool that runs only as a task could never run through lazytools, which forwards calls without one.
+        assert any(t.name == "tasks_only" for t in own_tools)
+        missing = await f.client.call_tool("search_tools", {"tool_names": ["feat__tasks_only"]})
+        assert "Unknown tool 'feat__tasks_only'" in text_of(missing) and "feat__tasks_only" not in listed
         result = await f.call("rich", {"x": 4})
         assert result.structured_content == {"doubled": 8}
 

@@ -14,7 +14,8 @@ One row of issue #15 each:
   count the change (`roots_changes`).
 - prompts (`greet`, with an argument), resources (a static `readme`, a template `item/{id}`), subscriptions
   (`touch` sends `notifications/resources/updated` for a subscribed URI), `links` returns `resource_link`s.
-- tool fields: `rich` carries title, icons, annotations, outputSchema, execution and `_meta`.
+- tool fields: `rich` carries title, icons, annotations, outputSchema, execution and `_meta`; `tasks_only`
+  runs only as a task (`taskSupport: required`).
 - state: `count` increments a counter kept per upstream session (per process on stdio, per `Mcp-Session-Id` over
   HTTP) and says the process id, for shared vs per-session scope.
 """
@@ -109,6 +110,8 @@ class Features:
                 execution=types.ToolExecution(task_support="forbidden"),
                 _meta=RICH_META,
             ),
+            types.Tool(name="tasks_only", description="A long job that runs only as a task.",
+                       input_schema=_schema(), execution=types.ToolExecution(task_support="required")),
         ]
         # Shown only to clients that can answer, like server-everything's conditional tools.
         if caps is not None and caps.sampling is not None:

@@ -75,7 +75,8 @@ def about_of(config: ServerConfig, client: Client) -> str:
 
 def tool_entries(server: str, config: ServerConfig, tools: list[types.Tool], *, call: Call,
                  pinned: bool) -> list[ToolEntry]:
-    """The catalog entries of `server`'s `tools` that its config allows; each calls `call(upstream name, args)`."""
+    """The catalog entries of `server`'s `tools` that its config allows, less those that run only as tasks; each
+    calls `call(upstream name, args)`."""
     allowed = [tool for tool in tools if config.allows(tool.name)]
     for pattern in config.unmatched_includes([tool.name for tool in tools]):
         logger.warning("upstream %r: include %s matches none of its tools", server, clip(repr(pattern)))
@@ -87,6 +88,11 @@ def tool_entries(server: str, config: ServerConfig, tools: list[types.Tool], *, 
             logger.warning("upstream %r lists tool %s twice; keeping the first", server, clip(repr(tool.name)))
             continue
         seen.add(tool.name)
+        if tool.execution is not None and tool.execution.task_support == "required":
+            # It answers only task-augmented calls, which lazytools does not make: offered, it could never run.
+            logger.warning("upstream %r: tool %s runs only as a task (execution.taskSupport \"required\"), which "
+                           "lazytools does not forward; left out", server, clip(repr(tool.name)))
+            continue
         # unique_name only matters when two upstream names sanitise and hash alike: collisions stay impossible.
         name = unique_name(public_tool_name(config.tool_prefix, tool.name), taken, "-")
         taken.add(name)
