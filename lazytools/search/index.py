@@ -31,7 +31,7 @@ from .fusion import ScoreArray
 from .inputs import MAX_PRODUCERS
 from .names import NameMatcher, NameWords
 from .needs import answered_needs
-from .query import Cost, Lexicon, Query, TermReader, analyze, catalog_expansions, clauses, tagged_terms, text_cost
+from .query import Cost, Lexicon, Query, TermReader, analyze, catalog_expansions, cost_of, tagged_terms
 from .recent import RecentAnswers
 from .related import RelatedWords, default_related_words
 from .results import Hit, Results
@@ -176,7 +176,7 @@ class SearchIndex:
     def cost(self, text: str) -> Cost:
         """What searching `text` here costs (`Cost.quick`: whether it may run on the event loop), read from the
         text alone: no rule runs."""
-        cost = text_cost(text, clauses(text))
+        cost = cost_of(text)
         return Cost(cost.chars, cost.words, cost.needs, cost.cjk, tools=len(self.entries), encoded=self.semantic,
                     prepared=self.vocabulary.prepared)
 

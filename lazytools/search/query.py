@@ -29,6 +29,7 @@ __all__ = [
     "analyze",
     "catalog_expansions",
     "clauses",
+    "cost_of",
     "tagged_terms",
     "weighted_terms",
 ]
@@ -298,6 +299,12 @@ class Query:
     cost: Cost = field(default_factory=lambda: Cost(0, 0, 1, False))
 
 
+@lru_cache(maxsize=256)  # a served search asks three times: the transport's and the server's quick checks, analyze
+def cost_of(text: str) -> Cost:
+    """`text_cost` of `text` and its needs (`clauses`)."""
+    return text_cost(text, clauses(text))
+
+
 def text_cost(text: str, needs: Sequence[str]) -> Cost:
     """A query's `Cost` from its text alone (chars, words, needs, CJK)."""
     if len(text) > QUICK_CHARS:  # past the quick bound, counting its words changes nothing
@@ -312,7 +319,7 @@ def analyze(text: str, lexicon: Lexicon | None = None, config: RankingConfig = D
     request and of each need, and the tools it names), the deliverable, the language and the cost. `reader`: see
     `tagged_terms` (one for the whole request and its needs when not given)."""
     needs = tuple(clauses(text))
-    cost = text_cost(text, needs)
+    cost = cost_of(text)
     tokens = frozenset(tokenize(text))
     if lexicon is None:
         return Query(text, needs, tokens, deliverable=deliverable(text), cjk=cost.cjk, cost=cost)
