@@ -151,7 +151,7 @@ class Catalog:
         self._listeners: list[Callable[[Catalog], None]] = []
         self._announce_listeners: list[Callable[[], Awaitable[None]]] = []
         self._down: dict[str, tuple[str, str]] = {}
-        """Group -> (why its source is not serving now, how its tools' names start): `set_down`."""
+        """Group -> (why its source is not serving now, how its tools' names start): `set_not_serving`."""
         self.version = 0
 
     def __len__(self) -> int:
@@ -209,7 +209,7 @@ class Catalog:
         view.version = self.version
         return view
 
-    def set_down(self, group: str, why: str | None, names: str = "") -> None:
+    def set_not_serving(self, group: str, why: str | None, names: str = "") -> None:
         """Say that `group`'s source is not serving now, and why (None: it serves again); `names`: how its tools'
         names start (a gateway server's prefix and `__`). Read by the answers that find nothing there or do not know
         a name, not by search: no new version, no listener (a server retrying would otherwise re-list every session
@@ -219,7 +219,7 @@ class Catalog:
         else:
             self._down[group] = (why, names)
 
-    def down(self) -> dict[str, tuple[str, str]]:
+    def not_serving(self) -> dict[str, tuple[str, str]]:
         """Each group whose source is not serving now: (why, how its tools' names start)."""
         return {group: state for group, state in self._down.items() if group in self._groups}
 

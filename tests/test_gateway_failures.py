@@ -141,7 +141,7 @@ async def test_a_server_not_serving_is_named_where_its_tools_are_missed(tmp_path
         await eventually(lambda: "late__add" in o.catalog)
         group = text_of(await c.call_tool("search_tools", {"group": "late"}))
         assert "late__add" in group and "Not serving" not in group
-        assert o.catalog.down() == {}
+        assert o.catalog.not_serving() == {}
 
 
 async def test_an_upstream_that_never_answers_initialize_is_skipped(tmp_path: Path,

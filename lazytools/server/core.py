@@ -410,7 +410,7 @@ def _declaring(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def _down_note(catalog: Catalog, name: str) -> str:
     """For an unknown tool name that starts as the tools of a server not serving now do: which server, and why."""
-    for group, (why, names) in catalog.down().items():
+    for group, (why, names) in catalog.not_serving().items():
         if names and name.startswith(names):
             return (f" Its server, {clip(group)}, is not serving now ({clip(why, DOWN_WHY_CHARS)}); lazytools keeps "
                     "retrying it, and search_tools finds its tools once it is up.")

@@ -170,7 +170,7 @@ def search_tools(
                              visible=visible)
     selection = replace(selection, query=query, group=group, unknown=tuple(unknown))
     return replace(selection, text=search_text(selection, limit=limit, enable_at_most=cap, surface=surface,
-                                               bridge=bridge, down=catalog.down()))
+                                               bridge=bridge, down=catalog.not_serving()))
 
 
 _SEARCH_KEYS = frozenset({"query", "group", "tool_names", "limit"})

@@ -47,7 +47,7 @@ def search_text(
 ) -> str:
     """search_tools' result: what was enabled (or found), each with its signature and summary, notes (the errors
     of names not found; a group cut at `limit`; matches past the cap; when nothing was found, the groups whose
-    source is not serving now, from `down`: `Catalog.down`), the suggestions, and the clauses no match answers;
+    source is not serving now, from `down`: `Catalog.not_serving`), the suggestions, and the clauses no match answers;
     proxy results add the input schemas, bounded in all."""
     query, notes = results.query, list(results.unknown)
     if down and (results.nothing_fits is not None or not (results.enabled or results.suggested)):

@@ -225,7 +225,7 @@ class Upstream:
         if self.state == "connecting":  # not if its stream already ended: `_serve` then returns at once
             self.state = "serving"
         self.error = None
-        self.catalog.set_down(self.name, None)
+        self.catalog.set_not_serving(self.name, None)
         tools = len(self.catalog.in_group(self.name))
         logger.log(logging.INFO if self.connections == 1 else logging.WARNING, "upstream %r: %s, %d tool%s", self.name,
                    "connected" if self.connections == 1 else "reconnected", tools, "" if tools == 1 else "s")
@@ -235,7 +235,7 @@ class Upstream:
         first_failure = not self.started.is_set()
         came_up = not self._attempts.open  # this attempt connected, then dropped
         self.state, self.error = "failed", reason
-        self.catalog.set_down(self.name, reason, f"{self.config.tool_prefix}__")
+        self.catalog.set_not_serving(self.name, reason, f"{self.config.tool_prefix}__")
         retry = f"retrying in {self.backoff.after(failures):g} s" if failures else "reconnecting"
         verb = "failed to start" if first_failure else ("disconnected" if came_up else "is down")
         logger.log(logging.WARNING if failures <= 1 else logging.INFO, "upstream %r %s: %s; %s", self.name, verb,
