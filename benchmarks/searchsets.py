@@ -32,7 +32,7 @@ from lazytools.sources.jsonl import load_jsonl_catalog, read_servers, servers_be
 
 DATA = Path(__file__).parent / "data" / "multiserver"
 SETS = ("queries", "confirm", "deliverables", "prereqs", "everyday", "crosslang", "phrasing", "questions", "misses",
-        "crossserver")
+        "crossserver", "eurolang")
 """The dev sets, each `<name>.jsonl` beside the dev catalog (`tools.jsonl`)."""
 METATOOL = Path("/work/shared/eval-data/metatool")
 METATOOL_EVERY = 7

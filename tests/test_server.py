@@ -273,9 +273,11 @@ async def test_a_called_tool_stays_while_others_leave(tmp_path) -> None:
         await c.call_tool("search_tools", {"tool_names": ["reverse_text", "generate_uuid"]})
         called = await c.call_tool("count_text_stats", {"text": "a b"})
         assert not called.is_error  # used: now the most recent, so reverse_text is the oldest
-        await c.call_tool("search_tools", {"tool_names": ["slugify_text"]})
+        answer = text_of(await c.call_tool("search_tools", {"tool_names": ["slugify_text"]}))
         listed = await tool_names(c)
         assert {"count_text_stats", "generate_uuid", "slugify_text"} <= set(listed) and "reverse_text" not in listed
+        # The answer names what left, so the model does not call it as if it were still there.
+        assert "Left your tool list to keep at most 3 enabled (the least recently used): reverse_text;" in answer
         refused = await c.call_tool("reverse_text", {"text": "ab"})
         assert refused.is_error and "search_tools" in text_of(refused)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -43,7 +44,7 @@ from .metatools import (
     search_tools_definition,
 )
 from .parts import ServerParts
-from .rendering import DOWN_WHY_CHARS
+from .rendering import DOWN_WHY_CHARS, left_line
 from .results import sendable
 from .subscriptions import ToolsListChanged
 from .surface import SessionView
@@ -350,6 +351,7 @@ class LazyServer(Server[Any]):
             new, gone = state.enable(wanted, limit=settings.max_enabled)
             if gone:
                 logger.debug("session %s: %d least recently used tools disabled", state.key[:8], len(gone))
+                outcome = replace(outcome, text=f"{outcome.text}\n{left_line(gone, settings.max_enabled)}")
             if new or gone:
                 # Sent before the result is returned, so the client can re-list as the model reads the result.
                 if ctx is not None:

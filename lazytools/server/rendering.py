@@ -18,6 +18,7 @@ __all__ = [
     "DOWN_WHY_CHARS",
     "RESULT_SCHEMA_CHARS",
     "down_line",
+    "left_line",
     "not_matched_line",
     "ranking_text",
     "search_text",
@@ -74,6 +75,12 @@ def down_line(down: Mapping[str, tuple[str, str]]) -> str:
     named = "; ".join(f"{clip(group, NAME_CHARS)} ({clip(why, DOWN_WHY_CHARS)})" for group, (why, _) in down.items())
     return (f"Not serving now: {clip(named, GROUPS_CHARS)}. Their tools join once they start (lazytools keeps "
             "retrying them).")
+
+
+def left_line(gone: Sequence[str], at_most: int) -> str:
+    """The tools that left a session's list to make room for a search's: the least recently used past `at_most`."""
+    return (f"Left your tool list to keep at most {at_most} enabled (the least recently used): "
+            f"{clip(', '.join(gone), GROUPS_CHARS)}; search_tools(tool_names=[...]) brings one back.")
 
 
 def nothing_fits_line(query: str, groups: Sequence[str], *, enabled: bool = False) -> str:
