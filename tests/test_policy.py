@@ -72,11 +72,13 @@ class Team:
 
 
 @asynccontextmanager
-async def team(tmp_path: Path, policy: str = TWO_TEAMS) -> AsyncIterator[Team]:
+async def team(tmp_path: Path, policy: str = TWO_TEAMS, more: dict[str, Any] | None = None) -> AsyncIterator[Team]:
+    """`more`: further `mcpServers` entries."""
     async with running_idp() as idp, running_http(build("eng").streamable_http_app()) as eng, \
             running_http(build("fin").streamable_http_app()) as fin:
         config = tmp_path / "mcp.json"
-        config.write_text(json.dumps({"mcpServers": {"eng": {"url": eng + "/mcp"}, "fin": {"url": fin + "/mcp"}}}))
+        config.write_text(json.dumps({"mcpServers": {"eng": {"url": eng + "/mcp"}, "fin": {"url": fin + "/mcp"},
+                                                     **(more or {})}}))
         path = tmp_path / "policy.toml"
         path.write_text(policy)
         port = _free_port()
@@ -173,6 +175,20 @@ async def test_a_user_of_no_group_sees_nothing_but_the_meta_tools(tmp_path: Path
         found = await mallory.call_tool("search_tools", {"query": "echo"})
         assert _text(found) == "No tool here fits 'echo'; no tool was enabled for it. There are no tools here to search."
         assert (await mallory.list_prompts()).prompts == [] and (await mallory.list_resources()).resources == []
+
+
+async def test_a_server_that_is_down_is_named_only_to_those_who_may_see_it(tmp_path: Path) -> None:
+    """A down server's name and why are told where its tools are missed, but only to a principal its tools are for:
+    to anyone else it does not exist, down or up."""
+    down = {"ops": {"url": f"http://127.0.0.1:{_free_port()}/mcp", "timeout": 2}}
+    policy = TWO_TEAMS + '[[rules]]\nwho = ["group:ops"]\nallow = { servers = ["ops"] }\n'
+    async with team(tmp_path, policy, more=down) as t:
+        await eventually(lambda: "ops" in t.server.catalog.not_serving())
+        async with t.user("alice", "eng") as alice:
+            called = await alice.call_tool("invoke_tool", {"tool_name": "ops__restart", "arguments": {}})
+            assert called.is_error and "Unknown tool" in _text(called) and "not serving" not in _text(called)
+            found = await alice.call_tool("search_tools", {"query": "zqxv wjkp"})
+            assert "ops" not in _text(found)
 
 
 async def test_a_policy_edit_applies_while_sessions_are_open(tmp_path: Path) -> None:

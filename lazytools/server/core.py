@@ -236,7 +236,8 @@ class LazyServer(Server[Any]):
             note_reason(reason_of(exc))
             if isinstance(exc, UnknownToolError) and exc.candidates is not None:
                 exc = await _suggested(exc.name, exc.candidates)
-            result = _error(str(exc) + (_down_note(self.catalog, exc.name) if isinstance(exc, UnknownToolError) else ""))
+            note = _down_note(self.gate.access().catalog, exc.name) if isinstance(exc, UnknownToolError) else ""
+            result = _error(str(exc) + note)  # what is down of what this principal may see
         except Exception as exc:  # a bug of ours must not end the session: report it, keep serving
             logger.exception("tools/call %s: unexpected error", clip(name))
             note_reason("internal_error")
