@@ -162,9 +162,8 @@ class Upstream:
                                           command=getattr(self.config, "command", None))
             stayed_up = self._up_since is not None and anyio.current_time() - self._up_since >= self.backoff.stable
             failures = 0 if stayed_up else failures + 1
-            if failures <= 1 and (said := await self._stderr_tail.settled()):  # the warnings, not the retries
-                reason += f" (its stderr ended with: {said})"
-            self._went_down(reason, failures)
+            said = await self._stderr_tail.settled() if failures <= 1 else ""  # the warnings, not the retries
+            self._went_down(reason, failures, said)
             if failures:
                 await self._attempts.pause(self.backoff.after(failures))  # a call to one of its tools retries now
 
@@ -231,11 +230,15 @@ class Upstream:
                    "connected" if self.connections == 1 else "reconnected", tools, "" if tools == 1 else "s")
         self._attempts.end()
 
-    def _went_down(self, reason: str, failures: int) -> None:
+    def _went_down(self, reason: str, failures: int, said: str = "") -> None:
         first_failure = not self.started.is_set()
         came_up = not self._attempts.open  # this attempt connected, then dropped
-        self.state, self.error = "failed", reason
+        # What the model is told leaves out the server's stderr (anything it prints: a key, orders to the model);
+        # the operator reads it in the log and in `error`.
         self.catalog.set_not_serving(self.name, reason, f"{self.config.tool_prefix}__")
+        if said:
+            reason += f" (its stderr ended with: {said})"
+        self.state, self.error = "failed", reason
         retry = f"retrying in {self.backoff.after(failures):g} s" if failures else "reconnecting"
         verb = "failed to start" if first_failure else ("disconnected" if came_up else "is down")
         logger.log(logging.WARNING if failures <= 1 else logging.INFO, "upstream %r %s: %s; %s", self.name, verb,
