@@ -233,12 +233,10 @@ class Upstream:
     def _went_down(self, reason: str, failures: int, said: str = "") -> None:
         first_failure = not self.started.is_set()
         came_up = not self._attempts.open  # this attempt connected, then dropped
-        # What the model is told leaves out the server's stderr (anything it prints: a key, orders to the model);
-        # the operator reads it in the log and in `error`.
+        # The model is not told the server's stderr (it may print a key, or orders): the log and `error` hold it.
         self.catalog.set_not_serving(self.name, reason, f"{self.config.tool_prefix}__")
-        if said:
-            reason += f" (its stderr ended with: {said})"
-        self.state, self.error = "failed", reason
+        self.state, self.error = "failed", reason + (f" (its stderr ended with: {said})" if said else "")
+        reason = self.error
         retry = f"retrying in {self.backoff.after(failures):g} s" if failures else "reconnecting"
         verb = "failed to start" if first_failure else ("disconnected" if came_up else "is down")
         logger.log(logging.WARNING if failures <= 1 else logging.INFO, "upstream %r %s: %s; %s", self.name, verb,
