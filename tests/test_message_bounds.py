@@ -309,6 +309,19 @@ async def test_a_body_nested_deeper_than_the_parser_reads_is_told_so_over_http()
         assert deeper.json()["error"] == refused.json()["error"]
 
 
+async def test_an_id_that_cannot_be_sent_back_is_refused_over_http() -> None:
+    # Python's json reads the escape \ud800 as a lone surrogate, which no answer can carry: 400, not a 500.
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        session_id = await open_raw_session(http, url)
+        headers = {"accept": ACCEPT, "content-type": "application/json", "mcp-session-id": session_id}
+        refused = await http.post(url, content=b'{"jsonrpc":"2.0","id":"\\ud800","method":"tools/list"}',
+                                  headers=headers)
+        assert refused.status_code == 400 and refused.json()["id"] is None
+        assert "unpaired surrogate" in refused.json()["error"]["message"]
+        answer, message = await rpc(http, url, "tools/list", session_id=session_id, request_id=9)
+        assert answer.status_code == 200 and message["result"]["tools"]
+
+
 @pytest.mark.parametrize(("text", "members"), [
     ('{"jsonrpc": "2.0", "id": 7, "method": "ping"}', {"jsonrpc": "2.0", "id": 7, "method": "ping"}),
     ('{"a": [1, {"b": "}"}], "id": "x\\"y", "n": null}', {"a": NESTED, "id": 'x"y', "n": None}),

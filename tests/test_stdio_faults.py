@@ -204,3 +204,22 @@ def test_a_request_whose_id_is_not_a_string_or_integer_gets_an_error_not_silence
     assert all(m.get("id") is None and m["error"]["code"] in (-32600, -32700) for m in errors)  # type: ignore[index]
     assert sum("must be a string or an integer" in m["error"]["message"] for m in errors) >= 6  # type: ignore[index]
     assert len(messages) == 3 + len(bad_ids)  # handshake, the errors, the ping, tools/list: nothing for the notification
+
+
+def test_an_id_that_cannot_be_sent_back_is_refused_and_the_server_goes_on(tmp_path: Path) -> None:
+    """An id holding a lone surrogate (the escape \\ud800, which Python's json reads) cannot be written into an
+    answer: the SDK's writer raised on it and the server exited. Now such a line gets its error with id null (a
+    progressToken of that kind, with the request's id), and the session goes on."""
+    deep = "[" * 300 + "]" * 300
+    lines = ['{"jsonrpc":"2.0","id":"\\ud800","method":"tools/list"}',
+             '{"jsonrpc":"2.0","id":"\\ud800","method":"tools/list","params":{"x":%s}}' % deep,
+             '{"jsonrpc":"2.0","id":30,"method":"tools/list","params":{"_meta":{"progressToken":"\\udfff"}}}',
+             json.dumps({"jsonrpc": "2.0", "id": 50, "method": "ping"})]
+    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 30, 50, 99}))
+    errors = [m for m in messages if "error" in m]
+    # The SDK's parser refuses the escape: a parse error each, with the id only where it can be sent back.
+    assert [(m.get("id"), m["error"]["code"]) for m in errors] == [  # type: ignore[index]
+        (None, -32700), (None, -32700), (30, -32700)]
+    assert all("unpaired surrogate" in m["error"]["message"] for m in errors)  # type: ignore[index]
+    by_id = {m.get("id"): m for m in messages}
+    assert by_id[50]["result"] == {} and "tools" in by_id[99]["result"]  # type: ignore[operator]

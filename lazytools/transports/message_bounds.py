@@ -119,13 +119,24 @@ def _length(value: Any) -> int | None:
     return None
 
 
+def _writable(value: Any) -> bool:
+    """Whether `value`, if a string, encodes as UTF-8 (a lone surrogate read from a `\\ud800` escape does not)."""
+    if not isinstance(value, str) or value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def echoable(request_id: Any) -> str | int | None:
     """`request_id` when an error may carry it (a string or an integer within MAX_ID_CHARS), else None: JSON-RPC's
     id null, for a request whose id cannot be read or is not sent back."""
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         return None
     length = _length(request_id)
-    return request_id if length is not None and length <= MAX_ID_CHARS else None
+    return request_id if length is not None and length <= MAX_ID_CHARS and _writable(request_id) else None
 
 
 def json_size(value: Any) -> int:
@@ -163,7 +174,14 @@ def refusal(request_id: Any, method: Any, params: Any, *, size: Callable[[], int
     if length is not None and length > MAX_ID_CHARS:
         return Refusal(types.INVALID_REQUEST, f"Invalid Request: an id may hold at most {MAX_ID_CHARS} characters "
                                               f"(or digits); this one holds {length:,}", echo_id=False)
+    if not _writable(request_id):
+        # The answer carries the id: the SDK's writer cannot encode it, and on stdio that ended the server.
+        return Refusal(types.INVALID_REQUEST, "Invalid Request: an id must be text that can be sent back (this one "
+                                              "holds an unpaired surrogate such as \\ud800)", echo_id=False)
     meta = params.get("_meta") if isinstance(params, Mapping) else None
+    if isinstance(meta, Mapping) and not _writable(meta.get("progressToken")):
+        return Refusal(types.INVALID_PARAMS, "Invalid params: a progressToken must be text that can be sent back "
+                                             "(this one holds an unpaired surrogate such as \\ud800)", echo_id=True)
     token = _length(meta.get("progressToken")) if isinstance(meta, Mapping) else None
     if token is not None and token > MAX_ID_CHARS:
         return Refusal(types.INVALID_PARAMS, f"Invalid params: a progressToken may hold at most {MAX_ID_CHARS} "
