@@ -226,6 +226,18 @@ async def test_a_config_that_starts_lazytools_on_itself_does_not_recurse(tmp_pat
         await eventually(lambda: "[me] " in caplog.text and "which would front this file again" in caplog.text)
 
 
+async def test_an_upstreams_stderr_is_logged_escaped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Terminal codes, bidi marks and carriage returns a server prints reach the log as visible escapes."""
+    caplog.set_level(logging.INFO, logger="lazytools.upstream")
+    script = "import sys; sys.stderr.write('\\x1b[2Jwiped\\u202ereversed\\rback\\x07\\n'); sys.exit(1)"
+    async with opened(tmp_path, {"loud": {"command": sys.executable, "args": ["-c", script]}},
+                      backoff=Backoff(first=600, most=600)) as o:
+        await eventually(lambda: o.gateway["loud"].state == "failed" and "[loud] " in caplog.text)
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("[loud] "))
+    assert "wiped" in line and "reversed" in line
+    assert not any(char in line for char in "\x1b\u202e\r\x07"), repr(line)
+
+
 SECRETS = ("pa55word", "SEKRIT-KEY", "SEKRIT-HEADER")
 
 

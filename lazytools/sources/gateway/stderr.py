@@ -99,5 +99,6 @@ async def _log_lines(name: str, fd: int, tail: StderrTail) -> None:
         for line in lines:
             text = line.decode("utf-8", errors="replace").rstrip()
             if text:
-                logger.info("[%s] %s", name, text[:_MAX_LINE])
+                # Escaped as every logged name is: a server's terminal codes or bidi marks must not reach a terminal.
+                logger.info("[%s] %s", name, clip(text, _MAX_LINE))
                 tail.lines.append(clip(text, _TAIL_CHARS))
