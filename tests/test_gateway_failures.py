@@ -127,23 +127,26 @@ async def test_a_server_not_serving_is_named_where_its_tools_are_missed(tmp_path
     call of one of its tools by name say which server is not serving and why, until it serves."""
     flag = tmp_path / "ready"
     servers = {"good": toy("good", "--tools", "echo"), "late": toy("late", "--tools", "echo,add", "--require-file",
-                                                                   str(flag))}
+                                                                   str(flag)),
+               "gone": {"command": str(tmp_path / "no-such-server")}}
     async with opened(tmp_path, servers) as o, client(o.server) as c:
-        why = "Not serving now: late (it exited or closed the connection before answering)."
+        why = "late (it exited or closed the connection before answering)"
         group = text_of(await c.call_tool("search_tools", {"group": "late"}))
         # Not what the server printed on stderr ("toy late: ... is missing"): that is for the operator's log.
-        assert why in group and "is missing" not in group
-        assert why in text_of(await c.call_tool("search_tools", {"query": "zqxv wjkp"}))
+        assert f"Not serving now: {why}." in group and "is missing" not in group
+        assert "gone" not in group  # a search of one group tells that group's state alone
+        nothing = text_of(await c.call_tool("search_tools", {"query": "zqxv wjkp"}))
+        assert why in nothing and "gone (command not found" in nothing
         assert "Not serving" not in text_of(await c.call_tool("search_tools", {"query": "echo a text"}))
         called = await c.call_tool("invoke_tool", {"tool_name": "late__add", "arguments": {}})
         assert called.is_error and "Its server, late, is not serving now (it exited" in text_of(called)
-        other = await c.call_tool("invoke_tool", {"tool_name": "gone__add", "arguments": {}})
+        other = await c.call_tool("invoke_tool", {"tool_name": "elsewhere__add", "arguments": {}})
         assert other.is_error and "not serving" not in text_of(other)
         flag.touch()
         await eventually(lambda: "late__add" in o.catalog)
         group = text_of(await c.call_tool("search_tools", {"group": "late"}))
         assert "late__add" in group and "Not serving" not in group
-        assert o.catalog.not_serving() == {}
+        assert list(o.catalog.not_serving()) == ["gone"]
 
 
 async def test_an_upstream_that_never_answers_initialize_is_skipped(tmp_path: Path,

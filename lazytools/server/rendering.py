@@ -15,6 +15,7 @@ from .signatures import NAME_CHARS, schema_of, signature, signature_of
 
 __all__ = [
     "CLAUSE_ECHO",
+    "DOWN_NAMED",
     "DOWN_WHY_CHARS",
     "RESULT_SCHEMA_CHARS",
     "down_line",
@@ -26,6 +27,8 @@ __all__ = [
 
 CLAUSE_ECHO = 120
 """Characters of each unmatched clause quoted back: enough to search with, not a copy of a long request."""
+DOWN_NAMED = 10
+"""Servers not serving that one result names (a search of one group names only it): more would crowd the answer."""
 DOWN_WHY_CHARS = 300
 """Characters of why a source is not serving, in a result: enough for the error's first lines (a missing command,
 a refused connection), not a process's whole stderr."""
@@ -51,6 +54,8 @@ def search_text(
     source is not serving now, from `down`: `Catalog.not_serving`), the suggestions, and the clauses no match answers;
     proxy results add the input schemas, bounded in all."""
     query, notes = results.query, list(results.unknown)
+    if results.group is not None:  # a search of one group: only that group's own state
+        down = {results.group: down[results.group]} if down and results.group in down else None
     if down and (results.nothing_fits is not None or not (results.enabled or results.suggested)):
         notes.append(down_line(down))
     if results.group_size is not None:
@@ -72,9 +77,12 @@ def search_text(
 
 def down_line(down: Mapping[str, tuple[str, str]]) -> str:
     """One line naming the groups whose source is not serving now and why: the tool asked for may be one of theirs."""
-    named = "; ".join(f"{clip(group, NAME_CHARS)} ({clip(why, DOWN_WHY_CHARS)})" for group, (why, _) in down.items())
-    return (f"Not serving now: {clip(named, GROUPS_CHARS)}. Their tools join once they start (lazytools keeps "
-            "retrying them).")
+    items = list(down.items())
+    named = "; ".join(f"{clip(group, NAME_CHARS)} ({clip(why, DOWN_WHY_CHARS)})" for group, (why, _) in
+                      items[:DOWN_NAMED])
+    more = f"; and {len(items) - DOWN_NAMED} more" if len(items) > DOWN_NAMED else ""
+    return (f"Not serving now: {named}{more}. Their tools join once they start (lazytools keeps retrying them; "
+            "search_tools(group=NAME) says why one is down).")
 
 
 def left_line(gone: Sequence[str], at_most: int) -> str:
