@@ -267,6 +267,9 @@ async def test_an_upstream_error_message_is_cut(tmp_path: Path) -> None:
             assert len(text_of(failed)) < 5_000 and "cut from 2000000 characters" in text_of(failed)
             after = await call(c, "h__echo", {"text": "next"})
             assert not after.is_error
+            # -32000 is a server's own error code too (the SDK's "connection closed" is another thing): no reconnect.
+            quota = await call(c, "h__server_error", {})
+            assert quota.is_error and "failed with error -32000: quota exceeded" in text_of(quota), text_of(quota)
         assert o.gateway["h"].connections == 1
 
 

@@ -5,11 +5,12 @@ schemas that are broken or refer outside themselves, lone surrogates, `NaN`, res
                                       [--surrogate-listing]
 
 Tools: `surrogate` (a lone \\ud800 in its text), `nan` (NaN and Infinity in structured content), `big` (`size` bytes
-of text), `big_error` (a JSON-RPC error whose message is `size` characters), `echo`, and tools whose input schema is hostile: `ref_url`, `ref_file` (external `$ref`), `bad_pattern`
-(`pattern: "("`), `ref_loop` (`$ref: "#"`), `broken` (`properties: 5`), `slow_pattern` (catastrophic backtracking),
-`unique` (`uniqueItems` on objects). `--no-schema` adds `no_schema`, listed without any `inputSchema`;
-`--deep-schema` adds `deep`, whose input schema nests objects LEVELS deep. `--surrogate-listing` lists a lone
-surrogate too: in `echo`'s description and in a tool's name (`odd\\ud800name`).
+of text), `big_error` (a JSON-RPC error whose message is `size` characters), `server_error` (error -32000), `echo`,
+and tools whose input schema is hostile: `ref_url`, `ref_file` (external `$ref`), `bad_pattern` (`pattern: "("`),
+`ref_loop` (`$ref: "#"`), `broken` (`properties: 5`), `slow_pattern` (catastrophic backtracking), `unique`
+(`uniqueItems` on objects). `--no-schema` adds `no_schema`, listed without any `inputSchema`; `--deep-schema` adds
+`deep`, whose input schema nests objects LEVELS deep. `--surrogate-listing` lists a lone surrogate too: in `echo`'s
+description and in a tool's name (`odd\\ud800name`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def schemas(ref_url: str, ref_file: str) -> dict[str, dict[str, Any]]:
         "nan": OBJECT,
         "big": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
         "big_error": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
+        "server_error": OBJECT,
         "ref_url": {"type": "object", "properties": {"text": {"$ref": ref_url}, "n": {"type": "integer"}}},
         "ref_file": {"type": "object", "properties": {"text": {"$ref": ref_file}, "n": {"type": "integer"}}},
         "bad_pattern": {"type": "object", "properties": {"text": {"type": "string", "pattern": "("},
@@ -58,6 +60,8 @@ def answer(message: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str | N
         listed = [{"name": name, "description": DESCRIPTIONS.get(name, f"The {name} tool."),
                    **({} if schema is NO_SCHEMA else {"inputSchema": schema})} for name, schema in tools.items()]
         result = json.dumps({"tools": listed})
+    elif method == "tools/call" and message["params"]["name"] == "server_error":
+        return '{"jsonrpc": "2.0", "id": %s, "error": {"code": -32000, "message": "quota exceeded"}}' % ident
     elif method == "tools/call" and message["params"]["name"] == "big_error":
         size = int(message["params"]["arguments"]["size"])
         return '{"jsonrpc": "2.0", "id": %s, "error": {"code": -32603, "message": "%s"}}' % (ident, "e" * size)

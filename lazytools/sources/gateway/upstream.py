@@ -385,7 +385,8 @@ def _mapped_errors(name: str, what: str, *, session_bound: bool, lost: Callable[
     try:
         yield
     except MCPError as exc:
-        if exc.code == CONNECTION_CLOSED:
+        # -32000 is also the first code JSON-RPC leaves to servers: only the SDK's own outcome means the connection.
+        if exc.code == CONNECTION_CLOSED and exc.error.message == "Connection closed" and exc.error.data is None:
             lost()
             raise UpstreamUnavailableError(name, f"the connection closed during {what} (the server exited or "
                                                  "crashed); reconnecting") from exc
