@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 __all__ = [
-    "ECHO_LIMIT", "SessionIdRedactor", "clip", "encodable", "encodable_json", "escape", "json_text", "redact_secrets",
-    "redact_secrets_in_logs", "redact_session_ids", "redact_url", "replace_surrogates",
+    "ECHO_LIMIT", "SessionIdRedactor", "clip", "encodable", "encodable_json", "escape", "holds_surrogates", "json_text",
+    "redact_secrets", "redact_secrets_in_logs", "redact_session_ids", "redact_url", "replace_surrogates",
 ]
 
 ECHO_LIMIT = 200
@@ -37,9 +37,14 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
+def holds_surrogates(text: str) -> bool:
+    """Whether `text` holds a lone surrogate (JSON's `\\ud800` escape reads as one), which UTF-8 cannot encode."""
+    return _SURROGATE.search(text) is not None
+
+
 def replace_surrogates(text: str) -> tuple[str, int]:
     """`text` with pairs joined and lone surrogates replaced by U+FFFD, and how many were replaced."""
-    if _SURROGATE.search(text) is None:
+    if not holds_surrogates(text):
         return text, 0
     joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return joined, joined.count("\ufffd") - text.count("\ufffd")
@@ -50,7 +55,7 @@ def encodable(text: str) -> str:
     replaced by U+FFFD, one character for one, so that offsets into `text` still hold (pairs are not joined, unlike
     `replace_surrogates`): a tokenizer refuses surrogates outright, and one in a request or a tool's description
     must not stop the search."""
-    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+    return _SURROGATE.sub("\ufffd", text) if holds_surrogates(text) else text
 
 
 def encodable_json(value: Any) -> tuple[Any, int]:

@@ -19,6 +19,8 @@ from typing import Any
 import mcp_types as types
 import pydantic_core
 
+from ..safetext import holds_surrogates
+
 __all__ = ["DEPTH_REFUSAL", "MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_DEPTH", "NESTED", "Refusal", "echoable",
            "json_size", "refusal", "too_deep", "top_level"]
 
@@ -120,14 +122,8 @@ def _length(value: Any) -> int | None:
 
 
 def _writable(value: Any) -> bool:
-    """Whether `value`, if a string, encodes as UTF-8 (a lone surrogate read from a `\\ud800` escape does not)."""
-    if not isinstance(value, str) or value.isascii():
-        return True
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    """Whether `value` can be written back: not a string holding a lone surrogate (`safetext.holds_surrogates`)."""
+    return not (isinstance(value, str) and holds_surrogates(value))
 
 
 def echoable(request_id: Any) -> str | int | None:
