@@ -44,7 +44,7 @@ from .metatools import (
     search_tools_definition,
 )
 from .parts import ServerParts
-from .rendering import DOWN_WHY_CHARS, left_line
+from .rendering import down_note, left_line
 from .results import sendable
 from .subscriptions import ToolsListChanged
 from .surface import SessionView
@@ -236,8 +236,7 @@ class LazyServer(Server[Any]):
             note_reason(reason_of(exc))
             if isinstance(exc, UnknownToolError) and exc.candidates is not None:
                 exc = await _suggested(exc.name, exc.candidates)
-            note = _down_note(self.gate.access().catalog, exc.name) if isinstance(exc, UnknownToolError) else ""
-            result = _error(str(exc) + note)  # what is down of what this principal may see
+            result = _error(_failure_text(exc, self.gate.access().catalog))
         except Exception as exc:  # a bug of ours must not end the session: report it, keep serving
             logger.exception("tools/call %s: unexpected error", clip(name))
             note_reason("internal_error")
@@ -411,13 +410,11 @@ def _declaring(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return schema if known[1] else None
 
 
-def _down_note(catalog: Catalog, name: str) -> str:
-    """For an unknown tool name that starts as the tools of a server not serving now do: which server, and why."""
-    for group, (why, names) in catalog.not_serving().items():
-        if names and name.startswith(names):
-            return (f" Its server, {clip(group)}, is not serving now ({clip(why, DOWN_WHY_CHARS)}); lazytools keeps "
-                    "retrying it, and search_tools finds its tools once it is up.")
-    return ""
+def _failure_text(exc: LazyToolsError, visible: Catalog) -> str:
+    """What a failed call says: the error, and for an unknown tool whose server is down, which and why (of the
+    servers `visible`, this principal's view, holds: a hidden one is not named)."""
+    text = str(exc)
+    return text + down_note(visible.not_serving(), exc.name) if isinstance(exc, UnknownToolError) else text
 
 
 def _ranks(arguments: Any) -> bool:

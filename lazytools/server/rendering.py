@@ -19,6 +19,7 @@ __all__ = [
     "DOWN_WHY_CHARS",
     "RESULT_SCHEMA_CHARS",
     "down_line",
+    "down_note",
     "left_line",
     "not_matched_line",
     "ranking_text",
@@ -83,6 +84,16 @@ def down_line(down: Mapping[str, tuple[str, str]]) -> str:
     more = f"; and {len(items) - DOWN_NAMED} more" if len(items) > DOWN_NAMED else ""
     return (f"Not serving now: {named}{more}. Their tools join once they start (lazytools keeps retrying them; "
             "search_tools(group=NAME) says why one is down).")
+
+
+def down_note(down: Mapping[str, tuple[str, str]], name: str) -> str:
+    """For an unknown tool name that starts as the tools of a server not serving now do (`Catalog.not_serving`):
+    which server, and why; else nothing."""
+    for group, (why, names) in down.items():
+        if names and name.startswith(names):
+            return (f" Its server, {clip(group)}, is not serving now ({clip(why, DOWN_WHY_CHARS)}); lazytools keeps "
+                    "retrying it, and search_tools finds its tools once it is up.")
+    return ""
 
 
 def left_line(gone: Sequence[str], at_most: int) -> str:

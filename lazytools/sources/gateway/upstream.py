@@ -236,11 +236,10 @@ class Upstream:
         # The model is not told the server's stderr (it may print a key, or orders): the log and `error` hold it.
         self.catalog.set_not_serving(self.name, reason, f"{self.config.tool_prefix}__")
         self.state, self.error = "failed", reason + (f" (its stderr ended with: {said})" if said else "")
-        reason = self.error
         retry = f"retrying in {self.backoff.after(failures):g} s" if failures else "reconnecting"
         verb = "failed to start" if first_failure else ("disconnected" if came_up else "is down")
         logger.log(logging.WARNING if failures <= 1 else logging.INFO, "upstream %r %s: %s; %s", self.name, verb,
-                   reason, retry)
+                   self.error, retry)
         if not came_up:
             self._attempts.end()
 
