@@ -20,7 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from lazytools.transports.message_bounds import NESTED, top_level
+from lazytools.transports.message_bounds import MAX_JSON_CONTAINERS, NESTED, containers, top_level
 
 from .helpers import leaves_behind
 from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving, session
@@ -304,7 +304,7 @@ async def test_a_body_nested_deeper_than_the_parser_reads_is_told_so_over_http()
                                        "more than this server reads"}}
         assert len(refused.content) < SMALL
         # Past the thousand levels Python's json reads, the id is read from the top level: the same refusal.
-        deeper = await http.post(url, content=call(22, 100_000), headers=headers)
+        deeper = await http.post(url, content=call(22, 5_000), headers=headers)
         assert deeper.status_code == 400 and deeper.json()["id"] == 22
         assert deeper.json()["error"] == refused.json()["error"]
 
@@ -333,3 +333,75 @@ async def test_an_id_that_cannot_be_sent_back_is_refused_over_http() -> None:
 def test_the_top_level_of_a_deep_object_is_read_without_its_depth(text: str, members: Any) -> None:
     assert top_level(text) == members
     assert top_level(text.encode()) == members
+
+
+def _arrays_and_objects(value: Any) -> int:
+    pending, count = [value], 0
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict | list):
+            count += 1
+            pending.extend(item.values() if isinstance(item, dict) else item)
+    return count
+
+
+@pytest.mark.parametrize("value", [
+    {"a": [[]] * 10, "b": "x"},  # under the bound: the brackets are counted as they are
+    {"s": "[" * 30_000, "t": ["{"] * 30_000, "real": [{}] * 100},  # brackets in strings are no arrays
+    {"esc": ['\\[', '"{', '\\"[', "\\\\"] * 8_000, "x": [[1], {"k": "v"}] * 3_000},  # escapes before brackets
+    {"deep": [[[[]]]] * 6_000, "s": "]" * 5_000 + '"' + "}" * 5_000},  # over the bound, as real arrays
+    ["é[ü{" * 10_000, {"\ud83d": "\U0001f600" * 3}],  # text beyond ASCII
+])
+def test_the_arrays_and_objects_of_a_message_are_counted_without_parsing_it(value: Any) -> None:
+    text = json.dumps(value)
+    assert containers(text) == _arrays_and_objects(value)
+    assert containers(text.encode()) == _arrays_and_objects(value)
+    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert containers(compact) == containers(compact.encode("utf-8", "surrogatepass")) == _arrays_and_objects(value)
+
+
+def _crowded_call(ident: int, arrays: int) -> str:
+    """A tools/call holding exactly `arrays` arrays and objects: the message, its params, its arguments and the
+    list `x` are four; the rest are empty arrays in `x`."""
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {
+        "name": "search_tools", "arguments": {"query": "a", "x": [[]] * (arrays - 4), "s": "[" * 50_000}}})
+
+
+CROWDED = (f"Invalid request: it holds {MAX_JSON_CONTAINERS + 1:,} arrays and objects, more than the "
+           f"{MAX_JSON_CONTAINERS:,} this server reads in one message")
+
+
+async def test_a_body_of_more_arrays_and_objects_than_are_read_is_refused_over_http() -> None:
+    # Millions of small arrays in 4 MiB held the event loop for seconds in the parsers; the count is read first.
+    async with serving(lazy()) as url, httpx2.AsyncClient(timeout=60) as http:
+        session_id = await open_raw_session(http, url)
+        headers = {"accept": ACCEPT, "content-type": "application/json", "mcp-session-id": session_id}
+        read = await http.post(url, content=_crowded_call(30, MAX_JSON_CONTAINERS).encode(), headers=headers)
+        assert read.status_code == 200 and "result" in decode(read)  # search_tools refuses the extra arguments
+        refused = await http.post(url, content=_crowded_call(31, MAX_JSON_CONTAINERS + 1).encode(), headers=headers)
+        assert refused.status_code == 400
+        assert refused.json() == {"jsonrpc": "2.0", "id": 31, "error": {"code": -32600, "message": CROWDED}}
+        attack = "[" + ",".join(["[" * 190 + "]" * 190] * 10_900) + "]"
+        huge = await http.post(url, content=('{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{"name":'
+                                             '"search_tools","arguments":{"query":"a","x":%s}}}' % attack).encode(),
+                               headers=headers)
+        assert huge.status_code == 400 and huge.json()["id"] == 32 and len(huge.content) < SMALL
+        assert "2,071,004 arrays and objects" in huge.json()["error"]["message"]
+        answer, message = await rpc(http, url, "tools/list", session_id=session_id, request_id=33)
+        assert answer.status_code == 200 and message["result"]["tools"]
+
+
+@pytest.mark.process
+def test_a_line_of_more_arrays_and_objects_than_are_read_is_refused_over_stdio(tmp_path: Path) -> None:
+    # Within the 64 KiB read for an id: a notification told from a request whose id comes later.
+    notification = json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+        "progressToken": "t", "progress": 1, "x": [[]] * (MAX_JSON_CONTAINERS + 1)}}, separators=(",", ":"))
+    lines = [_crowded_call(30, MAX_JSON_CONTAINERS), _crowded_call(31, MAX_JSON_CONTAINERS + 1), notification,
+             json.dumps({"jsonrpc": "2.0", "id": 50, "method": "ping"})]
+    messages, stderr = _exchange(tmp_path, lines, wait_for=frozenset({1, 30, 31, 50, 99}))
+    by_id = {m.get("id"): m for m in messages}
+    assert "result" in by_id[30], by_id[30]
+    assert by_id[31]["error"] == {"code": -32600, "message": CROWDED}
+    assert by_id[50]["result"] == {} and "tools" in by_id[99]["result"]  # type: ignore[operator]
+    assert len(messages) == 5  # handshake, two answers, the ping, tools/list: nothing for the notification
+    assert "Dropped a message from the client holding 20,004 arrays and objects" in stderr

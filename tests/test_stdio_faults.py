@@ -170,13 +170,13 @@ def test_a_line_nested_deeper_than_the_parser_reads_is_told_so(tmp_path: Path) -
         return ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_tools",'
                 '"arguments":{"query":"a","x":%s}}}' % (ident, value))
 
-    deep = "[" * 100_000 + "]" * 100_000
-    lines = [call(20, 200), call(21, 201), call(22, 100_000),
+    deep = "[" * 5_000 + "]" * 5_000  # past Python's thousand levels, within the count of arrays read
+    lines = [call(20, 200), call(21, 201), call(22, 5_000),
              '{"jsonrpc":"2.0","id":23,"method":"tools/call","params":{"name":"search_tools",'
              '"arguments":{"query":"\\ud800"}}}',
-             # The id after 200 KB of brackets: not read, so a parse error with id null.
-             '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"search_tools","arguments":{"x":%s}},'
-             '"id":24}' % deep]
+             # The id after 80 KB: past the 64 KiB read for it, so a parse error with id null.
+             '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"search_tools","arguments":{"pad":"%s",'
+             '"x":%s}},"id":24}' % ("p" * 70_000, deep)]
     messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 20, 21, 22, None, 23, 99}))
     by_id = {m.get("id"): m for m in messages}
     assert "result" in by_id[20], by_id[20]  # 200 levels are read (and search_tools refuses the extra argument)

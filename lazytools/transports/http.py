@@ -59,7 +59,16 @@ from .http_head import Head, head_of
 from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_release import RELEASE_AFTER_BYTES, let_go
 from .http_shared_sessions import SharedSessionManager
-from .message_bounds import DEPTH_REFUSAL, echoable, refusal, too_deep, top_level
+from .message_bounds import (
+    DEPTH_REFUSAL,
+    MAX_JSON_CONTAINERS,
+    containers,
+    crowded_refusal,
+    echoable,
+    refusal,
+    too_deep,
+    top_level,
+)
 
 __all__ = ["MCP_PATH", "AtOnce", "McpEndpoint", "build_app", "http_server", "serve_http"]
 
@@ -294,6 +303,12 @@ async def _drain(receive: Receive, most: int) -> None:
 def _decode(body: bytes, max_initialize_bytes: int) -> JSONResponse | Any:
     """The JSON-RPC message in `body`, or the error response that refuses it: also a request past what one request
     may make the server keep or send back (`message_bounds`), refused before the SDK opens a session for it."""
+    held = containers(body)
+    if held > MAX_JSON_CONTAINERS:
+        # Refused before any parser makes an object of it; the id the client waits on is read from the top level.
+        members = top_level(body)
+        return jsonrpc_error(400, crowded_refusal(held),
+                             request_id=echoable(members.get("id")) if members is not None else None)
     try:
         decoded = json.loads(body)
     except ValueError as exc:

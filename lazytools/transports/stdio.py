@@ -25,7 +25,17 @@ from pydantic import ValidationError
 
 from ..settings import Settings
 from ..streams import WatchedReadStream
-from .message_bounds import DEPTH_REFUSAL, MAX_JSON_DEPTH, echoable, json_size, refusal, top_level
+from .message_bounds import (
+    DEPTH_REFUSAL,
+    MAX_JSON_CONTAINERS,
+    MAX_JSON_DEPTH,
+    containers,
+    crowded_refusal,
+    echoable,
+    json_size,
+    refusal,
+    top_level,
+)
 
 if TYPE_CHECKING:  # the SDK's stream protocol is not public in 2.3.0 (see lazytools/sdk.py)
     from ..sdk import WriteStream
@@ -216,8 +226,10 @@ class _Digits(str):
 
 
 class ScreenedLines:
-    """The client's lines, less blank ones (no message) and those holding an integer longer than Python converts
-    (over 4,300 digits): the SDK could not parse them and would answer nothing, so the client would wait for ever.
+    """The client's lines, less blank ones (no message), those holding more arrays and objects than
+    MAX_JSON_CONTAINERS (parsing them would hold the event loop for seconds) and those holding an integer longer than
+    Python converts (over 4,300 digits): the SDK could not parse those and would answer nothing, so the client would
+    wait for ever.
     Each gets its JSON-RPC error here, with its request's id when that can be read (else id null, as for a parse
     error); a notification is dropped. Only a line that long with such a run of digits is parsed for its numbers
     (the run may be inside a string, which is no number), so ordinary messages cost a length comparison.
@@ -240,6 +252,12 @@ class ScreenedLines:
             line = await self._lines.__anext__()
             if not line.strip():
                 continue
+            if len(line) > MAX_JSON_CONTAINERS and self.reply is not None \
+                    and (held := containers(line)) > MAX_JSON_CONTAINERS:
+                crowded = _crowded(line, held)
+                if crowded is not None:
+                    await self.reply(SessionMessage(crowded))
+                continue
             if _LONG_RUN is None or len(line) <= _DIGITS or self.reply is None \
                     or not _LONG_RUN.search(line) or not _holds_long_integer(line):
                 self._handed.append(line)
@@ -259,6 +277,24 @@ class ScreenedLines:
         if isinstance(item.message, types.JSONRPCNotification) and '"id"' in line:
             return _bad_id(line)
         return None
+
+
+def _crowded(line: str, held: int) -> types.JSONRPCError | None:
+    """The error for a line holding more arrays and objects than MAX_JSON_CONTAINERS, refused before any parser
+    makes an object of it: with its id when its top level shows one (`top_level`: its first 64 KiB), id null when it
+    cannot be read; None for a notification or an answer (nothing is owed to either; it is dropped and logged)."""
+    members = top_level(line)
+    if members is not None and "id" not in members and "method" in members:
+        logger.warning("Dropped a message from the client holding %s arrays and objects (at most %s are read)",
+                       f"{held:,}", f"{MAX_JSON_CONTAINERS:,}")
+        return None
+    if members is not None and "method" not in members and ("result" in members or "error" in members):
+        logger.warning("Dropped an answer from the client holding %s arrays and objects (at most %s are read)",
+                       f"{held:,}", f"{MAX_JSON_CONTAINERS:,}")
+        return None
+    ident = echoable(members.get("id")) if members is not None else None
+    return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
+        code=types.INVALID_REQUEST, message=crowded_refusal(held)))
 
 
 def _holds_long_integer(line: str) -> bool:
