@@ -49,6 +49,19 @@ async def test_an_upstream_killed_between_calls_is_noticed_and_reconnected_witho
         assert int(text_of(await o.catalog.get("alpha__pid").call({}))) != pid
 
 
+async def test_a_listing_warning_is_logged_once_not_at_every_reconnection(tmp_path: Path,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    servers = {"alpha": toy("alpha", "--tools", "echo,pid", include=["echo", "pid", "ech0"])}
+    with caplog.at_level(logging.WARNING):
+        async with opened(tmp_path, servers) as o:
+            alpha = o.gateway["alpha"]
+            for connections in (2, 3):
+                os.kill(int(text_of(await o.catalog.get("alpha__pid").call({}))), signal.SIGKILL)
+                await eventually(lambda: alpha.connections == connections and alpha.state == "serving")
+    assert caplog.text.count("upstream 'alpha': reconnected") == 2
+    assert caplog.text.count("upstream 'alpha': include 'ech0' matches none of its tools") == 1
+
+
 async def test_a_call_retries_at_once_a_server_waiting_out_its_backoff(tmp_path: Path) -> None:
     servers = {"alpha": toy("alpha", "--tools", "echo,pid")}
     async with opened(tmp_path, servers, backoff=Backoff(first=600, most=600), connect_timeout=15) as o:
@@ -185,6 +198,10 @@ async def test_an_http_upstream_that_goes_away_gives_clear_errors_and_the_others
                 down = await c.call_tool("invoke_tool", call)
                 assert down.is_error and text_of(down).startswith("Upstream server 'web': not connected (")
                 assert "keeps retrying" in text_of(down)
+                # Its tools stay listed while it is down: a search that shows one says so.
+                found = text_of(await c.call_tool("search_tools", {"query": "echo the text"}))
+                assert "web__echo" in found and "Not serving now: web (" in found
+                assert "Its tools below fail until it is back" in found and "alpha (" not in found
                 assert text_of(await c.call_tool("invoke_tool", {"tool_name": "alpha__echo",
                                                                  "arguments": {"text": "alive"}})) == "alive"
 

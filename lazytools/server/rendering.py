@@ -18,6 +18,7 @@ __all__ = [
     "DOWN_NAMED",
     "DOWN_WHY_CHARS",
     "RESULT_SCHEMA_CHARS",
+    "down_found_line",
     "down_line",
     "down_note",
     "left_line",
@@ -59,6 +60,12 @@ def search_text(
         down = {results.group: down[results.group]} if down and results.group in down else None
     if down and (results.nothing_fits is not None or not (results.enabled or results.suggested)):
         notes.append(down_line(down))
+    elif down:
+        # A server that served and then went down keeps its tools listed: the model must not be left to find out
+        # by calling one.
+        shown = {tool.group for tool in results.returned}
+        if found_down := {group: why for group, why in down.items() if group in shown}:
+            notes.append(down_found_line(found_down))
     if results.group_size is not None:
         notes.append(f"Group {results.group!r} has {results.group_size} tools; showing {limit}. Add a query to narrow it.")
     if results.over_cap and enable_at_most is not None:
@@ -78,12 +85,23 @@ def search_text(
 
 def down_line(down: Mapping[str, tuple[str, str]]) -> str:
     """One line naming the groups whose source is not serving now and why: the tool asked for may be one of theirs."""
+    return (f"Not serving now: {_down_named(down)}. Their tools join once they start (lazytools keeps retrying them; "
+            "search_tools(group=NAME) says why one is down).")
+
+
+def down_found_line(down: Mapping[str, tuple[str, str]]) -> str:
+    """One line naming the groups, among those of the tools a result shows, whose source is not serving now."""
+    return (f"Not serving now: {_down_named(down)}. "
+            f"{'Its' if len(down) == 1 else 'Their'} tools below fail until {'it is' if len(down) == 1 else 'they are'} "
+            "back (lazytools keeps retrying); prefer another tool that does the job.")
+
+
+def _down_named(down: Mapping[str, tuple[str, str]]) -> str:
+    """The first DOWN_NAMED groups of `down`, each with why it is down, and how many more."""
     items = list(down.items())
     named = "; ".join(f"{clip(group, NAME_CHARS)} ({clip(why, DOWN_WHY_CHARS)})" for group, (why, _) in
                       items[:DOWN_NAMED])
-    more = f"; and {len(items) - DOWN_NAMED} more" if len(items) > DOWN_NAMED else ""
-    return (f"Not serving now: {named}{more}. Their tools join once they start (lazytools keeps retrying them; "
-            "search_tools(group=NAME) says why one is down).")
+    return named + (f"; and {len(items) - DOWN_NAMED} more" if len(items) > DOWN_NAMED else "")
 
 
 def down_note(down: Mapping[str, tuple[str, str]], name: str) -> str:

@@ -74,24 +74,31 @@ def about_of(config: ServerConfig, client: Client) -> str:
 
 
 def tool_entries(server: str, config: ServerConfig, tools: list[types.Tool], *, call: Call,
-                 pinned: bool) -> list[ToolEntry]:
+                 pinned: bool, said: set[str] | None = None) -> list[ToolEntry]:
     """The catalog entries of `server`'s `tools` that its config allows, less those that run only as tasks; each
-    calls `call(upstream name, args)`."""
+    calls `call(upstream name, args)`. A warning about the listing already in `said` is not logged again (a
+    reconnection lists the same tools); those logged are added."""
+    def warn(message: str) -> None:
+        if said is None or message not in said:
+            logger.warning("%s", message)
+            if said is not None:
+                said.add(message)
+
     allowed = [tool for tool in tools if config.allows(tool.name)]
     for pattern in config.unmatched_includes([tool.name for tool in tools]):
-        logger.warning("upstream %r: include %s matches none of its tools", server, clip(repr(pattern)))
+        warn(f"upstream {server!r}: include {clip(repr(pattern))} matches none of its tools")
     entries: list[ToolEntry] = []
     taken: set[str] = set()
     seen: set[str] = set()
     for tool in allowed:
         if tool.name in seen:
-            logger.warning("upstream %r lists tool %s twice; keeping the first", server, clip(repr(tool.name)))
+            warn(f"upstream {server!r} lists tool {clip(repr(tool.name))} twice; keeping the first")
             continue
         seen.add(tool.name)
         if tool.execution is not None and tool.execution.task_support == "required":
             # It answers only task-augmented calls, which lazytools does not make: offered, it could never run.
-            logger.warning("upstream %r: tool %s runs only as a task (execution.taskSupport \"required\"), which "
-                           "lazytools does not forward; left out", server, clip(repr(tool.name)))
+            warn(f"upstream {server!r}: tool {clip(repr(tool.name))} runs only as a task (execution.taskSupport "
+                 '"required"), which lazytools does not forward; left out')
             continue
         # unique_name only matters when two upstream names sanitise and hash alike: collisions stay impossible.
         name = unique_name(public_tool_name(config.tool_prefix, tool.name), taken, "-")

@@ -115,6 +115,7 @@ class Upstream:
         self._relist_offerings = False
         self._stderr: TextIO = sys.stderr  # a pipe to labelled log lines while `run` runs
         self._stderr_tail = StderrTail()
+        self._said: set[str] = set()  # its listing's warnings already logged: each reconnection lists it again
 
     @property
     def serving(self) -> bool:
@@ -269,7 +270,7 @@ class Upstream:
         """List the upstream's tools and replace this server's catalog group if anything changed."""
         tools = await list_tools(client)
         group = Group(self.name, summary_of(self.config, client), about=about_of(self.config, client))
-        entries = tool_entries(self.name, self.config, tools, call=self.call, pinned=self.pinned)
+        entries = tool_entries(self.name, self.config, tools, call=self.call, pinned=self.pinned, said=self._said)
         if group in self.catalog.groups and entries == self.catalog.in_group(self.name):
             return  # a reconnection or a list_changed that changed nothing: no index rebuild, no notifications
         await self.catalog.update_group(group, entries)
