@@ -28,7 +28,7 @@ import lazytools
 from lazytools import Catalog, ConfigError, FunctionGroup, Group, ToolArgumentsError, build_server, validation
 from lazytools.sources.gateway.config import load_config, parse_config
 from lazytools.sources.gateway.configtext import MAX_DEFAULT_DEPTH, expand_variables
-from lazytools.sources.gateway.stdio import LineReader, parse_line
+from lazytools.sources.gateway.stdio import MAX_CONTAINERS, LineReader, parse_line
 from lazytools.transports.http import build_app
 from lazytools.validation import Limits, validate_arguments
 
@@ -253,6 +253,22 @@ async def test_upstream_results_are_bounded_and_a_huge_one_is_not_read(tmp_path:
             assert "3,000,0" in text_of(huge)
             after = await call(c, "h__echo", {"text": "next"})
             assert not after.is_error and text_of(after).endswith('{"text": "next"}')
+        assert o.gateway["h"].connections == 1
+
+
+@pytest.mark.process
+async def test_an_upstream_answer_of_too_many_arrays_is_not_parsed_and_fails_its_call(tmp_path: Path) -> None:
+    """Parsing millions of small arrays held the event loop, every session's, for seconds: an answer holding more
+    than the bound fails its call at once, with the count, and the connection serves on."""
+    async with opened(tmp_path, {"h": hostile()}) as o:
+        async with client(o.server, "claude-ai") as c:
+            within = await call(c, "h__crowded", {"size": MAX_CONTAINERS - 10})
+            assert not within.is_error and text_of(within) == "rows"
+            crowded = await call(c, "h__crowded", {"size": 2_000_000})
+            assert crowded.is_error and "holds 2,000,006 arrays and objects, more than lazytools reads (100,000)" \
+                in text_of(crowded), text_of(crowded)
+            after = await call(c, "h__echo", {"text": "next"})
+            assert not after.is_error
         assert o.gateway["h"].connections == 1
 
 

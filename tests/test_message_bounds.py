@@ -20,7 +20,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from lazytools.transports.message_bounds import MAX_JSON_CONTAINERS, NESTED, containers, top_level
+from lazytools.jsonshape import containers
+from lazytools.transports.message_bounds import MAX_JSON_CONTAINERS, NESTED, top_level
 
 from .helpers import leaves_behind
 from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving, session
@@ -354,10 +355,11 @@ def _arrays_and_objects(value: Any) -> int:
 ])
 def test_the_arrays_and_objects_of_a_message_are_counted_without_parsing_it(value: Any) -> None:
     text = json.dumps(value)
-    assert containers(text) == _arrays_and_objects(value)
-    assert containers(text.encode()) == _arrays_and_objects(value)
+    assert containers(text, MAX_JSON_CONTAINERS) == _arrays_and_objects(value)
+    assert containers(text.encode(), MAX_JSON_CONTAINERS) == _arrays_and_objects(value)
     compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    assert containers(compact) == containers(compact.encode("utf-8", "surrogatepass")) == _arrays_and_objects(value)
+    assert containers(compact, MAX_JSON_CONTAINERS) == _arrays_and_objects(value)
+    assert containers(compact.encode("utf-8", "surrogatepass"), MAX_JSON_CONTAINERS) == _arrays_and_objects(value)
 
 
 def _crowded_call(ident: int, arrays: int) -> str:

@@ -41,6 +41,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from ..catalog import Catalog
 from ..errors import RateLimitedError
 from ..identity import SCOPE_KEY, Principal
+from ..jsonshape import containers
 from ..policy.limits import Alive, MemorySessionCounter, RedisSessionCounter, SessionCounter
 from ..safetext import clip, encodable_json, redact_session_ids
 from ..search.live import LiveIndex
@@ -62,7 +63,6 @@ from .http_shared_sessions import SharedSessionManager
 from .message_bounds import (
     DEPTH_REFUSAL,
     MAX_JSON_CONTAINERS,
-    containers,
     crowded_refusal,
     echoable,
     refusal,
@@ -303,7 +303,7 @@ async def _drain(receive: Receive, most: int) -> None:
 def _decode(body: bytes, max_initialize_bytes: int) -> JSONResponse | Any:
     """The JSON-RPC message in `body`, or the error response that refuses it: also a request past what one request
     may make the server keep or send back (`message_bounds`), refused before the SDK opens a session for it."""
-    held = containers(body)
+    held = containers(body, MAX_JSON_CONTAINERS)
     if held > MAX_JSON_CONTAINERS:
         # Refused before any parser makes an object of it; the id the client waits on is read from the top level.
         members = top_level(body)

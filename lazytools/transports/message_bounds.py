@@ -22,7 +22,7 @@ import pydantic_core
 from ..safetext import holds_surrogates
 
 __all__ = ["DEPTH_REFUSAL", "MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_CONTAINERS", "MAX_JSON_DEPTH", "NESTED",
-           "Refusal", "containers", "crowded_refusal", "echoable", "json_size", "refusal", "too_deep", "top_level"]
+           "Refusal", "crowded_refusal", "echoable", "json_size", "refusal", "too_deep", "top_level"]
 
 MAX_ID_CHARS = 256
 """Characters of a string id or progressToken, digits of an integer one. Clients number their requests or use
@@ -57,22 +57,6 @@ three times before a tool sees it (the bounds here, the depth check, the SDK): 4
 (about two million) held the event loop, every session's, for seconds. A worker thread does not help, as the
 parsers hold the GIL throughout. A model's arguments come nowhere near the bound: writing 20,000 arrays or objects
 takes tens of thousands of output tokens of brackets alone."""
-
-_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'"[{')
-
-
-def containers(text: str | bytes) -> int:
-    """Arrays and objects in the JSON text `text` (its `[` and `{` outside strings), counted without parsing it.
-    The brackets are counted in C first; only when they pass MAX_JSON_CONTAINERS are those inside strings taken
-    off: escaped backslashes and quotes dropped, every byte but quotes and brackets dropped, then every other run
-    between quotes (a string's contents). A few C passes over the text, never a Python loop per value."""
-    raw = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
-    if raw <= MAX_JSON_CONTAINERS:
-        return raw
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    structure = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
-    return len(b"".join(structure.split(b'"')[::2]))
-
 
 def crowded_refusal(count: int) -> str:
     """The words of the refusal of a message holding `count` arrays and objects, more than MAX_JSON_CONTAINERS."""

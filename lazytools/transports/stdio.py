@@ -23,13 +23,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from ..jsonshape import containers
 from ..settings import Settings
 from ..streams import WatchedReadStream
 from .message_bounds import (
     DEPTH_REFUSAL,
     MAX_JSON_CONTAINERS,
     MAX_JSON_DEPTH,
-    containers,
     crowded_refusal,
     echoable,
     json_size,
@@ -253,7 +253,7 @@ class ScreenedLines:
             if not line.strip():
                 continue
             if len(line) > MAX_JSON_CONTAINERS and self.reply is not None \
-                    and (held := containers(line)) > MAX_JSON_CONTAINERS:
+                    and (held := containers(line, MAX_JSON_CONTAINERS)) > MAX_JSON_CONTAINERS:
                 crowded = _crowded(line, held)
                 if crowded is not None:
                     await self.reply(SessionMessage(crowded))

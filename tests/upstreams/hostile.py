@@ -5,7 +5,8 @@ schemas that are broken or refer outside themselves, lone surrogates, `NaN`, res
                                       [--surrogate-listing]
 
 Tools: `surrogate` (a lone \\ud800 in its text), `nan` (NaN and Infinity in structured content), `big` (`size` bytes
-of text), `big_error` (a JSON-RPC error whose message is `size` characters), `server_error` (error -32000), `echo`,
+of text), `crowded` (structured content of `size` empty arrays), `big_error` (a JSON-RPC error whose message is
+`size` characters), `server_error` (error -32000), `echo`,
 and tools whose input schema is hostile: `ref_url`, `ref_file` (external `$ref`), `bad_pattern` (`pattern: "("`),
 `ref_loop` (`$ref: "#"`), `broken` (`properties: 5`), `slow_pattern` (catastrophic backtracking), `unique`
 (`uniqueItems` on objects). `--no-schema` adds `no_schema`, listed without any `inputSchema`; `--deep-schema` adds
@@ -34,6 +35,7 @@ def schemas(ref_url: str, ref_file: str) -> dict[str, dict[str, Any]]:
         "surrogate": OBJECT,
         "nan": OBJECT,
         "big": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
+        "crowded": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
         "big_error": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
         "server_error": OBJECT,
         "ref_url": {"type": "object", "properties": {"text": {"$ref": ref_url}, "n": {"type": "integer"}}},
@@ -81,6 +83,9 @@ def call(name: str, arguments: dict[str, Any]) -> str:
         return '{"content": [{"type": "text", "text": "odd numbers"}], "structuredContent": {"a": NaN, "b": -Infinity}}'
     if name == "big":
         return json.dumps({"content": [{"type": "text", "text": "x" * int(arguments["size"])}]})
+    if name == "crowded":
+        return ('{"content": [{"type": "text", "text": "rows"}], "structuredContent": {"rows": [%s]}}'
+                % ",".join(["[]"] * int(arguments["size"])))
     return json.dumps({"content": [{"type": "text", "text": f"{name} got {json.dumps(arguments, sort_keys=True)}"}]})
 
 

@@ -30,6 +30,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from ...jsonshape import containers
 from ...parts import fewer_parts
 from ...safetext import clip
 from ...sdk import (
@@ -40,9 +41,14 @@ from ...sdk import (
     stop_stdio_process,
 )
 
-__all__ = ["LineReader", "OversizedLine", "parse_line", "stdio_client"]
+__all__ = ["MAX_CONTAINERS", "LineReader", "OversizedLine", "parse_line", "stdio_client"]
 
 logger = logging.getLogger(__name__)
+
+MAX_CONTAINERS = 100_000
+"""Arrays and objects one message from an upstream may hold (`jsonshape`): parsing a line of millions (9 MiB of
+nested arrays) held the event loop, every session's, for seven seconds. An answer past it fails its call at once;
+100,000 rows of a table pass, more than any model reads."""
 
 _FLUSH_TIMEOUT = 0.5
 _ID_VALUE = rb'(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
@@ -125,6 +131,10 @@ def parse_line(line: bytes | OversizedLine, max_line_bytes: int) -> SessionMessa
         return _oversized(line, max_line_bytes)
     if not line.strip():
         return None
+    held = containers(line, MAX_CONTAINERS)
+    if held > MAX_CONTAINERS:
+        what = f"holds {held:,} arrays and objects, more than lazytools reads ({MAX_CONTAINERS:,}); it was not read"
+        return _unreadable_answer(line, what) or ValueError(f"a message that {what} was dropped")
     text = line.decode("utf-8", errors="replace")
     try:
         return SessionMessage(_fewer_parts(types.jsonrpc_message_adapter.validate_json(text, by_name=False)))
@@ -134,7 +144,7 @@ def parse_line(line: bytes | OversizedLine, max_line_bytes: int) -> SessionMessa
             return SessionMessage(_fewer_parts(
                 types.jsonrpc_message_adapter.validate_python(json.loads(text), by_name=False)))
         except (ValueError, RecursionError, ValidationError):
-            unreadable = _unreadable_answer(line)
+            unreadable = _unreadable_answer(line, "could not be parsed (nested too deep, or not JSON)")
             if unreadable is not None:  # an answer too deep (or too odd) to parse: its caller hears so now
                 return unreadable
             logger.debug("upstream wrote a line that is not JSON-RPC (%s)", clip(text, 120))
@@ -162,9 +172,9 @@ def _plain_text(block: Any) -> str | None:
     return None
 
 
-def _unreadable_answer(line: bytes) -> SessionMessage | None:
-    """An error for the request an unparseable answer names at its start or end (nested 100,000 deep, say), so
-    the call fails at once instead of at its timeout; None when the line names no request."""
+def _unreadable_answer(line: bytes, what: str) -> SessionMessage | None:
+    """An error for the request an answer that is not read names at its start or end (nested 100,000 deep, say),
+    saying `what` of it, so the call fails at once instead of at its timeout; None when the line names no request."""
     edges = OversizedLine(len(line), line[:_EDGE])
     edges.skipped(line[-_EDGE:])
     try:
@@ -175,11 +185,10 @@ def _unreadable_answer(line: bytes) -> SessionMessage | None:
     answer = b'"method"' not in head and (b'"result"' in head or b'"error"' in head)  # not a request of its own
     if not isinstance(request_id, (int, str)) or not answer:
         return None
-    logger.warning("upstream answered request %s with a message lazytools cannot parse (%d bytes)",
-                   clip(str(request_id), 40), len(line))
+    logger.warning("upstream answered request %s with a message lazytools does not read (%d bytes): it %s",
+                   clip(str(request_id), 40), len(line), what)
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
-        code=types.INTERNAL_ERROR, message=f"the upstream's answer ({len(line):,} bytes) could not be parsed "
-                                           "(nested too deep, or not JSON)")))
+        code=types.INTERNAL_ERROR, message=f"the upstream's answer ({len(line):,} bytes) {what}")))
 
 
 def _oversized(line: OversizedLine, max_line_bytes: int) -> SessionMessage | Exception:
