@@ -34,6 +34,7 @@ from lazytools.validation import Limits, validate_arguments
 
 from .conftest import client, make_settings, text_of
 from .helpers import eventually, running_http
+from .upstreams import hostile_http
 from .upstreams.helpers import opened
 
 HOSTILE = Path(__file__).resolve().parent / "upstreams" / "hostile.py"
@@ -272,6 +273,29 @@ async def test_an_upstream_answer_of_too_many_arrays_is_not_parsed_and_fails_its
         assert o.gateway["h"].connections == 1
 
 
+async def test_an_http_upstreams_answers_are_read_within_the_bounds_a_stdio_ones_are(tmp_path: Path) -> None:
+    """The SDK read an HTTP answer whole, however large, and parsed any number of arrays on the event loop: each is
+    now read within 2 x LAZYTOOLS_MAX_RESULT_BYTES + 1 MiB and MAX_CONTAINERS, as JSON and as SSE events, and one
+    past them fails its call at once; an answer compressed though lazytools asked for none is refused too."""
+    async with hostile_http.serve() as url, opened(tmp_path, {"w": {"url": url}}, max_result_bytes=65536) as o:
+        async with client(o.server, "claude-ai") as c:
+            assert text_of(await call(c, "w__echo", {"size": 1})) == "echo 1"
+            assert text_of(await call(c, "w__echo_sse", {"size": 2})) == "echo_sse 2"
+            for name in ("big", "big_sse"):
+                huge = await call(c, f"w__{name}", {"size": 3_000_000})
+                assert huge.is_error and "more than lazytools reads" in text_of(huge), (name, text_of(huge))
+                assert "it was not read" in text_of(huge)
+            within = await call(c, "w__crowded", {"size": MAX_CONTAINERS - 10})  # read, then cut to the result bound
+            assert not within.is_error and text_of(within).startswith("rows"), text_of(within)
+            for name in ("crowded", "crowded_sse"):
+                crowded = await call(c, f"w__{name}", {"size": 150_000})
+                assert crowded.is_error and "holds 150,006 arrays and objects" in text_of(crowded), text_of(crowded)
+            packed = await call(c, "w__gzip", {"size": 1})
+            assert packed.is_error and "came compressed (gzip)" in text_of(packed), text_of(packed)
+            assert text_of(await call(c, "w__echo_sse", {"size": 3})) == "echo_sse 3"
+        assert o.gateway["w"].connections == 1
+
+
 @pytest.mark.process
 async def test_an_upstream_error_message_is_cut(tmp_path: Path) -> None:
     """An upstream's JSON-RPC error of 2 MB reaches the model as a few thousand characters that say how long it was
@@ -473,11 +497,14 @@ def test_the_line_reader_splits_any_chunking_and_answers_oversized_lines_by_id(c
 
 
 def test_an_answer_nested_too_deep_to_parse_fails_its_call_at_once() -> None:
-    deep = b'{"jsonrpc":"2.0","id":9,"result":{"structuredContent":' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    # Deeper than the parsers go, within the arrays and objects read (MAX_CONTAINERS).
+    deep = b'{"jsonrpc":"2.0","id":9,"result":{"structuredContent":' + b"[" * 50_000 + b"]" * 50_000 + b"}}"
     parsed = parse_line(deep, 10**9)
     assert isinstance(parsed, SessionMessage) and isinstance(parsed.message, types.JSONRPCError)
     assert parsed.message.id == 9 and "could not be parsed" in parsed.message.error.message
     # A request of the upstream's own, nested as deep, is not mistaken for an answer to one of ours.
     request = (b'{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage","params":'
-               + b"[" * 100_000 + b"]" * 100_000 + b"}")
+               + b"[" * 50_000 + b"]" * 50_000 + b"}")
     assert not isinstance(parse_line(request, 10**9), SessionMessage)
+    crowded = request.replace(b"[" * 50_000, b"[" * 200_000).replace(b"]" * 50_000, b"]" * 200_000)
+    assert isinstance(parse_line(crowded, 10**9), ValueError)  # past the count: dropped, never parsed

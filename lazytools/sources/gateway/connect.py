@@ -8,6 +8,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
+from functools import partial
 from typing import Any, TextIO
 
 import anyio
@@ -24,6 +25,7 @@ from ...settings import CHAIN_VARIABLE
 from ...streams import WatchedReadStream
 from .bounds import bound_notification
 from .config import HttpServer, ServerConfig
+from .httpbounds import bounded
 from .listing import screen_listing
 from .stdio import stdio_client
 
@@ -36,8 +38,8 @@ def open_transport(config: ServerConfig, *, auth: httpx2.Auth | None, chain: str
     stderr goes to `stderr` and whose messages are read up to `max_line_bytes`."""
     if isinstance(config, HttpServer):
         if config.type == "sse":
-            return _sse(config.url, dict(config.headers), auth, connect_timeout)
-        return _streamable_http(config.url, dict(config.headers), auth)
+            return _sse(config.url, dict(config.headers), auth, connect_timeout, max_line_bytes)
+        return _streamable_http(config.url, dict(config.headers), auth, max_line_bytes)
     # "replace": with the SDK's strict default, one byte of invalid UTF-8 on an upstream's stdout stops its
     # reader for good and every later call hangs until its timeout; replaced, the line is junk and dropped.
     params = StdioServerParameters(command=config.command, args=list(config.args),
@@ -85,10 +87,12 @@ def describe_failure(exc: BaseException, *, cwd: Any = None, command: Any = None
 
 
 @asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str], auth: httpx2.Auth | None) -> AsyncIterator[Any]:
+async def _streamable_http(url: str, headers: dict[str, str], auth: httpx2.Auth | None, max_bytes: int
+                           ) -> AsyncIterator[Any]:
     # The SDK leaves a caller-made HTTP client open; this one carries the config's headers and is ours to close.
-    async with create_mcp_http_client(headers=headers or None, auth=auth) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
+    # Its answers are read within the bounds a stdio upstream's are (httpbounds.py); an SSE event as long too.
+    async with bounded(create_mcp_http_client(headers=headers or None, auth=auth), max_bytes) as http:
+        async with streamable_http_client(url, http_client=http, max_sse_event_size=max_bytes) as streams:
             yield streams
 
 
@@ -114,7 +118,8 @@ class StartFailed(ConnectionError):
 
 
 @asynccontextmanager
-async def _sse(url: str, headers: dict[str, str], auth: httpx2.Auth | None, timeout: float) -> AsyncIterator[Any]:
+async def _sse(url: str, headers: dict[str, str], auth: httpx2.Auth | None, timeout: float, max_bytes: int
+               ) -> AsyncIterator[Any]:
     """The SDK's SSE client, failing at once and with its reason where it would not. Its reader logs an endpoint of
     another origin (or any error before the endpoint event) and then blocks, so the connection waited out its
     whole start-up deadline and said only that; a stream that ends before naming its endpoint surfaced as anyio's
@@ -134,7 +139,8 @@ async def _sse(url: str, headers: dict[str, str], auth: httpx2.Auth | None, time
 
         token = _SSE_STARTING.set(report)  # the reader task, started by the SDK, copies this context
         try:
-            async with sse_client(url, headers=headers or None, timeout=timeout, auth=auth) as streams:
+            async with sse_client(url, headers=headers or None, timeout=timeout, auth=auth,
+                                  httpx_client_factory=partial(_bounded_client, max_bytes=max_bytes)) as streams:
                 started = True
                 _SSE_STARTING.reset(token)  # what follows is the session, not its start
                 yield streams
@@ -147,6 +153,12 @@ async def _sse(url: str, headers: dict[str, str], auth: httpx2.Auth | None, time
                 _SSE_STARTING.reset(token)
     if said:
         raise StartFailed(f"its SSE stream could not be used: {redact_secrets(clip(said[0], 300))}")
+
+
+def _bounded_client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
+                    auth: httpx2.Auth | None = None, *, max_bytes: int) -> httpx2.AsyncClient:
+    """The SDK's HTTP client for an SSE connection, its answers read within bounds (httpbounds.py)."""
+    return bounded(create_mcp_http_client(headers=headers, timeout=timeout, auth=auth), max_bytes)
 
 
 def _ended_unstarted(exc: BaseException) -> bool:

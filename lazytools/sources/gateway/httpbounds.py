@@ -1,0 +1,170 @@
+"""Bounds on what an HTTP upstream's answers make lazytools read, as `stdio.py`'s line reader keeps for a pipe.
+
+The SDK's HTTP client reads a JSON answer whole (`response.aread()`), however large, and parses it on the event
+loop; an SSE event is bounded (1 MiB by default) but parsed however many arrays it holds. A hostile or broken
+upstream could so hold gigabytes, or every session's event loop for seconds. Here each answer's stream is wrapped
+as it arrives (an httpx response hook, so the client keeps its proxies and settings), before the SDK reads it:
+
+- a JSON answer is read up to `max_bytes`, and one that is longer, holds more arrays and objects than
+  `MAX_CONTAINERS` (`jsonshape`) or came compressed (lazytools asks for none) is replaced by a JSON-RPC error for
+  the request it answers, which the call then reports;
+- an SSE stream is passed on event by event (line ends made `\\n`), and an event past either bound is replaced by
+  such an error event when the stream answers one request, or dropped (with a warning) when it does not;
+- any other body (an error page) is cut at `max_bytes`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+
+from ...jsonshape import containers
+from ...safetext import clip
+from .stdio import MAX_CONTAINERS
+
+__all__ = ["bounded"]
+
+logger = logging.getLogger(__name__)
+
+
+def bounded(client: httpx2.AsyncClient, max_bytes: int) -> httpx2.AsyncClient:
+    """`client`, asking for uncompressed answers and reading each within the bounds above."""
+    client.headers["Accept-Encoding"] = "identity"
+
+    async def bound(response: httpx2.Response) -> None:
+        kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
+        request_id = _request_id(response.request)
+        if kind == "application/json" or (encoded and kind == "text/event-stream"):
+            response.stream = _JsonAnswer(response.stream, request_id, max_bytes,
+                                          encoding=response.headers.get("content-encoding") if encoded else None)
+            for name in ("content-encoding", "content-length", "content-type"):
+                response.headers.pop(name, None)
+            response.headers["content-type"] = "application/json"
+        elif kind == "text/event-stream":
+            response.stream = _Events(response.stream, request_id, max_bytes)
+        else:
+            response.stream = _Cut(response.stream, max_bytes)
+
+    client.event_hooks["response"] = [*client.event_hooks.get("response", []), bound]
+    return client
+
+
+def _request_id(request: httpx2.Request) -> Any:
+    """The id of the JSON-RPC request a POST carried (lazytools' own message), else None."""
+    if request.method != "POST":
+        return None
+    try:
+        message = json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    return message.get("id") if isinstance(message, dict) else None
+
+
+def _error(request_id: Any, why: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {
+        "code": -32603, "message": f"the upstream's answer {why}; it was not read"}}).encode()
+
+
+def _too_many(body: bytes) -> str | None:
+    held = containers(body, MAX_CONTAINERS)
+    return f"holds {held:,} arrays and objects, more than lazytools reads ({MAX_CONTAINERS:,})" \
+        if held > MAX_CONTAINERS else None
+
+
+class _JsonAnswer(httpx2.AsyncByteStream):
+    """A JSON answer read whole within `max_bytes`, or the error that replaces it."""
+
+    def __init__(self, inner: Any, request_id: Any, max_bytes: int, *, encoding: str | None) -> None:
+        self._inner, self._id, self._most, self._encoding = inner, request_id, max_bytes, encoding
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks: list[bytes] = []
+        size = 0
+        why = f"came compressed ({clip(self._encoding, 40)}), which lazytools does not ask for" \
+            if self._encoding else None
+        if why is None:
+            async for chunk in self._inner:
+                size += len(chunk)
+                if size > self._most:
+                    why = f"is more than {self._most:,} bytes, more than lazytools reads (set by " \
+                          "LAZYTOOLS_MAX_RESULT_BYTES)"
+                    break
+                chunks.append(chunk)
+        body = b"".join(chunks)
+        why = why or _too_many(body)
+        if why is None:
+            yield body
+            return
+        logger.warning("an HTTP upstream's answer to request %s %s; its caller gets an error",
+                       clip(str(self._id), 40), why)
+        yield _error(self._id, why) if self._id is not None else b""
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Events(httpx2.AsyncByteStream):
+    """An SSE stream passed on one whole event at a time; an event past the bounds replaced or dropped."""
+
+    def __init__(self, inner: Any, request_id: Any, max_bytes: int) -> None:
+        self._inner, self._id, self._most = inner, request_id, max_bytes
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        buffer = bytearray()
+        skipped = 0  # bytes of an event past the bound, dropped as they came; 0 when none is being skipped
+        held_cr = b""  # a CR at a chunk's end may be half of a CRLF
+        async for chunk in self._inner:
+            chunk = held_cr + chunk
+            held_cr, chunk = (b"\r", chunk[:-1]) if chunk.endswith(b"\r") else (b"", chunk)
+            buffer += chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            while (end := buffer.find(b"\n\n")) >= 0:
+                event = bytes(buffer[:end + 2])
+                del buffer[:end + 2]
+                if skipped:
+                    out = self._refused(f"is an event of more than {skipped + len(event):,} bytes, more than "
+                                        f"lazytools reads ({self._most:,})")
+                    skipped = 0
+                else:
+                    why = _too_many(event)
+                    out = event if why is None else self._refused(why)
+                if out:
+                    yield out
+            if len(buffer) > self._most:  # an event too long to hold: dropped up to its end
+                skipped += len(buffer) - 1
+                del buffer[:-1]  # its last byte may be the first of the blank line that ends it
+        if buffer and not skipped:
+            yield bytes(buffer) + held_cr
+
+    def _refused(self, why: str) -> bytes:
+        if self._id is None:
+            logger.warning("an HTTP upstream's stream sent a message that %s; dropped", why)
+            return b""
+        logger.warning("an HTTP upstream's answer to request %s %s; its caller gets an error",
+                       clip(str(self._id), 40), why)
+        return b"event: message\ndata: " + _error(self._id, why) + b"\n\n"
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Cut(httpx2.AsyncByteStream):
+    """Any other body, cut at `max_bytes`."""
+
+    def __init__(self, inner: Any, max_bytes: int) -> None:
+        self._inner, self._most = inner, max_bytes
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        left = self._most
+        async for chunk in self._inner:
+            yield chunk[:left]
+            left -= len(chunk)
+            if left <= 0:
+                return
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -1,0 +1,82 @@
+"""A real streamable HTTP MCP server that writes its answers by hand, so that it can send what the SDK would not:
+answers of any size, of millions of arrays, compressed though not asked to be, as JSON or as SSE events.
+
+Served in the test's process (`serve`); stateless (no session id). Tools, each with an integer argument `size`:
+`big` (`size` bytes of text), `crowded` (structured content of `size` empty arrays), `gzip` (a small answer sent
+gzip-compressed), and `echo`. A call's name ending in `_sse` answers as an SSE stream: a progress notification,
+then the answer, each an event.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..helpers import running_http
+
+TOOLS = ["big", "crowded", "gzip", "echo", "big_sse", "crowded_sse", "echo_sse"]
+
+
+def _result(name: str, size: int) -> str:
+    if name.startswith("big"):
+        return json.dumps({"content": [{"type": "text", "text": "x" * size}]})
+    if name.startswith("crowded"):
+        return '{"content": [{"type": "text", "text": "rows"}], "structuredContent": {"rows": [%s]}}' % ",".join(
+            ["[]"] * size)
+    return json.dumps({"content": [{"type": "text", "text": f"{name} {size}"}]})
+
+
+def _answer(message: dict[str, Any]) -> str:
+    ident = json.dumps(message["id"])
+    method = message["method"]
+    if method == "initialize":
+        result = json.dumps({"protocolVersion": message["params"]["protocolVersion"],
+                             "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile-http", "version": "1"}})
+    elif method == "tools/list":
+        schema = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}
+        result = json.dumps({"tools": [{"name": name, "description": f"The {name} tool.", "inputSchema": schema}
+                                       for name in TOOLS]})
+    elif method == "tools/call":
+        params = message["params"]
+        result = _result(params["name"], int(params.get("arguments", {}).get("size", 0)))
+    elif method == "ping":
+        result = "{}"
+    else:
+        return '{"jsonrpc": "2.0", "id": %s, "error": {"code": -32601, "message": "no"}}' % ident
+    return '{"jsonrpc": "2.0", "id": %s, "result": %s}' % (ident, result)
+
+
+async def _mcp(request: Request) -> Response:
+    if request.method != "POST":
+        return Response(status_code=405)
+    message = json.loads(await request.body())
+    if "id" not in message:
+        return Response(status_code=202)
+    answer = _answer(message)
+    name = message.get("params", {}).get("name", "") if message["method"] == "tools/call" else ""
+    if name == "gzip":
+        return Response(gzip.compress(answer.encode()), media_type="application/json",
+                        headers={"Content-Encoding": "gzip"})
+    if name.endswith("_sse"):
+        progress = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                               "params": {"level": "info", "data": "working"}})
+        # CRLF line ends, as the SSE format allows.
+        body = f"event: message\r\ndata: {progress}\r\n\r\nevent: message\r\ndata: {answer}\r\n\r\n"
+        return Response(body.encode(), media_type="text/event-stream")
+    return Response(answer.encode(), media_type="application/json")
+
+
+@asynccontextmanager
+async def serve() -> AsyncIterator[str]:
+    """The server on a free port of 127.0.0.1; yields its /mcp URL."""
+    app = Starlette(routes=[Route("/mcp", _mcp, methods=["GET", "POST", "DELETE"])])
+    async with running_http(app) as base:
+        yield base + "/mcp"
