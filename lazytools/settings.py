@@ -283,7 +283,9 @@ class Settings(BaseSettings):
                     "LAZYTOOLS_STATE_URL; past it their initialize gets 429 until one ends (DELETE, idle timeout). "
                     "New sessions a minute are bounded by the user's calls per minute too (counted apart).")
     max_body_bytes: int = Field(
-        default=4 * 1024 * 1024, ge=1024, description="Largest HTTP request body accepted, in bytes.")
+        default=4 * 1024 * 1024, ge=1024,
+        description="Largest message accepted from a client, in bytes: an HTTP request body (past it: 413) or a "
+                    "stdio line (past it: skipped as it arrives, and a request gets -32600 with its id).")
     json_response: bool = Field(
         default=False, description="Answer HTTP POSTs with JSON instead of an SSE stream.")
     header_timeout: float = Field(

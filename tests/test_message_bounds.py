@@ -407,3 +407,27 @@ def test_a_line_of_more_arrays_and_objects_than_are_read_is_refused_over_stdio(t
     assert by_id[50]["result"] == {} and "tools" in by_id[99]["result"]  # type: ignore[operator]
     assert len(messages) == 5  # handshake, two answers, the ping, tools/list: nothing for the notification
     assert "Dropped a message from the client holding 20,004 arrays and objects" in stderr
+
+
+@pytest.mark.process
+def test_a_stdio_line_longer_than_the_body_bound_is_skipped_and_answered(tmp_path: Path) -> None:
+    # A line was held whole however long: gigabytes on one line were gigabytes of memory. Past the bound it is
+    # skipped as it arrives; a request whose id is at its start gets an error naming its size.
+    (tmp_path / ".env").write_text("LAZYTOOLS_MAX_BODY_BYTES=100000\n")
+    pad = "p" * 300_000
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 40, "method": "tools/call",
+                         "params": {"name": "search_tools", "arguments": {"query": pad}}}),
+             '{"jsonrpc":"2.0","method":"tools/call","params":{"pad":"%s"},"id":41}' % pad,  # its id past the start
+             json.dumps({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                         "params": {"name": "search_tools", "arguments": {"query": "p" * 90_000}}}),
+             json.dumps({"jsonrpc": "2.0", "id": 50, "method": "ping"})]
+    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 40, None, 42, 50, 99}))
+    by_id = {m.get("id"): m for m in messages}
+    size = len(lines[0]) + 1  # with its newline
+    assert by_id[40]["error"] == {"code": -32600, "message": f"Invalid request: a message of {size:,} bytes, more "
+                                                             "than this server reads (100,000; "
+                                                             "LAZYTOOLS_MAX_BODY_BYTES)"}
+    assert by_id[None]["error"]["code"] == -32600  # type: ignore[index]
+    assert "result" in by_id[42]  # within the bound: read (search_tools says the query is too long)
+    assert by_id[50]["result"] == {} and "tools" in by_id[99]["result"]  # type: ignore[operator]
+    assert len(messages) == 6

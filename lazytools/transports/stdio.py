@@ -129,8 +129,9 @@ class PipeLines:
     would wait for the client's next line. Waiting for readability on the event loop cancels at once.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, max_line: int | None = None) -> None:
         self._fd = fd
+        self._max = max_line
         self._buffer = bytearray()
         self._eof = False
 
@@ -139,12 +140,20 @@ class PipeLines:
 
     async def __anext__(self) -> str:
         searched = 0
+        long: LongLine | None = None  # a line past `max_line`, being skipped to its end
         while (end := self._buffer.find(b"\n", searched)) < 0:
             if self._eof:
-                if not self._buffer:
+                if not self._buffer and long is None:
                     raise StopAsyncIteration
                 end = len(self._buffer) - 1
                 break
+            if self._max is not None and len(self._buffer) > self._max:
+                # Not kept: its start (where a request's id is) and its size are enough to answer it.
+                if long is None:  # one byte past what top_level reads: it knows the line goes on
+                    long = LongLine(bytes(self._buffer[:_HEAD + 1]).decode("utf-8", errors="replace"))
+                    long.bound = self._max
+                long.size += len(self._buffer)
+                self._buffer.clear()
             searched = len(self._buffer)
             await anyio.wait_readable(self._fd)
             try:
@@ -155,7 +164,21 @@ class PipeLines:
             self._buffer += chunk
         line = bytes(self._buffer[: end + 1])
         del self._buffer[: end + 1]
+        if long is not None:
+            long.size += len(line)
+            return long
         return line.decode("utf-8", errors="replace")
+
+
+_HEAD = 65_536
+"""Bytes kept of a line too long to read: as many as `message_bounds.top_level` reads for an id."""
+
+
+class LongLine(str):
+    """A line longer than PipeLines' `max_line` (`bound`): only its first _HEAD bytes, and its size in bytes."""
+
+    size: int = 0
+    bound: int = 0
 
 
 FINISH_TIMEOUT = 5.0
@@ -250,6 +273,10 @@ class ScreenedLines:
     async def __anext__(self) -> str:
         while True:
             line = await self._lines.__anext__()
+            if isinstance(line, LongLine):
+                if self.reply is not None and (error := _too_long(line)) is not None:
+                    await self.reply(SessionMessage(error))
+                continue
             if not line.strip():
                 continue
             if len(line) > MAX_JSON_CONTAINERS and self.reply is not None \
@@ -277,6 +304,20 @@ class ScreenedLines:
         if isinstance(item.message, types.JSONRPCNotification) and '"id"' in line:
             return _bad_id(line)
         return None
+
+
+def _too_long(line: LongLine) -> types.JSONRPCError | None:
+    """The error for a line longer than LAZYTOOLS_MAX_BODY_BYTES, of which only the start was kept: with its id when
+    its top level there shows one, id null when it does not; None for a notification (dropped and logged)."""
+    members = top_level(line)
+    if members is not None and "id" not in members and "method" in members:
+        logger.warning("Dropped a message of %s bytes from the client (at most LAZYTOOLS_MAX_BODY_BYTES)",
+                       f"{line.size:,}")
+        return None
+    ident = echoable(members.get("id")) if members is not None else None
+    return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
+        code=types.INVALID_REQUEST, message=f"Invalid request: a message of {line.size:,} bytes, more than this "
+                                            f"server reads ({line.bound:,}; LAZYTOOLS_MAX_BODY_BYTES)"))
 
 
 def _crowded(line: str, held: int) -> types.JSONRPCError | None:
@@ -487,31 +528,32 @@ async def serve_stdio(server: Server) -> None:
     stdin_fd = sys.stdin.fileno() if sys.stdin is not None else -1
     # A client that closes its end of stdout is gone, whether or not it closes stdin: the session ends, quietly.
     with anyio.CancelScope() as session:
-        await _serve_stdio(server, stdin_fd, session.cancel, _initialize_bound(server))
+        await _serve_stdio(server, stdin_fd, session.cancel, _bound(server, "max_initialize_bytes"),
+                           _bound(server, "max_body_bytes"))
 
 
-def _initialize_bound(server: Server) -> int:
-    """LAZYTOOLS_MAX_INITIALIZE_BYTES as the server was built with it (a LazyServer keeps its settings), else the
-    setting's default."""
+def _bound(server: Server, name: str) -> int:
+    """The setting `name` (a bound in bytes) as the server was built with it (a LazyServer keeps its settings), else
+    the setting's default."""
     settings = getattr(server, "settings", None)
     if isinstance(settings, Settings):
-        return settings.max_initialize_bytes
-    return int(Settings.model_fields["max_initialize_bytes"].default)
+        return int(getattr(settings, name))
+    return int(Settings.model_fields[name].default)
 
 
-async def _serve_stdio(server: Server, stdin_fd: int, client_left: Callable[[], None], max_initialize_bytes: int
-                       ) -> None:
+async def _serve_stdio(server: Server, stdin_fd: int, client_left: Callable[[], None], max_initialize_bytes: int,
+                      max_line: int | None = None) -> None:
     async with AsyncExitStack() as stack:
         lines: AsyncIterator[str] | None = None  # a regular file: the SDK's threaded reader (a file cannot be waited on)
         if stdin_fd >= 0 and _is_pipe(stdin_fd):
             was_blocking = os.get_blocking(stdin_fd)
             os.set_blocking(stdin_fd, False)
             stack.callback(os.set_blocking, stdin_fd, was_blocking)
-            lines = ScreenedLines(PipeLines(stdin_fd))
+            lines = ScreenedLines(PipeLines(stdin_fd, max_line))
         elif stdin_fd >= 0 and os.isatty(stdin_fd):
             # A terminal can be waited on too, and stays blocking (the shell shares it): a read after readiness
             # returns the typed line at once. Without this, Ctrl-C waited for the SDK's reader thread, i.e. Ctrl-D.
-            lines = ScreenedLines(PipeLines(stdin_fd))
+            lines = ScreenedLines(PipeLines(stdin_fd, max_line))
         # A pipe is written on the event loop; else the SDK's writer.
         stdout = stack.enter_context(_claimed_stdout(1, client_left)) if _stdout_is_a_pipe() else None
         read_stream, write_stream = await stack.enter_async_context(
