@@ -113,32 +113,39 @@ class _Events(httpx2.AsyncByteStream):
 
     def __init__(self, inner: Any, request_id: Any, max_bytes: int) -> None:
         self._inner, self._id, self._most = inner, request_id, max_bytes
+        self._buffer = bytearray()
+        self._skipped = 0  # bytes of an event past the bound, dropped as they came; 0 when none is being skipped
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        buffer = bytearray()
-        skipped = 0  # bytes of an event past the bound, dropped as they came; 0 when none is being skipped
         held_cr = b""  # a CR at a chunk's end may be half of a CRLF
         async for chunk in self._inner:
             chunk = held_cr + chunk
             held_cr, chunk = (b"\r", chunk[:-1]) if chunk.endswith(b"\r") else (b"", chunk)
-            buffer += chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            while (end := buffer.find(b"\n\n")) >= 0:
-                event = bytes(buffer[:end + 2])
-                del buffer[:end + 2]
-                if skipped:
-                    out = self._refused(f"is an event of more than {skipped + len(event):,} bytes, more than "
-                                        f"lazytools reads ({self._most:,})")
-                    skipped = 0
-                else:
-                    why = _too_many(event)
-                    out = event if why is None else self._refused(why)
-                if out:
-                    yield out
-            if len(buffer) > self._most:  # an event too long to hold: dropped up to its end
-                skipped += len(buffer) - 1
-                del buffer[:-1]  # its last byte may be the first of the blank line that ends it
-        if buffer and not skipped:
-            yield bytes(buffer) + held_cr
+            for event in self._events(chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")):
+                yield event
+        for event in self._events(b"\n" if held_cr else b""):
+            yield event
+        if self._buffer and not self._skipped:  # the stream ended inside an event: passed on as it is
+            yield bytes(self._buffer)
+
+    def _events(self, data: bytes) -> list[bytes]:
+        """The whole events `data` completes (line ends already `\n`), each passed on or replaced."""
+        out: list[bytes] = []
+        self._buffer += data
+        while (end := self._buffer.find(b"\n\n")) >= 0:
+            event = bytes(self._buffer[:end + 2])
+            del self._buffer[:end + 2]
+            if self._skipped or len(event) > self._most:
+                out.append(self._refused(f"is an event of {self._skipped + len(event):,} bytes or more, more than "
+                                         f"lazytools reads ({self._most:,})"))
+                self._skipped = 0
+            else:
+                why = _too_many(event)
+                out.append(event if why is None else self._refused(why))
+        if len(self._buffer) > self._most:  # an event too long to hold: dropped up to its end
+            self._skipped += len(self._buffer) - 1
+            del self._buffer[:-1]  # its last byte may be the first of the blank line that ends it
+        return [event for event in out if event]
 
     def _refused(self, why: str) -> bytes:
         if self._id is None:
