@@ -286,6 +286,11 @@ class Settings(BaseSettings):
         default=4 * 1024 * 1024, ge=1024,
         description="Largest message accepted from a client, in bytes: an HTTP request body (past it: 413) or a "
                     "stdio line (past it: skipped as it arrives, and a request gets -32600 with its id).")
+    max_message_containers: int = Field(
+        default=20_000, ge=1000,
+        description="Most arrays and objects one message from a client may hold (HTTP and stdio); past it the "
+                    "request gets -32600 before it is parsed: parsing millions of them held every session for "
+                    "seconds. A model's arguments come nowhere near it.")
     json_response: bool = Field(
         default=False, description="Answer HTTP POSTs with JSON instead of an SSE stream.")
     header_timeout: float = Field(

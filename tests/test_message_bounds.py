@@ -21,7 +21,9 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from lazytools.jsonshape import containers
-from lazytools.transports.message_bounds import MAX_JSON_CONTAINERS, NESTED, top_level
+from lazytools.settings import Settings
+from lazytools.transports.message_bounds import NESTED, top_level
+from lazytools.transports.message_bounds import request_id as id_of
 
 from .helpers import leaves_behind
 from .test_http import ACCEPT, decode, lazy, open_raw_session, rpc, serving, session
@@ -336,6 +338,9 @@ def test_the_top_level_of_a_deep_object_is_read_without_its_depth(text: str, mem
     assert top_level(text.encode()) == members
 
 
+MAX_JSON_CONTAINERS = Settings.model_fields["max_message_containers"].default
+
+
 def _arrays_and_objects(value: Any) -> int:
     pending, count = [value], 0
     while pending:
@@ -370,7 +375,7 @@ def _crowded_call(ident: int, arrays: int) -> str:
 
 
 CROWDED = (f"Invalid request: it holds {MAX_JSON_CONTAINERS + 1:,} arrays and objects, more than the "
-           f"{MAX_JSON_CONTAINERS:,} this server reads in one message")
+           f"{MAX_JSON_CONTAINERS:,} this server reads in one message (LAZYTOOLS_MAX_MESSAGE_CONTAINERS)")
 
 
 async def test_a_body_of_more_arrays_and_objects_than_are_read_is_refused_over_http() -> None:
@@ -391,6 +396,12 @@ async def test_a_body_of_more_arrays_and_objects_than_are_read_is_refused_over_h
         assert "2,071,004 arrays and objects" in huge.json()["error"]["message"]
         answer, message = await rpc(http, url, "tools/list", session_id=session_id, request_id=33)
         assert answer.status_code == 200 and message["result"]["tools"]
+    # A client that sends such data on purpose raises the bound.
+    async with serving(lazy(max_message_containers=30_000)) as url, httpx2.AsyncClient(timeout=60) as http:
+        session_id = await open_raw_session(http, url)
+        headers = {"accept": ACCEPT, "content-type": "application/json", "mcp-session-id": session_id}
+        read = await http.post(url, content=_crowded_call(34, MAX_JSON_CONTAINERS + 1).encode(), headers=headers)
+        assert read.status_code == 200 and "result" in decode(read)
 
 
 @pytest.mark.process
@@ -417,17 +428,33 @@ def test_a_stdio_line_longer_than_the_body_bound_is_skipped_and_answered(tmp_pat
     pad = "p" * 300_000
     lines = [json.dumps({"jsonrpc": "2.0", "id": 40, "method": "tools/call",
                          "params": {"name": "search_tools", "arguments": {"query": pad}}}),
-             '{"jsonrpc":"2.0","method":"tools/call","params":{"pad":"%s"},"id":41}' % pad,  # its id past the start
+             # Its id last, as the TypeScript SDK writes it: read from the line's end.
+             '{"method":"tools/call","params":{"pad":"%s"},"jsonrpc":"2.0","id":41}' % pad,
+             '{"jsonrpc":"2.0","method":"tools/call","params":{"pad":"%s"},"id":43,"x":1}' % pad,  # neither: id null
              json.dumps({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
                          "params": {"name": "search_tools", "arguments": {"query": "p" * 90_000}}}),
              json.dumps({"jsonrpc": "2.0", "id": 50, "method": "ping"})]
-    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 40, None, 42, 50, 99}))
+    messages, _ = _exchange(tmp_path, lines, wait_for=frozenset({1, 40, 41, None, 42, 50, 99}))
     by_id = {m.get("id"): m for m in messages}
     size = len(lines[0]) + 1  # with its newline
     assert by_id[40]["error"] == {"code": -32600, "message": f"Invalid request: a message of {size:,} bytes, more "
                                                              "than this server reads (100,000; "
                                                              "LAZYTOOLS_MAX_BODY_BYTES)"}
+    assert by_id[41]["error"]["message"].startswith("Invalid request: a message of 300,")  # type: ignore[index]
     assert by_id[None]["error"]["code"] == -32600  # type: ignore[index]
     assert "result" in by_id[42]  # within the bound: read (search_tools says the query is too long)
     assert by_id[50]["result"] == {} and "tools" in by_id[99]["result"]  # type: ignore[operator]
-    assert len(messages) == 6
+    assert len(messages) == 7
+
+
+@pytest.mark.parametrize(("text", "ident"), [
+    ('{"jsonrpc":"2.0","id":7,"method":"ping"}', 7),
+    ('{"method":"tools/call","params":{"x":' + "[" * 40_000 + "]" * 40_000 + '},"jsonrpc":"2.0","id":"a-1"}', "a-1"),
+    ('{"method":"m","params":{"x":' + "[" * 40_000 + "]" * 40_000 + ',"id":3},"jsonrpc":"2.0","id":8}', 8),
+    ('{"method":"m","params":{"x":' + "[" * 40_000 + "]" * 40_000 + ',"id":3}}', None),  # only the params' own
+    ('{"method":"m","params":{"x":"' + "p" * 70_000 + '\\"id\\":3}"}}', None),  # in a string
+    ('{"method":"m","params":{"x":' + "[" * 40_000 + "]" * 40_000 + '},"id":9,"z":1}', None),  # in the middle
+])
+def test_a_requests_id_is_read_from_its_start_or_its_end(text: str, ident: Any) -> None:
+    assert id_of(text) == ident
+    assert id_of(text.encode()) == ident

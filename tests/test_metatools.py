@@ -13,7 +13,8 @@ from mcp import Client, StdioServerParameters
 
 from lazytools import Catalog, Group, ToolEntry, build_server
 from lazytools.app import bundled_catalog
-from lazytools.server.metatools import search_tools_definition
+from lazytools.errors import ToolArgumentsError
+from lazytools.server.metatools import resolve_invocation, search_tools_definition
 from lazytools.server.signatures import SIGNATURE_CHARS, signature
 
 from .conftest import client, make_settings, text_of
@@ -296,3 +297,15 @@ async def test_only_the_first_few_unknown_tool_names_get_the_closest_names() -> 
     assert "get_weather_3" in text
     assert text.count("Did you mean") == SUGGESTED_NAMES
     assert all(f"Unknown tool 'get_wether_{i}'" in text for i in range(8))  # every unknown name is still named
+
+
+@pytest.mark.parametrize(("arguments", "error"), [
+    ({"tool_name": "x", "arguments": [0] * 1_000_000}, "arguments: [] is not of type 'object'"),
+    ({"tool_name": "x", "arguments": {}, "extra": [0] * 1_000_000}, "('extra' unexpected)"),
+    ({"tool_name": 5, "arguments": {"a": [0] * 1_000_000}}, "tool_name: 5 is not of type 'string'"),
+])
+def test_malformed_invoke_tool_arguments_are_refused_by_their_shape_alone(arguments: Any, error: str) -> None:
+    # Checked on the event loop: the check sees the top level only (walking a million zeros held every session).
+    with pytest.raises(ToolArgumentsError) as refused:
+        resolve_invocation(Catalog(), arguments)
+    assert error in str(refused.value)

@@ -203,7 +203,7 @@ async def test_lines_holding_an_integer_too_long_to_convert_are_answered_here() 
     async def reply(message: SessionMessage) -> None:
         replies.append(message)
 
-    screened = ScreenedLines(lines())
+    screened = ScreenedLines(lines(), max_containers=20_000)
     screened.reply = reply
     assert [json.loads(line)["id"] async for line in screened] == [3, 4, 5]  # the ordinary lines reach the SDK
     errors = [message.message for message in replies]

@@ -62,10 +62,10 @@ from .http_release import RELEASE_AFTER_BYTES, let_go
 from .http_shared_sessions import SharedSessionManager
 from .message_bounds import (
     DEPTH_REFUSAL,
-    MAX_JSON_CONTAINERS,
     crowded_refusal,
     echoable,
     refusal,
+    request_id,
     too_deep,
     top_level,
 )
@@ -136,6 +136,7 @@ class McpEndpoint:
 
     def __init__(self, sessions: StreamableHTTPSessionManager | SharedSessionManager,
                  stateless: StreamableHTTPSessionManager, *, max_body_bytes: int, max_initialize_bytes: int,
+                 max_containers: int,
                  body_timeout: float = 15.0, readiness: Readiness | None = None,
                  admission: SessionAdmission | None = None, at_once: AtOnce | None = None) -> None:
         self.sessions = sessions
@@ -143,6 +144,7 @@ class McpEndpoint:
         self.at_once = at_once
         self.max_body_bytes = max_body_bytes
         self.max_initialize_bytes = max_initialize_bytes
+        self.max_containers = max_containers
         self.body_timeout = body_timeout
         self.readiness = readiness
         self.admission = admission
@@ -177,7 +179,7 @@ class McpEndpoint:
         if body is None:
             await jsonrpc_error(413, f"Request body larger than {self.max_body_bytes} bytes")(scope, receive, send)
             return
-        message = _decode(body, self.max_initialize_bytes)
+        message = _decode(body, self.max_initialize_bytes, self.max_containers)
         if isinstance(message, JSONResponse):
             await message(scope, receive, send)
             return
@@ -300,15 +302,13 @@ async def _drain(receive: Receive, most: int) -> None:
             return
 
 
-def _decode(body: bytes, max_initialize_bytes: int) -> JSONResponse | Any:
+def _decode(body: bytes, max_initialize_bytes: int, max_containers: int) -> JSONResponse | Any:
     """The JSON-RPC message in `body`, or the error response that refuses it: also a request past what one request
     may make the server keep or send back (`message_bounds`), refused before the SDK opens a session for it."""
-    held = containers(body, MAX_JSON_CONTAINERS)
-    if held > MAX_JSON_CONTAINERS:
+    held = containers(body, max_containers)
+    if held > max_containers:
         # Refused before any parser makes an object of it; the id the client waits on is read from the top level.
-        members = top_level(body)
-        return jsonrpc_error(400, crowded_refusal(held),
-                             request_id=echoable(members.get("id")) if members is not None else None)
+        return jsonrpc_error(400, crowded_refusal(held, max_containers), request_id=echoable(request_id(body)))
     try:
         decoded = json.loads(body)
     except ValueError as exc:
@@ -542,6 +542,7 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
     middleware.insert(0, Middleware(HeaderCount, **counting))
     endpoint = McpEndpoint(sessions, stateless, max_body_bytes=settings.max_body_bytes,
                            body_timeout=settings.body_timeout, max_initialize_bytes=settings.max_initialize_bytes,
+                           max_containers=settings.max_message_containers,
                            readiness=readiness,
                            admission=_admission(server, settings, sessions, state), at_once=at_once)
     inflight = InFlight(endpoint)

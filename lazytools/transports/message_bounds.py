@@ -21,8 +21,9 @@ import pydantic_core
 
 from ..safetext import holds_surrogates
 
-__all__ = ["DEPTH_REFUSAL", "MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_CONTAINERS", "MAX_JSON_DEPTH", "NESTED",
-           "Refusal", "crowded_refusal", "echoable", "json_size", "refusal", "too_deep", "top_level"]
+__all__ = ["DEPTH_REFUSAL", "MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_DEPTH", "NESTED",
+           "Refusal", "crowded_refusal", "echoable", "json_size", "refusal", "request_id", "too_deep",
+           "top_level"]
 
 MAX_ID_CHARS = 256
 """Characters of a string id or progressToken, digits of an integer one. Clients number their requests or use
@@ -51,17 +52,13 @@ def too_deep(body: bytes) -> bool:
     return False
 
 
-MAX_JSON_CONTAINERS = 20_000
-"""Arrays and objects one message may hold. Each is an object the garbage collector tracks, and a message is parsed
-three times before a tool sees it (the bounds here, the depth check, the SDK): 4 MiB of empty or nested arrays
-(about two million) held the event loop, every session's, for seconds. A worker thread does not help, as the
-parsers hold the GIL throughout. A model's arguments come nowhere near the bound: writing 20,000 arrays or objects
-takes tens of thousands of output tokens of brackets alone."""
-
-def crowded_refusal(count: int) -> str:
-    """The words of the refusal of a message holding `count` arrays and objects, more than MAX_JSON_CONTAINERS."""
-    return (f"Invalid request: it holds {count:,} arrays and objects, more than the {MAX_JSON_CONTAINERS:,} this "
-            f"server reads in one message")
+def crowded_refusal(count: int, most: int) -> str:
+    """The words of the refusal of a message holding `count` arrays and objects, more than `most`
+    (LAZYTOOLS_MAX_MESSAGE_CONTAINERS). Each is an object the garbage collector tracks, and a message is parsed three
+    times before a tool sees it: 4 MiB of nested arrays (about two million) held the event loop, every session's,
+    for seconds, and a worker thread would not help, as the parsers hold the GIL throughout."""
+    return (f"Invalid request: it holds {count:,} arrays and objects, more than the {most:,} this server reads in "
+            f"one message (LAZYTOOLS_MAX_MESSAGE_CONTAINERS)")
 
 
 NESTED: Any = {}
@@ -109,6 +106,26 @@ def top_level(text: str | bytes, most: int = 65_536) -> dict[str, Any] | None:
     except ValueError:  # a scalar that is not JSON
         return None
     return members if cut and "id" in members else None
+
+
+_ID_AT_END = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,%d}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$'
+                        % MAX_ID_CHARS)
+"""An id written as the outermost object's last member (the TypeScript SDK writes `{method, params, jsonrpc, id}`),
+or just before its `jsonrpc`: an "id" inside the params is followed by more closing brackets."""
+
+
+def request_id(text: str | bytes, *, tail: str | bytes = "") -> Any:
+    """The id of the request `text` holds, read without parsing all of it: from its top level (`top_level`, within
+    its first 64 KiB), else from its end (`tail`: its last characters, when `text` is only its start). None when
+    neither shows one."""
+    members = top_level(text)
+    if members is not None and "id" in members:
+        return members["id"]
+    end = tail or text[-512:]
+    if isinstance(end, bytes):
+        end = end.decode("utf-8", "replace")
+    found = _ID_AT_END.search(end[-512:])
+    return json.loads(found.group(1)) if found is not None else None
 
 
 DEPTH_REFUSAL = (f"Invalid request: it nests arrays and objects more than {MAX_JSON_DEPTH} levels deep, more than "

@@ -28,12 +28,12 @@ from ..settings import Settings
 from ..streams import WatchedReadStream
 from .message_bounds import (
     DEPTH_REFUSAL,
-    MAX_JSON_CONTAINERS,
     MAX_JSON_DEPTH,
     crowded_refusal,
     echoable,
     json_size,
     refusal,
+    request_id,
     top_level,
 )
 
@@ -153,6 +153,7 @@ class PipeLines:
                     long = LongLine(bytes(self._buffer[:_HEAD + 1]).decode("utf-8", errors="replace"))
                     long.bound = self._max
                 long.size += len(self._buffer)
+                long.tail = (long.tail + bytes(self._buffer[-_TAIL:]))[-_TAIL:]
                 self._buffer.clear()
             searched = len(self._buffer)
             await anyio.wait_readable(self._fd)
@@ -166,12 +167,15 @@ class PipeLines:
         del self._buffer[: end + 1]
         if long is not None:
             long.size += len(line)
+            long.tail = (long.tail + line[-_TAIL:])[-_TAIL:]
             return long
         return line.decode("utf-8", errors="replace")
 
 
 _HEAD = 65_536
 """Bytes kept of a line too long to read: as many as `message_bounds.top_level` reads for an id."""
+_TAIL = 512
+"""Bytes kept of its end, where some clients write the id (`message_bounds.request_id`)."""
 
 
 class LongLine(str):
@@ -179,6 +183,7 @@ class LongLine(str):
 
     size: int = 0
     bound: int = 0
+    tail: bytes = b""
 
 
 FINISH_TIMEOUT = 5.0
@@ -250,7 +255,7 @@ class _Digits(str):
 
 class ScreenedLines:
     """The client's lines, less blank ones (no message), those holding more arrays and objects than
-    MAX_JSON_CONTAINERS (parsing them would hold the event loop for seconds) and those holding an integer longer than
+    LAZYTOOLS_MAX_MESSAGE_CONTAINERS (parsing them would hold the event loop for seconds) and those holding an integer longer than
     Python converts (over 4,300 digits): the SDK could not parse those and would answer nothing, so the client would
     wait for ever.
     Each gets its JSON-RPC error here, with its request's id when that can be read (else id null, as for a parse
@@ -260,8 +265,9 @@ class ScreenedLines:
     The lines handed on are remembered until the server receives what the SDK made of them: for one it could not
     read, `refusal` gives the error owed (see `_RefusalsAnswered`)."""
 
-    def __init__(self, lines: AsyncIterator[str]) -> None:
+    def __init__(self, lines: AsyncIterator[str], max_containers: int) -> None:
         self._lines = lines
+        self.max_containers = max_containers
         self.reply: Callable[[SessionMessage], Awaitable[None]] | None = None
         # The lines handed to the SDK whose message (or parse failure) the server has not received yet: the SDK's
         # reader turns each line into exactly one item, in order, over an unbuffered stream, so this holds two at most.
@@ -279,9 +285,9 @@ class ScreenedLines:
                 continue
             if not line.strip():
                 continue
-            if len(line) > MAX_JSON_CONTAINERS and self.reply is not None \
-                    and (held := containers(line, MAX_JSON_CONTAINERS)) > MAX_JSON_CONTAINERS:
-                crowded = _crowded(line, held)
+            if len(line) > self.max_containers and self.reply is not None \
+                    and (held := containers(line, self.max_containers)) > self.max_containers:
+                crowded = _crowded(line, held, self.max_containers)
                 if crowded is not None:
                     await self.reply(SessionMessage(crowded))
                 continue
@@ -314,28 +320,28 @@ def _too_long(line: LongLine) -> types.JSONRPCError | None:
         logger.warning("Dropped a message of %s bytes from the client (at most LAZYTOOLS_MAX_BODY_BYTES)",
                        f"{line.size:,}")
         return None
-    ident = echoable(members.get("id")) if members is not None else None
+    ident = echoable(request_id(line, tail=line.tail))
     return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
         code=types.INVALID_REQUEST, message=f"Invalid request: a message of {line.size:,} bytes, more than this "
                                             f"server reads ({line.bound:,}; LAZYTOOLS_MAX_BODY_BYTES)"))
 
 
-def _crowded(line: str, held: int) -> types.JSONRPCError | None:
-    """The error for a line holding more arrays and objects than MAX_JSON_CONTAINERS, refused before any parser
+def _crowded(line: str, held: int, most: int) -> types.JSONRPCError | None:
+    """The error for a line holding more arrays and objects than `most`, refused before any parser
     makes an object of it: with its id when its top level shows one (`top_level`: its first 64 KiB), id null when it
     cannot be read; None for a notification or an answer (nothing is owed to either; it is dropped and logged)."""
     members = top_level(line)
     if members is not None and "id" not in members and "method" in members:
         logger.warning("Dropped a message from the client holding %s arrays and objects (at most %s are read)",
-                       f"{held:,}", f"{MAX_JSON_CONTAINERS:,}")
+                       f"{held:,}", f"{most:,}")
         return None
     if members is not None and "method" not in members and ("result" in members or "error" in members):
         logger.warning("Dropped an answer from the client holding %s arrays and objects (at most %s are read)",
-                       f"{held:,}", f"{MAX_JSON_CONTAINERS:,}")
+                       f"{held:,}", f"{most:,}")
         return None
-    ident = echoable(members.get("id")) if members is not None else None
+    ident = echoable(request_id(line))
     return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
-        code=types.INVALID_REQUEST, message=crowded_refusal(held)))
+        code=types.INVALID_REQUEST, message=crowded_refusal(held, most)))
 
 
 def _holds_long_integer(line: str) -> bool:
@@ -529,7 +535,7 @@ async def serve_stdio(server: Server) -> None:
     # A client that closes its end of stdout is gone, whether or not it closes stdin: the session ends, quietly.
     with anyio.CancelScope() as session:
         await _serve_stdio(server, stdin_fd, session.cancel, _bound(server, "max_initialize_bytes"),
-                           _bound(server, "max_body_bytes"))
+                           _bound(server, "max_body_bytes"), _bound(server, "max_message_containers"))
 
 
 def _bound(server: Server, name: str) -> int:
@@ -542,18 +548,18 @@ def _bound(server: Server, name: str) -> int:
 
 
 async def _serve_stdio(server: Server, stdin_fd: int, client_left: Callable[[], None], max_initialize_bytes: int,
-                      max_line: int | None = None) -> None:
+                      max_line: int, max_containers: int) -> None:
     async with AsyncExitStack() as stack:
         lines: AsyncIterator[str] | None = None  # a regular file: the SDK's threaded reader (a file cannot be waited on)
         if stdin_fd >= 0 and _is_pipe(stdin_fd):
             was_blocking = os.get_blocking(stdin_fd)
             os.set_blocking(stdin_fd, False)
             stack.callback(os.set_blocking, stdin_fd, was_blocking)
-            lines = ScreenedLines(PipeLines(stdin_fd, max_line))
+            lines = ScreenedLines(PipeLines(stdin_fd, max_line), max_containers)
         elif stdin_fd >= 0 and os.isatty(stdin_fd):
             # A terminal can be waited on too, and stays blocking (the shell shares it): a read after readiness
             # returns the typed line at once. Without this, Ctrl-C waited for the SDK's reader thread, i.e. Ctrl-D.
-            lines = ScreenedLines(PipeLines(stdin_fd, max_line))
+            lines = ScreenedLines(PipeLines(stdin_fd, max_line), max_containers)
         # A pipe is written on the event loop; else the SDK's writer.
         stdout = stack.enter_context(_claimed_stdout(1, client_left)) if _stdout_is_a_pipe() else None
         read_stream, write_stream = await stack.enter_async_context(

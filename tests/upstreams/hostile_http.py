@@ -2,8 +2,9 @@
 answers of any size, of millions of arrays, compressed though not asked to be, as JSON or as SSE events.
 
 Served in the test's process (`serve`); stateless (no session id). Tools, each with an integer argument `size`:
-`big` (`size` bytes of text), `crowded` (structured content of `size` empty arrays), `gzip` (a small answer sent
-gzip-compressed), and `echo`. A call's name ending in `_sse` answers as an SSE stream: a progress notification,
+`big` (`size` bytes of text), `crowded` (structured content of `size` empty arrays; `crowded_odd` the same as
+`application/json-rpc`, a type the SDK reads as JSON), `gzip` (a small answer sent gzip-compressed; `gzip_sse` as
+an SSE stream), `parts` (`size` text blocks) and `echo`. A call's name ending in `_sse` answers as an SSE stream: a progress notification,
 then the answer, each an event.
 """
 
@@ -22,7 +23,7 @@ from starlette.routing import Route
 
 from ..helpers import running_http
 
-TOOLS = ["big", "crowded", "gzip", "echo", "big_sse", "crowded_sse", "echo_sse"]
+TOOLS = ["parts", "big", "crowded", "crowded_odd", "gzip", "echo", "big_sse", "crowded_sse", "echo_sse", "gzip_sse"]
 
 
 def _result(name: str, size: int) -> str:
@@ -31,6 +32,8 @@ def _result(name: str, size: int) -> str:
     if name.startswith("crowded"):
         return '{"content": [{"type": "text", "text": "rows"}], "structuredContent": {"rows": [%s]}}' % ",".join(
             ["[]"] * size)
+    if name == "parts":
+        return json.dumps({"content": [{"type": "text", "text": f"p{i}"} for i in range(size)]})
     return json.dumps({"content": [{"type": "text", "text": f"{name} {size}"}]})
 
 
@@ -62,9 +65,11 @@ async def _mcp(request: Request) -> Response:
         return Response(status_code=202)
     answer = _answer(message)
     name = message.get("params", {}).get("name", "") if message["method"] == "tools/call" else ""
-    if name == "gzip":
-        return Response(gzip.compress(answer.encode()), media_type="application/json",
-                        headers={"Content-Encoding": "gzip"})
+    if name.startswith("gzip"):
+        return Response(gzip.compress(answer.encode()), headers={"Content-Encoding": "gzip"},
+                        media_type="text/event-stream" if name.endswith("_sse") else "application/json")
+    if name == "crowded_odd":
+        return Response(answer.encode(), media_type="application/json-rpc")
     if name.endswith("_sse"):
         progress = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
                                "params": {"level": "info", "data": "working"}})

@@ -13,12 +13,15 @@ from typing import Any, TextIO
 
 import anyio
 import httpx2
+import mcp_types as types
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, UNSUPPORTED_PROTOCOL_VERSION
 
+from ...parts import fewer_parts
 from ...safetext import clip, redact_secrets
 from ...sdk import create_mcp_http_client
 from ...settings import CHAIN_VARIABLE
@@ -30,6 +33,8 @@ from .listing import screen_listing
 from .stdio import stdio_client
 
 __all__ = ["Screen", "StartFailed", "describe_failure", "open_transport", "refused_handshake", "watched"]
+
+logger = logging.getLogger(__name__)
 
 
 def open_transport(config: ServerConfig, *, auth: httpx2.Auth | None, chain: str, stderr: TextIO,
@@ -177,7 +182,30 @@ class Screen:
         self.version: str | None = None
 
     def __call__(self, item: Any) -> Any:
-        return screen_listing(bound_notification(item), upstream=self.upstream, version=self.version, keep=self.keep)
+        return screen_listing(bound_notification(_fewer_parts(item)), upstream=self.upstream, version=self.version,
+                              keep=self.keep)
+
+
+def _fewer_parts(item: Any) -> Any:
+    """An answer whose result has more content blocks than lazytools passes on, with them joined here, before the
+    SDK's client validates each one (`parts.py`): 100,000 blocks held the event loop for over a second there."""
+    message = item.message if isinstance(item, SessionMessage) else None
+    if isinstance(message, types.JSONRPCResponse) and isinstance(message.result, dict):
+        content = message.result.get("content")
+        if isinstance(content, list):
+            parts = fewer_parts(content, _plain_text, lambda text: {"type": "text", "text": text})
+            if parts is not None:
+                logger.warning("upstream answered request %s with %d content parts: joined to %d",
+                               clip(str(message.id), 40), len(content), len(parts))
+                message.result["content"] = parts
+    return item
+
+
+def _plain_text(block: Any) -> str | None:
+    """A block's text when it is a text block and nothing else (no annotations, no `_meta`)."""
+    if type(block) is dict and len(block) == 2 and block.get("type") == "text" and type(block.get("text")) is str:
+        return str(block["text"])
+    return None
 
 
 @asynccontextmanager

@@ -36,16 +36,19 @@ def bounded(client: httpx2.AsyncClient, max_bytes: int) -> httpx2.AsyncClient:
     client.headers["Accept-Encoding"] = "identity"
 
     async def bound(response: httpx2.Response) -> None:
-        kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        # Told apart as the SDK tells them (its test is a prefix of the raw header: `application/json-rpc`, and two
+        # headers joined as "application/json, text/html", are JSON to it).
+        kind = response.headers.get("content-type", "").lower()
         encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
         request_id = _request_id(response.request)
-        if kind == "application/json" or (encoded and kind == "text/event-stream"):
+        if kind.startswith("application/json") or encoded:
+            # Compressed, whatever its type, it is refused unread: a megabyte of gzip is a gigabyte of text.
             response.stream = _JsonAnswer(response.stream, request_id, max_bytes,
                                           encoding=response.headers.get("content-encoding") if encoded else None)
             for name in ("content-encoding", "content-length", "content-type"):
                 response.headers.pop(name, None)
             response.headers["content-type"] = "application/json"
-        elif kind == "text/event-stream":
+        elif kind.startswith("text/event-stream"):
             response.stream = _Events(response.stream, request_id, max_bytes)
         else:
             response.stream = _Cut(response.stream, max_bytes)
@@ -115,6 +118,7 @@ class _Events(httpx2.AsyncByteStream):
         self._inner, self._id, self._most = inner, request_id, max_bytes
         self._buffer = bytearray()
         self._skipped = 0  # bytes of an event past the bound, dropped as they came; 0 when none is being skipped
+        self._searched = 0  # how far the buffer holds no blank line
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         held_cr = b""  # a CR at a chunk's end may be half of a CRLF
@@ -132,9 +136,12 @@ class _Events(httpx2.AsyncByteStream):
         """The whole events `data` completes (line ends already `\n`), each passed on or replaced."""
         out: list[bytes] = []
         self._buffer += data
-        while (end := self._buffer.find(b"\n\n")) >= 0:
+        # Searched only where new bytes arrived (less one: a blank line may straddle two chunks), else an event
+        # that trickles in costs time quadratic in its length.
+        while (end := self._buffer.find(b"\n\n", self._searched)) >= 0:
             event = bytes(self._buffer[:end + 2])
             del self._buffer[:end + 2]
+            self._searched = 0
             if self._skipped or len(event) > self._most:
                 out.append(self._refused(f"is an event of {self._skipped + len(event):,} bytes or more, more than "
                                          f"lazytools reads ({self._most:,})"))
@@ -145,6 +152,7 @@ class _Events(httpx2.AsyncByteStream):
         if len(self._buffer) > self._most:  # an event too long to hold: dropped up to its end
             self._skipped += len(self._buffer) - 1
             del self._buffer[:-1]  # its last byte may be the first of the blank line that ends it
+        self._searched = max(len(self._buffer) - 1, 0)
         return [event for event in out if event]
 
     def _refused(self, why: str) -> bytes:

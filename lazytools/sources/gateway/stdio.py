@@ -31,7 +31,6 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ...jsonshape import containers
-from ...parts import fewer_parts
 from ...safetext import clip
 from ...sdk import (
     aclose_all,
@@ -137,39 +136,17 @@ def parse_line(line: bytes | OversizedLine, max_line_bytes: int) -> SessionMessa
         return _unreadable_answer(line, what) or ValueError(f"a message that {what} was dropped")
     text = line.decode("utf-8", errors="replace")
     try:
-        return SessionMessage(_fewer_parts(types.jsonrpc_message_adapter.validate_json(text, by_name=False)))
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
     except ValidationError as strict_error:
         try:
             # Python's parser takes what the strict one refuses: lone surrogate escapes, NaN, Infinity.
-            return SessionMessage(_fewer_parts(
-                types.jsonrpc_message_adapter.validate_python(json.loads(text), by_name=False)))
+            return SessionMessage(types.jsonrpc_message_adapter.validate_python(json.loads(text), by_name=False))
         except (ValueError, RecursionError, ValidationError):
             unreadable = _unreadable_answer(line, "could not be parsed (nested too deep, or not JSON)")
             if unreadable is not None:  # an answer too deep (or too odd) to parse: its caller hears so now
                 return unreadable
             logger.debug("upstream wrote a line that is not JSON-RPC (%s)", clip(text, 120))
             return strict_error
-
-
-def _fewer_parts(message: types.JSONRPCMessage) -> types.JSONRPCMessage:
-    """An answer whose result has more content blocks than lazytools passes on, with them joined here, before the
-    SDK's client validates each one (`parts.py`)."""
-    if isinstance(message, types.JSONRPCResponse) and isinstance(message.result, dict):
-        content = message.result.get("content")
-        if isinstance(content, list):
-            parts = fewer_parts(content, _plain_text, lambda text: {"type": "text", "text": text})
-            if parts is not None:
-                logger.warning("upstream answered request %s with %d content parts: joined to %d",
-                               clip(str(message.id), 40), len(content), len(parts))
-                message.result["content"] = parts
-    return message
-
-
-def _plain_text(block: Any) -> str | None:
-    """A block's text when it is a text block and nothing else (no annotations, no `_meta`)."""
-    if type(block) is dict and len(block) == 2 and block.get("type") == "text" and type(block.get("text")) is str:
-        return str(block["text"])
-    return None
 
 
 def _unreadable_answer(line: bytes, what: str) -> SessionMessage | None:

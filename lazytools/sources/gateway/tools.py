@@ -73,6 +73,10 @@ def about_of(config: ServerConfig, client: Client) -> str:
     return "\n\n".join(dict.fromkeys(text.strip()[:MAX_ABOUT_CHARS] for text in texts if text and text.strip()))
 
 
+_MOST_SAID = 1024
+"""Listing warnings remembered per upstream: past them (a listing that changes without end) they are said again."""
+
+
 def tool_entries(server: str, config: ServerConfig, tools: list[types.Tool], *, call: Call,
                  pinned: bool, said: set[str] | None = None) -> list[ToolEntry]:
     """The catalog entries of `server`'s `tools` that its config allows, less those that run only as tasks; each
@@ -81,7 +85,7 @@ def tool_entries(server: str, config: ServerConfig, tools: list[types.Tool], *, 
     def warn(message: str) -> None:
         if said is None or message not in said:
             logger.warning("%s", message)
-            if said is not None:
+            if said is not None and len(said) < _MOST_SAID:
                 said.add(message)
 
     allowed = [tool for tool in tools if config.allows(tool.name)]
