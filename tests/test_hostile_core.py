@@ -303,6 +303,20 @@ async def test_an_http_upstreams_answers_are_read_within_the_bounds_a_stdio_ones
         assert o.gateway["w"].connections == 1
 
 
+async def test_the_sse_answer_of_a_timed_out_call_is_closed(tmp_path: Path) -> None:
+    """The SDK kept reading the SSE answer of a call that timed out for as long as the upstream kept it open: one
+    that never ended them took a connection each, until the pool's 100 were gone and every call to it failed."""
+    closed = hostile_http.HELD["closed"]
+    async with hostile_http.serve() as url, opened(tmp_path, {"w": {"url": url, "timeout": 0.5}}) as o:
+        async with client(o.server, "claude-ai") as c:
+            for _ in range(3):
+                late = await call(c, "w__never_ends_sse", {"size": 0})
+                assert late.is_error and "did not answer within 0.5 s" in text_of(late)
+            await eventually(lambda: hostile_http.HELD["closed"] == closed + 3)
+            assert hostile_http.HELD["open"] == 0
+            assert text_of(await call(c, "w__echo", {"size": 4})) == "echo 4"
+
+
 @pytest.mark.process
 async def test_an_upstream_error_message_is_cut(tmp_path: Path) -> None:
     """An upstream's JSON-RPC error of 2 MB reaches the model as a few thousand characters that say how long it was

@@ -4,7 +4,8 @@ answers of any size, of millions of arrays, compressed though not asked to be, a
 Served in the test's process (`serve`); stateless (no session id). Tools, each with an integer argument `size`:
 `big` (`size` bytes of text), `crowded` (structured content of `size` empty arrays; `crowded_odd` the same as
 `application/json-rpc`, a type the SDK reads as JSON), `gzip` (a small answer sent gzip-compressed; `gzip_sse` as
-an SSE stream), `parts` (`size` text blocks) and `echo`. A call's name ending in `_sse` answers as an SSE stream: a progress notification,
+an SSE stream), `parts` (`size` text blocks), `never_ends_sse` (an SSE answer that sends one log message and
+never ends: `HELD` counts those open and closed) and `echo`. A call's name ending in `_sse` answers as an SSE stream: a progress notification,
 then the answer, each an event.
 """
 
@@ -16,14 +17,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from ..helpers import running_http
 
-TOOLS = ["parts", "big", "crowded", "crowded_odd", "gzip", "echo", "big_sse", "crowded_sse", "echo_sse", "gzip_sse"]
+TOOLS = ["never_ends_sse", "parts", "big", "crowded", "crowded_odd", "gzip", "echo", "big_sse", "crowded_sse",
+         "echo_sse", "gzip_sse"]
 
 
 def _result(name: str, size: int) -> str:
@@ -70,6 +73,8 @@ async def _mcp(request: Request) -> Response:
                         media_type="text/event-stream" if name.endswith("_sse") else "application/json")
     if name == "crowded_odd":
         return Response(answer.encode(), media_type="application/json-rpc")
+    if name == "never_ends_sse":
+        return StreamingResponse(_never_ends(), media_type="text/event-stream")
     if name.endswith("_sse"):
         progress = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
                                "params": {"level": "info", "data": "working"}})
@@ -77,6 +82,22 @@ async def _mcp(request: Request) -> Response:
         body = f"event: message\r\ndata: {progress}\r\n\r\nevent: message\r\ndata: {answer}\r\n\r\n"
         return Response(body.encode(), media_type="text/event-stream")
     return Response(answer.encode(), media_type="application/json")
+
+
+HELD = {"open": 0, "closed": 0}
+"""The answers of `never_ends_sse` open now, and those their client closed."""
+
+
+async def _never_ends() -> AsyncIterator[bytes]:
+    HELD["open"] += 1
+    try:
+        log = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                          "params": {"level": "info", "data": "still working"}})
+        yield f"event: message\ndata: {log}\n\n".encode()
+        await anyio.sleep_forever()
+    finally:
+        HELD["open"] -= 1
+        HELD["closed"] += 1
 
 
 @asynccontextmanager

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
 import httpx2
 
 from ...jsonshape import containers
@@ -32,8 +33,20 @@ logger = logging.getLogger(__name__)
 
 
 def bounded(client: httpx2.AsyncClient, max_bytes: int) -> httpx2.AsyncClient:
-    """`client`, asking for uncompressed answers and reading each within the bounds above."""
+    """`client`, asking for uncompressed answers and reading each within the bounds above. The SSE answer of a
+    request lazytools cancels (`notifications/cancelled`: its call timed out, or its client gave up) is closed:
+    the SDK kept reading it, and an upstream that never ended such answers held a connection for each until the
+    pool's 100 were taken and every later call to it failed."""
     client.headers["Accept-Encoding"] = "identity"
+    answering: dict[str, _Events] = {}  # the open SSE answers, by their request's id (as JSON: 1 is not "1")
+
+    async def sent(request: httpx2.Request) -> None:
+        message = _message(request)
+        params = message.get("params") if message.get("method") == "notifications/cancelled" else None
+        if isinstance(params, dict) and "requestId" in params:
+            stream = answering.pop(json.dumps(params["requestId"]), None)
+            if stream is not None:
+                stream.stop()
 
     async def bound(response: httpx2.Response) -> None:
         # Told apart as the SDK tells them (its test is a prefix of the raw header: `application/json-rpc`, and two
@@ -49,23 +62,34 @@ def bounded(client: httpx2.AsyncClient, max_bytes: int) -> httpx2.AsyncClient:
                 response.headers.pop(name, None)
             response.headers["content-type"] = "application/json"
         elif kind.startswith("text/event-stream"):
-            response.stream = _Events(response.stream, request_id, max_bytes)
+            key = json.dumps(request_id)
+            events = _Events(response.stream, request_id, max_bytes,
+                             ended=lambda: answering.pop(key, None) if answering.get(key) is events else None)
+            if request_id is not None:
+                answering[key] = events
+            response.stream = events
         else:
             response.stream = _Cut(response.stream, max_bytes)
 
+    client.event_hooks["request"] = [*client.event_hooks.get("request", []), sent]
     client.event_hooks["response"] = [*client.event_hooks.get("response", []), bound]
     return client
 
 
-def _request_id(request: httpx2.Request) -> Any:
-    """The id of the JSON-RPC request a POST carried (lazytools' own message), else None."""
+def _message(request: httpx2.Request) -> dict[str, Any]:
+    """The JSON-RPC message a POST carried (lazytools' own), else {}."""
     if request.method != "POST":
-        return None
+        return {}
     try:
         message = json.loads(request.content)
     except (ValueError, httpx2.RequestNotRead):
-        return None
-    return message.get("id") if isinstance(message, dict) else None
+        return {}
+    return message if isinstance(message, dict) else {}
+
+
+def _request_id(request: httpx2.Request) -> Any:
+    """The id of the JSON-RPC request a POST carried, else None."""
+    return _message(request).get("id")
 
 
 def _error(request_id: Any, why: str) -> bytes:
@@ -114,19 +138,53 @@ class _JsonAnswer(httpx2.AsyncByteStream):
 class _Events(httpx2.AsyncByteStream):
     """An SSE stream passed on one whole event at a time; an event past the bounds replaced or dropped."""
 
-    def __init__(self, inner: Any, request_id: Any, max_bytes: int) -> None:
-        self._inner, self._id, self._most = inner, request_id, max_bytes
+    def __init__(self, inner: Any, request_id: Any, max_bytes: int, *, ended: Callable[[], Any] | None = None
+                 ) -> None:
+        self._inner, self._id, self._most, self._ended = inner, request_id, max_bytes, ended
+        self._reading: anyio.CancelScope | None = None
+        self._stopped = False
         self._buffer = bytearray()
         self._skipped = 0  # bytes of an event past the bound, dropped as they came; 0 when none is being skipped
         self._searched = 0  # how far the buffer holds no blank line
 
+    def stop(self) -> None:
+        """End the stream where it is: its request was cancelled (the SDK would read it for as long as it lasts)."""
+        self._stopped = True
+        if self._reading is not None:
+            self._reading.cancel()
+
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for part in self._parts():
+                yield part
+        finally:
+            if self._ended is not None:
+                self._ended()
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        """The inner stream's chunks until it ends or `stop` is called. Each read is in a cancel scope of its own,
+        left before the chunk is handed on (a scope must not stay open across a generator's yield)."""
+        chunks = self._inner.__aiter__()
+        while not self._stopped:
+            with anyio.CancelScope() as self._reading:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+            self._reading = None
+            if self._stopped:
+                return
+            yield chunk
+
+    async def _parts(self) -> AsyncIterator[bytes]:
         held_cr = b""  # a CR at a chunk's end may be half of a CRLF
-        async for chunk in self._inner:
+        async for chunk in self._chunks():
             chunk = held_cr + chunk
             held_cr, chunk = (b"\r", chunk[:-1]) if chunk.endswith(b"\r") else (b"", chunk)
             for event in self._events(chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")):
                 yield event
+        if self._stopped:
+            return
         for event in self._events(b"\n" if held_cr else b""):
             yield event
         if self._buffer and not self._skipped:  # the stream ended inside an event: passed on as it is
