@@ -12,8 +12,8 @@ the closest outside tool's cosine) are kept (`--signals FILE` writes them, `--fr
 
 - the thresholds are chosen on the even halves: the ones that say "nothing fits" for the most out-of-scope
   requests while the R@5 of every calibration set (the dev sets together, MetaTool, ToolAlpaca) loses at most
-  MAX_LOSS (in semantic mode with each outside penalty of `OUTSIDE_PENALTIES`, the lightest first); RestBench, the
-  bundled catalog's requests and the held-out ones are never used to choose;
+  MAX_LOSS (in semantic mode with each outside penalty of `OUTSIDE_PENALTIES`, the lightest first); RestBench,
+  eurolang (`CHECK_ONLY`), the bundled catalog's requests and the held-out ones are never used to choose;
 - the table gives, per half, the share of out-of-scope requests for which nothing is enabled, and every in-scope
   set's R@5 before and after, with the thresholds chosen and with the shipped ones (`DEFAULT_FIT`).
 A request judged unfit gets nothing, so its R@5 becomes 0: what a wrongly refused request costs as served.
@@ -37,6 +37,7 @@ from lazytools.evaluate import HALVES, read_queries, served_search
 from lazytools.search import build_index
 from lazytools.search.embedders import DEFAULT_EMBEDDER
 from lazytools.search.fit import DEFAULT_FIT, Evidence, FitConfig
+from lazytools.search.language import ENGLISH
 from lazytools.sources.jsonl import load_jsonl_catalog, read_servers, servers_beside
 
 from .searchsets import DATA, LIMIT, METATOOL, METATOOL_EVERY, SETS
@@ -47,7 +48,9 @@ HERE = Path(__file__).parent / "data"
 TOOLALPACA = Path("/work/shared/eval-data/toolalpaca")
 MAX_LOSS = 0.01
 CALIBRATION = ("dev", "metatool", "toolalpaca")
-"""The in-scope sets thresholds are chosen on (their even halves); the others are checks only."""
+"""The in-scope catalogs thresholds are chosen on (their sets' even halves); the others are checks only."""
+CHECK_ONLY = frozenset({"eurolang"})
+"""Sets of those catalogs that are checks only (benchmarks/data/multiserver/SOURCE.md: not for tuning)."""
 OFF = FitConfig(enabled=False)
 OUTSIDE = {
     "dev": (DATA / "outofscope.jsonl",),
@@ -79,6 +82,8 @@ class Row:
     """The embedder that gave `cosine` (signal files written before it was kept: the default)."""
     outside: float | None = None
     """The closest outside tool's cosine (`Evidence.outside`; signal files written before it: none)."""
+    language: str = ENGLISH
+    """The request's language (`Evidence.language`; signal files written before it: English)."""
 
 
 def _out_of_scope(path: Path, half: str) -> list[tuple[str, str]]:
@@ -138,7 +143,8 @@ def _row(catalog: str, name: str, half: str, qid: str, recall: float | None, evi
     if evidence is None:  # nothing matched at all: no tool is returned either way
         return Row(catalog, name, half, qid, recall, 0.0, None)
     return Row(catalog, name, half, qid, recall, evidence.lexical, evidence.cosine, evidence.second,
-               evidence.coverage, evidence.gap, evidence.lift, evidence.words, evidence.embedder, evidence.outside)
+               evidence.coverage, evidence.gap, evidence.lift, evidence.words, evidence.embedder, evidence.outside,
+               evidence.language)
 
 
 def _fits(row: Row, fit: FitConfig) -> bool:
@@ -165,7 +171,7 @@ def choose(rows: Sequence[Row], semantic: bool, weighed: tuple[tuple[str, float]
     even = [r for r in rows if r.half == "even"]
     inside: dict[tuple[str, str], list[Row]] = {}
     for r in even:  # every set on its own: a small set refusing one request it answers loses more than .01
-        if r.recall is not None and r.catalog in CALIBRATION:
+        if r.recall is not None and r.catalog in CALIBRATION and r.name not in CHECK_ONLY:
             inside.setdefault((r.catalog, r.name), []).append(r)
     outside = [r for r in even if r.recall is None and r.catalog == "dev"]
     embedder = _embedder_of(rows)
@@ -236,7 +242,7 @@ def _evidence(row: Row) -> Evidence:
     embedder = (row.embedder or DEFAULT_EMBEDDER) if row.cosine is not None else None
     return Evidence(row.lexical, row.cosine, embedder=embedder,
                     second=row.second, coverage=row.coverage, gap=row.gap, lift=row.lift, words=row.words,
-                    outside=row.outside)
+                    outside=row.outside, language=row.language)
 
 
 def _outside(rows: Sequence[Row], sets: Sequence[tuple[str, str]]) -> list[Row]:

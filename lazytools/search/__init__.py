@@ -3,11 +3,13 @@
 from .analysis import split_words, stem, tokenize
 from .documents import FIELD_WEIGHTS
 from .index import SearchIndex, build_index
+from .language import ENGLISH, language_name, language_of
 from .live import LiveIndex
 from .results import Hit, Results
 from .selection import RELEVANCE_FLOOR, select
 
 __all__ = [
+    "ENGLISH",
     "FIELD_WEIGHTS",
     "RELEVANCE_FLOOR",
     "Hit",
@@ -15,6 +17,8 @@ __all__ = [
     "Results",
     "SearchIndex",
     "build_index",
+    "language_name",
+    "language_of",
     "select",
     "split_words",
     "stem",

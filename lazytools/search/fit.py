@@ -53,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .embedders import embed_finite
+from .language import ENGLISH
 from .tables import table
 
 if TYPE_CHECKING:
@@ -85,6 +86,10 @@ class FitConfig:
     background_quantile: float = 0.9
     """Each tool's background floor is the cosine this share of the background requests stay under (read when an
     index computes its floors, as it embeds its tools: `background_floor`)."""
+    english_only: bool = True
+    """Whether only requests read as English are judged (`language.language_of`; both modes): every threshold was
+    chosen on English requests, and one in French or German shares few words with an English catalog and sits far
+    from its tools for an English encoder, so the evidence took it for a request nothing answers."""
     embedder: str = "minilm+wordllama"
     """The embedder the semantic rule was chosen for (named, not the default's name: a new default must be measured
     first): each embedder's cosines have a scale of their own, so with another one no request is refused in
@@ -98,6 +103,8 @@ class FitConfig:
     def fits(self, evidence: Evidence | None) -> bool:
         if not self.enabled or evidence is None or evidence.named:
             return True
+        if self.english_only and evidence.language != ENGLISH:
+            return True  # the evidence was calibrated on English requests and does not judge others
         if evidence.cosine is None:
             return evidence.lexical >= self.min_lexical
         if evidence.embedder != self.embedder:
@@ -145,18 +152,21 @@ class Evidence:
     outside: float | None = None
     """The cosine of the request's closest tool of other catalogs (`outside_texts`; semantic mode, once the index
     has their vectors)."""
+    language: str = ENGLISH
+    """The language the request is written in (`query.Query.language`)."""
 
 
 def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, candidates: npt.NDArray[np.bool_],
                 vectors: Vectors | None, request: Vectors | None, *, named: bool,
                 embedder: str | None = None, floors: npt.NDArray[np.float32] | None = None, words: int = 1,
                 read: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None,
-                outside: Vectors | None = None) -> Evidence:
+                outside: Vectors | None = None, language: str = ENGLISH) -> Evidence:
     """The evidence for a request scored with the weighted `terms`, whose best-ranked tool is at position `best`;
     with embeddings, the cosine of the `candidates` tool closest to the `request` vector (the embedder's own
     cosine, before any lift by server), and with each tool's background `floors` (`background_floor`) the lift;
     `words` is the request's word count (`query.Cost.words`); `read`: the slots and weights of `terms` when the
-    caller has them (`bm25.TermsRead.first`); `outside`: the vectors of `outside_texts` by the same embedder."""
+    caller has them (`bm25.TermsRead.first`); `outside`: the vectors of `outside_texts` by the same embedder;
+    `language`: the request's (`language.language_of`)."""
     lexical, second, coverage = _term_evidence(bm25, terms, best, read)
     cosine = gap = lift = nearest_outside = None
     if vectors is not None and request is not None and candidates.any():
@@ -170,7 +180,7 @@ def evidence_of(bm25: BM25FPostings, terms: Mapping[str, float], best: int, cand
         if outside is not None and len(outside) and outside.shape[1] == request.shape[0]:
             nearest_outside = float((outside @ request).max())  # a BLAS product (einsum runs its own loop)
     return Evidence(lexical, cosine, named, embedder if cosine is not None else None, second, coverage, gap, lift,
-                    math.log(min(max(words, 1), WORDS_AT_MOST)), nearest_outside)
+                    math.log(min(max(words, 1), WORDS_AT_MOST)), nearest_outside, language)
 
 
 @cache

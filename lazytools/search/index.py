@@ -223,7 +223,8 @@ class SearchIndex:
                                ranking.request, named=bool(query.named),
                                embedder=embedder.name if embedder is not None else None,
                                floors=self._yardsticks.floors, outside=self._yardsticks.outside,
-                               words=query.cost.words, read=ranking.read) if picked else None
+                               words=query.cost.words, read=ranking.read,
+                               language=query.language) if picked else None
         measured = bool(ranking.need_similarities) if needs is None else needs
         if not measured:
             return Results(hits, evidence=evidence)

@@ -13,6 +13,7 @@ from functools import lru_cache
 from .analysis import split_words, terms_of, tokenize
 from .config import DEFAULT, RankingConfig
 from .crosslang import english_rendering, has_cjk
+from .language import ENGLISH, language_of
 from .names import NameMatcher
 from .phrases import read_phrases
 from .related import RelatedWords
@@ -296,6 +297,9 @@ class Query:
     deliverable: str | None = None
     """The text its named output is searched with ("write save file ... as notes.md"), if it names one."""
     cjk: bool = False
+    language: str = ENGLISH
+    """The language it is written in, by its function words (`language.language_of`): "nothing fits" judges English
+    requests only."""
     cost: Cost = field(default_factory=lambda: Cost(0, 0, 1, False))
 
 
@@ -322,7 +326,8 @@ def analyze(text: str, lexicon: Lexicon | None = None, config: RankingConfig = D
     cost = cost_of(text)
     tokens = frozenset(tokenize(text))
     if lexicon is None:
-        return Query(text, needs, tokens, deliverable=deliverable(text), cjk=cost.cjk, cost=cost)
+        return Query(text, needs, tokens, deliverable=deliverable(text), cjk=cost.cjk, language=language_of(text),
+                     cost=cost)
     if reader is None:
         reader = TermReader(lexicon, config)
     return Query(
@@ -330,7 +335,7 @@ def analyze(text: str, lexicon: Lexicon | None = None, config: RankingConfig = D
         terms=tagged_terms(text, lexicon, config, reader),
         need_terms=tuple(tagged_terms(need, lexicon, config, reader) for need in needs),
         named=lexicon.names.matches(text) if lexicon.names is not None else {},
-        deliverable=deliverable(text), cjk=cost.cjk, cost=cost,
+        deliverable=deliverable(text), cjk=cost.cjk, language=language_of(text), cost=cost,
     )
 
 

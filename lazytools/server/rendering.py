@@ -10,7 +10,7 @@ from ..catalog import GROUPS_CHARS
 from ..entry import ToolEntry
 from ..modes import Surface
 from ..safetext import clip
-from ..search import Hit, Results
+from ..search import ENGLISH, Hit, Results, language_name, language_of
 from .signatures import NAME_CHARS, schema_of, signature, signature_of
 
 __all__ = [
@@ -66,6 +66,8 @@ def search_text(
         shown = {tool.group for tool in results.returned}
         if found_down := {group: why for group, why in down.items() if group in shown}:
             notes.append(down_found_line(found_down))
+    if (language := _other_language(results)) is not None:
+        notes.append(language_line(language))
     if results.group_size is not None:
         notes.append(f"Group {results.group!r} has {results.group_size} tools; showing {limit}. Add a query to narrow it.")
     if results.over_cap and enable_at_most is not None:
@@ -81,6 +83,21 @@ def search_text(
     if results.unmatched:
         text += "\n" + not_matched_line(results.unmatched)
     return text
+
+
+def _other_language(results: Results) -> str | None:
+    """The request's language when it is not English and the best match is described in another language than it
+    (`language.language_of`): search then matched an English catalog's words with few of the request's."""
+    language = results.evidence.language if results.evidence is not None else ENGLISH
+    if language == ENGLISH or (results.hits and language_of(results.hits[0].entry.description) == language):
+        return None
+    return language
+
+
+def language_line(language: str) -> str:
+    """One line for a request in another language than the catalog's: search reads English words best."""
+    return (f"This request reads as {language_name(language)}, and search reads English best: the matches may miss. "
+            "Searching again in English finds more.")
 
 
 def down_line(down: Mapping[str, tuple[str, str]]) -> str:

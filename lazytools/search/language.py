@@ -1,0 +1,52 @@
+"""Which language a request is written in, as far as its function words tell: English, or one of the European
+languages of `data/languages.json`.
+
+Every rule and encoder of search reads English, and the evidence of "nothing fits" (`fit`) was calibrated on English
+requests: a request in French or German shares few words with an English catalog and sits far from its tools for an
+English encoder, so it looked like a request no tool answers ("Lies die Datei notizen.txt" was refused while
+`read_file` was its answer). A request is read as written in another language when it holds more of that language's
+function words (articles, pronouns, prepositions, auxiliaries) than of English's, and at least one: function words
+are what every sentence of a language has, whatever it asks for. Words that are English function words too are not
+counted for another language, so an English request quoting a foreign word stays English.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from .tables import table, words
+
+__all__ = ["ENGLISH", "language_name", "language_of"]
+
+ENGLISH = "en"
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+@cache
+def _function_words() -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    english = words("stop_words", "function_words")
+    others = {language: frozenset(word for line in lines for word in line.split()) - english
+              for language, lines in table("languages")["function_words"].items()}
+    return english, others
+
+
+def language_of(text: str) -> str:
+    """`text`'s language by its function words: ENGLISH, or the code of another language of the table ("fr")."""
+    english, others = _function_words()
+    tokens = _WORD.findall(text.lower())
+    if not tokens:
+        return ENGLISH
+    in_english = sum(token in english for token in tokens)
+    best, most = ENGLISH, in_english
+    for language, function_words in others.items():
+        count = sum(token in function_words for token in tokens)
+        if count > most:
+            best, most = language, count
+    return best
+
+
+def language_name(code: str) -> str:
+    """The English name of a language `language_of` gives ("German" for "de"; the code itself if the table has none)."""
+    return str(table("languages").get("names", {}).get(code, "English" if code == ENGLISH else code))

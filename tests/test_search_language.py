@@ -1,0 +1,103 @@
+"""A request's language by its function words (`search.language`), and what search does with one that is not
+English: "nothing fits" does not judge it, and the result says that search reads English best."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lazytools import Catalog, FunctionGroup, Group, build_server
+from lazytools.app import open_server
+from lazytools.search import build_index, language_of
+from lazytools.search.fit import DEFAULT_FIT, Evidence, FitConfig
+
+from .conftest import client, embedded, make_settings, text_of
+
+DATA = Path(__file__).parents[1] / "benchmarks" / "data"
+
+
+@pytest.mark.parametrize(("text", "language"), [
+    ("Montre-moi la liste des fichiers de ce dossier", "fr"),
+    ("Kannst du mir bitte die Wettervorhersage für morgen zeigen?", "de"),
+    ("Zähle die Wörter in diesem Text", "de"),
+    ("¿Cuál es el tipo de cambio del euro hoy?", "es"),
+    ("Mostrami gli ultimi messaggi del canale", "it"),
+    ("Qual é a previsão do tempo para amanhã em Lisboa?", "pt"),
+    ("Laat mij de laatste berichten van het kanaal zien", "nl"),
+    ("show me the files in this folder", "en"),
+    ("translate 'bonjour le monde' to English", "en"),  # a quoted foreign phrase in an English request
+    ("what time is it in EST", "en"),
+    ("", "en"),
+])
+def test_a_requests_language_is_the_one_whose_function_words_it_holds_most(text: str, language: str) -> None:
+    assert language_of(text) == language
+
+
+def _requests(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_no_english_request_of_the_labelled_sets_reads_as_another_language() -> None:
+    files = [path for path in sorted(DATA.glob("*/*.jsonl")) if path.stem not in ("tools", "eurolang")]
+    read = [(path.name, str(record["query"])) for path in files for record in _requests(path) if "query" in record]
+    assert len(read) > 900
+    assert [(name, text) for name, text in read if language_of(text) != "en"] == []
+
+
+def test_the_european_requests_read_as_their_own_language() -> None:
+    records = _requests(DATA / "multiserver" / "eurolang.jsonl")
+    read = [(language_of(str(record["query"])), record["split"]) for record in records]
+    assert all(found in ("en", split) for found, split in read)  # never another language than its own
+    assert sum(found == split for found, split in read) >= 0.9 * len(read)
+
+
+def test_the_fit_rule_judges_english_requests_only_unless_told_otherwise() -> None:
+    german = Evidence(0.01, language="de")
+    assert DEFAULT_FIT.fits(german) and not DEFAULT_FIT.fits(Evidence(0.01))
+    assert not FitConfig(english_only=False).fits(german)
+
+
+GERMAN = "Erzeuge mir ein sicheres Passwort"
+"""A request the bundled catalog answers (generate_password) whose words BM25 cannot read: the evidence refuses it
+when it judges every language."""
+
+
+async def test_a_request_in_another_language_is_searched_and_told_to_search_in_english() -> None:
+    async with open_server(make_settings(learn=False)) as server, client(server) as c:
+        evidence = (await embedded(server.index)).find(GERMAN).evidence
+        assert evidence is not None and evidence.language == "de"
+        assert not FitConfig(english_only=False).fits(evidence)  # judged as English, nothing would fit
+        answer = text_of(await c.call_tool("search_tools", {"query": GERMAN}))
+        assert answer.startswith("Enabled: ") and "No tool here fits" not in answer
+        assert "This request reads as German, and search reads English best" in answer
+        assert len((await c.list_tools()).tools) > 2
+        english = text_of(await c.call_tool("search_tools", {"query": "generate a strong password"}))
+        assert english.startswith("Enabled: generate_password") and "reads as" not in english
+
+
+async def test_a_catalog_described_in_the_requests_language_gets_no_such_line() -> None:
+    tools = FunctionGroup("kalender", summary="Termine.")
+
+    @tools.tool
+    def termin_anlegen(titel: str, datum: str) -> str:
+        """Legt einen Termin mit einem Titel an dem Datum an, das du angibst."""
+        return f"{titel} am {datum}"
+
+    @tools.tool
+    def termine_auflisten(datum: str) -> list[str]:
+        """Zeigt die Termine eines Tages, die im Kalender stehen."""
+        return [datum]
+
+    catalog = Catalog()
+    catalog.set_group(Group(tools.group, tools.summary), tools.entries)
+    async with client(build_server(catalog, make_settings(learn=False))) as c:
+        answer = text_of(await c.call_tool("search_tools", {"query": "Zeige mir die Termine für morgen"}))
+    assert answer.startswith("Enabled: termine_auflisten") and "reads as" not in answer
+
+
+def test_an_index_reads_a_requests_language_once_with_its_analysis() -> None:
+    index = build_index([])
+    assert index.analyze("Quelle heure est-il à Tokyo ?").language == "fr"
+    assert index.analyze("what time is it in Tokyo").language == "en"
