@@ -34,7 +34,7 @@ from lazytools.validation import Limits, validate_arguments
 
 from .conftest import client, make_settings, text_of
 from .helpers import eventually, running_http
-from .upstreams import hostile_http
+from .upstreams import hostile_http, hostile_sse
 from .upstreams.helpers import opened
 
 HOSTILE = Path(__file__).resolve().parent / "upstreams" / "hostile.py"
@@ -321,6 +321,25 @@ async def test_an_http_upstreams_answers_are_read_within_the_bounds_a_stdio_ones
                 assert packed.is_error and "came compressed (gzip)" in text_of(packed), text_of(packed)
             assert text_of(await call(c, "w__echo_sse", {"size": 3})) == "echo_sse 3"
         assert o.gateway["w"].connections == 1
+
+
+async def test_a_legacy_sse_upstreams_answer_past_the_bounds_fails_its_call_at_once(tmp_path: Path) -> None:
+    """On the older HTTP+SSE transport every answer comes on the one GET stream, which answers no one request: an
+    event past the bounds there was dropped, and its call waited for its timeout. It now fails at once, its request
+    told by the event's own id (the SDK's server writes it first)."""
+    async with hostile_sse.serve() as url, opened(tmp_path, {"old": {"type": "sse", "url": url, "timeout": 5}},
+                                                   max_result_bytes=65536) as o:
+        async with client(o.server, "claude-ai") as c:
+            assert text_of(await call(c, "old__echo", {"size": 1})) == "echo 1"
+            huge = await call(c, "old__big", {"size": 3_000_000})
+            assert huge.is_error and "is an event of 6,000,1" in text_of(huge), text_of(huge)
+            assert "more than lazytools reads (1,179,648); it was not read" in text_of(huge)
+            crowded = await call(c, "old__crowded", {"size": 150_000})
+            assert crowded.is_error and "holds 150,00" in text_of(crowded), text_of(crowded)
+            for failed in (huge, crowded):
+                assert "did not answer within" not in text_of(failed)
+            assert text_of(await call(c, "old__echo", {"size": 2})) == "echo 2"
+        assert o.gateway["old"].connections == 1
 
 
 async def test_the_sse_answer_of_a_timed_out_call_is_closed(tmp_path: Path) -> None:
