@@ -27,17 +27,15 @@ from typing import Any
 import anyio
 import httpx2
 
-from ...jsonshape import containers
+from ...jsonshape import containers, top_level
 from ...safetext import clip
-from ...transports.message_bounds import request_id as id_of
-from ...transports.message_bounds import top_level
-from .stdio import MAX_CONTAINERS
+from .stdio import MAX_CONTAINERS, OversizedLine
 
 __all__ = ["bounded"]
 
 logger = logging.getLogger(__name__)
 
-_HEAD = 65_536  # bytes kept of the start of an event past the bounds: where its id is read (`message_bounds`)
+_HEAD = 65_536  # bytes kept of the start of an event past the bounds: where its id is read (`top_level`)
 _TAIL = 512  # and of its end, where some writers put it
 _DATA = re.compile(rb"^data: ?", re.MULTILINE)
 
@@ -261,12 +259,19 @@ def _answered(head: bytes, tail: bytes) -> str | int | None:
     whole = head.endswith(b"\n\n")
     members = top_level(data, most=max(min(_HEAD, len(data) - (0 if whole else 1)), 0))
     try:
-        found = members["id"] if members is not None and "id" in members else id_of(b"", tail=end or b" ")
+        found = members["id"] if members is not None and "id" in members else _id_at_end(end)
     except ValueError:
         return None
     prefix = data[:_TAIL]
     answer = b'"method"' not in prefix and (b'"result"' in prefix or b'"error"' in prefix)
     return found if answer and isinstance(found, (int, str)) and not isinstance(found, bool) else None
+
+
+def _id_at_end(data_end: bytes) -> Any:
+    """The id written as the last member of a message ending in `data_end`, read as a stdio line's end is."""
+    edges = OversizedLine(0, b"")
+    edges.skipped(data_end)
+    return edges.request_id()
 
 
 class _Cut(httpx2.AsyncByteStream):
