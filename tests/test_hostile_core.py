@@ -28,13 +28,13 @@ import lazytools
 from lazytools import Catalog, ConfigError, FunctionGroup, Group, ToolArgumentsError, build_server, validation
 from lazytools.sources.gateway.config import load_config, parse_config
 from lazytools.sources.gateway.configtext import MAX_DEFAULT_DEPTH, expand_variables
-from lazytools.sources.gateway.stdio import MAX_CONTAINERS, LineReader, parse_line
+from lazytools.sources.gateway.stdio import MAX_CONTAINERS, InFlight, LineReader, parse_line
 from lazytools.transports.http import build_app
 from lazytools.validation import Limits, validate_arguments
 
 from .conftest import client, make_settings, text_of
 from .helpers import eventually, running_http
-from .upstreams import hostile_http
+from .upstreams import hostile_http, hostile_sse
 from .upstreams.helpers import opened
 
 HOSTILE = Path(__file__).resolve().parent / "upstreams" / "hostile.py"
@@ -273,6 +273,26 @@ async def test_an_upstream_answer_of_too_many_arrays_is_not_parsed_and_fails_its
         assert o.gateway["h"].connections == 1
 
 
+@pytest.mark.process
+@pytest.mark.parametrize(("tool", "size", "why"), [
+    ("crowded_middle", 150_000, "holds 300,007 arrays and objects, more than lazytools reads (100,000)"),
+    ("big_middle", 3_000_000, "bytes, more than lazytools reads (1,179,648; set by LAZYTOOLS_MAX_RESULT_BYTES)"),
+])
+async def test_an_answer_naming_its_request_neither_first_nor_last_fails_its_call_at_once(
+        tmp_path: Path, tool: str, size: int, why: str) -> None:
+    """An answer not read (too many arrays, or too long) whose id sits between its result and another member was
+    dropped, and its call waited for its timeout: its id is now found among those of the requests in flight (in a
+    line too long to hold, as it is skipped)."""
+    async with opened(tmp_path, {"h": hostile(timeout=5)}, max_result_bytes=65536) as o:
+        async with client(o.server, "claude-ai") as c:
+            failed = await call(c, f"h__{tool}", {"size": size})
+            assert failed.is_error and why in text_of(failed), text_of(failed)
+            assert "did not answer within" not in text_of(failed)
+            after = await call(c, "h__echo", {"text": "next"})
+            assert not after.is_error
+        assert o.gateway["h"].connections == 1
+
+
 async def test_an_http_upstreams_answers_are_read_within_the_bounds_a_stdio_ones_are(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """The SDK read an HTTP answer whole, however large, and parsed any number of arrays on the event loop: each is
@@ -301,6 +321,25 @@ async def test_an_http_upstreams_answers_are_read_within_the_bounds_a_stdio_ones
                 assert packed.is_error and "came compressed (gzip)" in text_of(packed), text_of(packed)
             assert text_of(await call(c, "w__echo_sse", {"size": 3})) == "echo_sse 3"
         assert o.gateway["w"].connections == 1
+
+
+async def test_a_legacy_sse_upstreams_answer_past_the_bounds_fails_its_call_at_once(tmp_path: Path) -> None:
+    """On the older HTTP+SSE transport every answer comes on the one GET stream, which answers no one request: an
+    event past the bounds there was dropped, and its call waited for its timeout. It now fails at once, its request
+    told by the event's own id (the SDK's server writes it first)."""
+    async with hostile_sse.serve() as url, opened(tmp_path, {"old": {"type": "sse", "url": url, "timeout": 5}},
+                                                   max_result_bytes=65536) as o:
+        async with client(o.server, "claude-ai") as c:
+            assert text_of(await call(c, "old__echo", {"size": 1})) == "echo 1"
+            huge = await call(c, "old__big", {"size": 3_000_000})
+            assert huge.is_error and "is an event of 6,000,1" in text_of(huge), text_of(huge)
+            assert "more than lazytools reads (1,179,648); it was not read" in text_of(huge)
+            crowded = await call(c, "old__crowded", {"size": 150_000})
+            assert crowded.is_error and "holds 150,00" in text_of(crowded), text_of(crowded)
+            for failed in (huge, crowded):
+                assert "did not answer within" not in text_of(failed)
+            assert text_of(await call(c, "old__echo", {"size": 2})) == "echo 2"
+        assert o.gateway["old"].connections == 1
 
 
 async def test_the_sse_answer_of_a_timed_out_call_is_closed(tmp_path: Path) -> None:
@@ -529,3 +568,44 @@ def test_an_answer_nested_too_deep_to_parse_fails_its_call_at_once() -> None:
     assert not isinstance(parse_line(request, 10**9), SessionMessage)
     crowded = request.replace(b"[" * 50_000, b"[" * 200_000).replace(b"]" * 50_000, b"]" * 200_000)
     assert isinstance(parse_line(crowded, 10**9), ValueError)  # past the count: dropped, never parsed
+
+
+def _in_flight(*ids: int | str) -> InFlight:
+    flight = InFlight()
+    for request_id in ids:
+        flight.sent(types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call", params={}))
+    return flight
+
+
+def test_an_id_in_the_middle_is_read_only_when_it_is_the_one_request_in_flight_it_names() -> None:
+    flight = _in_flight(7, 70, "k")
+    crowd = b",".join([b"[]"] * (MAX_CONTAINERS + 5))
+    line = b'{"jsonrpc":"2.0","result":{"rows":[%s]},"id":%s,"more":[%s]}'
+    for written, meant in [(b"7", 7), (b"70", 70), (b' "k" ', "k")]:
+        parsed = parse_line(line % (crowd, written, crowd), 10**9, flight)
+        assert isinstance(parsed, SessionMessage) and isinstance(parsed.message, types.JSONRPCError)
+        assert parsed.message.id == meant and "arrays and objects" in parsed.message.error.message
+    for written in (b"700", b'"7"', b"8"):  # not in flight (a string is not a number)
+        assert isinstance(parse_line(line % (crowd, written, crowd), 10**9, flight), ValueError)
+    two = line % (crowd + b',{"id":70}', b"7", crowd)  # which one it answers cannot be told
+    assert isinstance(parse_line(two, 10**9, flight), ValueError)
+    request = b'{"jsonrpc":"2.0","method":"x","params":{"rows":[%s]},"id":7,"more":[]}' % crowd
+    assert isinstance(parse_line(request, 10**9, flight), ValueError)  # a request of the upstream's own
+    flight.sent(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": 7}))
+    flight.answered(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=70, result={})))
+    assert flight.keys() == [b'"k"']
+
+
+@pytest.mark.parametrize("chunk", [1000, 4093, 65536, 10**7])
+def test_a_line_too_long_to_hold_is_told_by_the_one_id_in_flight_it_names_wherever_the_cuts(chunk: int) -> None:
+    flight = _in_flight(7, 70)
+    line = b'{"jsonrpc":"2.0","result":{"text":"%s"},"id" : 70 ,"more":"%s"}\n' % (b"x" * 300_000, b"y" * 2_000)
+    for start in range(0, 40, 3):  # the key cut at every place, for a small chunk
+        reader = LineReader(10_000, flight)
+        pieces = [line[:start + 300_030]] + [line[i:i + chunk] for i in range(start + 300_030, len(line), chunk)]
+        lines = [part for piece in pieces for part in reader.feed(piece)]
+        parsed = [parse_line(part, 10_000, flight) for part in lines]
+        assert len(parsed) == 1 and isinstance(parsed[0], SessionMessage), (chunk, start)
+        assert parsed[0].message.id == 70 and "more than lazytools reads" in parsed[0].message.error.message
+    reader = LineReader(10_000, _in_flight(8))
+    assert isinstance(parse_line(reader.feed(line)[0], 10_000, flight), ValueError)  # no id in flight named

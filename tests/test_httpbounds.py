@@ -60,3 +60,41 @@ async def test_an_event_past_the_bounds_becomes_an_error_for_its_request_and_the
     # A stream that answers no request (the GET stream) drops it.
     assert await _through(long + after, [5000], request_id=None) == after
     assert await _through(long + after, [], request_id=None) == after  # arrived whole in one chunk
+
+
+def _error_of(out: bytes) -> dict[str, object]:
+    assert out.startswith(b"event: message\ndata: ") and out.endswith(b"\n\n"), out[:200]
+    error = json.loads(out.split(b"data: ", 1)[1])
+    assert isinstance(error, dict)
+    return error
+
+
+@pytest.mark.parametrize("cuts", [[], [100], list(range(4096, 40_000, 4096)), list(range(1, 40_000, 997))])
+async def test_on_a_stream_answering_no_one_request_an_event_past_the_bounds_is_an_error_for_its_own_id(
+        cuts: list[int]) -> None:
+    """On the legacy SSE transport every answer comes on the GET stream: one past the bounds was dropped and its
+    call waited for its timeout. Its id is read from the start or end of its data, never holding the whole event."""
+    text = b'"result":{"content":[{"type":"text","text":"' + b"x" * 30_000 + b'"}]}'
+    first = b'event: message\ndata: {"jsonrpc":"2.0","id":7,' + text + b"}\n\n"
+    last = b'event: message\ndata: {"jsonrpc":"2.0",' + text + b',"id":"k"}\nid: 12\n\n'
+    split = b'event: message\ndata: {"jsonrpc":"2.0",\ndata: "id": 8,\ndata: ' + text + b"}\n\n"  # data lines joined
+    after = b'event: message\ndata: {"jsonrpc":"2.0","id":9,"result":{}}\n\n'
+    for event, request_id in [(first, 7), (last, "k"), (split, 8)]:
+        out = await _through(event + after, [cut for cut in cuts if cut < len(event)], request_id=None)
+        error = _error_of(out[:-len(after)])
+        assert error["id"] == request_id and "is an event of 30," in str(error), error
+        assert out.endswith(after)
+    crowded = b'event: message\ndata: {"jsonrpc":"2.0","id":5,"result":[' + b",".join(
+        [b"[]"] * (MAX_CONTAINERS + 5)) + b"]}\n\n"
+    error = _error_of(await _through(crowded, cuts, request_id=None, most=10_000_000))
+    assert error["id"] == 5 and f"holds {MAX_CONTAINERS + 7:,} arrays and objects" in str(error)
+
+
+async def test_on_a_stream_answering_no_one_request_a_request_or_notification_past_the_bounds_is_dropped() -> None:
+    params = b'"params":{"x":"' + b"x" * 30_000 + b'"}'
+    after = b'event: message\ndata: {"jsonrpc":"2.0","id":9,"result":{}}\n\n'
+    for data in (b'{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage",' + params + b"}",
+                 b'{"jsonrpc":"2.0","method":"notifications/message",' + params + b"}",
+                 b'{"jsonrpc":"2.0",' + params + b',"result":{},"more":{"id":4}}'):  # an id neither first nor last
+        for cuts in ([], [5000, 20_000]):
+            assert await _through(b"event: message\ndata: " + data + b"\n\n" + after, cuts, request_id=None) == after

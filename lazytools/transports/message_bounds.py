@@ -19,6 +19,7 @@ from typing import Any
 import mcp_types as types
 import pydantic_core
 
+from ..jsonshape import NESTED, top_level
 from ..safetext import holds_surrogates
 
 __all__ = ["DEPTH_REFUSAL", "MAX_ID_CHARS", "MAX_INITIALIZE_VALUES", "MAX_JSON_DEPTH", "NESTED",
@@ -59,53 +60,6 @@ def crowded_refusal(count: int, most: int) -> str:
     for seconds, and a worker thread would not help, as the parsers hold the GIL throughout."""
     return (f"Invalid request: it holds {count:,} arrays and objects, more than the {most:,} this server reads in "
             f"one message (LAZYTOOLS_MAX_MESSAGE_CONTAINERS)")
-
-
-NESTED: Any = {}
-"""What `top_level` gives for a member whose value is an array or an object (it reads no deeper)."""
-
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s"\[\]{}:,]+')
-
-
-def top_level(text: str | bytes, most: int = 65_536) -> dict[str, Any] | None:
-    """The members of the JSON object `text`, each scalar read and each array or object as NESTED, without reading
-    inside them: the id and method of a request nested too deep for Python's json (about 1,000 levels: a
-    RecursionError), so that its refusal carries the id its client waits on. None when `text` is not one object.
-    Only the first `most` characters are read (clients write the id before the params; reading megabytes of
-    brackets token by token would hold the event loop): past them, the members read so far if an id is among them
-    (else None: an id may follow, so a request cannot be told from a notification)."""
-    cut = len(text) > most
-    text = text[:most]
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    tokens = _TOKEN.finditer(text)
-    first = next(tokens, None)
-    if first is None or first.group() != "{" or text[: first.start()].strip():
-        return None
-    members: dict[str, Any] = {}
-    depth, state, key = 1, "key", ""
-    try:
-        for match in tokens:
-            token = match.group()
-            if depth > 1:
-                depth += 1 if token in "[{" else -1 if token in "]}" else 0
-            elif state == "key" and token.startswith('"'):
-                key, state = json.loads(token), "colon"
-            elif state == "colon" and token == ":":
-                state = "value"
-            elif state == "value" and token in "[{":
-                members[key], depth, state = NESTED, 2, "comma"
-            elif state == "value" and token not in "]}:,":
-                members[key], state = json.loads(token), "comma"
-            elif state == "comma" and token == ",":
-                state = "key"
-            elif token == "}" and (state == "comma" or (state == "key" and not members)):
-                return members if not text[match.end():].strip() else None
-            else:
-                return None
-    except ValueError:  # a scalar that is not JSON
-        return None
-    return members if cut and "id" in members else None
 
 
 _ID_AT_END = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,%d}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$'

@@ -6,7 +6,8 @@ schemas that are broken or refer outside themselves, lone surrogates, `NaN`, res
 
 Tools: `surrogate` (a lone \\ud800 in its text), `nan` (NaN and Infinity in structured content), `big` (`size` bytes
 of text), `crowded` (structured content of `size` empty arrays), `big_error` (a JSON-RPC error whose message is
-`size` characters), `server_error` (error -32000), `echo`,
+`size` characters), `server_error` (error -32000), `crowded_middle` and `big_middle` (`crowded`'s and `big`'s answers
+with the id neither first nor last: `{"jsonrpc", "result", "id", "more"}`, `more` as large as the result), `echo`,
 and tools whose input schema is hostile: `ref_url`, `ref_file` (external `$ref`), `bad_pattern` (`pattern: "("`),
 `ref_loop` (`$ref: "#"`), `broken` (`properties: 5`), `slow_pattern` (catastrophic backtracking), `unique`
 (`uniqueItems` on objects). `--no-schema` adds `no_schema`, listed without any `inputSchema`; `--deep-schema` adds
@@ -36,6 +37,8 @@ def schemas(ref_url: str, ref_file: str) -> dict[str, dict[str, Any]]:
         "nan": OBJECT,
         "big": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
         "crowded": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
+        "crowded_middle": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
+        "big_middle": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
         "big_error": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
         "server_error": OBJECT,
         "ref_url": {"type": "object", "properties": {"text": {"$ref": ref_url}, "n": {"type": "integer"}}},
@@ -67,6 +70,10 @@ def answer(message: dict[str, Any], tools: dict[str, dict[str, Any]]) -> str | N
     elif method == "tools/call" and message["params"]["name"] == "big_error":
         size = int(message["params"]["arguments"]["size"])
         return '{"jsonrpc": "2.0", "id": %s, "error": {"code": -32603, "message": "%s"}}' % (ident, "e" * size)
+    elif method == "tools/call" and message["params"]["name"] in ("crowded_middle", "big_middle"):
+        name, size = message["params"]["name"], int(message["params"]["arguments"]["size"])
+        more = "[%s]" % ",".join(["[]"] * size) if name == "crowded_middle" else json.dumps("y" * size)
+        return '{"jsonrpc": "2.0", "result": %s, "id": %s, "more": %s}' % (call(name[:-7], {"size": size}), ident, more)
     elif method == "tools/call":
         result = call(message["params"]["name"], message["params"].get("arguments") or {})
     elif method == "ping":

@@ -9,7 +9,10 @@ as it arrives (an httpx response hook, so the client keeps its proxies and setti
   `MAX_CONTAINERS` (`jsonshape`) or came compressed (lazytools asks for none) is replaced by a JSON-RPC error for
   the request it answers, which the call then reports;
 - an SSE stream is passed on event by event (line ends made `\\n`), and an event past either bound is replaced by
-  such an error event when the stream answers one request, or dropped (with a warning) when it does not;
+  such an error event for the request the stream answers, or, on a stream that answers no one request (the GET
+  stream, where the legacy SSE transport sends every answer), for the request the event's own id names, read from
+  the start and end of its data (only those are kept of an event being skipped); any other is dropped (with a
+  warning);
 - any other body (an error page) is cut at `max_bytes`.
 """
 
@@ -17,19 +20,24 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
 import httpx2
 
-from ...jsonshape import containers
+from ...jsonshape import containers, top_level
 from ...safetext import clip
-from .stdio import MAX_CONTAINERS
+from .stdio import MAX_CONTAINERS, OversizedLine
 
 __all__ = ["bounded"]
 
 logger = logging.getLogger(__name__)
+
+_HEAD = 65_536  # bytes kept of the start of an event past the bounds: where its id is read (`top_level`)
+_TAIL = 512  # and of its end, where some writers put it
+_DATA = re.compile(rb"^data: ?", re.MULTILINE)
 
 
 def bounded(client: httpx2.AsyncClient, max_bytes: int) -> httpx2.AsyncClient:
@@ -145,6 +153,7 @@ class _Events(httpx2.AsyncByteStream):
         self._stopped = False
         self._buffer = bytearray()
         self._skipped = 0  # bytes of an event past the bound, dropped as they came; 0 when none is being skipped
+        self._edges = (b"", b"")  # the start and end of the event being skipped
         self._searched = 0  # how far the buffer holds no blank line
 
     def stop(self) -> None:
@@ -201,28 +210,68 @@ class _Events(httpx2.AsyncByteStream):
             del self._buffer[:end + 2]
             self._searched = 0
             if self._skipped or len(event) > self._most:
+                head, tail = self._edges if self._skipped else (event[:_HEAD], b"")
                 out.append(self._refused(f"is an event of {self._skipped + len(event):,} bytes or more, more than "
-                                         f"lazytools reads ({self._most:,})"))
-                self._skipped = 0
+                                         f"lazytools reads ({self._most:,})", head, (tail + event)[-_TAIL:]))
+                self._skipped, self._edges = 0, (b"", b"")
             else:
                 why = _too_many(event)
-                out.append(event if why is None else self._refused(why))
+                out.append(event if why is None else self._refused(why, event[:_HEAD], event[-_TAIL:]))
         if len(self._buffer) > self._most:  # an event too long to hold: dropped up to its end
+            head = self._edges[0] if self._skipped else bytes(self._buffer[:_HEAD])
+            self._edges = (head, (self._edges[1] + bytes(self._buffer[-_TAIL - 1:-1]))[-_TAIL:])
             self._skipped += len(self._buffer) - 1
             del self._buffer[:-1]  # its last byte may be the first of the blank line that ends it
         self._searched = max(len(self._buffer) - 1, 0)
         return [event for event in out if event]
 
-    def _refused(self, why: str) -> bytes:
-        if self._id is None:
+    def _refused(self, why: str, head: bytes, tail: bytes) -> bytes:
+        """The error event that replaces an event past the bounds (`head` and `tail`: its first and last bytes),
+        for the request the stream answers or else the one the event answers, or b"" (dropped)."""
+        request_id = self._id if self._id is not None else _answered(head, tail)
+        if request_id is None:
             logger.warning("an HTTP upstream's stream sent a message that %s; dropped", why)
             return b""
         logger.warning("an HTTP upstream's answer to request %s %s; its caller gets an error",
-                       clip(str(self._id), 40), why)
-        return b"event: message\ndata: " + _error(self._id, why) + b"\n\n"
+                       clip(str(request_id), 40), why)
+        return b"event: message\ndata: " + _error(request_id, why) + b"\n\n"
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def _answered(head: bytes, tail: bytes) -> str | int | None:
+    """The id of the request an SSE event answers, from the first and last bytes of the event (its `data:` lines'
+    prefixes taken out, the fields after them left off), or None: no id at the data's top level within its first
+    64 KiB nor at its end, or not an answer (a request or notification of the upstream's own, or no `result` or
+    `error` in its start)."""
+    start = _DATA.search(head)
+    if start is None:
+        return None
+    data = _DATA.sub(b"", head[start.start():])
+    # The data ends at the event's last data line: a later field (`id: 3`) or blank line is not part of it.
+    last = tail.rstrip(b"\n").split(b"\n")
+    while len(last) > 1 and not _DATA.match(last[-1]):
+        last.pop()
+    end = _DATA.sub(b"", last[-1])
+    # `head` is the whole event only if it holds its blank line; a start is read as one (else its members would be
+    # read as a whole object, and be none), and its end is not the data's.
+    whole = head.endswith(b"\n\n")
+    members = top_level(data, most=max(min(_HEAD, len(data) - (0 if whole else 1)), 0))
+    try:
+        found = members["id"] if members is not None and "id" in members else _id_at_end(end)
+    except ValueError:
+        return None
+    prefix = data[:_TAIL]
+    answer = b'"method"' not in prefix and (b'"result"' in prefix or b'"error"' in prefix)
+    return found if answer and isinstance(found, (int, str)) and not isinstance(found, bool) else None
+
+
+def _id_at_end(data_end: bytes) -> Any:
+    """The id written as the last member of a message ending in `data_end`, read as a stdio line's end is."""
+    edges = OversizedLine(0, b"")
+    edges.skipped(data_end)
+    return edges.request_id()
 
 
 class _Cut(httpx2.AsyncByteStream):
