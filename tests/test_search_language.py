@@ -30,6 +30,10 @@ DATA = Path(__file__).parents[1] / "benchmarks" / "data"
     ("translate 'bonjour le monde' to English", "en"),  # a quoted foreign phrase in an English request
     ("what time is it in EST", "en"),
     ("", "en"),
+    ("Покажи последние коммиты в этом репозитории", "other"),  # another script than Latin or Chinese
+    ("Δείξε μου τον καιρό", "other"),
+    ("最近的提交", "en"),  # Chinese is read through its English glosses (crosslang)
+    ("résumé of the café menu", "en"),
 ])
 def test_a_requests_language_is_the_one_whose_function_words_it_holds_most(text: str, language: str) -> None:
     assert language_of(text) == language
@@ -101,3 +105,13 @@ def test_an_index_reads_a_requests_language_once_with_its_analysis() -> None:
     index = build_index([])
     assert index.analyze("Quelle heure est-il à Tokyo ?").language == "fr"
     assert index.analyze("what time is it in Tokyo").language == "en"
+
+
+async def test_a_request_in_another_script_that_matches_nothing_is_told_to_search_in_english() -> None:
+    async with open_server(make_settings(learn=False)) as server, client(server) as c:
+        answer = text_of(await c.call_tool("search_tools", {"query": "Сгенерируй надёжный пароль"}))
+        assert answer.startswith("Nothing here matched 'Сгенерируй надёжный пароль' (it is not in English, and "
+                                 "search reads English); no tool was enabled for it. Search again in English.")
+        assert "No tool here fits" not in answer and "files" in answer  # the groups are named
+        german = text_of(await c.call_tool("search_tools", {"query": "Würfle zwei Würfel für mich"}))
+        assert german.startswith("Nothing here matched 'Würfle zwei Würfel für mich' (it reads as German")

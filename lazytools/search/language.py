@@ -17,11 +17,17 @@ from functools import cache
 
 from .tables import table, words
 
-__all__ = ["ENGLISH", "language_name", "language_of"]
+__all__ = ["ENGLISH", "OTHER_SCRIPT", "language_name", "language_of"]
 
 ENGLISH = "en"
+OTHER_SCRIPT = "other"
+"""A request written mostly in letters of another script than Latin or Chinese (Cyrillic, Greek, Arabic, Hebrew,
+Devanagari, Thai, Hangul, kana...): no English rule nor word reads it. Chinese is read through its English glosses
+(`crosslang`), and its requests were measured with the rest, so it is not counted here."""
 
 _WORD = re.compile(r"[^\W\d_]+")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f\u1e00-\u1eff]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 @cache
@@ -33,11 +39,16 @@ def _function_words() -> tuple[frozenset[str], dict[str, frozenset[str]]]:
 
 
 def language_of(text: str) -> str:
-    """`text`'s language by its function words: ENGLISH, or the code of another language of the table ("fr")."""
+    """`text`'s language by its function words: ENGLISH, the code of another language of the table ("fr"), or
+    OTHER_SCRIPT for a text whose letters are mostly of another script."""
     english, others = _function_words()
     tokens = _WORD.findall(text.lower())
     if not tokens:
         return ENGLISH
+    if not text.isascii():
+        letters = sum(map(len, tokens))
+        if letters > 2 * (len(_LATIN.findall(text)) + len(_HAN.findall(text))):
+            return OTHER_SCRIPT
     in_english = sum(token in english for token in tokens)
     best, most = ENGLISH, in_english
     for language, function_words in others.items():
@@ -47,6 +58,10 @@ def language_of(text: str) -> str:
     return best
 
 
-def language_name(code: str) -> str:
-    """The English name of a language `language_of` gives ("German" for "de"; the code itself if the table has none)."""
-    return str(table("languages").get("names", {}).get(code, "English" if code == ENGLISH else code))
+def language_name(code: str) -> str | None:
+    """The English name of a language `language_of` gives ("German" for "de"), or None for OTHER_SCRIPT (or a code
+    the table does not name)."""
+    if code == ENGLISH:
+        return "English"
+    name = table("languages").get("names", {}).get(code)
+    return str(name) if name is not None else None

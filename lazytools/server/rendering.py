@@ -66,7 +66,8 @@ def search_text(
         shown = {tool.group for tool in results.returned}
         if found_down := {group: why for group, why in down.items() if group in shown}:
             notes.append(down_found_line(found_down))
-    if (language := _other_language(results)) is not None:
+    language = _other_language(results)
+    if language is not None and results.nothing_fits is None:
         notes.append(language_line(language))
     if results.group_size is not None:
         notes.append(f"Group {results.group!r} has {results.group_size} tools; showing {limit}. Add a query to narrow it.")
@@ -76,7 +77,8 @@ def search_text(
         notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(results.over_cap)} more {more} "
                      "listed below, not enabled.")
     if results.nothing_fits is not None:
-        notes.insert(0, nothing_fits_line(query, results.nothing_fits, enabled=bool(results.enabled)))
+        notes.insert(0, nothing_fits_line(query, results.nothing_fits, enabled=bool(results.enabled),
+                                          language=language))
         if not results.enabled:
             return "\n".join(notes)
     text = _matches_text(results.enabled, results.suggested, notes, query, surface, bridge, results.learned)
@@ -86,9 +88,12 @@ def search_text(
 
 
 def _other_language(results: Results) -> str | None:
-    """The request's language when it is not English and the best match is described in another language than it
-    (`language.language_of`): search then matched an English catalog's words with few of the request's."""
-    language = results.evidence.language if results.evidence is not None else ENGLISH
+    """The request's language when it is not English and the best match, if any, is described in another language
+    than it (`language.language_of`): search then matched an English catalog's words with few of the request's."""
+    if results.evidence is not None:  # read with the request's analysis
+        language = results.evidence.language
+    else:  # nothing matched: no evidence, and one reading of the text
+        language = language_of(results.query) if results.query else ENGLISH
     if language == ENGLISH or (results.hits and language_of(results.hits[0].entry.description) == language):
         return None
     return language
@@ -96,8 +101,10 @@ def _other_language(results: Results) -> str | None:
 
 def language_line(language: str) -> str:
     """One line for a request in another language than the catalog's: search reads English words best."""
-    return (f"This request reads as {language_name(language)}, and search reads English best: the matches may miss. "
-            "Searching again in English finds more.")
+    name = language_name(language)
+    said = f"reads as {name}" if name is not None else "is not in English"
+    return (f"This request {said}, and search reads English best: the matches may miss. Searching again in English "
+            "finds more.")
 
 
 def down_line(down: Mapping[str, tuple[str, str]]) -> str:
@@ -137,13 +144,21 @@ def left_line(gone: Sequence[str], at_most: int) -> str:
             f"{clip(', '.join(gone), GROUPS_CHARS)}; search_tools(tool_names=[...]) brings one back.")
 
 
-def nothing_fits_line(query: str, groups: Sequence[str], *, enabled: bool = False) -> str:
-    """One line: no tool here does what the query asks (so nothing was enabled for it), and which groups exist."""
+def nothing_fits_line(query: str, groups: Sequence[str], *, enabled: bool = False,
+                      language: str | None = None) -> str:
+    """One line: no tool here does what the query asks (so nothing was enabled for it), and which groups exist; for
+    a request in another `language` than English (nothing it says matched), that search reads English."""
     what = "no tool was enabled for it" if not enabled else "only the tools named were enabled"
+    if language is not None:
+        name = language_name(language)
+        said = f"it reads as {name}" if name is not None else "it is not in English"
+        first = (f"Nothing here matched '{clip(query)}' ({said}, and search reads English); {what}. "
+                 "Search again in English")
+    else:
+        first = f"No tool here fits '{clip(query)}'; {what}"
     if not groups:  # a principal allowed no group: nothing here at all
-        return f"No tool here fits '{clip(query)}'; {what}. There are no tools here to search."
-    return (f"No tool here fits '{clip(query)}'; {what}. The tools here are in: "
-            f"{clip(', '.join(groups), GROUPS_CHARS)}.")
+        return f"{first}. There are no tools here to search."
+    return f"{first}. The tools here are in: {clip(', '.join(groups), GROUPS_CHARS)}."
 
 
 def _matches_text(
