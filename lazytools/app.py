@@ -11,7 +11,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -32,6 +31,7 @@ from .heap import settle
 from .identity import Principal, named_principal
 from .learning.log import UsageLog
 from .learning.start import open_usage
+from .logsink import queued_stderr
 from .policy.file import PolicyFile
 from .policy.limits import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from .policy.rules import spaced_names
@@ -87,7 +87,11 @@ def configure_logging(level: str, *, progress: bool = False) -> None:
     `progress` shows the gateway's start-up at INFO whatever `level` is: `lazytools search` and `surface` wait
     for every upstream (npx and uvx downloads, docker pulls: up to the connect timeout) and would otherwise print
     nothing meanwhile. Upstreams' own stderr lines stay at `level`."""
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    if not root.handlers:  # as logging.basicConfig: a process that set up its own logging keeps it
+        # Written by a thread: a stderr that its reader leaves full must not stop the event loop (`logsink`).
+        root.addHandler(queued_stderr(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")))
+        root.setLevel(level)
     if progress and logging.getLogger().getEffectiveLevel() > logging.INFO:
         logging.getLogger(GATEWAY_LOGGER).setLevel(logging.INFO)
     redact_session_ids()

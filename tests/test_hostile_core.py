@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import sys
 import threading
@@ -609,3 +610,58 @@ def test_a_line_too_long_to_hold_is_told_by_the_one_id_in_flight_it_names_wherev
         assert parsed[0].message.id == 70 and "more than lazytools reads" in parsed[0].message.error.message
     reader = LineReader(10_000, _in_flight(8))
     assert isinstance(parse_line(reader.feed(line)[0], 10_000, flight), ValueError)  # no id in flight named
+
+
+# -- a client that does not read lazytools' stderr ------------------------------------------------------------------
+
+
+async def _line_with_id(stdout: Any, ident: int, lines: list[bytes]) -> dict[str, Any]:
+    """The next message on `stdout` answering `ident` (others kept in `lines`)."""
+    buffer = b""
+    while True:
+        while b"\n" not in buffer:
+            buffer += await stdout.receive()
+        line, buffer = buffer.split(b"\n", 1)
+        lines.append(line)
+        message = json.loads(line)
+        if message.get("id") == ident:
+            return message
+
+
+@pytest.mark.process
+async def test_a_stderr_no_one_reads_stops_no_session(tmp_path: Path) -> None:
+    """A client that puts lazytools' stderr on a pipe and never reads it: the pipe fills (64 KiB) while an upstream
+    writes megabytes to its own stderr, which lazytools relays as log lines. Written by the event loop, the first
+    blocked write stopped every request; now the calls and pings go on, the lines that did not fit are dropped,
+    and their count is said once stderr is read."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"h": hostile(timeout=20)}}))
+    command = [sys.executable, "-m", "lazytools", "--config", str(config), "--log-level", "INFO"]
+    env = {**os.environ, "LAZYTOOLS_MODE": "proxy", "PYTHONPATH": SOURCE, "LAZYTOOLS_CACHE_DIR": str(tmp_path)}
+    seen: list[bytes] = []
+    with anyio.fail_after(120):  # a guard against a hang, not a measure of speed
+        async with await anyio.open_process(command, env=env, cwd=str(tmp_path)) as process:
+            assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+
+            async def send(message: dict[str, Any]) -> None:
+                await process.stdin.send(json.dumps(message).encode() + b"\n")  # type: ignore[union-attr]
+
+            await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+            await _line_with_id(process.stdout, 0, seen)
+            await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            calls = [("h__chatty", {"size": 3_000_000}), ("h__echo", {"text": "after"})]
+            for ident, (name, arguments) in enumerate(calls, start=1):
+                await send({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {
+                    "name": "invoke_tool", "arguments": {"tool_name": name, "arguments": arguments}}})
+                answer = await _line_with_id(process.stdout, ident, seen)
+                assert not answer["result"].get("isError"), answer
+            answered = b"\n".join(seen)
+            assert b"said it all" in answered and b'{\\"text\\": \\"after\\"}' in answered
+            await send({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+            assert (await _line_with_id(process.stdout, 9, seen))["result"] == {}
+            await process.stdin.aclose()
+            said = b""
+            async for chunk in process.stderr:
+                said += chunk
+    assert b"c" * 99 in said and b"log lines were dropped: stderr was not read as fast as they came" in said

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "schematitles": 0,  # titles in a schema that restate a name, left out of what is listed
     "textwords": 0,  # the words of a text and their stems (the catalog's name suggestions, search)
     "jsonshape": 0,  # how many arrays and objects a JSON text holds, counted before any parser reads it
+    "logsink": 0,  # log lines written to stderr by a thread: a stderr no one reads never stops the server
     "telemetry": 0,  # trace export (OTLP), configured once at start-up
     "audit": 1, "auth": 1,  # the audit trail; OAuth checks and token exchange (no transport, no server)
     "policy": 1,  # the policy file and its decisions, rate limits
