@@ -275,6 +275,23 @@ async def test_an_upstream_answer_of_too_many_arrays_is_not_parsed_and_fails_its
 
 
 @pytest.mark.process
+async def test_an_upstream_result_nested_past_the_sdks_depth_limit_is_the_upstreams_error(tmp_path: Path) -> None:
+    """Structured content 400 arrays deep parses, but the SDK's client checks a result by serialising it and
+    pydantic stops at its depth limit (a ValueError): the call said "Internal error in lazytools"; it is the
+    upstream's result, and the error says so. 200 deep passes."""
+    async with opened(tmp_path, {"h": hostile()}) as o:
+        async with client(o.server, "claude-ai") as c:
+            within = await call(c, "h__deep_result", {"size": 200})
+            assert not within.is_error, text_of(within)
+            deep = await call(c, "h__deep_result", {"size": 400})
+            assert deep.is_error and "'deep_result' returned a result lazytools cannot read" in text_of(deep), \
+                text_of(deep)
+            assert "Internal error in lazytools" not in text_of(deep)
+            assert not (await call(c, "h__echo", {"text": "next"})).is_error
+        assert o.gateway["h"].connections == 1
+
+
+@pytest.mark.process
 @pytest.mark.parametrize(("tool", "size", "why"), [
     ("crowded_middle", 150_000, "holds 300,007 arrays and objects, more than lazytools reads (100,000)"),
     ("big_middle", 3_000_000, "bytes, more than lazytools reads (1,179,648; set by LAZYTOOLS_MAX_RESULT_BYTES)"),

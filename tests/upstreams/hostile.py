@@ -6,7 +6,8 @@ schemas that are broken or refer outside themselves, lone surrogates, `NaN`, res
 
 Tools: `surrogate` (a lone \\ud800 in its text), `nan` (NaN and Infinity in structured content), `big` (`size` bytes
 of text), `crowded` (structured content of `size` empty arrays), `big_error` (a JSON-RPC error whose message is
-`size` characters), `server_error` (error -32000), `chatty` (`size` bytes on its stderr), `crowded_middle` and `big_middle` (`crowded`'s and `big`'s answers
+`size` characters), `server_error` (error -32000), `chatty` (`size` bytes on its stderr),
+`deep_result` (structured content `size` arrays deep), `crowded_middle` and `big_middle` (`crowded`'s and `big`'s answers
 with the id neither first nor last: `{"jsonrpc", "result", "id", "more"}`, `more` as large as the result), `echo`,
 and tools whose input schema is hostile: `ref_url`, `ref_file` (external `$ref`), `bad_pattern` (`pattern: "("`),
 `ref_loop` (`$ref: "#"`), `broken` (`properties: 5`), `slow_pattern` (catastrophic backtracking), `unique`
@@ -42,6 +43,7 @@ def schemas(ref_url: str, ref_file: str) -> dict[str, dict[str, Any]]:
         "big_error": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
         "server_error": OBJECT,
         "chatty": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
+        "deep_result": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
         "ref_url": {"type": "object", "properties": {"text": {"$ref": ref_url}, "n": {"type": "integer"}}},
         "ref_file": {"type": "object", "properties": {"text": {"$ref": ref_file}, "n": {"type": "integer"}}},
         "bad_pattern": {"type": "object", "properties": {"text": {"type": "string", "pattern": "("},
@@ -96,6 +98,10 @@ def call(name: str, arguments: dict[str, Any]) -> str:
             sys.stderr.write("c" * 99 + "\n")
         sys.stderr.flush()
         return json.dumps({"content": [{"type": "text", "text": "said it all"}]})
+    if name == "deep_result":  # structured content `size` arrays deep: parsed, but past pydantic's depth limit
+        depth = int(arguments["size"])
+        return '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"a": %s}}' % (
+            "[" * depth + "]" * depth)
     if name == "crowded":
         return ('{"content": [{"type": "text", "text": "rows"}], "structuredContent": {"rows": [%s]}}'
                 % ",".join(["[]"] * int(arguments["size"])))

@@ -401,6 +401,10 @@ def _mapped_errors(name: str, what: str, *, session_bound: bool, lost: Callable[
     except ValidationError as exc:
         raise UpstreamError(name, f"{what} returned a malformed result: "
                                   f"{exc.errors()[0]['msg'] if exc.errors() else exc}") from exc
+    except ValueError as exc:
+        # The SDK's client checks a result by serialising it, and pydantic stops at its depth limit: structured
+        # content nested a few hundred levels deep parses but cannot be checked (nor sent on). The upstream's fault.
+        raise UpstreamError(name, f"{what} returned a result lazytools cannot read: {clip_text(str(exc))}") from exc
 
 
 async def _exchange(client: Client, name: str, request: types.ClientRequest, result_type: type[Any],
