@@ -25,9 +25,10 @@ from lazytools.search.embedders.static import load_wordllama
 from lazytools.search.fusion import fuse_semantic, with_clauses, zscores
 from lazytools.search.query import clauses
 from lazytools.search.related import RelatedWords
+from lazytools.search.semantic import Pace, tool_vectors
 from lazytools.server.core import BM25_ONLY
 
-from .conftest import client, embedded, make_settings, text_of
+from .conftest import client, embedded, make_settings, small_catalog, text_of
 from .fixtures.catalogs import realistic, tool
 
 CLAUSE_WEIGHT = RankingConfig().clause_weight
@@ -316,6 +317,57 @@ async def test_a_search_that_outlasts_the_wait_says_bm25_alone_ranked_it(server_
         assert await live.embedded(600)
         again = text_of(await c.call_tool("search_tools", {"query": "convert units"}))
         assert BM25_ONLY not in again and again.startswith("Enabled: ")
+
+
+def test_the_pace_of_an_embedding_is_read_from_its_second_batch_on() -> None:
+    now = [100.0]
+    pace = Pace(lambda: now[0])
+    assert pace.left() is None
+    pace.heard(0, 320)
+    now[0] = 105.0  # the first batch: 5 s, warming the model up
+    pace.heard(32, 320)
+    assert pace.left() is None  # no pace yet
+    now[0] = 106.0
+    pace.heard(64, 320)  # 1 s a batch of 32 from now on
+    assert pace.left() == pytest.approx(8.0)
+    now[0] = 107.5
+    assert pace.left() == pytest.approx(6.5)  # time passes while the next batch runs
+
+
+def test_the_pace_hears_of_every_batch_the_cache_lacks(tmp_path: Path) -> None:
+    heard: list[tuple[int, int]] = []
+    texts = [f"car weather {n}" for n in range(70)]  # distinct texts, all of known words
+    tool_vectors(fake_embedder(), texts[:40], tmp_path)  # cached: not embedded again
+    tool_vectors(fake_embedder(), texts, tmp_path, progress=lambda done, total: heard.append((done, total)))
+    assert heard == [(0, 30), (30, 30)]
+
+
+class _Running:
+    """A background embedding that never ends, whose pace says how long it has left."""
+
+    def __init__(self, left: float | None) -> None:
+        self.served, self.done = threading.Event(), threading.Event()
+        self.pace = self
+        self._left = left
+
+    def left(self) -> float | None:
+        return self._left
+
+    def stop(self) -> None:
+        self.served.set()
+
+
+async def test_a_search_does_not_wait_for_an_embedding_that_will_not_end_within_its_wait() -> None:
+    """A catalog that changed by thousands of tools takes minutes to embed again: every search waited its whole
+    LAZYTOOLS_SEMANTIC_WAIT for it (the README-only review: p50 5.0 s, while an upstream kept relisting)."""
+    live = LiveIndex(small_catalog(), semantic=True)
+    live.background = _Running(left=10_000.0)  # type: ignore[assignment]
+    with anyio.fail_after(60):  # a guard: the wait asked for is 600 s
+        assert not await live.embedded(600)
+    live.background = running = _Running(left=None)  # type: ignore[assignment]  # no pace yet: it waits
+    threading.Timer(0.2, running.served.set).start()
+    with anyio.fail_after(60):
+        assert await live.embedded(600)
 
 
 async def test_a_search_waits_for_the_catalogs_vectors_not_for_the_outside_tools(server_factory,  # type: ignore[no-untyped-def]

@@ -91,13 +91,19 @@ class LiveIndex:
     async def embedded(self, wait: float) -> bool:
         """Whether the newest index's tools are embedded (or semantic search is off), after waiting up to `wait`
         seconds for them (not for the outside tools made after them) without holding a thread: a search that comes
-        seconds after start would otherwise be ranked and enabled by BM25 alone, and what it enables stays."""
+        seconds after start would otherwise be ranked and enabled by BM25 alone, and what it enables stays. It stops
+        waiting once the embedding's pace says it will not end within `wait` (`semantic.Pace`)."""
         def pending() -> bool:  # the newest's: a catalog change meanwhile starts another (and stops this one)
             return self.background is not None and not self.background.served.is_set()
 
+        def hopeless(until: float) -> bool:  # it will not be done in time at its pace so far (`Pace`)
+            left = self.background.pace.left() if self.background is not None else None
+            return left is not None and left > until - anyio.current_time()
+
         if pending():
+            deadline = anyio.current_time() + wait
             with anyio.move_on_after(wait):
-                while pending():
+                while pending() and not hopeless(deadline):
                     await anyio.sleep(_POLL)
         return not pending()
 

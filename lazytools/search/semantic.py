@@ -36,6 +36,7 @@ __all__ = [
     "SEMANTIC_EXTRA",
     "STOP_TIMEOUT",
     "BackgroundVectors",
+    "Pace",
     "StaticEmbedder",
     "load_wordllama",
     "query_vectors",
@@ -96,12 +97,13 @@ def _readable(text: str) -> str:
 
 
 def tool_vectors(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None = None,
-                 stop: threading.Event | None = None) -> Vectors:
-    """The vectors of `texts`, through the on-disk cache when `cache_dir` is given. Once `stop` is set, embedding
-    ends between two batches with EmbeddingStopped (the vectors made so far are cached)."""
+                 stop: threading.Event | None = None, progress: Callable[[int, int], None] | None = None) -> Vectors:
+    """The vectors of `texts`, through the on-disk cache when `cache_dir` is given (`progress`: see
+    `embed_batches`, over the texts the cache lacks). Once `stop` is set, embedding ends between two batches with
+    EmbeddingStopped (the vectors made so far are cached)."""
     if cache_dir is not None:
-        return VectorCache(cache_dir).vectors(embedder, texts, stop)
-    vectors = embed_batches(embedder, texts, stop)
+        return VectorCache(cache_dir).vectors(embedder, texts, stop, progress)
+    vectors = embed_batches(embedder, texts, stop, progress)
     if len(vectors) < len(texts):
         raise EmbeddingStopped(f"stopped with {len(vectors)} of {len(texts)} texts embedded")
     return vectors
@@ -120,6 +122,37 @@ def made_outside(embedder: Embedder, cache_dir: Path | None = None, stop: thread
 STOP_TIMEOUT = 30.0
 """Seconds `BackgroundVectors.stop` waits for the thread: a batch takes a fraction of a second, loading a model a
 few seconds."""
+
+
+class Pace:
+    """How far an embedding has come, and when it will end at the pace of its batches so far: a search that may
+    wait for the embedding does not wait for one that will not end within its wait (5,000 changed tools take over
+    a minute on 2 cores; a catalog that kept changing made every search wait the whole `LAZYTOOLS_SEMANTIC_WAIT`).
+    The pace is read from the second batch on: the first also warms the model up."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._first: tuple[float, int] | None = None  # when the first batch ended, and the texts it held
+        self._done = self._total = 0
+        self._at = 0.0
+
+    def heard(self, done: int, total: int) -> None:
+        """`done` of `total` texts embedded (0 before the first batch)."""
+        with self._lock:
+            now = self._clock()
+            if done > 0 and self._first is None:
+                self._first = (now, done)
+            self._done, self._total, self._at = done, total, now
+
+    def left(self) -> float | None:
+        """Seconds until every text is embedded at the pace of the batches after the first; None before there is
+        one."""
+        with self._lock:
+            if self._first is None or self._done <= self._first[1]:
+                return None
+            rate = (self._at - self._first[0]) / (self._done - self._first[1])
+            return (self._total - self._done) * rate - (self._clock() - self._at)
 
 
 class BackgroundVectors:
@@ -144,6 +177,8 @@ class BackgroundVectors:
         """Set once the catalog's vectors are delivered (before the outside tools are made) or the run has ended."""
         self.error: BaseException | None = None
         self.stopping = threading.Event()  # set: end after the batch being embedded (`stop` sets it and waits)
+        self.pace = Pace()
+        """How fast the catalog's texts are being embedded, and so when they will be."""
         self._thread = threading.Thread(
             target=self._run, args=(embedder, list(texts), deliver, cache_dir), name="lazytools-embed", daemon=True
         )
@@ -161,7 +196,7 @@ class BackgroundVectors:
             model = resolve(embedder)
             if self.stopping.is_set():
                 raise EmbeddingStopped("stopped before the first batch")
-            vectors = tool_vectors(model, texts, cache_dir, self.stopping)
+            vectors = tool_vectors(model, texts, cache_dir, self.stopping, self.pace.heard)
             deliver(model, vectors)
             self.served.set()
             logger.info("semantic search ready: %d tools embedded by %s in %.2f s", len(texts), model.name,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -78,14 +78,20 @@ class EmbeddingStopped(Exception):
     """Embedding a catalog was asked to stop (the process is ending) before every text had its vector."""
 
 
-def embed_batches(embedder: Embedder, texts: Sequence[str], stop: threading.Event | None = None) -> Vectors:
+def embed_batches(embedder: Embedder, texts: Sequence[str], stop: threading.Event | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> Vectors:
     """`embed_finite` over `texts`, EMBED_BATCH at a time; once `stop` is set, the rows embedded so far (fewer
-    rows than texts: the caller can tell, and keep them)."""
+    rows than texts: the caller can tell, and keep them). `progress(done, total)` hears before the first batch and
+    after each."""
     done: list[Vectors] = []
     for start in range(0, len(texts), EMBED_BATCH):
         if stop is not None and stop.is_set():
             break
+        if progress is not None and not start:
+            progress(0, len(texts))
         done.append(embed_finite(embedder, texts[start:start + EMBED_BATCH]))
+        if progress is not None:
+            progress(start + len(done[-1]), len(texts))
     if not done:
         return np.zeros((0, embedder.dimensions), dtype=np.float32)
     joined: Vectors = np.vstack(done).astype(np.float32, copy=False)

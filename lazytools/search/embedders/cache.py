@@ -23,7 +23,7 @@ import re
 import tempfile
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,16 +76,18 @@ class VectorCache:
     def path_for(self, embedder: Embedder) -> Path:
         return self.directory / "vectors" / _file_name(embedder.fingerprint)
 
-    def vectors(self, embedder: Embedder, texts: Sequence[str], stop: threading.Event | None = None) -> Vectors:
-        """The vectors of `texts`, the missing ones embedded and stored. Once `stop` is set, those embedded so far
-        are stored and EmbeddingStopped is raised: a restart embeds only the rest."""
+    def vectors(self, embedder: Embedder, texts: Sequence[str], stop: threading.Event | None = None,
+                progress: Callable[[int, int], None] | None = None) -> Vectors:
+        """The vectors of `texts`, the missing ones embedded and stored (`progress` as for `embed_batches`, over the
+        missing ones). Once `stop` is set, those embedded so far are stored and EmbeddingStopped is raised: a
+        restart embeds only the rest."""
         path = self.path_for(embedder)
         with _lock_for(path):
             keys, rows = self._read(path, embedder.dimensions, len(texts))
             known = {key: i for i, key in enumerate(keys)}
             wanted = [text_key(text) for text in texts]
             missing = sorted({key: i for i, key in reversed(list(enumerate(wanted))) if key not in known}.values())
-            fresh = embed_batches(embedder, [texts[i] for i in missing], stop) if missing else rows[:0]
+            fresh = embed_batches(embedder, [texts[i] for i in missing], stop, progress) if missing else rows[:0]
             self.hits += len(texts) - len(missing)
             self.misses += len(missing)
             asked, missing = len(missing), missing[:len(fresh)]
