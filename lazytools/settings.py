@@ -151,8 +151,9 @@ class Settings(BaseSettings):
     semantic_wait: float = Field(
         default=5.0, ge=0, le=600,
         description="Semantic mode: seconds (0 to 600) a search waits for the catalog's tools to be embedded (at "
-                    "start, and after the catalog changed) before it answers with BM25 alone, saying so; other "
-                    "sessions are served meanwhile, and naming tools (tool_names) never waits.")
+                    "start, and after the catalog changed) before it answers with BM25 alone, saying so; it stops "
+                    "waiting once the embedding's pace says it will not be done in time. Other sessions are served "
+                    "meanwhile, and naming tools (tool_names) never waits.")
     cache_dir: Path | None = Field(
         default=None, description="Tool-vector cache directory (default: $XDG_CACHE_HOME or ~/.cache, /lazytools).",
     )
