@@ -645,40 +645,68 @@ async def _line_with_id(stdout: Any, ident: int, lines: list[bytes]) -> dict[str
             return message
 
 
-@pytest.mark.process
-async def test_a_stderr_no_one_reads_stops_no_session(tmp_path: Path) -> None:
-    """A client that puts lazytools' stderr on a pipe and never reads it: the pipe fills (64 KiB) while an upstream
-    writes megabytes to its own stderr, which lazytools relays as log lines. Written by the event loop, the first
-    blocked write stopped every request; now the calls and pings go on, the lines that did not fit are dropped,
-    and their count is said once stderr is read."""
+async def _chatty_session(tmp_path: Path, process: Any, seen: list[bytes]) -> None:
+    """Over `process`'s stdio: a handshake, a call to an upstream tool that writes 3 MB to its stderr (which
+    lazytools relays as log lines), then another call and a ping, each answered."""
+    async def send(message: dict[str, Any]) -> None:
+        await process.stdin.send(json.dumps(message).encode() + b"\n")
+
+    await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    await _line_with_id(process.stdout, 0, seen)
+    await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    calls = [("h__chatty", {"size": 3_000_000}), ("h__echo", {"text": "after"})]
+    for ident, (name, arguments) in enumerate(calls, start=1):
+        await send({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {
+            "name": "invoke_tool", "arguments": {"tool_name": name, "arguments": arguments}}})
+        answer = await _line_with_id(process.stdout, ident, seen)
+        assert not answer["result"].get("isError"), answer
+    answered = b"\n".join(seen)
+    assert b"said it all" in answered and b'{\\"text\\": \\"after\\"}' in answered
+    await send({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+    assert (await _line_with_id(process.stdout, 9, seen))["result"] == {}
+
+
+def _chatty_command(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"h": hostile(timeout=20)}}))
     command = [sys.executable, "-m", "lazytools", "--config", str(config), "--log-level", "INFO"]
-    env = {**os.environ, "LAZYTOOLS_MODE": "proxy", "PYTHONPATH": SOURCE, "LAZYTOOLS_CACHE_DIR": str(tmp_path)}
+    return command, {**os.environ, "LAZYTOOLS_MODE": "proxy", "PYTHONPATH": SOURCE, "LAZYTOOLS_CACHE_DIR": str(tmp_path)}
+
+
+@pytest.mark.process
+async def test_a_stderr_no_one_reads_stops_no_session(tmp_path: Path) -> None:
+    """A client that puts lazytools' stderr on a pipe and does not read it: the pipe fills (64 KiB) while an
+    upstream writes megabytes to its own stderr. Written by the event loop, the first blocked write stopped every
+    request; now the calls and pings go on, the lines that did not fit are dropped, and their count is said once
+    stderr is read."""
+    command, env = _chatty_command(tmp_path)
     seen: list[bytes] = []
+    said = bytearray()
     with anyio.fail_after(120):  # a guard against a hang, not a measure of speed
         async with await anyio.open_process(command, env=env, cwd=str(tmp_path)) as process:
             assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+            await _chatty_session(tmp_path, process, seen)
 
-            async def send(message: dict[str, Any]) -> None:
-                await process.stdin.send(json.dumps(message).encode() + b"\n")  # type: ignore[union-attr]
+            async def read() -> None:
+                async for chunk in process.stderr:  # type: ignore[union-attr]
+                    said.extend(chunk)
 
-            await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-            await _line_with_id(process.stdout, 0, seen)
-            await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            calls = [("h__chatty", {"size": 3_000_000}), ("h__echo", {"text": "after"})]
-            for ident, (name, arguments) in enumerate(calls, start=1):
-                await send({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {
-                    "name": "invoke_tool", "arguments": {"tool_name": name, "arguments": arguments}}})
-                answer = await _line_with_id(process.stdout, ident, seen)
-                assert not answer["result"].get("isError"), answer
-            answered = b"\n".join(seen)
-            assert b"said it all" in answered and b'{\\"text\\": \\"after\\"}' in answered
-            await send({"jsonrpc": "2.0", "id": 9, "method": "ping"})
-            assert (await _line_with_id(process.stdout, 9, seen))["result"] == {}
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read)  # read at last: what was held is written, then the count of what was not
+                await process.stdin.aclose()
+                await process.wait()
+    assert b"c" * 99 in said and b"log lines were dropped: they came faster than stderr took them" in said
+
+
+@pytest.mark.process
+async def test_a_stderr_no_one_reads_does_not_keep_lazytools_from_exiting(tmp_path: Path) -> None:
+    """The same client closes stdin without ever reading stderr: lazytools exits (what its log writer could not
+    write is lost), where waiting for that writer kept it running until someone read its stderr."""
+    command, env = _chatty_command(tmp_path)
+    with anyio.fail_after(120):  # a guard against a hang, not a measure of speed
+        async with await anyio.open_process(command, env=env, cwd=str(tmp_path)) as process:
+            assert process.stdin is not None
+            await _chatty_session(tmp_path, process, [])
             await process.stdin.aclose()
-            said = b""
-            async for chunk in process.stderr:
-                said += chunk
-    assert b"c" * 99 in said and b"log lines were dropped: stderr was not read as fast as they came" in said
+            assert await process.wait() == 0
