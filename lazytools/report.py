@@ -16,7 +16,7 @@ from .search.config import configured_ranking
 from .search.embedders import DEFAULT_EMBEDDER
 from .search.fit import DEFAULT_FIT
 from .server.core import LazyServer
-from .server.rendering import nothing_fits_line, ranking_text
+from .server.rendering import language_line, nothing_fits_line, other_language, ranking_text
 from .state.sessions import SessionState
 from .tokens import tokenizer_name, tools_tokens
 
@@ -39,12 +39,14 @@ def search_report(catalog: Catalog, query: str, *, limit: int, group: str | None
                         config=configured_ranking(ranking))
     results = index.find(query, limit=limit, groups=[group] if group else None)
     groups = [group] if group else [g.name for g in catalog.groups]
+    language = other_language(results, query)  # as search_tools says it
     if not results.hits:
-        return nothing_fits_line(query, groups)
+        return nothing_fits_line(query, groups, language=language)
     if not DEFAULT_FIT.fits(results.evidence):  # what search_tools says; the closest tools still shown, as a ranking
         return (nothing_fits_line(query, groups) + "\nClosest, not enabled by search_tools:\n"
                 + ranking_text(results.hits))
-    return ranking_text(results.hits)
+    ranked = ranking_text(results.hits)
+    return ranked if language is None else f"{language_line(language)}\n{ranked}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,9 +34,26 @@ DATA = Path(__file__).parents[1] / "benchmarks" / "data"
     ("Δείξε μου τον καιρό", "other"),
     ("最近的提交", "en"),  # Chinese is read through its English glosses (crosslang)
     ("résumé of the café menu", "en"),
+    ("Crée un nouveau dossier appelé rapports", "fr"),  # one function word, and a letter of French's own
+    ("東京の天気", "other"),  # Japanese: kana, though most of it is kanji
+    ("count the words in 'le chat est sur la table'", "en"),  # what is quoted is not what the request says
+    ("fetch https://de.wikipedia.org/wiki/Berlin", "en"),
+    ("email jean.de.la@example.com", "en"),
 ])
 def test_a_requests_language_is_the_one_whose_function_words_it_holds_most(text: str, language: str) -> None:
     assert language_of(text) == language
+
+
+@pytest.mark.parametrize("text", [
+    # Found by a README-only review: one word that is a function word elsewhere (and an English word or a name
+    # here) decided, and such requests skipped "nothing fits" and were told to search again in English.
+    "car rental prices", "De Niro movies", "La Jolla weather", "du disk usage", "Die Hard streaming",
+    "MIT license text", "roll die", "Los Angeles pizza delivery", "El Paso weather", "sin 30 degrees",
+    "plot y vs x", "son birthday gift", "su root", "del key", "check os version", "check ci status",
+    "chi square test", "vi editor", "uno card rules", "Van Gogh paintings", "Dan Brown books", "get_la_time",
+])
+def test_an_english_request_of_a_few_words_with_a_name_or_an_abbreviation_stays_english(text: str) -> None:
+    assert language_of(text) == "en"
 
 
 def _requests(path: Path) -> list[dict[str, object]]:
@@ -54,7 +71,7 @@ def test_the_european_requests_read_as_their_own_language() -> None:
     records = _requests(DATA / "multiserver" / "eurolang.jsonl")
     read = [(language_of(str(record["query"])), record["split"]) for record in records]
     assert all(found in ("en", split) for found, split in read)  # never another language than its own
-    assert sum(found == split for found, split in read) >= 0.9 * len(read)
+    assert sum(found == split for found, split in read) >= 20  # of 24: one function word alone is not enough
 
 
 def test_the_fit_rule_judges_english_requests_only_unless_told_otherwise() -> None:
@@ -115,3 +132,14 @@ async def test_a_request_in_another_script_that_matches_nothing_is_told_to_searc
         assert "No tool here fits" not in answer and "files" in answer  # the groups are named
         german = text_of(await c.call_tool("search_tools", {"query": "Würfle zwei Würfel für mich"}))
         assert german.startswith("Nothing here matched 'Würfle zwei Würfel für mich' (it reads as German")
+
+
+def test_the_search_command_says_what_search_tools_would_of_a_request_in_another_language(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from lazytools.cli import main
+
+    assert main(["search", GERMAN]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("This request reads as German, and search reads English best") and lines[1][:5].strip()
+    assert main(["search", "Сгенерируй надёжный пароль"]) == 0
+    assert capsys.readouterr().out.startswith("Nothing here matched 'Сгенерируй надёжный пароль' (it is not in English")

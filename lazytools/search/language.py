@@ -17,7 +17,7 @@ from functools import cache
 
 from .tables import table, words
 
-__all__ = ["ENGLISH", "OTHER_SCRIPT", "language_name", "language_of"]
+__all__ = ["ENGLISH", "MIN_WORDS", "OTHER_SCRIPT", "language_name", "language_of"]
 
 ENGLISH = "en"
 OTHER_SCRIPT = "other"
@@ -26,8 +26,23 @@ Devanagari, Thai, Hangul, kana...): no English rule nor word reads it. Chinese i
 (`crosslang`), and its requests were measured with the rest, so it is not counted here."""
 
 _WORD = re.compile(r"[^\W\d_]+")
+_NOT_PROSE = re.compile(r"""\b(?:https?://|www\.)\S+|\S+@\S+|(?:^|(?<=\s))(['"‘“«])[^'"’”»]+['"’”»](?=\s|$|[.,;:!?])""")
+"""What a request quotes or names rather than says: addresses, emails, quoted text ("count the words in 'le chat
+est sur la table'" is an English request)."""
+_KANA = re.compile(r"[\u3040-\u30ff]")
+MIN_WORDS = 2
+"""Function words of one other language a request must hold (and more than of English's): one is not enough, as
+many are English words or names too ("Die Hard", "Los Angeles", "sin 30 degrees", "Van Gogh"), unless the request
+also holds a letter of that language outside ASCII ("Crée un nouveau dossier": é)."""
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f\u1e00-\u1eff]")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+@cache
+def _letters() -> tuple[frozenset[str], ...]:
+    """Each language's letters outside ASCII (in the order of `_function_words`' languages)."""
+    letters = table("languages").get("letters", {})
+    return tuple(frozenset(letters.get(language, "")) for language in table("languages")["function_words"])
 
 
 @cache
@@ -48,13 +63,15 @@ def language_of(text: str) -> str:
     """`text`'s language by its function words: ENGLISH, the code of another language of the table ("fr"), or
     OTHER_SCRIPT for a text whose letters are mostly of another script."""
     english, by_word, languages = _function_words()
-    tokens = _WORD.findall(text.lower())
+    prose = _NOT_PROSE.sub(" ", text)
+    if not prose.isascii():
+        letters, latin = sum(map(len, _WORD.findall(prose))), len(_LATIN.findall(prose))
+        # Japanese kana too: the Chinese dictionary reads a Japanese request's kanji, not its grammar.
+        if len(_KANA.findall(prose)) > latin or letters > 2 * (latin + len(_HAN.findall(prose))):
+            return OTHER_SCRIPT
+    tokens = _WORD.findall(prose.lower())
     if not tokens:
         return ENGLISH
-    if not text.isascii():
-        letters = sum(map(len, tokens))
-        if letters > 2 * (len(_LATIN.findall(text)) + len(_HAN.findall(text))):
-            return OTHER_SCRIPT
     found = [by_word[token] for token in tokens if token in by_word]  # read in C: most requests have none
     if not found:
         return ENGLISH
@@ -64,7 +81,12 @@ def language_of(text: str) -> str:
             counts[place] += 1
     most = max(counts)
     # More than English's, and the first such language of the table on a tie between two others.
-    return languages[counts.index(most)] if most > sum(map(english.__contains__, tokens)) else ENGLISH
+    if most <= sum(map(english.__contains__, tokens)):
+        return ENGLISH
+    best = counts.index(most)
+    if most < MIN_WORDS and (prose.isascii() or not _letters()[best].intersection(prose.lower())):
+        return ENGLISH
+    return languages[best]
 
 
 def language_name(code: str) -> str | None:

@@ -21,8 +21,11 @@ __all__ = [
     "down_found_line",
     "down_line",
     "down_note",
+    "language_line",
     "left_line",
     "not_matched_line",
+    "nothing_fits_line",
+    "other_language",
     "ranking_text",
     "search_text",
 ]
@@ -66,7 +69,7 @@ def search_text(
         shown = {tool.group for tool in results.returned}
         if found_down := {group: why for group, why in down.items() if group in shown}:
             notes.append(down_found_line(found_down))
-    language = _other_language(results)
+    language = other_language(results)
     if language is not None and results.nothing_fits is None:
         notes.append(language_line(language))
     if results.group_size is not None:
@@ -87,13 +90,15 @@ def search_text(
     return text
 
 
-def _other_language(results: Results) -> str | None:
-    """The request's language when it is not English and the best match, if any, is described in another language
-    than it (`language.language_of`): search then matched an English catalog's words with few of the request's."""
+def other_language(results: Results, query: str | None = None) -> str | None:
+    """The language of the request (`query`, else `results.query`) when it is not English and the best match, if
+    any, is described in another language than it (`language.language_of`): search then matched an English
+    catalog's words with few of the request's."""
+    query = results.query if query is None else query
     if results.evidence is not None:  # read with the request's analysis
         language = results.evidence.language
     else:  # nothing matched: no evidence, and one reading of the text
-        language = language_of(results.query) if results.query else ENGLISH
+        language = language_of(query) if query else ENGLISH
     if language == ENGLISH or (results.hits and language_of(results.hits[0].entry.description) == language):
         return None
     return language
