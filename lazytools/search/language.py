@@ -5,9 +5,12 @@ Every rule and encoder of search reads English, and the evidence of "nothing fit
 requests: a request in French or German shares few words with an English catalog and sits far from its tools for an
 English encoder, so it looked like a request no tool answers ("Lies die Datei notizen.txt" was refused while
 `read_file` was its answer). A request is read as written in another language when it holds more of that language's
-function words (articles, pronouns, prepositions, auxiliaries) than of English's, and at least one: function words
-are what every sentence of a language has, whatever it asks for. Words that are English function words too are not
-counted for another language, so an English request quoting a foreign word stays English.
+function words (articles, pronouns, prepositions, auxiliaries) than of English's, and at least MIN_WORDS of them, or
+one with a letter of that language outside ASCII: function words are what every sentence of a language has,
+whatever it asks for, while a single one is often an English word or a name too ("Die Hard", "Los Angeles"). Words
+that are English function words are not counted for another language, and what a request quotes, and its addresses
+and emails, are not read, so an English request quoting French stays English. A request mostly in another script
+than Latin or Chinese is OTHER_SCRIPT.
 """
 
 from __future__ import annotations
