@@ -66,6 +66,8 @@ def language_of(text: str) -> str:
     """`text`'s language by its function words: ENGLISH, the code of another language of the table ("fr"), or
     OTHER_SCRIPT for a text whose letters are mostly of another script."""
     english, by_word, languages = _function_words()
+    if text.isascii() and not any(map(by_word.__contains__, _WORD.findall(text.lower()))):
+        return ENGLISH  # most requests: no function word of another language at all (read in C)
     prose = _NOT_PROSE.sub(" ", text)
     if not prose.isascii():
         letters, latin = sum(map(len, _WORD.findall(prose))), len(_LATIN.findall(prose))
