@@ -6,8 +6,8 @@ by the event loop, one log line (an upstream's stderr relayed, a warning) stoppe
 as long as the client did not read: measured with an upstream writing 100 KB to its stderr. Here the loop only
 puts each record on a bounded queue, and a thread writes them; when the queue is full (the writer is blocked), new
 records are dropped and counted, and a line saying how many were lost is written once the writer moves again. At
-exit the writer gets a second to write what is waiting; a stderr that no one reads does not keep the process from
-exiting.
+exit what is waiting is written for as long as the writer moves; a stderr that no one reads does not keep the
+process from exiting.
 """
 
 from __future__ import annotations

@@ -325,9 +325,9 @@ def analyze(text: str, lexicon: Lexicon | None = None, config: RankingConfig = D
     needs = tuple(clauses(text))
     cost = cost_of(text)
     tokens = frozenset(tokenize(text))
+    language = language_of(text)
     if lexicon is None:
-        return Query(text, needs, tokens, deliverable=deliverable(text), cjk=cost.cjk, language=language_of(text),
-                     cost=cost)
+        return Query(text, needs, tokens, deliverable=deliverable(text), cjk=cost.cjk, language=language, cost=cost)
     if reader is None:
         reader = TermReader(lexicon, config)
     return Query(
@@ -335,7 +335,7 @@ def analyze(text: str, lexicon: Lexicon | None = None, config: RankingConfig = D
         terms=tagged_terms(text, lexicon, config, reader),
         need_terms=tuple(tagged_terms(need, lexicon, config, reader) for need in needs),
         named=lexicon.names.matches(text) if lexicon.names is not None else {},
-        deliverable=deliverable(text), cjk=cost.cjk, language=language_of(text), cost=cost,
+        deliverable=deliverable(text), cjk=cost.cjk, language=language, cost=cost,
     )
 
 

@@ -80,8 +80,9 @@ def search_text(
         notes.append(f"At most {enable_at_most} {tools} enabled at a time: {len(results.over_cap)} more {more} "
                      "listed below, not enabled.")
     if results.nothing_fits is not None:
+        # "Nothing here matched" only where nothing did: the fit rule judging one (english_only off) is told as such.
         notes.insert(0, nothing_fits_line(query, results.nothing_fits, enabled=bool(results.enabled),
-                                          language=language))
+                                          language=None if results.hits else language))
         if not results.enabled:
             return "\n".join(notes)
     text = _matches_text(results.enabled, results.suggested, notes, query, surface, bridge, results.learned)
@@ -106,10 +107,14 @@ def other_language(results: Results, query: str | None = None) -> str | None:
 
 def language_line(language: str) -> str:
     """One line for a request in another language than the catalog's: search reads English words best."""
+    return (f"This request {_read_as(language)}, and search reads English best: the matches may miss. Searching "
+            "again in English finds more.")
+
+
+def _read_as(language: str) -> str:
+    """What a request in `language` reads as: "reads as German", or "is not in English" (another script)."""
     name = language_name(language)
-    said = f"reads as {name}" if name is not None else "is not in English"
-    return (f"This request {said}, and search reads English best: the matches may miss. Searching again in English "
-            "finds more.")
+    return f"reads as {name}" if name is not None else "is not in English"
 
 
 def down_line(down: Mapping[str, tuple[str, str]]) -> str:
@@ -155,9 +160,7 @@ def nothing_fits_line(query: str, groups: Sequence[str], *, enabled: bool = Fals
     a request in another `language` than English (nothing it says matched), that search reads English."""
     what = "no tool was enabled for it" if not enabled else "only the tools named were enabled"
     if language is not None:
-        name = language_name(language)
-        said = f"it reads as {name}" if name is not None else "it is not in English"
-        first = (f"Nothing here matched '{clip(query)}' ({said}, and search reads English); {what}. "
+        first = (f"Nothing here matched '{clip(query)}' (it {_read_as(language)}, and search reads English); {what}. "
                  "Search again in English")
     else:
         first = f"No tool here fits '{clip(query)}'; {what}"

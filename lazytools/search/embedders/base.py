@@ -84,11 +84,11 @@ def embed_batches(embedder: Embedder, texts: Sequence[str], stop: threading.Even
     rows than texts: the caller can tell, and keep them). `progress(done, total)` hears before the first batch and
     after each."""
     done: list[Vectors] = []
+    if progress is not None and texts:
+        progress(0, len(texts))
     for start in range(0, len(texts), EMBED_BATCH):
         if stop is not None and stop.is_set():
             break
-        if progress is not None and not start:
-            progress(0, len(texts))
         done.append(embed_finite(embedder, texts[start:start + EMBED_BATCH]))
         if progress is not None:
             progress(start + len(done[-1]), len(texts))
