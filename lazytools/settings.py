@@ -277,7 +277,11 @@ class Settings(BaseSettings):
                     "itself).")
     session_idle_timeout: float = Field(
         default=1800.0, gt=0, description="Seconds before an idle HTTP session expires and its state is freed.")
-    max_sessions: int = Field(default=10_000, ge=1, description="Most HTTP sessions held at once.")
+    max_sessions: int = Field(
+        default=10_000, ge=1,
+        description="Most HTTP sessions held at once. When they are all open, a new one closes the session idle "
+                    "longest of the client address that holds the most (its id then answers 404); only when every "
+                    "session has a request in flight (a GET stream is one) is the newcomer refused with 503.")
     max_sessions_per_principal: int = Field(
         default=100, ge=1,
         description="Most HTTP sessions one OAuth user (a token's subject) holds at once, across replicas with "

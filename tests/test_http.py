@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import AsyncIterator
@@ -210,14 +211,48 @@ async def test_delete_ends_the_session_and_frees_its_state() -> None:
         assert after.status_code == 404
 
 
-async def test_session_limit_answers_503_and_frees_up_when_a_session_ends() -> None:
-    server = lazy(max_sessions=1)
+async def test_a_full_session_table_closes_the_session_idle_longest_for_a_newcomer() -> None:
+    # Before, a full table answered every newcomer 503 until a session idled out (30 min by default), so one client
+    # that opened LAZYTOOLS_MAX_SESSIONS sessions and went quiet locked everyone out.
+    server = lazy(max_sessions=2)
     async with serving(server) as url, httpx2.AsyncClient(timeout=60) as http:
         first = await open_raw_session(http, url)
-        refused, message = await rpc(http, url, "initialize", {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
-        assert refused.status_code == 503 and "Too many open sessions" in message["error"]["message"]
-        await http.delete(url, headers={"mcp-session-id": first})
+        second = await open_raw_session(http, url)
+        used, _ = await rpc(http, url, "tools/list", session_id=first)  # so the second is the one idle longest
+        assert used.status_code == 200
+        third = await open_raw_session(http, url)
+        gone, _ = await rpc(http, url, "tools/list", session_id=second)
+        assert gone.status_code == 404  # the spec's answer, on which a client starts a new session
+        for kept in (first, third):
+            answered, listed = await rpc(http, url, "tools/list", session_id=kept)
+            assert answered.status_code == 200 and listed["result"]["tools"]
+        await eventually(lambda: sorted(state.key for state in server.store) == sorted([first, third]))
+
+
+async def test_a_full_session_table_makes_room_out_of_the_address_holding_the_most() -> None:
+    # One client flooding the table closes its own sessions first: another's, idle longer, stays.
+    server = lazy(max_sessions=3)
+    async with serving(server) as url, contextlib.AsyncExitStack() as stack:
+        def client(address: str) -> httpx2.AsyncClient:  # uvicorn reads X-Forwarded-For from the loopback proxy
+            return httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": address})
+
+        quiet, flood, newcomer = [await stack.enter_async_context(client(f"10.0.0.{n}")) for n in (1, 2, 3)]
+        kept = await open_raw_session(quiet, url)
+        floods = [await open_raw_session(flood, url) for _ in range(2)]
+        await open_raw_session(newcomer, url)
+        assert (await rpc(quiet, url, "tools/list", session_id=kept))[0].status_code == 200
+        statuses = [(await rpc(flood, url, "tools/list", session_id=key))[0].status_code for key in floods]
+        assert statuses == [404, 200]
+
+
+async def test_a_full_table_of_sessions_with_requests_in_flight_answers_503_until_one_ends() -> None:
+    server = lazy(max_sessions=1)
+    async with serving(server) as url, httpx2.AsyncClient(timeout=60) as http:
+        async with session(url):  # its GET stream is a request in flight: the session is never idle
+            refused, message = await rpc(http, url, "initialize", {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
+            assert refused.status_code == 503 and "Too many open sessions" in message["error"]["message"]
+        await eventually(lambda: len(server.store) == 0)  # ended (DELETE on close)
         await open_raw_session(http, url)
 
 

@@ -20,7 +20,7 @@ from lazytools.state import MemoryShared, SessionRecord, StateUnavailableError
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings, small_catalog
-from .helpers import _free_port, leaves_behind, running_http
+from .helpers import _free_port, eventually, leaves_behind, running_http
 from .idp import running_idp
 from .test_http import decode
 from .test_learning import QUERY, notes_catalog
@@ -246,13 +246,41 @@ async def test_sessions_refused_for_the_cap_are_warned_about_once_a_minute(caplo
     async with replicas(MemoryShared(ttl=60), max_sessions=1) as (a, b), httpx2.AsyncClient(timeout=30) as http:
         held = (await post(http, a, INITIALIZE)).headers["mcp-session-id"]
         other = (await post(http, b, INITIALIZE)).headers["mcp-session-id"]
-        for _ in range(3):
-            assert (await post(http, a, INITIALIZE)).status_code == 503  # a new session
-            refused = await post(http, a, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, other)  # adopted
-            assert refused.status_code == 503, refused.text
-        assert (await post(http, a, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, held)).status_code == 200
+        stream_headers = {"accept": "text/event-stream", "mcp-session-id": held}
+        async with http.stream("GET", a + "/mcp", headers=stream_headers) as stream:  # in flight: never let go
+            assert stream.status_code == 200
+            for _ in range(3):
+                assert (await post(http, a, INITIALIZE)).status_code == 503  # a new session
+                refused = await post(http, a, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, other)  # adopted
+                assert refused.status_code == 503, refused.text
+            assert (await post(http, a, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, held)).status_code == 200
     warned = [r.getMessage() for r in caplog.records if "LAZYTOOLS_MAX_SESSIONS=1" in r.getMessage()]
     assert len(warned) == 1 and warned[0].startswith("1 session(s) refused"), warned
+
+
+async def test_a_full_replica_lets_its_idle_connection_go_and_loses_no_session() -> None:
+    # Before, a replica holding LAZYTOOLS_MAX_SESSIONS idle connections refused every new session with 503 until one
+    # idled out. The session let go stays in the store: its next request is served from there.
+    async with replicas(MemoryShared(ttl=60), max_sessions=1) as (a, b), httpx2.AsyncClient(timeout=30) as http:
+        first = (await post(http, a, INITIALIZE)).headers["mcp-session-id"]
+        answers: list[httpx2.Response] = []
+
+        async def answered(body: dict[str, Any], key: str | None = None) -> httpx2.Response:
+            """`body`'s answer from a, once the connection it holds is idle (its last answer may come just before
+            its request has ended there)."""
+            async def room() -> bool:
+                answers.append(await post(http, a, body, key))
+                return answers[-1].status_code != 503
+
+            await eventually(room)
+            return answers[-1]
+
+        second = (await answered(INITIALIZE)).headers["mcp-session-id"]
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        again = await answered(listing, first)  # from the store, the second let go in turn
+        assert again.status_code == 200 and decode(again)["result"]["tools"]
+        assert (await answered(listing, second)).status_code == 200
+        assert await listed(http, b, second)  # and any replica, as ever
 
 
 async def test_a_shared_session_that_sent_one_large_request_keeps_nothing_of_it_on_the_replica() -> None:

@@ -59,6 +59,7 @@ from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
 from .http_head import Head, head_of
 from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_release import RELEASE_AFTER_BYTES, let_go
+from .http_sessions import SessionTable
 from .http_shared_sessions import SharedSessionManager
 from .message_bounds import (
     DEPTH_REFUSAL,
@@ -498,7 +499,7 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
             refresh_every=max(1.0, settings.session_idle_timeout / 3),
             listening=next((m.listening for m in server.middleware if isinstance(m, SharedSessions)), None))
     else:
-        sessions = StreamableHTTPSessionManager(
+        sessions = SessionTable(
             server, session_idle_timeout=settings.session_idle_timeout, max_sessions=settings.max_sessions, **common
         )
     readiness = Readiness(state.ping if state is not None else None)

@@ -53,6 +53,7 @@ from ..state.events import message_of
 from ..state.outbox import defer
 from ..state.sync import restore_connection
 from .http_guard import jsonrpc_error
+from .http_sessions import idle_since
 
 __all__ = ["SharedSessionManager"]
 
@@ -217,6 +218,7 @@ class SharedSessionManager:
         if held is None:
             await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
+        self._used(key, held)
         scope[RECORD_SCOPE_KEY] = record
         if scope["method"] == "GET" and not _resumes_a_call(headers):
             await self._serve_stream(key, held, scope, receive, send)
@@ -268,7 +270,7 @@ class SharedSessionManager:
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A request without a session (initialize): a new session, recorded in the store by the server."""
-        if len(self._held) >= self.max_sessions:
+        if not self._room():
             self._refused()
             await jsonrpc_error(503, "Too many open sessions", code=types.INTERNAL_ERROR)(scope, receive, send)
             return
@@ -326,11 +328,34 @@ class SharedSessionManager:
 
     def _adopt(self, record: SessionRecord) -> _Held | None:
         """This replica's connection for a session it did not hold: rebuilt from the record, already initialized."""
-        if len(self._held) >= self.max_sessions:
+        if not self._room():
             self._refused()
             return None
         logger.info("session %s: served here from the store", record.key[:8])
         return self._start(record.key, record)
+
+    def _room(self) -> bool:
+        """Whether this replica may hold one more connection: below `max_sessions`, or once the connection idle
+        longest is let go. That loses nothing: the session stays in the store, and its next request, here or on
+        another replica, serves it from there. Connections with a request in flight (a GET stream) are kept."""
+        if len(self._held) < self.max_sessions:
+            return True
+        # `_held` is in the order of the connections' last requests (`_used`): the first idle one is idle longest.
+        key = next((key for key, held in self._held.items() if idle_since(held.transport) is not None), None)
+        if key is None:
+            return False
+        held = self._held.pop(key)
+        assert held.transport.idle_scope is not None  # idle_since is None without one
+        held.transport.idle_scope.cancel()  # `_serve` ends and terminates it, as after its idle timeout
+        logger.info("session %s: let go here to hold a newer one (LAZYTOOLS_MAX_SESSIONS=%d); it stays in the store",
+                    key[:8], self.max_sessions)
+        return True
+
+    def _used(self, key: str, held: _Held) -> None:
+        """A request of the session `key` came: its connection goes last in `_held`'s order."""
+        if self._held.get(key) is held:
+            del self._held[key]
+            self._held[key] = held
 
     def _refused(self) -> None:
         """A session refused for `max_sessions`: said once a minute at most (a full replica refuses many)."""
