@@ -320,7 +320,8 @@ class Settings(BaseSettings):
         description="Most HTTP connections open at once (lowered to fit the open-file limit); past it one not being "
                     "served makes room (the oldest still sending its headers, else the one idle longest, else the "
                     "slowest still sending its body, else one that sent nothing yet), or the new one is refused "
-                    "(503) when every other is serving a request.")
+                    "(503) when every other is serving a request. Sessions' GET streams hold at most seven eighths "
+                    "of them: past that a new stream closes the oldest of the client address holding the most.")
 
     # Replicas (docs/scaling.md)
     state_url: SecretStr | None = Field(

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 
@@ -298,3 +299,29 @@ async def test_a_shared_session_that_sent_one_large_request_keeps_nothing_of_it_
 
         await leaves_behind(large_ping, 1_000_000)
         assert await listed(http, b, key) == ["search_tools", "invoke_tool"]
+
+
+async def test_a_replica_holds_streams_within_its_budget_and_the_session_of_a_closed_one_goes_on() -> None:
+    # As on one server (test_http_sessions.py): past the budget (12 connections: 8 streams) the oldest stream of the
+    # address holding the most is closed; its session, in the store, answers on either replica.
+    async with replicas(MemoryShared(ttl=60), max_connections=12) as (a, b), \
+            httpx2.AsyncClient(timeout=30) as http, anyio.create_task_group() as tg:
+        opened: list[str] = []
+        ended: list[str] = []
+
+        async def listen(key: str) -> None:
+            async with http.stream("GET", a + "/mcp", headers={"accept": "text/event-stream",
+                                                              "mcp-session-id": key}) as stream:
+                assert stream.status_code == 200
+                opened.append(key)
+                async for _ in stream.aiter_lines():
+                    pass
+            ended.append(key)
+
+        keys = [(await post(http, a, INITIALIZE)).headers["mcp-session-id"] for _ in range(9)]
+        for number, key in enumerate(keys):
+            tg.start_soon(listen, key)
+            await eventually(lambda count=number + 1: len(opened) == count)  # in order: the first is the oldest
+        await eventually(lambda: ended == [keys[0]])
+        assert await listed(http, b, keys[0]) == await listed(http, a, keys[0])
+        tg.cancel_scope.cancel()

@@ -59,7 +59,7 @@ from .http_guard import LOOPBACK_NAMES, HTTPGuard, jsonrpc_error
 from .http_head import Head, head_of
 from .http_limits import HeaderCount, fd_bounded, guarded_protocol
 from .http_release import RELEASE_AFTER_BYTES, let_go
-from .http_sessions import SessionTable
+from .http_sessions import SessionTable, StreamBudget, stream_budget
 from .http_shared_sessions import SharedSessionManager
 from .message_bounds import (
     DEPTH_REFUSAL,
@@ -492,16 +492,18 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
     }
     stateless = StreamableHTTPSessionManager(server, stateless=True, **common)
     sessions: StreamableHTTPSessionManager | SharedSessionManager
+    streams = StreamBudget(stream_budget(settings.max_connections))
     if state is not None:  # replicas: sessions in the shared store (docs/scaling.md)
         sessions = SharedSessionManager(
             server, state, stateless, json_response=settings.json_response, security_settings=security,
             idle_timeout=settings.replica_idle_timeout, max_sessions=settings.max_sessions,
             refresh_every=max(1.0, settings.session_idle_timeout / 3),
-            listening=next((m.listening for m in server.middleware if isinstance(m, SharedSessions)), None))
+            listening=next((m.listening for m in server.middleware if isinstance(m, SharedSessions)), None),
+            streams=streams)
     else:
         sessions = SessionTable(
-            server, session_idle_timeout=settings.session_idle_timeout, max_sessions=settings.max_sessions, **common
-        )
+            server, session_idle_timeout=settings.session_idle_timeout, max_sessions=settings.max_sessions,
+            streams=streams, **common)
     readiness = Readiness(state.ping if state is not None else None)
 
     at_once = _at_once(server, settings, common)

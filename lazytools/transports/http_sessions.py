@@ -1,4 +1,5 @@
-"""The table of handshake-era HTTP sessions held in this process: when it is full, an idle session makes room.
+"""The table of handshake-era HTTP sessions held in this process: when it is full, an idle session makes room; and
+the budget of GET streams the sessions hold, past which the oldest stream of the busiest address is closed.
 
 The SDK's manager refuses every new session with 503 while `max_sessions` are open, and a session idles out only
 after `LAZYTOOLS_SESSION_IDLE_TIMEOUT` (30 min): one client that opened that many sessions and sent nothing more
@@ -7,6 +8,12 @@ newcomer instead, as its idle timeout would have: the session idle longest among
 holds the most sessions, so a client that floods the table makes room out of its own sessions first, and the others'
 stay. A session with a request in flight (an open GET stream is one) is never closed; when every session has one, the
 newcomer gets the 503 as before. A closed session's id answers 404, on which the spec has its client start a new one.
+
+A session's GET stream is a request in flight for as long as it is open, and holds one of the process's
+`LAZYTOOLS_MAX_CONNECTIONS` connections: a client that opened a few hundred sessions, each with its stream, left no
+connection for anyone else (a newcomer's connection was reset). `StreamBudget` keeps streams below the connection
+cap with room to spare; past it, a new stream closes the oldest stream of the address holding the most, whose client
+reopens it when it wants it again (the spec lets a server close a GET stream at any time). The session itself stays.
 
 What it reads of the SDK's manager and transport (mcp 2.3.0, pinned) is private there: the manager's table of
 sessions and its admission of one, the transport's count of requests in flight and its idle scope, whose deadline is
@@ -17,6 +24,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -25,7 +34,7 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["SessionTable", "idle_since"]
+__all__ = ["SessionTable", "StreamBudget", "client_address", "idle_since", "stream_budget"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,11 +56,68 @@ def idle_since(transport: StreamableHTTPServerTransport) -> float | None:
     return deadline - timeout if math.isfinite(deadline) else None
 
 
-class SessionTable(StreamableHTTPSessionManager):
-    """The SDK's session manager, which closes an idle session to admit a new one when `max_sessions` are open."""
+def stream_budget(max_connections: int) -> int:
+    """The most GET streams held at once for a connection cap: an eighth of the connections (at least 4) stay for
+    everything else."""
+    return max(1, max_connections - max(4, max_connections // 8))
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+
+class StreamBudget:
+    """The GET streams held in this process, by client address; at most `most` at once."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._by_address: dict[str, dict[object, Callable[[], None]]] = {}
+        """Client address -> its streams held (each a token and how to close it), oldest first."""
+        self._held = 0
+        self.closed = 0
+        """Streams closed so far to make room for a new one."""
+        self._said_at = -math.inf
+
+    @contextmanager
+    def holding(self, address: str, close: Callable[[], None]) -> Iterator[None]:
+        """Count a stream of `address` while it is held; `close` ends it (its client may open it again)."""
+        if self._held >= self.most:
+            self._close_one()
+        token = object()
+        self._by_address.setdefault(address, {})[token] = close
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._drop(address, token)
+
+    def _drop(self, address: str, token: object) -> bool:
+        streams = self._by_address.get(address)
+        if streams is None or streams.pop(token, None) is None:
+            return False  # closed to make room already
+        self._held -= 1
+        if not streams:
+            del self._by_address[address]
+        return True
+
+    def _close_one(self) -> None:
+        address = max(self._by_address, key=lambda key: len(self._by_address[key]))
+        token, close = next(iter(self._by_address[address].items()))
+        holds = len(self._by_address[address])
+        self._drop(address, token)
+        close()
+        self.closed += 1
+        now = anyio.current_time()
+        if now - self._said_at >= _SAY_EVERY:
+            logger.warning("%d GET streams held (of LAZYTOOLS_MAX_CONNECTIONS, some kept for other requests): the "
+                           "oldest of %s, which holds %d, was closed for a new one (%d so far)", self.most,
+                           address or "an unknown address", holds, self.closed)
+            self._said_at = now
+
+
+class SessionTable(StreamableHTTPSessionManager):
+    """The SDK's session manager, which closes an idle session to admit a new one when `max_sessions` are open, and
+    holds its sessions' GET streams within `streams`."""
+
+    def __init__(self, *args: Any, streams: StreamBudget | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.streams = streams
         self._by_address: dict[str, dict[str, None]] = {}
         """Client address -> its sessions still in the table (ids), the one whose last request ended first first."""
         self._address_of: dict[str, str] = {}
@@ -61,13 +127,19 @@ class SessionTable(StreamableHTTPSessionManager):
         self._unsaid = 0
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        client = scope.get("client")
-        token = _ADDRESS.set(str(client[0]) if client else "")
+        address = client_address(scope)
+        token = _ADDRESS.set(address)
+        session_id = _session_id(scope)
+        transport = self._server_instances.get(session_id) if session_id is not None else None
         try:
-            await super()._handle_stateful_request(scope, receive, send)
+            if transport is not None and self.streams is not None and scope.get("method") == "GET":
+                with self.streams.holding(address, transport.close_standalone_sse_stream):
+                    await super()._handle_stateful_request(scope, receive, send)
+            else:
+                await super()._handle_stateful_request(scope, receive, send)
         finally:
             _ADDRESS.reset(token)
-            self._used(_session_id(scope))
+            self._used(session_id)
 
     def _used(self, session_id: str | None) -> None:
         """A request of `session_id` ended: its session goes last in its address's order."""
@@ -130,6 +202,12 @@ class SessionTable(StreamableHTTPSessionManager):
                            "ones since last said, the last of %s (which holds %d)", self.max_sessions, self._unsaid,
                            address or "an unknown address", len(self._by_address[address]))
             self._said_at, self._unsaid = now, 0
+
+
+def client_address(scope: Scope) -> str:
+    """The request's client address ("" when the server does not know it)."""
+    client = scope.get("client")
+    return str(client[0]) if client else ""
 
 
 def _session_id(scope: Scope) -> str | None:

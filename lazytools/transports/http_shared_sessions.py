@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
@@ -53,7 +53,7 @@ from ..state.events import message_of
 from ..state.outbox import defer
 from ..state.sync import restore_connection
 from .http_guard import jsonrpc_error
-from .http_sessions import idle_since
+from .http_sessions import StreamBudget, client_address, idle_since
 
 __all__ = ["SharedSessionManager"]
 
@@ -128,7 +128,7 @@ class SharedSessionManager:
     def __init__(self, server: Server[Any], state: SharedState, modern: StreamableHTTPSessionManager, *,
                  json_response: bool, security_settings: TransportSecuritySettings | None,
                  idle_timeout: float, max_sessions: int, refresh_every: float,
-                 listening: Listening | None = None) -> None:
+                 listening: Listening | None = None, streams: StreamBudget | None = None) -> None:
         self.server = server
         self.state = state
         self.modern = modern
@@ -138,6 +138,8 @@ class SharedSessionManager:
         self.max_sessions = max_sessions
         self.refresh_every = refresh_every
         self.listening = listening
+        self.streams = streams
+        """The GET streams this process holds, within their budget (`http_sessions.StreamBudget`)."""
         self._held: dict[str, _Held] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._lifespan_state: Any = None
@@ -232,15 +234,18 @@ class SharedSessionManager:
         in the store (a client that only listens makes no requests)."""
         found = scope.get(SCOPE_KEY)
         held.principal = found if isinstance(found, Principal) else ANONYMOUS
-        async with anyio.create_task_group() as tg, self.state.hold(key, held.push):
-            tg.start_soon(self._keep_alive, key)
-            if self.listening is not None and held.connection is not None:
-                tg.start_soon(self._follow, key, held)
-            try:
-                await held.transport.handle_request(scope, receive, send)
-            finally:
-                held.changed = None
-                tg.cancel_scope.cancel()
+        budget = self.streams.holding(client_address(scope), held.transport.close_standalone_sse_stream) \
+            if self.streams is not None else nullcontext()
+        with budget:
+            async with anyio.create_task_group() as tg, self.state.hold(key, held.push):
+                tg.start_soon(self._keep_alive, key)
+                if self.listening is not None and held.connection is not None:
+                    tg.start_soon(self._follow, key, held)
+                try:
+                    await held.transport.handle_request(scope, receive, send)
+                finally:
+                    held.changed = None
+                    tg.cancel_scope.cancel()
 
     async def _follow(self, key: str, held: _Held) -> None:
         """Follow the session's subscriptions now and whenever they change, in a task of the stream's own: an upstream

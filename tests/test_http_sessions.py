@@ -1,0 +1,60 @@
+"""The session table and the stream budget of one process (transports/http_sessions.py), end to end over HTTP in
+test_http.py and test_http_shared.py; here the budget's own accounting."""
+
+from __future__ import annotations
+
+import anyio
+import httpx2
+
+from lazytools.transports.http_sessions import StreamBudget, stream_budget
+
+from .helpers import eventually
+from .test_http import ACCEPT, lazy, open_raw_session, rpc, serving
+
+
+async def test_a_stream_past_the_budget_closes_the_oldest_of_the_address_holding_the_most() -> None:
+    budget = StreamBudget(2)
+    closed: list[str] = []
+    with budget.holding("a", lambda: closed.append("a1")), budget.holding("a", lambda: closed.append("a2")):
+        with budget.holding("b", lambda: closed.append("b1")):
+            assert closed == ["a1"]
+            with budget.holding("c", lambda: closed.append("c1")):
+                assert closed == ["a1", "a2"]  # a and b hold one each: the first address of the most goes
+    assert closed == ["a1", "a2"] and budget.closed == 2
+    with budget.holding("a", lambda: closed.append("again")), budget.holding("b", lambda: closed.append("b2")):
+        assert closed == ["a1", "a2"]  # every stream above ended: the count is back to nothing
+
+
+def test_the_stream_budget_keeps_connections_for_everything_else() -> None:
+    assert [stream_budget(n) for n in (1, 8, 20, 512)] == [1, 4, 16, 448]
+
+
+async def test_a_flood_of_held_streams_closes_its_own_oldest_and_leaves_the_other_address_its_stream() -> None:
+    # Before, a client that opened sessions each with its GET stream held a connection per stream until none was
+    # left for anyone else: the fifth review's 512 streams got a newcomer's connection reset.
+    server = lazy(max_connections=12)  # room for 12 - 4 = 8 streams
+    async with serving(server) as url:
+        flood = httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.1"})
+        other = httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.2"})
+        async with flood, other, anyio.create_task_group() as tg:
+            ended: list[str] = []
+            opened: list[str] = []
+
+            async def listen(http: httpx2.AsyncClient, key: str) -> None:
+                async with http.stream("GET", url, headers={"accept": ACCEPT, "mcp-session-id": key}) as stream:
+                    assert stream.status_code == 200
+                    opened.append(key)
+                    async for _ in stream.aiter_lines():
+                        pass
+                ended.append(key)
+
+            floods = [await open_raw_session(flood, url) for _ in range(8)]
+            for number, key in enumerate(floods):
+                tg.start_soon(listen, flood, key)
+                await eventually(lambda count=number + 1: len(opened) == count)  # in order: the first is the oldest
+            mine = await open_raw_session(other, url)
+            tg.start_soon(listen, other, mine)
+            await eventually(lambda: ended == [floods[0]] and mine in opened)
+            for key in (*floods, mine):  # a stream closed, never a session
+                assert (await rpc(flood, url, "tools/list", session_id=key))[0].status_code == 200
+            tg.cancel_scope.cancel()
