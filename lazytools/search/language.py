@@ -1,5 +1,5 @@
-"""Which language a request is written in, as far as its function words tell: English, or one of the European
-languages of `data/languages.json`.
+"""Which language a request is written in, as far as its function words tell: English, or one of the languages written
+in Latin letters of `data/languages.json`.
 
 Every rule and encoder of search reads English, and the evidence of "nothing fits" (`fit`) was calibrated on English
 requests: a request in French or German shares few words with an English catalog and sits far from its tools for an
@@ -77,7 +77,9 @@ def language_of(text: str) -> str:
     tokens = _WORD.findall(prose.lower())
     if not tokens:
         return ENGLISH
-    found = [by_word[token] for token in tokens if token in by_word]  # read in C: most requests have none
+    # Each word once: a word said twice ("cho cho train") is no more of a language than said once.
+    distinct = set(tokens)
+    found = [by_word[token] for token in distinct if token in by_word]
     if not found:
         return ENGLISH
     counts = [0] * len(languages)
@@ -86,7 +88,7 @@ def language_of(text: str) -> str:
             counts[place] += 1
     most = max(counts)
     # More than English's, and the first such language of the table on a tie between two others.
-    if most <= sum(map(english.__contains__, tokens)):
+    if most <= sum(map(english.__contains__, distinct)):
         return ENGLISH
     best = counts.index(most)
     if most < MIN_WORDS and (prose.isascii() or not _letters()[best].intersection(prose.lower())):
