@@ -275,6 +275,20 @@ async def test_an_upstream_answer_of_too_many_arrays_is_not_parsed_and_fails_its
 
 
 @pytest.mark.process
+async def test_structured_content_of_many_keys_or_numbers_is_served_whole(tmp_path: Path) -> None:
+    """Wide structured content is no hostile shape: 100,000 keys or 500,000 numbers (under every bound) come back
+    whole. docs/reliability.md ("Known limits") has what parsing them holds the event loop for."""
+    async with opened(tmp_path, {"h": hostile()}) as o:
+        async with client(o.server, "claude-ai") as c:
+            keys = await call(c, "h__wide", {"size": 100_000})
+            assert not keys.is_error and keys.structured_content is not None
+            assert len(keys.structured_content["a"]) == 100_000 and keys.structured_content["a"]["k99999"] == 99_999
+            numbers = await call(c, "h__wide", {"size": 500_000, "keys": False})
+            assert not numbers.is_error and numbers.structured_content is not None
+            assert numbers.structured_content["a"][-1] == 499_999 and len(numbers.structured_content["a"]) == 500_000
+
+
+@pytest.mark.process
 async def test_an_upstream_result_nested_past_the_sdks_depth_limit_is_the_upstreams_error(tmp_path: Path) -> None:
     """Structured content 400 arrays deep parses, but the SDK's client checks a result by serialising it and
     pydantic stops at its depth limit (a ValueError): the call said "Internal error in lazytools"; it is the

@@ -44,6 +44,8 @@ def schemas(ref_url: str, ref_file: str) -> dict[str, dict[str, Any]]:
         "server_error": OBJECT,
         "chatty": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
         "deep_result": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]},
+        "wide": {"type": "object", "properties": {"size": {"type": "integer"}, "keys": {"type": "boolean"}},
+                 "required": ["size"]},
         "ref_url": {"type": "object", "properties": {"text": {"$ref": ref_url}, "n": {"type": "integer"}}},
         "ref_file": {"type": "object", "properties": {"text": {"$ref": ref_file}, "n": {"type": "integer"}}},
         "bad_pattern": {"type": "object", "properties": {"text": {"type": "string", "pattern": "("},
@@ -102,6 +104,11 @@ def call(name: str, arguments: dict[str, Any]) -> str:
         depth = int(arguments["size"])
         return '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"a": %s}}' % (
             "[" * depth + "]" * depth)
+    if name == "wide":  # structured content of `size` keys (a dict), or of `size` numbers (a list)
+        size = int(arguments["size"])
+        inside = ("{%s}" % ",".join(f'"k{n}": {n}' for n in range(size))) if arguments.get("keys", True) \
+            else "[%s]" % ",".join(str(n) for n in range(size))
+        return '{"content": [{"type": "text", "text": "wide"}], "structuredContent": {"a": %s}}' % inside
     if name == "crowded":
         return ('{"content": [{"type": "text", "text": "rows"}], "structuredContent": {"rows": [%s]}}'
                 % ",".join(["[]"] * int(arguments["size"])))
