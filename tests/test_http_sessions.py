@@ -3,8 +3,12 @@ test_http.py and test_http_shared.py; here the budget's own accounting."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import anyio
 import httpx2
+import pytest
 
 from lazytools.transports.http_sessions import StreamBudget, stream_budget
 
@@ -58,3 +62,17 @@ async def test_a_flood_of_held_streams_closes_its_own_oldest_and_leaves_the_othe
             for key in (*floods, mine):  # a stream closed, never a session
                 assert (await rpc(flood, url, "tools/list", session_id=key))[0].status_code == 200
             tg.cancel_scope.cancel()
+
+
+@pytest.mark.process
+def test_the_stream_budget_follows_the_connection_cap_lowered_to_the_open_file_limit() -> None:
+    # A process allowed 300 open files serves far fewer connections than the default 512: its streams must leave room
+    # below that, not below 512. Measured in a child, where the limit is lowered for it alone.
+    code = ("import logging, resource, sys; logging.basicConfig(stream=sys.stderr)\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (300, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+            "from lazytools.transports.http_limits import fd_bounded\n"
+            "print(fd_bounded(512, quiet=True)[0], fd_bounded(512)[0])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    quiet, said = (int(n) for n in done.stdout.split())
+    assert quiet == said < 512 and stream_budget(quiet) < quiet
+    assert done.stderr.count("does not fit the open-file limit") == 1  # the second call only

@@ -492,7 +492,8 @@ def build_app(server: Server[Any], settings: Settings, *, state: SharedState | N
     }
     stateless = StreamableHTTPSessionManager(server, stateless=True, **common)
     sessions: StreamableHTTPSessionManager | SharedSessionManager
-    streams = StreamBudget(stream_budget(settings.max_connections))
+    # Below the connection cap the server will keep (lowered to fit the open-file limit, as `_uvicorn_config` does).
+    streams = StreamBudget(stream_budget(fd_bounded(settings.max_connections, quiet=True)[0]))
     if state is not None:  # replicas: sessions in the shared store (docs/scaling.md)
         sessions = SharedSessionManager(
             server, state, stateless, json_response=settings.json_response, security_settings=security,

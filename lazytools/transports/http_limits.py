@@ -112,13 +112,14 @@ async def refuse_head(send: Send, why: str) -> None:
     await send({"type": "http.response.body", "body": _too_large_body(why)})
 
 
-def fd_bounded(max_connections: int, backlog: int = 2048) -> tuple[int, int]:
+def fd_bounded(max_connections: int, backlog: int = 2048, *, quiet: bool = False) -> tuple[int, int]:
     """`max_connections` and the listen backlog, lowered to fit under the process's open-file limit.
 
     asyncio accepts up to `backlog` connections in one go before any of them is seen (and closed, if over the cap),
     and two or three such bursts can land before the first is seen, so the file descriptors must cover the open
     connections, three bursts and a reserve for the rest; past the limit accept() fails with EMFILE and asyncio stops
-    accepting for a second at a time, again and again under a slowloris."""
+    accepting for a second at a time, again and again under a slowloris. `quiet`: no warning when lowered (another
+    caller says it)."""
     if resource is None:
         return max_connections, backlog
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -127,6 +128,8 @@ def fd_bounded(max_connections: int, backlog: int = 2048) -> tuple[int, int]:
     backlog = max(min(backlog, (soft - _FD_RESERVE) // 8), 8)
     fitting = max(soft - _FD_RESERVE - 3 * backlog, 8)
     if fitting < max_connections:
+        if quiet:
+            return fitting, backlog
         logger.warning("LAZYTOOLS_MAX_CONNECTIONS=%d does not fit the open-file limit (%d): using %d (listen backlog "
                        "%d)", max_connections, soft, fitting, backlog)
         return fitting, backlog
