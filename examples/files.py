@@ -175,6 +175,8 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         name_re = glob_to_regex(file_glob)
         names: list[str] = []
         blobs: list[bytes] = []
+        hits: list[list[Any]] = []
+        truncated = False
         budget = MAX_SEARCH_TOTAL_BYTES
         with box.open(path) as top:
             for ref, data in _texts(box, top, name_re, include_hidden):
@@ -184,16 +186,20 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
                 if budget < 0:
                     break
                 names.append(box.relative(ref.parts))
-                blobs.append(data)
+                if regex:
+                    blobs.append(data)
+                elif not truncated:
+                    # Searched as it is read, then let go: holding every file and its text until the end cost
+                    # 100 MB a call (one session's eight calls at once took 1 GB).
+                    text = data.decode("utf-8", errors="replace")
+                    found, truncated = _literal_grep(matcher, [text], max_results - len(hits))
+                    hits += [[len(names) - 1, number, line] for _, number, line in found]
         if regex:
             # User patterns may backtrack catastrophically, so they run in a killable child process. The child
             # gets the bytes already read here, never a path it would open again.
             request = {"op": "grep", "pattern": matcher.pattern, "flags": matcher.flags, "limit": max_results}
-            found = _regex_runner.run_regex(request, timeout=_regex_runner.DEFAULT_TIMEOUT_SECONDS * 4, blobs=blobs)
-            hits, truncated = found["hits"], found["truncated"]
-        else:
-            texts = [blob.decode("utf-8", errors="replace") for blob in blobs]
-            hits, truncated = _literal_grep(matcher, texts, max_results)
+            result = _regex_runner.run_regex(request, timeout=_regex_runner.DEFAULT_TIMEOUT_SECONDS * 4, blobs=blobs)
+            hits, truncated = result["hits"], result["truncated"]
         matches = [{"file": names[i], "line": n, "text": t} for i, n, t in hits]
         return {"matches": matches, "files_searched": len(names), "truncated": truncated or budget < 0}
 

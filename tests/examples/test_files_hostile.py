@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -166,6 +167,27 @@ def test_reads_stop_at_the_stated_size(tools: Tools, root: Path, monkeypatch: py
     assert tools["count_file_lines"]("big.txt")["skipped_files"] == 1
     (root / "small.txt").write_text("y\n" * 400)
     assert tools["read_text_file"]("small.txt")["total_lines"] == 400
+
+
+def test_a_plain_search_holds_one_file_at_a_time(tools: Tools, root: Path) -> None:
+    # Every file was read and decoded before the first was searched: 50 MB read and their 50 MB of text held per
+    # call (one session's eight calls at once took 1 GB). A plain search now reads, searches and lets go of each.
+    line = "lorem ipsum dolor sit amet " * 3 + "\n"
+    for i in range(8):
+        (root / f"bulk{i}.log").write_text(line * (1_000_000 // len(line)))
+    size = (root / "bulk0.log").stat().st_size
+    tracemalloc.start()
+    try:
+        result = tools["search_in_files"]("not in there", file_glob="bulk*.log")
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result == {"matches": [], "files_searched": 8, "truncated": False}
+    # One file's bytes, their text and its lines at a time (about 4 sizes), not eight files' (about 18).
+    assert peak < 6 * size, f"{peak:,} bytes at most for files of {size:,}"
+    found = tools["search_in_files"]("dolor", file_glob="bulk*.log", max_results=3)
+    assert [(m["file"], m["line"]) for m in found["matches"]] == [("bulk0.log", n) for n in (1, 2, 3)]
+    assert found["truncated"] is True and found["files_searched"] == 8
 
 
 def test_long_lines_are_cut_at_the_result_limit(tools: Tools, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
