@@ -6,6 +6,7 @@ import re
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
@@ -178,7 +179,9 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         hits: list[list[Any]] = []
         truncated = False
         budget = MAX_SEARCH_TOTAL_BYTES
-        with box.open(path) as top:
+        # A regex search holds every file it reads until its child has searched them: it takes the child's place
+        # before reading, so at most MAX_CHILDREN calls hold files at once (eight calls of one session held 1.1 GB).
+        with _regex_runner.child_place() if regex else nullcontext(), box.open(path) as top:
             for ref, data in _texts(box, top, name_re, include_hidden):
                 if data is None:
                     continue
@@ -194,12 +197,13 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
                     text = data.decode("utf-8", errors="replace")
                     found, truncated = _literal_grep(matcher, [text], max_results - len(hits))
                     hits += [[len(names) - 1, number, line] for _, number, line in found]
-        if regex:
-            # User patterns may backtrack catastrophically, so they run in a killable child process. The child
-            # gets the bytes already read here, never a path it would open again.
-            request = {"op": "grep", "pattern": matcher.pattern, "flags": matcher.flags, "limit": max_results}
-            result = _regex_runner.run_regex(request, timeout=_regex_runner.DEFAULT_TIMEOUT_SECONDS * 4, blobs=blobs)
-            hits, truncated = result["hits"], result["truncated"]
+            if regex:
+                # User patterns may backtrack catastrophically, so they run in a killable child process. The child
+                # gets the bytes already read here, never a path it would open again.
+                request = {"op": "grep", "pattern": matcher.pattern, "flags": matcher.flags, "limit": max_results}
+                result = _regex_runner.run_regex(request, timeout=_regex_runner.DEFAULT_TIMEOUT_SECONDS * 4,
+                                                 blobs=blobs, place_held=True)
+                hits, truncated = result["hits"], result["truncated"]
         matches = [{"file": names[i], "line": n, "text": t} for i, n, t in hits]
         return {"matches": matches, "files_searched": len(names), "truncated": truncated or budget < 0}
 

@@ -190,6 +190,29 @@ def test_a_plain_search_holds_one_file_at_a_time(tools: Tools, root: Path) -> No
     assert found["truncated"] is True and found["files_searched"] == 8
 
 
+@pytest.mark.process
+def test_a_regex_search_past_the_cap_on_children_reads_no_file(tools: Tools, root: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Files were read (50 MB a call at most) before a child was waited for: one session's eight regex searches at
+    # once held 1.1 GB, three of them only to be refused. The place is taken first, so a refused call reads none.
+    from lazytools_examples import _regex_runner
+
+    read: list[str] = []
+    real = files._read_small
+    monkeypatch.setattr(files, "_read_small", lambda box, ref, limit: read.append(ref.name) or real(box, ref, limit))
+    monkeypatch.setattr(_regex_runner, "_CHILD_WAIT_SECONDS", 0.01)
+    held = [_regex_runner._children.acquire(blocking=False) for _ in range(_regex_runner.MAX_CHILDREN)]
+    try:
+        assert all(held)  # no other call is running in this test
+        with pytest.raises(ValueError, match="already being evaluated"):
+            tools["search_in_files"]("ins.de", regex=True)
+    finally:
+        for _ in held:
+            _regex_runner._children.release()
+    assert read == []
+    assert tools["search_in_files"]("ins.de", regex=True)["matches"] and read
+
+
 def test_long_lines_are_cut_at_the_result_limit(tools: Tools, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(files, "MAX_RESULT_BYTES", 10_000)
     (root / "wide.txt").write_text(("z" * 3000 + "\n") * 10)
