@@ -15,7 +15,7 @@ from pydantic import Field
 
 from . import _regex_runner
 from ._common import MAX_RESULT_BYTES
-from ._sandbox import FileRef, Opened, Sandbox, display_name, glob_to_regex, line_name, read_at_most
+from ._sandbox import FileRef, Opened, Sandbox, display_name, glob_to_regex, line_name, link_budget, read_at_most
 
 __all__ = ["make_file_tools", "MAX_READ_BYTES", "MAX_SEARCH_BYTES", "MAX_SEARCH_TOTAL_BYTES", "MAX_CHECKSUM_BYTES"]
 
@@ -63,8 +63,9 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
     """Create the file tools bound to `root`; every path they accept is opened inside it (see _sandbox)."""
     box = Sandbox(root)
 
-    def listing(folder: Opened, include_hidden: bool, limit: int) -> tuple[list[tuple[str, str, os.stat_result | None, bool]], bool]:
-        """(name, kind, stat, is_link) of a folder's entries; links are shown only if they stay under the root."""
+    def listing(folder: Opened, include_hidden: bool, limit: int, hops: list[int]) -> tuple[list[tuple[str, str, os.stat_result | None, bool]], bool]:
+        """(name, kind, stat, is_link) of a folder's entries; links are shown only if they stay under the root and
+        fit in `hops` (a `link_budget`)."""
         entries, cut = box.entries(folder)
         rows = []
         for entry in entries:
@@ -72,7 +73,7 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
                 continue
             try:
                 if entry.is_symlink():
-                    st = box.follow(folder.parts + (entry.name,))
+                    st = box.follow(folder.parts + (entry.name,), hops)
                     if st is None:
                         continue  # leads outside the root, or nowhere
                     rows.append((entry.name, _kind(st), st, True))
@@ -95,7 +96,7 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         with box.open(path) as folder:
             if not folder.is_dir:
                 raise ValueError(f"{path!r} is not a directory")
-            rows, _cut = listing(folder, include_hidden, _MAX_LISTED)
+            rows, _cut = listing(folder, include_hidden, _MAX_LISTED, link_budget())
             entries = [
                 {"name": display_name(name), "type": kind, "size": st.st_size if kind == "file" and st else None}
                 for name, kind, st, _link in rows
@@ -259,9 +260,10 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
     ) -> str:
         """Show a directory as an indented tree of folders and files (like the `tree` command)."""
         budget = [_MAX_TREE_LINES]
+        hops = link_budget()  # one for the whole tree: each folder's links would otherwise have a budget of their own
 
         def walk(folder: Opened, prefix: str, depth: int, lines: list[str]) -> None:
-            rows, _cut = listing(folder, include_hidden, _MAX_TREE_LINES)
+            rows, _cut = listing(folder, include_hidden, _MAX_TREE_LINES, hops)
             for index, (name, kind, _st, link) in enumerate(rows):
                 if budget[0] <= 0:
                     lines.append(prefix + "… (truncated)")

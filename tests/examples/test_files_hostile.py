@@ -223,6 +223,43 @@ def test_long_lines_are_cut_at_the_result_limit(tools: Tools, root: Path, monkey
         tools["read_text_file"]("one.txt")
 
 
+def test_links_through_long_chains_cost_a_bounded_number_of_hops(tools: Tools, root: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # A folder of 20,000 links, each through a chain of 39 more (a cloned repository can hold them), took 4.5 s
+    # to list and 10.8 s to count, 28 times a folder of as many files: every link's chain was walked again.
+    from lazytools_examples import _sandbox
+
+    (root / "chain").mkdir()
+    (root / "chain" / "end").write_text("end\n")
+    previous = "end"
+    for i in range(_sandbox.MAX_SYMLINKS - 2):
+        (root / "chain" / f"l{i}").symlink_to(previous)
+        previous = f"l{i}"
+    (root / "many").mkdir()
+    for i in range(100):
+        (root / "many" / f"s{i:03}").symlink_to(f"../chain/{previous}")
+    assert tools["read_text_file"]("many/s000")["content"] == "end"  # each link is valid on its own
+    hops = [0]
+    real = os.readlink
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        hops[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_sandbox, "MAX_LINK_HOPS", 400, raising=False)
+    monkeypatch.setattr(os, "readlink", counted)
+    calls: list[Callable[[], Any]] = [
+        lambda: tools["list_directory"]("many"), lambda: tools["directory_tree"](),
+        lambda: tools["find_files"]("s*"), lambda: tools["count_file_lines"]("many"),
+        lambda: tools["search_in_files"]("end", path="many"),
+    ]
+    for call in calls:
+        hops[0] = 0
+        call()
+        # The budget, each followed file's chain once more to open it, and one chain past the budget.
+        assert hops[0] <= 2 * 400 + 2 * _sandbox.MAX_SYMLINKS, hops[0]
+
+
 def test_hard_links_inside_the_root_stay_readable(tools: Tools, root: Path, tmp_path: Path) -> None:
     # Documented limit: a hard link is the file itself; nothing on the path shows it was made from outside.
     os.link(tmp_path / "outside" / "secret.txt", root / "hard.txt")
