@@ -16,8 +16,8 @@ from .schematitles import without_restated_titles
 from .toolnames import MAX_NAME_LENGTH
 
 __all__ = [
-    "DESCRIPTION_CHARS", "MAX_NAME_LENGTH", "SCHEMA_CHARS", "CallFn", "ToolEntry", "compact_json", "first_sentence",
-    "plain_summary",
+    "DESCRIPTION_CHARS", "EXTRA_CHARS", "MAX_NAME_LENGTH", "SCHEMA_CHARS", "CallFn", "ToolEntry", "compact_json",
+    "first_sentence", "plain_summary",
 ]
 
 DESCRIPTION_CHARS = 10_000
@@ -32,7 +32,12 @@ JSON: the largest of the 647 real tools of benchmarks/data/multiserver is 18,953
 while one upstream schema of thousands of enum values would fill the model's context (or the SDK client's 1 MiB
 event) by itself. With descriptions, 20 enabled tools at both caps are about 850 KB."""
 TITLE_CHARS = 200
-"""A tool's title (a display name) as clients are sent it is cut here."""
+"""A tool's title (a display name) as clients are sent it is cut here, and so is its annotations' title."""
+EXTRA_CHARS = 16_000
+"""A tool's icons (all of them together) and its `_meta` are each sent only up to this size as compact JSON, else
+left out: one upstream tool with a 3 MB `data:` icon and 2 MB of `_meta` made every tools/list of a session that had
+enabled it 5 MB, which the SDK client over HTTP refused (its 1 MiB event), so that session could list no tool. A
+64-pixel PNG icon inlined is 4-8 KB; `_meta` holds a few keys."""
 
 _SUMMARY_SCAN = 2_000
 """The first sentence is looked for in this many characters: enough for any opening sentence (it is cut at 160),
@@ -82,9 +87,9 @@ class ToolEntry:
         return _summary(self.description)
 
     def to_mcp(self) -> types.Tool:
-        """The tool as tools/list sends it: description and title cut (see `DESCRIPTION_CHARS`), schemas less the
+        """The tool as tools/list sends it: description and titles cut (see `DESCRIPTION_CHARS`), schemas less the
         titles that restate a name (`schematitles`), schemas over `SCHEMA_CHARS` left out (an input schema as an open
-        object, said in the description), the rest as it is. Calls are still checked against the whole input schema
+        object, said in the description), icons or `_meta` over `EXTRA_CHARS` left out, the rest as it is. Calls are still checked against the whole input schema
         as the tool gave it."""
         description = _cut(self.description, DESCRIPTION_CHARS)
         input_schema, size = _listed(self.input_schema)
@@ -95,16 +100,26 @@ class ToolEntry:
         output_schema, size = _listed(self.output_schema) if self.output_schema is not None else (None, 0)
         if size > SCHEMA_CHARS:
             output_schema = None
+        annotations = self.annotations
+        if annotations is not None and annotations.title is not None and len(annotations.title) > TITLE_CHARS:
+            annotations = annotations.model_copy(update={"title": _cut(annotations.title, TITLE_CHARS)})
+        icons = list(self.icons) if self.icons is not None else None
+        if icons and len(compact_json([icon.model_dump(mode="json", exclude_none=True) for icon in icons])) > \
+                EXTRA_CHARS:
+            icons = None
+        meta = dict(self.meta) if self.meta is not None else None
+        if meta and len(compact_json(meta)) > EXTRA_CHARS:
+            meta = None
         return types.Tool(
             name=self.name,
             title=_cut(self.title, TITLE_CHARS) if self.title is not None else None,
             description=description,
             input_schema=input_schema,
             output_schema=output_schema,
-            annotations=self.annotations,
-            icons=list(self.icons) if self.icons is not None else None,
+            annotations=annotations,
+            icons=icons,
             execution=self.execution,
-            _meta=dict(self.meta) if self.meta is not None else None,
+            _meta=meta,
         )
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import mcp_types as types
 import pytest
 
 from lazytools import Catalog, Group, ToolEntry, build_server
-from lazytools.entry import DESCRIPTION_CHARS, TITLE_CHARS, first_sentence, plain_summary
+from lazytools.entry import DESCRIPTION_CHARS, EXTRA_CHARS, TITLE_CHARS, compact_json, first_sentence, plain_summary
 
 from .conftest import client, make_settings, text_of
 from .fixtures.catalogs import _never
@@ -68,6 +69,24 @@ def test_a_client_is_sent_a_bounded_description_and_title_that_say_they_were_cut
     real = ToolEntry(name="t", group="g", description="Real.\n\n" + "r" * 6_993, title="Real", input_schema={},
                      call=_never)
     assert real.to_mcp().description == real.description and real.to_mcp().title == "Real"
+
+
+def test_icons_meta_and_an_annotations_title_past_their_bounds_are_not_sent() -> None:
+    # An upstream tool with a 3 MB data: URI icon and 2 MB of _meta made each tools/list of a session that had
+    # enabled it 5 MB: over HTTP the SDK client refused the event (1 MiB) and the session could list no tool.
+    icon = types.Icon(src="data:image/png;base64," + "A" * 3_000_000, mime_type="image/png")
+    huge = ToolEntry(name="t", group="g", description="Paint.", input_schema={}, call=_never, icons=(icon,),
+                     meta={"x": "m" * 2_000_000}, annotations=types.ToolAnnotations(title="A" * 1_000_000))
+    tool = huge.to_mcp()
+    assert tool.icons is None and tool.meta is None
+    assert tool.annotations is not None and tool.annotations.title is not None
+    assert len(tool.annotations.title) < TITLE_CHARS + 100 and "cut" in tool.annotations.title
+    assert len(compact_json(tool.model_dump(mode="json", by_alias=True, exclude_none=True))) < 2 * EXTRA_CHARS
+    small = types.Icon(src="data:image/png;base64," + "A" * 6_000, mime_type="image/png")
+    real = ToolEntry(name="t", group="g", description="Paint.", input_schema={}, call=_never, icons=(small,),
+                     meta={"ui/resourceUri": "ui://paint/app.html"}, annotations=types.ToolAnnotations(title="Paint"))
+    assert real.to_mcp().icons == [small] and real.to_mcp().meta == {"ui/resourceUri": "ui://paint/app.html"}
+    assert real.to_mcp().annotations == types.ToolAnnotations(title="Paint")
 
 
 async def test_tools_list_stays_bounded_when_enabled_tools_have_huge_descriptions() -> None:
