@@ -242,8 +242,13 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         skipped = 0
         budget = MAX_SEARCH_TOTAL_BYTES
         with box.open(path) as top:
-            for ref, data in _texts(box, top, name_re, include_hidden):
-                if data is None or budget < len(data):
+            for ref in box.walk_files(top, include_hidden):
+                if not name_re.match(ref.name):
+                    continue
+                # Read up to what the budget has left: a larger file is skipped unread (each one once it is spent),
+                # not read whole only to be skipped, as all 20,000 of a walk were.
+                data = _read_small(box, ref, min(MAX_SEARCH_BYTES, budget))
+                if data is None or _looks_binary(data):
                     skipped += 1
                     continue
                 budget -= len(data)

@@ -213,6 +213,26 @@ def test_a_regex_search_past_the_cap_on_children_reads_no_file(tools: Tools, roo
     assert tools["search_in_files"]("ins.de", regex=True)["matches"] and read
 
 
+def test_counting_lines_reads_no_more_than_its_budget(tools: Tools, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Once its 50 MB were spent, count_file_lines still read every matching file of the walk (20,000 of up to
+    # 2 MB each), only to count it as skipped. Past the budget a file is skipped unread.
+    monkeypatch.setattr(files, "MAX_SEARCH_TOTAL_BYTES", 1000)
+    for i in range(10):
+        (root / f"part{i}.txt").write_text("x\n" * 200)  # 400 bytes each
+    read = [0]
+    real = files.read_at_most
+
+    def counted(fd: int, limit: int) -> bytes:
+        data = real(fd, limit)
+        read[0] += len(data)
+        return data
+
+    monkeypatch.setattr(files, "read_at_most", counted)
+    result = tools["count_file_lines"](file_glob="part*.txt")
+    assert result["total_files"] == 2 and result["total_lines"] == 400 and result["skipped_files"] == 8
+    assert read[0] <= 1000, read[0]
+
+
 def test_long_lines_are_cut_at_the_result_limit(tools: Tools, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(files, "MAX_RESULT_BYTES", 10_000)
     (root / "wide.txt").write_text(("z" * 3000 + "\n") * 10)
