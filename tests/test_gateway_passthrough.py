@@ -378,6 +378,23 @@ async def test_resource_subscriptions_pass_through(tmp_path: Path, upstream: str
         assert text_of(await f.call("touch", {"uri": uri})) == "not subscribed"
 
 
+async def test_a_session_holds_a_bounded_number_of_subscriptions(tmp_path: Path, upstream: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each subscription was kept here and on the upstream, without end: 20,000 templated URIs held 8 MiB more in
+    # lazytools and as much in the upstream, and a client could go on for as long as it liked.
+    from lazytools.sources.gateway import resource_subscriptions
+
+    monkeypatch.setattr(resource_subscriptions, "MAX_SUBSCRIPTIONS", 2, raising=False)
+    async with front(tmp_path, upstream) as f:
+        with pytest.warns(MCPDeprecationWarning):
+            for uri in ("features://feat/item/1", "features://feat/item/2", "features://feat/item/2"):
+                await f.client.session.subscribe_resource(uri)
+            with pytest.raises(MCPError, match="at most 2 resource subscriptions"):
+                await f.client.session.subscribe_resource("features://feat/item/3")
+            await f.client.session.unsubscribe_resource("features://feat/item/1")
+            await f.client.session.subscribe_resource("features://feat/item/3")
+
+
 async def test_two_servers_keep_their_prompts_apart(tmp_path: Path, upstream: str) -> None:
     async with upstream_entry(upstream, name="one") as one, upstream_entry(upstream, name="two") as two:
         async with opened(tmp_path, {"one": one, "two": two}) as o, Client(o.server, mode="legacy") as c:
