@@ -89,6 +89,19 @@ plain words (or exact tool_names). Found tools are added to your tool list, or, 
 called through invoke_tool(tool_name, arguments). Search again whenever you need a different capability."""
 
 
+def _listed_within(entries: list[ToolEntry], left: int) -> list[types.Tool]:
+    """`entries` as tools/list sends them, each one lean whose whole form would pass the `left` bytes still free."""
+    tools: list[types.Tool] = []
+    for entry in entries:
+        tool = entry.to_mcp()
+        if (size := listed_bytes(tool)) > left:
+            tool = entry.to_mcp(lean=True)
+            size = listed_bytes(tool)
+        left -= size
+        tools.append(tool)
+    return tools
+
+
 class LazyServer(Server[Any]):
     """A low-level MCP server that shows a small tool surface and grows it per session."""
 
@@ -188,21 +201,11 @@ class LazyServer(Server[Any]):
         view = self.view_of(state)
         visible = self._access(view).catalog
         static, size = self._static_tools(view)
-        tools = list(static)
-        left = TOOLS_LIST_BYTES - size
-        for name in view.lists_enabled():
-            if name in visible and name not in self.pinned:
-                entry = visible.get(name)
-                tool = entry.to_mcp()
-                if (size := listed_bytes(tool)) > left:
-                    tool = entry.to_mcp(lean=True)
-                    size = listed_bytes(tool)
-                left -= size
-                tools.append(tool)
-        return tools
+        enabled = [visible.get(name) for name in view.lists_enabled() if name in visible and name not in self.pinned]
+        return static + _listed_within(enabled, TOOLS_LIST_BYTES - size)
 
     def _static_tools(self, view: SessionView) -> tuple[list[types.Tool], int]:
-        """The tools every session of this view lists first (pinned ones and the meta-tools), and their bytes."""
+        # What every session of this view lists first (pinned tools, the meta-tools), and its size in bytes.
         surface = view.surface
         access = self._access(view)
         # The rest of the view is the same for every session of the principals that share an Access.
