@@ -63,7 +63,8 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
     """Create the file tools bound to `root`; every path they accept is opened inside it (see _sandbox)."""
     box = Sandbox(root)
 
-    def listing(folder: Opened, include_hidden: bool, limit: int, hops: list[int]) -> tuple[list[tuple[str, str, os.stat_result | None, bool]], bool]:
+    def listing(folder: Opened, include_hidden: bool, limit: int,
+                hops: list[int]) -> tuple[list[tuple[str, str, os.stat_result | None, bool]], bool]:
         """(name, kind, stat, is_link) of a folder's entries; links are shown only if they stay under the root and
         fit in `hops` (a `link_budget`)."""
         entries, cut = box.entries(folder)

@@ -263,9 +263,9 @@ class PassThrough:
     async def list_templates(self, ctx: ServerRequestContext[Any, Any],
                              params: Any) -> types.ListResourceTemplatesResult:
         access, front = self._access(), self.front
-        templates, more = _page([template for template in front.list_templates()
-                                 if access.template(template.uri_template, front.template_server(template.uri_template))],
-                                params)
+        allowed = [template for template in front.list_templates()
+                   if access.template(template.uri_template, front.template_server(template.uri_template))]
+        templates, more = _page(allowed, params)
         return types.ListResourceTemplatesResult(resource_templates=templates, next_cursor=more)
 
     async def read_resource(self, ctx: ServerRequestContext[Any, Any],

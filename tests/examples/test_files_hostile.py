@@ -213,7 +213,8 @@ def test_a_regex_search_past_the_cap_on_children_reads_no_file(tools: Tools, roo
     assert tools["search_in_files"]("ins.de", regex=True)["matches"] and read
 
 
-def test_counting_lines_reads_no_more_than_its_budget(tools: Tools, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_counting_lines_reads_no_more_than_its_budget(tools: Tools, root: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # Once its 50 MB were spent, count_file_lines still read every matching file of the walk (20,000 of up to
     # 2 MB each), only to count it as skipped. Past the budget a file is skipped unread.
     monkeypatch.setattr(files, "MAX_SEARCH_TOTAL_BYTES", 1000)
