@@ -137,10 +137,11 @@ class Front:
             self.scoped.stop(key)
 
     async def roots_changed(self, client: ClientSide) -> None:
-        """The client's roots changed: every upstream that may ask it hears `notifications/roots/list_changed`."""
+        """The client's roots changed: every upstream that may ask it hears `notifications/roots/list_changed` (once
+        until it asks: `Upstream.roots_changed`)."""
         own = self.scoped.of(client.key) if self.scoped is not None else []
         for upstream in [*self.upstreams, *own]:
-            await upstream.notify(types.RootsListChangedNotification())
+            await upstream.roots_changed()
 
     async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None:
         """A session's `logging/setLevel` (log_levels.py)."""
