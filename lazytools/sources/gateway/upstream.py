@@ -91,7 +91,7 @@ class Upstream:
         self.relay = relay if relay is not None else Relay()
         self.owner = owner
         """The session key of the client this upstream was started for (`"scope": "session"`); None when shared."""
-        self._asks = ClientAsks(self.relay, self.name, self.inflight, owner)
+        self.asks = ClientAsks(self.relay, self.name, self.inflight, owner)
         self.seen_uris = NamedUris()
         """URIs its results named, per client session (resources/read routes them for that session only)."""
         # What a reader of the gateway sees.
@@ -113,8 +113,6 @@ class Upstream:
         self._signal = anyio.Event()
         self._relist = False
         self._relist_offerings = False
-        self._roots_told = False
-        """Told that the client's roots changed and not asked for them since (`roots_changed`)."""
         self._stderr: TextIO = sys.stderr  # a pipe to labelled log lines while `run` runs
         self._stderr_tail = StderrTail()
         self._said: set[str] = set()  # its listing's warnings already logged: each reconnection lists it again
@@ -171,8 +169,7 @@ class Upstream:
                 await self._attempts.pause(self.backoff.after(failures))  # a call to one of its tools retries now
 
     async def _connect_and_serve(self) -> None:
-        self.state, self._relist, self._up_since = "connecting", False, None
-        self._roots_told = False  # a new connection has been told nothing yet
+        self.state, self._relist, self._up_since, self.asks.roots.told = "connecting", False, None, False
         self._signal = anyio.Event()
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
@@ -183,8 +180,8 @@ class Upstream:
                               cache=None, client_info=_CLIENT_INFO, message_handler=self._on_message,
                               # Declared to every upstream, so it shows the tools that need them; each request
                               # goes to the client whose call is in flight, or fails with why (relay.py).
-                              sampling_callback=self._asks.sampling, elicitation_callback=self._asks.elicitation,
-                              list_roots_callback=self._list_roots) as client:
+                              sampling_callback=self.asks.sampling, elicitation_callback=self.asks.elicitation,
+                              list_roots_callback=self.asks.list_roots) as client:
                 screen.version = client.protocol_version
                 await self._refresh(client)
                 await self._refresh_offerings(client)
@@ -356,18 +353,6 @@ class Upstream:
             raise UpstreamUnavailableError(self.name, f"not connected ({self.error or 'starting'}); lazytools "
                                                       "keeps retrying in the background")
         return client
-
-    async def roots_changed(self) -> None:
-        """Tell the server that the client's roots changed, unless it was told and has not asked for them since:
-        when it asks, it gets them as they are then. Passed on one for one, 20,000 notifications of one client
-        made a shared server ask 16,000 times, a ping of that client waiting 34 s behind them."""
-        if not self._roots_told:
-            self._roots_told = True
-            await self.notify(types.RootsListChangedNotification())
-
-    async def _list_roots(self, context: Any) -> Any:
-        self._roots_told = False  # before asking: a change while the client answers is told anew
-        return await self._asks.list_roots(context)
 
     async def notify(self, notification: types.ClientNotification) -> None:
         """Send a notification if connected (a server that is down hears nothing; it asks again when up)."""
