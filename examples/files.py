@@ -6,6 +6,7 @@ import re
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
@@ -14,7 +15,7 @@ from pydantic import Field
 
 from . import _regex_runner
 from ._common import MAX_RESULT_BYTES
-from ._sandbox import FileRef, Opened, Sandbox, display_name, glob_to_regex, line_name, read_at_most
+from ._sandbox import FileRef, Opened, Sandbox, display_name, glob_to_regex, line_name, link_budget, read_at_most
 
 __all__ = ["make_file_tools", "MAX_READ_BYTES", "MAX_SEARCH_BYTES", "MAX_SEARCH_TOTAL_BYTES", "MAX_CHECKSUM_BYTES"]
 
@@ -62,8 +63,10 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
     """Create the file tools bound to `root`; every path they accept is opened inside it (see _sandbox)."""
     box = Sandbox(root)
 
-    def listing(folder: Opened, include_hidden: bool, limit: int) -> tuple[list[tuple[str, str, os.stat_result | None, bool]], bool]:
-        """(name, kind, stat, is_link) of a folder's entries; links are shown only if they stay under the root."""
+    def listing(folder: Opened, include_hidden: bool, limit: int,
+                hops: list[int]) -> tuple[list[tuple[str, str, os.stat_result | None, bool]], bool]:
+        """(name, kind, stat, is_link) of a folder's entries; links are shown only if they stay under the root and
+        fit in `hops` (a `link_budget`)."""
         entries, cut = box.entries(folder)
         rows = []
         for entry in entries:
@@ -71,7 +74,7 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
                 continue
             try:
                 if entry.is_symlink():
-                    st = box.follow(folder.parts + (entry.name,))
+                    st = box.follow(folder.parts + (entry.name,), hops)
                     if st is None:
                         continue  # leads outside the root, or nowhere
                     rows.append((entry.name, _kind(st), st, True))
@@ -94,7 +97,7 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         with box.open(path) as folder:
             if not folder.is_dir:
                 raise ValueError(f"{path!r} is not a directory")
-            rows, _cut = listing(folder, include_hidden, _MAX_LISTED)
+            rows, _cut = listing(folder, include_hidden, _MAX_LISTED, link_budget())
             entries = [
                 {"name": display_name(name), "type": kind, "size": st.st_size if kind == "file" and st else None}
                 for name, kind, st, _link in rows
@@ -175,8 +178,12 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         name_re = glob_to_regex(file_glob)
         names: list[str] = []
         blobs: list[bytes] = []
+        hits: list[list[Any]] = []
+        truncated = False
         budget = MAX_SEARCH_TOTAL_BYTES
-        with box.open(path) as top:
+        # A regex search holds every file it reads until its child has searched them: it takes the child's place
+        # before reading, so at most MAX_CHILDREN calls hold files at once (eight calls of one session held 1.1 GB).
+        with _regex_runner.child_place() if regex else nullcontext(), box.open(path) as top:
             for ref, data in _texts(box, top, name_re, include_hidden):
                 if data is None:
                     continue
@@ -184,16 +191,21 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
                 if budget < 0:
                     break
                 names.append(box.relative(ref.parts))
-                blobs.append(data)
-        if regex:
-            # User patterns may backtrack catastrophically, so they run in a killable child process. The child
-            # gets the bytes already read here, never a path it would open again.
-            request = {"op": "grep", "pattern": matcher.pattern, "flags": matcher.flags, "limit": max_results}
-            found = _regex_runner.run_regex(request, timeout=_regex_runner.DEFAULT_TIMEOUT_SECONDS * 4, blobs=blobs)
-            hits, truncated = found["hits"], found["truncated"]
-        else:
-            texts = [blob.decode("utf-8", errors="replace") for blob in blobs]
-            hits, truncated = _literal_grep(matcher, texts, max_results)
+                if regex:
+                    blobs.append(data)
+                elif not truncated:
+                    # Searched as it is read, then let go: holding every file and its text until the end cost
+                    # 100 MB a call (one session's eight calls at once took 1 GB).
+                    text = data.decode("utf-8", errors="replace")
+                    found, truncated = _literal_grep(matcher, [text], max_results - len(hits))
+                    hits += [[len(names) - 1, number, line] for _, number, line in found]
+            if regex:
+                # User patterns may backtrack catastrophically, so they run in a killable child process. The child
+                # gets the bytes already read here, never a path it would open again.
+                request = {"op": "grep", "pattern": matcher.pattern, "flags": matcher.flags, "limit": max_results}
+                result = _regex_runner.run_regex(request, timeout=_regex_runner.DEFAULT_TIMEOUT_SECONDS * 4,
+                                                 blobs=blobs, place_held=True)
+                hits, truncated = result["hits"], result["truncated"]
         matches = [{"file": names[i], "line": n, "text": t} for i, n, t in hits]
         return {"matches": matches, "files_searched": len(names), "truncated": truncated or budget < 0}
 
@@ -231,8 +243,13 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
         skipped = 0
         budget = MAX_SEARCH_TOTAL_BYTES
         with box.open(path) as top:
-            for ref, data in _texts(box, top, name_re, include_hidden):
-                if data is None or budget < len(data):
+            for ref in box.walk_files(top, include_hidden):
+                if not name_re.match(ref.name):
+                    continue
+                # Read up to what the budget has left: a larger file is skipped unread (each one once it is spent),
+                # not read whole only to be skipped, as all 20,000 of a walk were.
+                data = _read_small(box, ref, min(MAX_SEARCH_BYTES, budget))
+                if data is None or _looks_binary(data):
                     skipped += 1
                     continue
                 budget -= len(data)
@@ -249,9 +266,10 @@ def make_file_tools(root: Path) -> list[Callable[..., Any]]:
     ) -> str:
         """Show a directory as an indented tree of folders and files (like the `tree` command)."""
         budget = [_MAX_TREE_LINES]
+        hops = link_budget()  # one for the whole tree: each folder's links would otherwise have a budget of their own
 
         def walk(folder: Opened, prefix: str, depth: int, lines: list[str]) -> None:
-            rows, _cut = listing(folder, include_hidden, _MAX_TREE_LINES)
+            rows, _cut = listing(folder, include_hidden, _MAX_TREE_LINES, hops)
             for index, (name, kind, _st, link) in enumerate(rows):
                 if budget[0] <= 0:
                     lines.append(prefix + "… (truncated)")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import queue
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -205,4 +207,19 @@ def open_audit(setting: str, *, values: bool = False) -> AuditLog | None:
         sink = path.open("a", encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"LAZYTOOLS_AUDIT={where}: cannot open for appending ({exc.strerror})") from None
+    if _is_stdout(sink.fileno()):
+        sink.close()
+        raise ConfigError(f"LAZYTOOLS_AUDIT={where}: that is stdout, which carries the MCP protocol; use stderr or "
+                          "a file")
     return AuditLog(sink, values=values, owns_sink=True)
+
+
+def _is_stdout(fd: int) -> bool:
+    """Whether `fd` writes where stdout does, however the path was spelled (`/dev/./stdout`, `/proc/<pid>/fd/1`, a
+    link to either): the names above cannot list every alias, the opened file can be compared. A terminal or
+    /dev/null shared with stdout is no protocol stream, so character devices are left alone."""
+    try:
+        mine, out = os.fstat(fd), os.fstat(1)
+    except OSError:  # no stdout at all
+        return False
+    return (mine.st_dev, mine.st_ino) == (out.st_dev, out.st_ino) and not stat.S_ISCHR(mine.st_mode)

@@ -16,8 +16,8 @@ from .schematitles import without_restated_titles
 from .toolnames import MAX_NAME_LENGTH
 
 __all__ = [
-    "DESCRIPTION_CHARS", "MAX_NAME_LENGTH", "SCHEMA_CHARS", "CallFn", "ToolEntry", "compact_json", "first_sentence",
-    "plain_summary",
+    "DESCRIPTION_CHARS", "EXTRA_CHARS", "LEAN_DESCRIPTION_CHARS", "MAX_NAME_LENGTH", "SCHEMA_CHARS", "CallFn",
+    "ToolEntry", "compact_json", "first_sentence", "listed_bytes", "plain_summary",
 ]
 
 DESCRIPTION_CHARS = 10_000
@@ -30,9 +30,18 @@ SCHEMA_CHARS = 32_000
 """A schema is shown or sent (tools/list, a proxy search result, an argument error) only up to this size as compact
 JSON: the largest of the 647 real tools of benchmarks/data/multiserver is 18,953 characters (LINE's flex messages),
 while one upstream schema of thousands of enum values would fill the model's context (or the SDK client's 1 MiB
-event) by itself. With descriptions, 20 enabled tools at both caps are about 850 KB."""
+event) by itself. With descriptions, 20 enabled tools at both caps are about 850 KB, with output schemas 1.5 MB: the
+server lists the tools past its budget lean (`TOOLS_LIST_BYTES` in server/core.py)."""
 TITLE_CHARS = 200
-"""A tool's title (a display name) as clients are sent it is cut here."""
+"""A tool's title (a display name) as clients are sent it is cut here, and so is its annotations' title."""
+EXTRA_CHARS = 16_000
+"""A tool's icons (all of them together) and its `_meta` are each sent only up to this size as compact JSON, else
+left out: one upstream tool with a 3 MB `data:` icon and 2 MB of `_meta` made every tools/list of a session that had
+enabled it 5 MB, which the SDK client over HTTP refused (its 1 MiB event), so that session could list no tool. A
+64-pixel PNG icon inlined is 4-8 KB; `_meta` holds a few keys."""
+
+LEAN_DESCRIPTION_CHARS = 1_000
+"""A tool listed lean (`to_mcp(lean=True)`: in a tools/list past its budget) keeps this much of its description."""
 
 _SUMMARY_SCAN = 2_000
 """The first sentence is looked for in this many characters: enough for any opening sentence (it is cut at 160),
@@ -81,11 +90,17 @@ class ToolEntry:
         """The first sentence of the description, escaped, for compact listings."""
         return _summary(self.description)
 
-    def to_mcp(self) -> types.Tool:
-        """The tool as tools/list sends it: description and title cut (see `DESCRIPTION_CHARS`), schemas less the
+    def to_mcp(self, *, lean: bool = False) -> types.Tool:
+        """The tool as tools/list sends it: description and titles cut (see `DESCRIPTION_CHARS`), schemas less the
         titles that restate a name (`schematitles`), schemas over `SCHEMA_CHARS` left out (an input schema as an open
-        object, said in the description), the rest as it is. Calls are still checked against the whole input schema
-        as the tool gave it."""
+        object, said in the description), icons or `_meta` over `EXTRA_CHARS` left out, the rest as it is. `lean`: the
+        name, titles, annotations and a shorter description only, for a list too large whole. Calls are still checked
+        against the whole input schema as the tool gave it."""
+        if lean:
+            return types.Tool(name=self.name, title=_cut(self.title, TITLE_CHARS) if self.title is not None else None,
+                              description=_cut(self.description, LEAN_DESCRIPTION_CHARS) + _LEAN_NOTE,
+                              input_schema={"type": "object"}, annotations=self._listed_annotations(),
+                              execution=self.execution)
         description = _cut(self.description, DESCRIPTION_CHARS)
         input_schema, size = _listed(self.input_schema)
         if size > SCHEMA_CHARS:
@@ -95,17 +110,41 @@ class ToolEntry:
         output_schema, size = _listed(self.output_schema) if self.output_schema is not None else (None, 0)
         if size > SCHEMA_CHARS:
             output_schema = None
+        annotations = self._listed_annotations()
+        icons = list(self.icons) if self.icons is not None else None
+        if icons and len(compact_json([icon.model_dump(mode="json", exclude_none=True) for icon in icons])) > \
+                EXTRA_CHARS:
+            icons = None
+        meta = dict(self.meta) if self.meta is not None else None
+        if meta and len(compact_json(meta)) > EXTRA_CHARS:
+            meta = None
         return types.Tool(
             name=self.name,
             title=_cut(self.title, TITLE_CHARS) if self.title is not None else None,
             description=description,
             input_schema=input_schema,
             output_schema=output_schema,
-            annotations=self.annotations,
-            icons=list(self.icons) if self.icons is not None else None,
+            annotations=annotations,
+            icons=icons,
             execution=self.execution,
-            _meta=dict(self.meta) if self.meta is not None else None,
+            _meta=meta,
         )
+
+    def _listed_annotations(self) -> types.ToolAnnotations | None:
+        annotations = self.annotations
+        if annotations is not None and annotations.title is not None and len(annotations.title) > TITLE_CHARS:
+            annotations = annotations.model_copy(update={"title": _cut(annotations.title, TITLE_CHARS)})
+        return annotations
+
+
+_LEAN_NOTE = ("\n(Listed without its schemas: the tool list was full. search_tools with its name in tool_names shows "
+              "its parameters, and a call that does not fit says why.)")
+
+
+def listed_bytes(tool: types.Tool) -> int:
+    """The bytes `tool` takes in a tools/list answer (UTF-8 JSON, as the SDK writes it)."""
+    text = compact_json(tool.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _listed(schema: Mapping[str, Any]) -> tuple[dict[str, Any], int]:

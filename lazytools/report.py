@@ -94,8 +94,12 @@ def down_report(down: list[str]) -> str:
 def usage_report(directory: Path, *, limit: int) -> str:
     """The most called tools in the usage store of `directory` and the ALWAYS_AVAILABLE_TOOLS line they suggest."""
     path = directory / "usage.sqlite3"
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return f"No usage recorded yet ({path} does not exist; LAZYTOOLS_LEARN=true records it while serving)."
+    if path.is_symlink():  # the server does not follow it, nor does the report (sqlite3 would)
+        raise UsageUnreadable(f"Cannot read {path}: it is a symbolic link: not followed")
+    if not path.is_file():  # a FIFO or a folder: the server records nothing there either
+        raise UsageUnreadable(f"Cannot read {path}: it is not a regular file")
     try:
         store = SqliteUsageStore(path, repair=False)  # a report never moves the server's file aside
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,25 @@ async def test_bidi_and_control_characters_are_escaped_in_the_line_and_read_back
 def test_stdout_is_refused(where: str) -> None:
     with pytest.raises(ConfigError, match="stdout"):
         open_audit(where)
+
+
+def test_stdout_by_any_other_name_is_refused(tmp_path: Path) -> None:
+    # Named otherwise, stdout was opened and the audit lines went into the protocol stream of a stdio session.
+    link = tmp_path / "out"
+    link.symlink_to("/dev/stdout")
+    read, write = os.pipe()  # stdout as a stdio client gives it, whatever the test runner made of fd 1
+    saved = os.dup(1)
+    os.dup2(write, 1)
+    try:
+        for where in ("/dev/./stdout", "/proc/thread-self/fd/1", f"/proc/{os.getpid()}/fd/1", str(link)):
+            with pytest.raises(ConfigError, match="stdout"):
+                log = open_audit(where)
+                assert log is not None
+                log.close()
+    finally:
+        os.dup2(saved, 1)
+        for fd in (saved, read, write):
+            os.close(fd)
 
 
 def test_off_is_none_and_stderr_is_a_log() -> None:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import mcp_types as types
 import pytest
 
 from lazytools import Catalog, Group, ToolEntry, build_server
-from lazytools.entry import DESCRIPTION_CHARS, TITLE_CHARS, first_sentence, plain_summary
+from lazytools.entry import (
+    DESCRIPTION_CHARS,
+    EXTRA_CHARS,
+    SCHEMA_CHARS,
+    TITLE_CHARS,
+    compact_json,
+    first_sentence,
+    plain_summary,
+)
 
 from .conftest import client, make_settings, text_of
 from .fixtures.catalogs import _never
@@ -70,6 +79,24 @@ def test_a_client_is_sent_a_bounded_description_and_title_that_say_they_were_cut
     assert real.to_mcp().description == real.description and real.to_mcp().title == "Real"
 
 
+def test_icons_meta_and_an_annotations_title_past_their_bounds_are_not_sent() -> None:
+    # An upstream tool with a 3 MB data: URI icon and 2 MB of _meta made each tools/list of a session that had
+    # enabled it 5 MB: over HTTP the SDK client refused the event (1 MiB) and the session could list no tool.
+    icon = types.Icon(src="data:image/png;base64," + "A" * 3_000_000, mime_type="image/png")
+    huge = ToolEntry(name="t", group="g", description="Paint.", input_schema={}, call=_never, icons=(icon,),
+                     meta={"x": "m" * 2_000_000}, annotations=types.ToolAnnotations(title="A" * 1_000_000))
+    tool = huge.to_mcp()
+    assert tool.icons is None and tool.meta is None
+    assert tool.annotations is not None and tool.annotations.title is not None
+    assert len(tool.annotations.title) < TITLE_CHARS + 100 and "cut" in tool.annotations.title
+    assert len(compact_json(tool.model_dump(mode="json", by_alias=True, exclude_none=True))) < 2 * EXTRA_CHARS
+    small = types.Icon(src="data:image/png;base64," + "A" * 6_000, mime_type="image/png")
+    real = ToolEntry(name="t", group="g", description="Paint.", input_schema={}, call=_never, icons=(small,),
+                     meta={"ui/resourceUri": "ui://paint/app.html"}, annotations=types.ToolAnnotations(title="Paint"))
+    assert real.to_mcp().icons == [small] and real.to_mcp().meta == {"ui/resourceUri": "ui://paint/app.html"}
+    assert real.to_mcp().annotations == types.ToolAnnotations(title="Paint")
+
+
 async def test_tools_list_stays_bounded_when_enabled_tools_have_huge_descriptions() -> None:
     catalog = Catalog()
     catalog.set_group(Group("huge", "Huge tools."), [
@@ -83,3 +110,28 @@ async def test_tools_list_stays_bounded_when_enabled_tools_have_huge_description
     assert len(enabled) == 20
     assert all(len(tool.description or "") < DESCRIPTION_CHARS + 100 for tool in enabled)
     assert all((tool.description or "").endswith("more characters not sent)") for tool in enabled)
+
+
+async def test_tools_list_stays_under_a_clients_event_limit_when_enabled_tools_are_at_every_cap() -> None:
+    # Each field within its own bound (a description of 9,700 characters, input and output schemas of 31,000), twenty
+    # such tools enabled by one search made tools/list 1.5 MB: the SDK client over HTTP refused it (its 1 MiB event)
+    # and the session could list no tool. Past the list's budget the last ones are listed lean.
+    properties = {f"p{i}": {"type": "string", "description": "painting parameter " * 4} for i in range(265)}
+    schema = {"type": "object", "properties": properties}
+    assert 30_000 < len(compact_json(schema)) < SCHEMA_CHARS
+    catalog = Catalog()
+    catalog.set_group(Group("caps", "Tools at every cap."), [
+        ToolEntry(name=f"paint_{i}", group="caps", description=f"Paint picture {i}. " + "paint a picture " * 600,
+                  input_schema=schema, output_schema=schema, call=_never) for i in range(20)])
+    async with client(build_server(catalog, make_settings(mode="dynamic"))) as c:
+        await c.call_tool("search_tools", {"query": "paint a picture", "limit": 20})
+        listed = (await c.list_tools()).tools
+    enabled = [tool for tool in listed if tool.name.startswith("paint_")]
+    assert len(enabled) == 20
+    size = len(compact_json([tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed]))
+    assert size < 1 << 20, size
+    full = [tool for tool in enabled if tool.output_schema is not None]
+    assert full and full == enabled[:len(full)]  # the first ones whole, the rest lean: named, described, callable
+    for tool in enabled[len(full):]:
+        assert tool.input_schema == {"type": "object"} and "search_tools" in (tool.description or "")
+        assert (tool.description or "").startswith(tool.name.replace("paint_", "Paint picture ") + ".")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from lazytools.evaluate import (
 from lazytools.search import build_index
 from lazytools.search.fit import MIN_CATALOG
 from lazytools.server.metatools import search_tools
+from lazytools.sources import jsonl
 from lazytools.sources.jsonl import load_jsonl_catalog
 
 from .conftest import client, make_settings, text_of
@@ -265,6 +268,30 @@ def test_a_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.Capt
         assert main(args) == 2
         assert capsys.readouterr().err == f"lazytools: {latin1}: not UTF-8 text (byte 26: invalid continuation " \
                                           "byte); save it as UTF-8\n"
+
+
+def test_only_a_regular_file_of_bounded_size_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # A FIFO nobody writes waited for ever, /dev/zero grew until a MemoryError traceback: these files are named
+    # in a client's config or on the command line, like a config file, and are read within the same bounds.
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    # Hang guard: if the FIFO is opened and read, a writer arriving late ends that read with an empty file.
+    guard = threading.Timer(60, lambda: os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)))
+    guard.daemon = True
+    guard.start()
+    try:
+        for odd, why in ((fifo, "not a regular file"), (Path("/dev/null"), "not a regular file")):
+            for args in (["eval", "--tools", str(TOOLS), "--queries", str(odd)],
+                         ["eval", "--tools", str(odd), "--queries", str(QUERIES)],
+                         ["--tools-jsonl", str(odd), "search", "weather"]):
+                assert main(args) == 2
+                assert capsys.readouterr().err == f"lazytools: {odd}: {why}\n"
+    finally:
+        guard.cancel()
+    monkeypatch.setattr(jsonl, "MAX_JSONL_BYTES", TOOLS.stat().st_size - 1)
+    with pytest.raises(ConfigError, match=rf"eval_tools\.jsonl: over {TOOLS.stat().st_size - 1:,} bytes"):
+        load_jsonl_catalog(TOOLS)
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:

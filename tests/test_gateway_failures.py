@@ -303,6 +303,13 @@ def test_a_command_not_on_path_is_named() -> None:
     assert describe_failure(lost, command="uvx") == "command not found: `uvx` not found on PATH"
     named = FileNotFoundError(2, "No such file or directory", "/opt/bin/server")
     assert describe_failure(named, command="/opt/bin/server") == "command not found: `/opt/bin/server` not found"
+    # A relative path is looked up from the directory the client started lazytools in (often / or the home
+    # folder, not the config's): without it named, "`./server.py` not found" beside the file read as a mystery.
+    relative = FileNotFoundError(2, "No such file or directory", "./server.py")
+    assert describe_failure(relative, command="./server.py") == \
+        f"command not found: `./server.py` not found in {Path.cwd()} (the working directory; set \"cwd\")"
+    assert describe_failure(relative, command="./server.py", cwd=Path("/srv/tools")) == \
+        "command not found: `./server.py` not found in /srv/tools (the server's cwd)"
 
 
 async def test_a_result_of_many_small_parts_reaches_the_client_joined_with_nothing_of_its_text_lost(

@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 
+from lazytools.server import passthrough
 from lazytools.sources.gateway import prompts as front_module
 from lazytools.sources.gateway.offerings import MAX_PAGES
 
@@ -66,6 +67,32 @@ async def test_a_malformed_prompt_or_resource_is_skipped_alone(tmp_path: Path,
     warnings = _warnings(caplog)
     assert any("skipping prompt" in m and "number 2" in m and "name" in m for m in warnings), warnings
     assert any("skipping resource 'a resource without a URI'" in m and "uri" in m for m in warnings), warnings
+
+
+async def test_long_lists_reach_the_client_in_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Sent in one answer, the 10,000 resources of an ordinary file server were 1.9 MB: over HTTP the SDK client
+    # refused it (its 1 MiB event), so that session could list no resource. They now come in pages, by count
+    # and by size, each naming the next.
+    monkeypatch.setattr(passthrough, "PAGE_ITEMS", 4)
+    async with opened(tmp_path, {"p": partial("p", "--count", "10", "--templates")}) as o, \
+            Client(o.server, mode="legacy") as client:
+        for listing, of in ((client.list_prompts, "prompts"), (client.list_resources, "resources"),
+                            (client.list_resource_templates, "resource_templates")):
+            pages: list[list[str]] = []
+            cursor: str | None = None
+            while not pages or cursor is not None:
+                page = await listing(cursor=cursor)
+                pages.append([item.name for item in getattr(page, of)])
+                cursor = page.next_cursor
+            assert [len(names) for names in pages] == [4, 4, 2], (of, pages)
+            assert [n for names in pages for n in names][-1].endswith("10")
+        monkeypatch.setattr(passthrough, "PAGE_CHARS", 120)  # partial.py's resources are 35 characters of JSON each
+        first = await client.list_resources()
+        assert len(first.resources) == 3 and first.next_cursor == "3"
+        monkeypatch.setattr(passthrough, "PAGE_CHARS", 20)  # each alone too large for a page: none is sent
+        assert (await client.list_resources()).resources == []
+        with pytest.raises(MCPError, match="cursor"):
+            await client.list_resources(cursor="not-a-cursor")
 
 
 async def test_lists_longer_than_the_bound_are_cut_with_a_warning(tmp_path: Path,

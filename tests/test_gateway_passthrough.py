@@ -378,6 +378,23 @@ async def test_resource_subscriptions_pass_through(tmp_path: Path, upstream: str
         assert text_of(await f.call("touch", {"uri": uri})) == "not subscribed"
 
 
+async def test_a_session_holds_a_bounded_number_of_subscriptions(tmp_path: Path, upstream: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each subscription was kept here and on the upstream, without end: 20,000 templated URIs held 8 MiB more in
+    # lazytools and as much in the upstream, and a client could go on for as long as it liked.
+    from lazytools.sources.gateway import resource_subscriptions
+
+    monkeypatch.setattr(resource_subscriptions, "MAX_SUBSCRIPTIONS", 2, raising=False)
+    async with front(tmp_path, upstream) as f:
+        with pytest.warns(MCPDeprecationWarning):
+            for uri in ("features://feat/item/1", "features://feat/item/2", "features://feat/item/2"):
+                await f.client.session.subscribe_resource(uri)
+            with pytest.raises(MCPError, match="at most 2 resource subscriptions"):
+                await f.client.session.subscribe_resource("features://feat/item/3")
+            await f.client.session.unsubscribe_resource("features://feat/item/1")
+            await f.client.session.subscribe_resource("features://feat/item/3")
+
+
 async def test_two_servers_keep_their_prompts_apart(tmp_path: Path, upstream: str) -> None:
     async with upstream_entry(upstream, name="one") as one, upstream_entry(upstream, name="two") as two:
         async with opened(tmp_path, {"one": one, "two": two}) as o, Client(o.server, mode="legacy") as c:
@@ -449,6 +466,30 @@ async def test_roots_changes_reach_the_upstream_which_asks_again(tmp_path: Path,
         with pytest.warns(MCPDeprecationWarning):
             await f.client.session.send_roots_list_changed()
         await eventually(lambda: _roots_changes(f, "2 file:///work/project"))
+
+
+async def test_a_flood_of_roots_changes_is_told_to_an_upstream_once_until_it_asks(tmp_path: Path,
+                                                                                 upstream: str) -> None:
+    # Each client notification was passed to every upstream, and each upstream asked for the roots again: 20,000 of
+    # them from one client made a shared upstream ask 16,000 times (a ping behind them waited 34 s). An upstream
+    # already told and yet to ask is not told again: when it asks, it gets the roots as they are by then.
+    asked = Asked()
+    async with front(tmp_path, upstream, **asked.options()) as f:
+        await eventually(lambda: _roots_changes(f, "1 file:///work/project"))
+        with pytest.warns(MCPDeprecationWarning):
+            for _ in range(30):
+                await f.client.session.send_roots_list_changed()
+        seen, still = "", 0
+        with anyio.fail_after(60):
+            while still < 5:  # until the count has stood still for half a second
+                await anyio.sleep(0.1)
+                now = text_of(await f.call("roots_changes"))
+                seen, still = now, still + 1 if now == seen else 0
+        count = int(seen.split()[0])
+        assert 2 <= count <= 10, seen
+        with pytest.warns(MCPDeprecationWarning):
+            await f.client.session.send_roots_list_changed()  # told again once it has asked
+        await eventually(lambda: _roots_changes(f, f"{count + 1} file:///work/project"))
 
 
 async def _roots_changes(f: Front, expected: str) -> bool:

@@ -92,6 +92,17 @@ def test_disabled_servers_are_skipped_even_with_unset_variables() -> None:
     assert list(servers) == ["on"]
 
 
+@pytest.mark.parametrize("off", ["true", "True", 1, "${OFF}"])
+def test_a_server_disabled_in_other_words_is_not_started(off: Any) -> None:
+    # "disabled": "true" (by hand, or from "${OFF}") passed validation as True and the server started all the same:
+    # only the literal true was looked at, before validation, and nothing read the field after.
+    servers = parse_config({"mcpServers": {"off": {"command": "x", "disabled": off}, "on": {"command": "y"}}},
+                           environ={"OFF": "true"})
+    assert list(servers.servers) == ["on"]
+    kept = parse_config({"mcpServers": {"on": {"command": "y", "disabled": "false"}}}, environ={})
+    assert list(kept.servers) == ["on"]
+
+
 def test_both_sections_merge_and_env_file_is_read(tmp_path: Path) -> None:
     (tmp_path / "secrets.env").write_text("TOKEN=from-file\nOTHER=2\n")
     (tmp_path / "mcp.json").write_text(json.dumps({

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -204,6 +205,26 @@ def test_usage_command_on_a_damaged_store_says_so_in_one_line(tmp_path: Path, ca
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("lazytools: Cannot read ") and err.count("\n") == 1, err
     assert (tmp_path / "usage.sqlite3").exists()  # the report leaves the server's file where it is
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "link"])
+def test_usage_command_on_a_store_that_is_no_regular_file_says_what_it_is(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # It said "... does not exist; LAZYTOOLS_LEARN=true records it while serving", of a file that exists and that
+    # the server refuses to record in (a FIFO, a folder, a link: not followed).
+    monkeypatch.setenv("LAZYTOOLS_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "usage.sqlite3"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/null")
+    assert main(["usage"]) == 1
+    out, err = capsys.readouterr()
+    expected = "is a symbolic link: not followed" if kind == "link" else "is not a regular file"
+    assert out == "" and err.startswith(f"lazytools: Cannot read {path}: ") and expected in err, err
+    assert err.count("\n") == 1
 
 
 def test_usage_command_counts_the_sessions_that_only_searched(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -23,7 +23,7 @@ from opentelemetry import trace
 
 from ..audit import note_reason, reason_of
 from ..catalog import Catalog, suggest
-from ..entry import ToolEntry, compact_json
+from ..entry import ToolEntry, compact_json, listed_bytes
 from ..errors import LazyToolsError, ToolNotEnabledError, UnknownToolError
 from ..modes import Surface
 from ..safetext import clip
@@ -54,6 +54,11 @@ __all__ = ["BM25_ONLY", "INSTRUCTIONS", "LazyServer"]
 logger = logging.getLogger(__name__)
 _tracer = trace.get_tracer("lazytools")
 
+TOOLS_LIST_BYTES = 768 * 1024
+"""What one tools/list answer may hold (UTF-8 JSON); enabled tools that would pass it are listed lean
+(`ToolEntry.to_mcp(lean=True)`). Each field of a tool has its own bound, yet twenty enabled tools at every bound made
+1.5 MB, which the SDK client over HTTP refuses (1 MiB an event): that session could list no tool at all."""
+
 SUGGESTED_ON_LOOP = 2_000
 """An unknown name is spelled against at most this many names on the event loop; against more, in a worker thread:
 spelling it against a catalog of many thousands would hold every other session's requests for that long."""
@@ -82,6 +87,19 @@ INSTRUCTIONS = """\
 Most tools are hidden to keep your context small. To do something, call search_tools with what you need in \
 plain words (or exact tool_names). Found tools are added to your tool list, or, when results say so, are \
 called through invoke_tool(tool_name, arguments). Search again whenever you need a different capability."""
+
+
+def _listed_within(entries: list[ToolEntry], left: int) -> list[types.Tool]:
+    """`entries` as tools/list sends them, each one lean whose whole form would pass the `left` bytes still free."""
+    tools: list[types.Tool] = []
+    for entry in entries:
+        tool = entry.to_mcp()
+        if (size := listed_bytes(tool)) > left:
+            tool = entry.to_mcp(lean=True)
+            size = listed_bytes(tool)
+        left -= size
+        tools.append(tool)
+    return tools
 
 
 class LazyServer(Server[Any]):
@@ -127,7 +145,7 @@ class LazyServer(Server[Any]):
                                           passing.roots_changed)
             self.add_notification_handler("notifications/initialized", types.NotificationParams, passing.initialized)
         self.middleware[:] = list(parts.middleware)
-        self._definitions: dict[tuple[int, Surface, Access], list[types.Tool]] = {}
+        self._definitions: dict[tuple[int, Surface, Access], tuple[list[types.Tool], int]] = {}
         self._always_available = list(parts.always_available)
         self.pinned = self._pinned_now()
         self.catalog.on_change(self._catalog_changed)
@@ -182,13 +200,12 @@ class LazyServer(Server[Any]):
     def surface_tools(self, state: SessionState | None) -> list[types.Tool]:
         view = self.view_of(state)
         visible = self._access(view).catalog
-        tools = list(self._static_tools(view))
-        for name in view.lists_enabled():
-            if name in visible and name not in self.pinned:
-                tools.append(visible.get(name).to_mcp())
-        return tools
+        static, size = self._static_tools(view)
+        enabled = [visible.get(name) for name in view.lists_enabled() if name in visible and name not in self.pinned]
+        return static + _listed_within(enabled, TOOLS_LIST_BYTES - size)
 
-    def _static_tools(self, view: SessionView) -> list[types.Tool]:
+    def _static_tools(self, view: SessionView) -> tuple[list[types.Tool], int]:
+        # What every session of this view lists first (pinned tools, the meta-tools), and its size in bytes.
         surface = view.surface
         access = self._access(view)
         # The rest of the view is the same for every session of the principals that share an Access.
@@ -204,7 +221,7 @@ class LazyServer(Server[Any]):
                                                  surface, settings.manifest_chars))
             if view.offers_invoke:
                 tools.append(invoke_tool_definition())
-            self._definitions[cache_key] = tools
+            self._definitions[cache_key] = tools, sum(listed_bytes(tool) for tool in tools)
         return self._definitions[cache_key]
 
     async def _list_tools(

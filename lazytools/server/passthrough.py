@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import mcp_types as types
 from mcp.server.connection import Connection, allowed_log_levels
@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 from ..audit import note_reason, reason_of
+from ..entry import compact_json
 from ..errors import LazyToolsError, UnknownPromptError, UnknownResourceError
 from ..identity import Principal, current_principal
 from ..origin import LOG_LEVELS, CallOrigin, Clients, ClientSide
@@ -22,7 +23,7 @@ from ..state.sessions import SessionState, SessionStore
 from .access import Access
 from .surface import is_stateless_era
 
-__all__ = ["FORWARDED", "RESOURCE_NOT_FOUND", "PassThrough", "SessionClient",
+__all__ = ["FORWARDED", "PAGE_CHARS", "PAGE_ITEMS", "RESOURCE_NOT_FOUND", "PassThrough", "SessionClient",
            "SessionClients", "SessionOf", "UpstreamFeatures", "origin_of"]
 
 RESOURCE_NOT_FOUND = -32002
@@ -33,7 +34,40 @@ FORWARDED = frozenset({"tools/call", "prompts/get", "completion/complete", "reso
 """The requests that run as their origin: those an upstream may serve, and resources/list, which what this
 session's results named shapes."""
 
+PAGE_ITEMS = 500
+"""Prompts, resources or templates one page of a list holds; its `nextCursor` leads to the next. Sent in one answer,
+the 10,000 resources of an ordinary file server were 1.9 MB, which the SDK client over HTTP refused (its 1 MiB event):
+that session could list no resource at all."""
+PAGE_CHARS = 256_000
+"""A page also ends before its items pass about this many characters of JSON; an item alone larger than that is left
+out (it would make its page too large to be read, and no page after it could be asked for)."""
+
 SessionOf = Callable[[ServerRequestContext[Any, Any]], SessionState | None]
+
+_Item = TypeVar("_Item", types.Prompt, types.Resource, types.ResourceTemplate)
+
+
+def _page(items: Sequence[_Item], params: Any) -> tuple[list[_Item], str | None]:
+    """The page of `items` that the request's cursor names (the first without one), and the cursor of the next
+    (None after the last). A cursor is the index the page starts at, as text."""
+    cursor = getattr(params, "cursor", None)
+    if cursor is None:
+        start = 0
+    elif cursor.isdecimal() and len(cursor) <= 9:
+        start = int(cursor)
+    else:
+        raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor: use the nextCursor of the page before")
+    page: list[_Item] = []
+    size, end = 0, start
+    while end < len(items) and len(page) < PAGE_ITEMS:
+        chars = len(compact_json(items[end].model_dump(mode="json", by_alias=True, exclude_none=True)))
+        if page and size + chars > PAGE_CHARS:
+            break
+        end += 1
+        if chars <= PAGE_CHARS:
+            page.append(items[end - 1])
+            size += chars
+    return page, str(end) if end < len(items) else None
 
 
 class UpstreamStatus(Protocol):
@@ -183,8 +217,9 @@ class PassThrough:
 
     async def list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListPromptsResult:
         access, front = self._access(), self.front
-        return types.ListPromptsResult(prompts=[prompt for prompt in front.list_prompts()
-                                                if access.prompt(prompt.name, front.prompt_server(prompt.name))])
+        prompts, more = _page([prompt for prompt in front.list_prompts()
+                               if access.prompt(prompt.name, front.prompt_server(prompt.name))], params)
+        return types.ListPromptsResult(prompts=prompts, next_cursor=more)
 
     def _check_prompt(self, name: str) -> None:
         server = self.front.prompt_server(name)
@@ -221,16 +256,17 @@ class PassThrough:
     async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
         access, front = self._access(), self.front
         # Runs as its origin (OriginMiddleware): what this session's results named shapes its list.
-        return types.ListResourcesResult(resources=[
-            resource for resource in front.list_resources()
-            if access.resource(resource.uri, front.uri_server(resource.uri))])
+        resources, more = _page([resource for resource in front.list_resources()
+                                 if access.resource(resource.uri, front.uri_server(resource.uri))], params)
+        return types.ListResourcesResult(resources=resources, next_cursor=more)
 
     async def list_templates(self, ctx: ServerRequestContext[Any, Any],
                              params: Any) -> types.ListResourceTemplatesResult:
         access, front = self._access(), self.front
-        return types.ListResourceTemplatesResult(resource_templates=[
-            template for template in front.list_templates()
-            if access.template(template.uri_template, front.template_server(template.uri_template))])
+        allowed = [template for template in front.list_templates()
+                   if access.template(template.uri_template, front.template_server(template.uri_template))]
+        templates, more = _page(allowed, params)
+        return types.ListResourceTemplatesResult(resource_templates=templates, next_cursor=more)
 
     async def read_resource(self, ctx: ServerRequestContext[Any, Any],
                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -168,6 +169,71 @@ def test_reads_stop_at_the_stated_size(tools: Tools, root: Path, monkeypatch: py
     assert tools["read_text_file"]("small.txt")["total_lines"] == 400
 
 
+def test_a_plain_search_holds_one_file_at_a_time(tools: Tools, root: Path) -> None:
+    # Every file was read and decoded before the first was searched: 50 MB read and their 50 MB of text held per
+    # call (one session's eight calls at once took 1 GB). A plain search now reads, searches and lets go of each.
+    line = "lorem ipsum dolor sit amet " * 3 + "\n"
+    for i in range(8):
+        (root / f"bulk{i}.log").write_text(line * (1_000_000 // len(line)))
+    size = (root / "bulk0.log").stat().st_size
+    tracemalloc.start()
+    try:
+        result = tools["search_in_files"]("not in there", file_glob="bulk*.log")
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result == {"matches": [], "files_searched": 8, "truncated": False}
+    # One file's bytes, their text and its lines at a time (about 4 sizes), not eight files' (about 18).
+    assert peak < 6 * size, f"{peak:,} bytes at most for files of {size:,}"
+    found = tools["search_in_files"]("dolor", file_glob="bulk*.log", max_results=3)
+    assert [(m["file"], m["line"]) for m in found["matches"]] == [("bulk0.log", n) for n in (1, 2, 3)]
+    assert found["truncated"] is True and found["files_searched"] == 8
+
+
+@pytest.mark.process
+def test_a_regex_search_past_the_cap_on_children_reads_no_file(tools: Tools, root: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Files were read (50 MB a call at most) before a child was waited for: one session's eight regex searches at
+    # once held 1.1 GB, three of them only to be refused. The place is taken first, so a refused call reads none.
+    from lazytools_examples import _regex_runner
+
+    read: list[str] = []
+    real = files._read_small
+    monkeypatch.setattr(files, "_read_small", lambda box, ref, limit: read.append(ref.name) or real(box, ref, limit))
+    monkeypatch.setattr(_regex_runner, "_CHILD_WAIT_SECONDS", 0.01)
+    held = [_regex_runner._children.acquire(blocking=False) for _ in range(_regex_runner.MAX_CHILDREN)]
+    try:
+        assert all(held)  # no other call is running in this test
+        with pytest.raises(ValueError, match="already being evaluated"):
+            tools["search_in_files"]("ins.de", regex=True)
+    finally:
+        for _ in held:
+            _regex_runner._children.release()
+    assert read == []
+    assert tools["search_in_files"]("ins.de", regex=True)["matches"] and read
+
+
+def test_counting_lines_reads_no_more_than_its_budget(tools: Tools, root: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Once its 50 MB were spent, count_file_lines still read every matching file of the walk (20,000 of up to
+    # 2 MB each), only to count it as skipped. Past the budget a file is skipped unread.
+    monkeypatch.setattr(files, "MAX_SEARCH_TOTAL_BYTES", 1000)
+    for i in range(10):
+        (root / f"part{i}.txt").write_text("x\n" * 200)  # 400 bytes each
+    read = [0]
+    real = files.read_at_most
+
+    def counted(fd: int, limit: int) -> bytes:
+        data = real(fd, limit)
+        read[0] += len(data)
+        return data
+
+    monkeypatch.setattr(files, "read_at_most", counted)
+    result = tools["count_file_lines"](file_glob="part*.txt")
+    assert result["total_files"] == 2 and result["total_lines"] == 400 and result["skipped_files"] == 8
+    assert read[0] <= 1000, read[0]
+
+
 def test_long_lines_are_cut_at_the_result_limit(tools: Tools, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(files, "MAX_RESULT_BYTES", 10_000)
     (root / "wide.txt").write_text(("z" * 3000 + "\n") * 10)
@@ -176,6 +242,43 @@ def test_long_lines_are_cut_at_the_result_limit(tools: Tools, root: Path, monkey
     (root / "one.txt").write_text("z" * 20_000)
     with pytest.raises(ValueError, match="result limit"):
         tools["read_text_file"]("one.txt")
+
+
+def test_links_through_long_chains_cost_a_bounded_number_of_hops(tools: Tools, root: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # A folder of 20,000 links, each through a chain of 39 more (a cloned repository can hold them), took 4.5 s
+    # to list and 10.8 s to count, 28 times a folder of as many files: every link's chain was walked again.
+    from lazytools_examples import _sandbox
+
+    (root / "chain").mkdir()
+    (root / "chain" / "end").write_text("end\n")
+    previous = "end"
+    for i in range(_sandbox.MAX_SYMLINKS - 2):
+        (root / "chain" / f"l{i}").symlink_to(previous)
+        previous = f"l{i}"
+    (root / "many").mkdir()
+    for i in range(100):
+        (root / "many" / f"s{i:03}").symlink_to(f"../chain/{previous}")
+    assert tools["read_text_file"]("many/s000")["content"] == "end"  # each link is valid on its own
+    hops = [0]
+    real = os.readlink
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        hops[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_sandbox, "MAX_LINK_HOPS", 400, raising=False)
+    monkeypatch.setattr(os, "readlink", counted)
+    calls: list[Callable[[], Any]] = [
+        lambda: tools["list_directory"]("many"), lambda: tools["directory_tree"](),
+        lambda: tools["find_files"]("s*"), lambda: tools["count_file_lines"]("many"),
+        lambda: tools["search_in_files"]("end", path="many"),
+    ]
+    for call in calls:
+        hops[0] = 0
+        call()
+        # The budget, each followed file's chain once more to open it, and one chain past the budget.
+        assert hops[0] <= 2 * 400 + 2 * _sandbox.MAX_SYMLINKS, hops[0]
 
 
 def test_hard_links_inside_the_root_stay_readable(tools: Tools, root: Path, tmp_path: Path) -> None:

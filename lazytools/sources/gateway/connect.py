@@ -80,6 +80,11 @@ def describe_failure(exc: BaseException, *, cwd: Any = None, command: Any = None
         if name is None:
             return f"command not found: {exc}"
         where = "" if os.sep in str(name) else " on PATH"
+        if where == "" and not os.path.isabs(str(name)):
+            # Found from the directory the client started lazytools in (often / or the home folder, rarely the
+            # config's), unless the entry sets one: said, since "`./server.py` not found" beside the file is a riddle.
+            where = (f" in {cwd} (the server's cwd)" if cwd is not None
+                     else f" in {os.getcwd()} (the working directory; set \"cwd\")")
         return f"command not found: `{clip(str(name), 200)}` not found{where}"
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
         return "it exited or closed the connection before answering"  # the caller adds what its stderr said

@@ -137,10 +137,12 @@ class Front:
             self.scoped.stop(key)
 
     async def roots_changed(self, client: ClientSide) -> None:
-        """The client's roots changed: every upstream that may ask it hears `notifications/roots/list_changed`."""
+        """The client's roots changed: every upstream that may ask it hears `notifications/roots/list_changed`, once
+        until it asks for them (relay.py, `RootsNotice`)."""
         own = self.scoped.of(client.key) if self.scoped is not None else []
         for upstream in [*self.upstreams, *own]:
-            await upstream.notify(types.RootsListChangedNotification())
+            if upstream.asks.roots.tell():
+                await upstream.notify(types.RootsListChangedNotification())
 
     async def set_level(self, client: ClientSide, level: types.LoggingLevel) -> None:
         """A session's `logging/setLevel` (log_levels.py)."""

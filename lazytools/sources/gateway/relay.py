@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from ...origin import CallOrigin, Clients, ClientSide, current_origin
 from .bounds import LogGate
 
-__all__ = ["USER_OWNER", "ClientAsks", "Inflight", "Relay", "deliver"]
+__all__ = ["USER_OWNER", "ClientAsks", "Inflight", "Relay", "RootsNotice", "deliver"]
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +187,20 @@ class Relay:
             return exc.error
 
 
+@dataclass(slots=True)
+class RootsNotice:
+    """Whether an upstream was told that the client's roots changed and has not asked for them since. Told one for
+    one, 20,000 notifications of one client made a shared server ask 16,000 times, a ping of that client waiting 34 s
+    behind them; told once, it gets the roots as they are whenever it asks. A new connection starts untold."""
+
+    told: bool = False
+
+    def tell(self) -> bool:
+        """Whether to tell the upstream now (it then counts as told)."""
+        told, self.told = self.told, True
+        return not told
+
+
 @dataclass(frozen=True, slots=True)
 class ClientAsks:
     """One upstream's requests for the client side, as the SDK client's callbacks: sampling, elicitation, roots,
@@ -196,6 +210,7 @@ class ClientAsks:
     server: str
     inflight: Inflight
     owner: str | None
+    roots: RootsNotice = field(default_factory=RootsNotice)
 
     async def sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
         result_type = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
@@ -207,6 +222,7 @@ class ClientAsks:
                                     types.ElicitResult)
 
     async def list_roots(self, context: Any) -> Any:
+        self.roots.told = False  # before asking: a change while the client answers is told anew
         return await self.relay.ask(self.server, self.inflight, self.owner, types.ListRootsRequest(),
                                     types.ListRootsResult)
 

@@ -15,9 +15,14 @@ from .relay import Relay, deliver
 from .resources import ResourceRoutes
 from .upstream import Upstream
 
-__all__ = ["ResourceSubscriptions"]
+__all__ = ["MAX_SUBSCRIPTIONS", "ResourceSubscriptions"]
 
 logger = logging.getLogger(__name__)
+
+MAX_SUBSCRIPTIONS = 1_000
+"""Resource subscriptions one session may hold at once; past it a new one is refused (unsubscribing makes room). Each
+is kept here and on the upstream: a client subscribing to templated URIs one after another grew both without end
+(20,000 held 8 MiB more in each)."""
 
 
 class ResourceSubscriptions:
@@ -43,6 +48,10 @@ class ResourceSubscriptions:
         keys = self._subscribers.get(uri, {})
         if keys.get(client.key) is connection:
             return
+        held = self._by_session.get(client.key, set())
+        if uri not in held and len(held) >= MAX_SUBSCRIPTIONS:
+            raise LazyToolsError(f"A session may hold at most {MAX_SUBSCRIPTIONS:,} resource subscriptions at once; "
+                                 "unsubscribe from one first")
         if client.key in keys:  # the URI moved to another server since: leave the old subscription first
             await self.unsubscribe(uri, client)
             keys = self._subscribers.get(uri, {})

@@ -91,7 +91,7 @@ class Upstream:
         self.relay = relay if relay is not None else Relay()
         self.owner = owner
         """The session key of the client this upstream was started for (`"scope": "session"`); None when shared."""
-        self._asks = ClientAsks(self.relay, self.name, self.inflight, owner)
+        self.asks = ClientAsks(self.relay, self.name, self.inflight, owner)
         self.seen_uris = NamedUris()
         """URIs its results named, per client session (resources/read routes them for that session only)."""
         # What a reader of the gateway sees.
@@ -169,7 +169,7 @@ class Upstream:
                 await self._attempts.pause(self.backoff.after(failures))  # a call to one of its tools retries now
 
     async def _connect_and_serve(self) -> None:
-        self.state, self._relist, self._up_since = "connecting", False, None
+        self.state, self._relist, self._up_since, self.asks.roots.told = "connecting", False, None, False
         self._signal = anyio.Event()
         # The deadline covers start-up, initialize and the first tools/list, then is lifted for the session.
         with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout) as scope:
@@ -180,8 +180,8 @@ class Upstream:
                               cache=None, client_info=_CLIENT_INFO, message_handler=self._on_message,
                               # Declared to every upstream, so it shows the tools that need them; each request
                               # goes to the client whose call is in flight, or fails with why (relay.py).
-                              sampling_callback=self._asks.sampling, elicitation_callback=self._asks.elicitation,
-                              list_roots_callback=self._asks.list_roots) as client:
+                              sampling_callback=self.asks.sampling, elicitation_callback=self.asks.elicitation,
+                              list_roots_callback=self.asks.list_roots) as client:
                 screen.version = client.protocol_version
                 await self._refresh(client)
                 await self._refresh_offerings(client)
