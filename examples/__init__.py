@@ -57,12 +57,14 @@ _MODULES: dict[str, list[ModuleType]] = {
 }
 
 
-def build_catalog(files_root: Path) -> dict[str, list[Callable[..., Any]]]:
-    """Return {category: [tool functions]} for every category; file tools are bound to files_root."""
+def build_catalog(files_root: Path | None, *, ungranted: str = "") -> dict[str, list[Callable[..., Any]]]:
+    """Return {category: [tool functions]} for every category; file tools are bound to files_root (with None,
+    they refuse every call, saying `ungranted`)."""
     catalog: dict[str, list[Callable[..., Any]]] = {
         category: [getattr(module, name) for module in modules for name in module.__all__]
         for category, modules in _MODULES.items()
     }
-    catalog["files"] = files.make_file_tools(Path(files_root))
+    catalog["files"] = files.make_file_tools(Path(files_root) if files_root is not None else None,
+                                             **({"why": ungranted} if ungranted else {}))
     # Every result is checked on the way out: strict JSON, valid UTF-8, bounded depth and size (see _common).
     return {category: [bounded_tool(fn) for fn in catalog[category]] for category in CATEGORY_SUMMARIES}

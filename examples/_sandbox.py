@@ -256,6 +256,12 @@ class _Refused(Exception):
 class Sandbox:
     """Opens user-supplied paths under the root, refusing anything that would leave it."""
 
+    @classmethod
+    def ungranted(cls, why: str) -> Sandbox:
+        """A sandbox with no folder at all: every path is refused with `why` (the tools stay listed, so that a model
+        calling one learns how a folder is granted)."""
+        return _Ungranted(why)
+
     def __init__(self, root: Path) -> None:
         try:
             self.root = Path(root).resolve(strict=True)
@@ -522,3 +528,23 @@ def read_at_most(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+class _Ungranted(Sandbox):
+    """`Sandbox.ungranted`: its root is never opened, as every way in refuses first."""
+
+    def __init__(self, why: str) -> None:  # no root to resolve: `Sandbox.__init__` is not called
+        self.root = Path(os.devnull)
+        self.why = why
+
+    def split(self, user_path: str) -> list[str]:
+        raise ValueError(self.why)
+
+    def open(self, user_path: str) -> Opened:
+        raise ValueError(self.why)
+
+    def open_ref(self, ref: FileRef) -> Opened | None:
+        return None
+
+    def _open(self, parts: list[str], hops: list[int] | None = None) -> Opened:
+        raise ValueError(self.why)

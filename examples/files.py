@@ -59,9 +59,11 @@ def _kind(st: os.stat_result | None) -> str:
     return "directory" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
 
 
-def make_file_tools(root: Path) -> list[Callable[..., Any]]:
-    """Create the file tools bound to `root`; every path they accept is opened inside it (see _sandbox)."""
-    box = Sandbox(root)
+def make_file_tools(root: Path | None, *, why: str = "no folder was granted to the file tools") \
+        -> list[Callable[..., Any]]:
+    """Create the file tools bound to `root`; every path they accept is opened inside it (see _sandbox). With no
+    root, every call is refused with `why`."""
+    box = Sandbox(root) if root is not None else Sandbox.ungranted(why)
 
     def listing(folder: Opened, include_hidden: bool, limit: int,
                 hops: list[int]) -> tuple[list[tuple[str, str, os.stat_result | None, bool]], bool]:

@@ -64,8 +64,8 @@ from .telemetry import configure_tracing
 if TYPE_CHECKING:
     from .state.redis import RedisState
 
-__all__ = ["build_server", "bundled_catalog", "check_replicas_agree", "configure_logging", "open_catalog", "open_server", "open_state",
-           "replica_fingerprint", "serve", "sources_for"]
+__all__ = ["build_server", "bundled_catalog", "check_replicas_agree", "configure_logging", "granted_files_root",
+           "open_catalog", "open_server", "open_state", "replica_fingerprint", "serve", "sources_for"]
 
 logger = logging.getLogger("lazytools")
 
@@ -100,19 +100,39 @@ def configure_logging(level: str, *, progress: bool = False) -> None:
         logging.getLogger(name).setLevel(logging.NOTSET if level.upper() == "DEBUG" else logging.WARNING)
 
 
-def bundled_catalog(files_root: Path, catalog: Catalog | None = None) -> Catalog:
-    """The example catalog shipped with lazytools (`examples/`), its file tools confined to `files_root`."""
+def bundled_catalog(files_root: Path | None, catalog: Catalog | None = None, *, ungranted: str = "") -> Catalog:
+    """The example catalog shipped with lazytools (`examples/`), its file tools confined to `files_root` (None: no
+    folder granted, and each file tool says `ungranted`)."""
     import lazytools_examples
 
     catalog = catalog if catalog is not None else Catalog()
-    if not files_root.is_dir():  # a typo'd or unexpanded path in a client's config: say which setting
+    if files_root is not None and not files_root.is_dir():  # a typo'd or unexpanded path in a client's config
         state = "does not exist" if not files_root.exists() else "is not a directory"
         raise ConfigError(f"files root {files_root} {state} (--files-root / LAZYTOOLS_FILES_ROOT)")
-    for category, functions in lazytools_examples.build_catalog(files_root).items():
+    for category, functions in lazytools_examples.build_catalog(files_root, ungranted=ungranted).items():
         group = Group(category, lazytools_examples.CATEGORY_SUMMARIES.get(category, ""))
         entries = [function_tool(fn, group=category, annotations=_BUNDLED_ANNOTATIONS) for fn in functions]
         catalog.set_group(group, entries)
     return catalog
+
+
+def granted_files_root(settings: Settings) -> tuple[Path | None, str]:
+    """The folder the bundled file tools may read, or None and why not: a root nobody set (the working directory)
+    that is the filesystem's root or the home folder (or above it) is no grant. Claude Desktop starts its servers
+    in `/`, so a config without `--files-root` served every file the user may read. A root set explicitly, even
+    `/`, is the user's choice."""
+    root = settings.files_root.resolve()
+    if "files_root" in settings.model_fields_set:
+        return root, ""
+    home = Path.home().resolve()
+    if root != Path(root.anchor) and not (home == root or root in home.parents):
+        return root, ""
+    why = (f"No folder was granted to the file tools: lazytools was started in {root} without --files-root, and "
+           "that is not read unasked. Start it with --files-root DIR (or LAZYTOOLS_FILES_ROOT) naming the folder "
+           "the file tools may read.")
+    logger.warning("the bundled file tools read nothing: lazytools runs in %s and no --files-root (or "
+                   "LAZYTOOLS_FILES_ROOT) names a folder for them", root)
+    return None, why
 
 
 def sources_for(settings: Settings) -> list[Source]:
@@ -124,8 +144,8 @@ def sources_for(settings: Settings) -> list[Source]:
         # A JSONL catalog takes the place of the bundled examples; upstream servers still join it.
         sources.append(JsonlSource(settings.tools_jsonl))
     elif settings.config is None:
-        files_root = settings.files_root.resolve()
-        sources.append(StaticSource(lambda catalog: bundled_catalog(files_root, catalog)))
+        files_root, ungranted = granted_files_root(settings)
+        sources.append(StaticSource(lambda catalog: bundled_catalog(files_root, catalog, ungranted=ungranted)))
     if settings.config is not None:
         from .sources.gateway.gateway import GatewaySource
 

@@ -202,7 +202,8 @@ class Settings(BaseSettings):
     files_root: Path = Field(
         default=Path("."),
         description="Root directory of the bundled file tools (they never read outside it). Default: the working "
-                    "directory.")
+                    "directory, unless that is / or the home folder (or above it): then the file tools read nothing "
+                    "and say how to grant a folder.")
     defer_all: bool = Field(
         default=True,
         description='Hide every upstream tool until found (servers can opt out with "defer_loading": false).')
