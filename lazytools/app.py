@@ -124,8 +124,7 @@ def granted_files_root(settings: Settings) -> tuple[Path | None, str]:
     root = settings.files_root.resolve()
     if "files_root" in settings.model_fields_set:
         return root, ""
-    home = Path.home().resolve()
-    if root != Path(root.anchor) and not (home == root or root in home.parents):
+    if root != Path(root.anchor) and not any(home == root or root in home.parents for home in _homes()):
         return root, ""
     why = (f"No folder was granted to the file tools: lazytools was started in {root} without --files-root, and "
            "that is not read unasked. Start it with --files-root DIR (or LAZYTOOLS_FILES_ROOT) naming the folder "
@@ -133,6 +132,19 @@ def granted_files_root(settings: Settings) -> tuple[Path | None, str]:
     logger.warning("the bundled file tools read nothing: lazytools runs in %s and no --files-root (or "
                    "LAZYTOOLS_FILES_ROOT) names a folder for them", root)
     return None, why
+
+
+def _homes() -> set[Path]:
+    """The home folder as HOME names it and as the user database does: HOME may be empty (Path.home() is then `/`)
+    or name another folder (a client's sandbox), and the user's own home folder was then read unasked."""
+    homes = {Path.home().resolve()}
+    try:
+        import pwd  # POSIX only
+
+        homes.add(Path(pwd.getpwuid(os.getuid()).pw_dir).resolve())
+    except (ImportError, KeyError):  # Windows, or a uid the database does not know
+        pass
+    return homes
 
 
 def sources_for(settings: Settings) -> list[Source]:

@@ -3,6 +3,7 @@ filesystem's root or the home folder (or above it), which nobody granted by star
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -50,3 +51,16 @@ async def test_started_in_the_home_folder_the_file_tools_read_nothing_but_a_fold
 def test_a_root_set_in_the_environment_is_granted_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAZYTOOLS_FILES_ROOT", "/")
     assert granted_files_root(make_settings()) == (Path("/"), "")
+
+
+@pytest.mark.parametrize("home", ["", "/nonexistent-home"])
+def test_started_in_the_users_home_with_home_empty_or_elsewhere_the_file_tools_read_nothing(
+        monkeypatch: pytest.MonkeyPatch, home: str) -> None:
+    # HOME="" makes Path.home() "/", and a HOME pointing elsewhere (a client's sandbox) named another folder: started
+    # in the user's own home folder, the file tools read all of it unasked. The user database names it too.
+    import pwd
+
+    real = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.chdir(real)
+    assert granted_files_root(make_settings())[0] is None

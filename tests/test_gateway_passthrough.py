@@ -609,3 +609,16 @@ async def test_a_2026_era_client_gets_progress_and_the_logs_it_opted_into(tmp_pa
             # No requests from server to client in this era: the upstream hears why.
             asked = await c.call_tool("invoke_tool", {"tool_name": "feat__ask_roots", "arguments": {}})
             assert asked.is_error and "has no requests from server to client" in text_of(asked), text_of(asked)
+
+
+async def test_a_session_subscribes_to_no_uri_longer_than_the_bound_of_the_uris_kept(tmp_path: Path,
+                                                                                     upstream: str) -> None:
+    # The count was bounded, not the length: 1,000 templated URIs of a few MiB each (a request body's bound) were kept
+    # here and on the upstream, gigabytes for one session. Replicas refused a URI past MAX_SUBSCRIPTION_URI already.
+    from lazytools.state.sync import MAX_SUBSCRIPTION_URI
+
+    async with front(tmp_path, upstream) as f:
+        with pytest.warns(MCPDeprecationWarning):
+            with pytest.raises(MCPError, match="longer than"):
+                await f.client.session.subscribe_resource("features://feat/item/" + "9" * MAX_SUBSCRIPTION_URI)
+            await f.client.session.subscribe_resource("features://feat/item/1")

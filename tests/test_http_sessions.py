@@ -76,3 +76,41 @@ def test_the_stream_budget_follows_the_connection_cap_lowered_to_the_open_file_l
     quiet, said = (int(n) for n in done.stdout.split())
     assert quiet == said < 512 and stream_budget(quiet) < quiet
     assert done.stderr.count("does not fit the open-file limit") == 1  # the second call only
+
+
+async def test_a_get_refused_closes_no_one_elses_stream() -> None:
+    # Before, a GET counted against the budget before the SDK had looked at it: one the SDK then refused (a second
+    # stream of a session: 409, no text/event-stream in Accept: 406, an unknown protocol version: 400) still closed
+    # the oldest stream of the busiest address. One client with one session closed everyone's streams, one request
+    # each, while holding none itself.
+    server = lazy(max_connections=12)  # room for 12 - 4 = 8 streams
+    async with serving(server) as url:
+        victim = httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.2"})
+        hostile = httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.1"})
+        async with victim, hostile, anyio.create_task_group() as tg:
+            ended: list[str] = []
+            opened: list[str] = []
+
+            async def listen(http: httpx2.AsyncClient, key: str) -> None:
+                async with http.stream("GET", url, headers={"accept": ACCEPT, "mcp-session-id": key}) as stream:
+                    assert stream.status_code == 200
+                    opened.append(key)
+                    async for _ in stream.aiter_lines():
+                        pass
+                ended.append(key)
+
+            mine = await open_raw_session(hostile, url)
+            tg.start_soon(listen, hostile, mine)
+            await eventually(lambda: mine in opened)
+            theirs = [await open_raw_session(victim, url) for _ in range(7)]  # the budget is full
+            for key in theirs:
+                tg.start_soon(listen, victim, key)
+            await eventually(lambda: len(opened) == 8)
+            refused = [{"accept": ACCEPT}, {"accept": "application/json"},
+                       {"accept": ACCEPT, "mcp-protocol-version": "1999-01-01"}]
+            for headers in refused:
+                response = await hostile.get(url, headers={**headers, "mcp-session-id": mine})
+                assert response.status_code in (400, 406, 409)
+            assert (await rpc(victim, url, "ping", session_id=theirs[0]))[0].status_code == 200  # a round trip
+            assert ended == [] and server.settings.max_connections == 12
+            tg.cancel_scope.cancel()

@@ -325,3 +325,32 @@ async def test_a_replica_holds_streams_within_its_budget_and_the_session_of_a_cl
         await eventually(lambda: ended == [keys[0]])
         assert await listed(http, b, keys[0]) == await listed(http, a, keys[0])
         tg.cancel_scope.cancel()
+
+
+async def test_a_replicas_refused_get_closes_no_stream() -> None:
+    # As on one server (test_http_sessions.py): a GET the SDK refuses (a second stream of a session: 409; no
+    # text/event-stream in Accept: 406) holds no stream, so it closes none of another client's.
+    async with replicas(MemoryShared(ttl=60), max_connections=12) as (a, _), \
+            httpx2.AsyncClient(timeout=30) as http, anyio.create_task_group() as tg:
+        opened: list[str] = []
+        ended: list[str] = []
+
+        async def listen(key: str) -> None:
+            async with http.stream("GET", a + "/mcp", headers={"accept": "text/event-stream",
+                                                              "mcp-session-id": key}) as stream:
+                assert stream.status_code == 200
+                opened.append(key)
+                async for _ in stream.aiter_lines():
+                    pass
+            ended.append(key)
+
+        keys = [(await post(http, a, INITIALIZE)).headers["mcp-session-id"] for _ in range(8)]  # the budget, full
+        for key in keys:
+            tg.start_soon(listen, key)
+        await eventually(lambda: len(opened) == 8)
+        for accept in ("text/event-stream", "application/json"):
+            response = await http.get(a + "/mcp", headers={"accept": accept, "mcp-session-id": keys[-1]})
+            assert response.status_code in (406, 409)
+        assert await listed(http, a, keys[0]) == ["search_tools", "invoke_tool"]  # a round trip after them
+        assert ended == []
+        tg.cancel_scope.cancel()

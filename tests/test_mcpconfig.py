@@ -101,6 +101,10 @@ def test_a_server_disabled_in_other_words_is_not_started(off: Any) -> None:
     assert list(servers.servers) == ["on"]
     kept = parse_config({"mcpServers": {"on": {"command": "y", "disabled": "false"}}}, environ={})
     assert list(kept.servers) == ["on"]
+    # Its other variables need not be set either, as with the literal true: the whole config was refused.
+    unset = parse_config({"mcpServers": {"off": {"command": "x", "env": {"T": "${NOT_SET}"}, "disabled": off},
+                                         "on": {"command": "y"}}}, environ={"OFF": "true"})
+    assert list(unset.servers) == ["on"]
 
 
 def test_both_sections_merge_and_env_file_is_read(tmp_path: Path) -> None:

@@ -37,6 +37,10 @@ MIN_WORDS = 2
 """Function words of one other language a request must hold (and more than of English's): one is not enough, as
 many are English words or names too ("Die Hard", "Los Angeles", "sin 30 degrees", "Van Gogh"), unless the request
 also holds a letter of that language outside ASCII ("Crée un nouveau dossier": é)."""
+_MARKED = frozenset({"vi"})
+"""Languages a request is read as only when it holds one of their letters outside ASCII. Vietnamese is written with
+its marks, and its function words without any (anh, bao, cho, khi, sao, trong) are Vietnamese names as much: "email
+Anh Trong" was read as Vietnamese and told to search again in English."""
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f\u1e00-\u1eff]")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
@@ -91,7 +95,8 @@ def language_of(text: str) -> str:
     if most <= sum(map(english.__contains__, distinct)):
         return ENGLISH
     best = counts.index(most)
-    if most < MIN_WORDS and (prose.isascii() or not _letters()[best].intersection(prose.lower())):
+    marked = not prose.isascii() and bool(_letters()[best].intersection(prose.lower()))
+    if (most < MIN_WORDS or languages[best] in _MARKED) and not marked:
         return ENGLISH
     return languages[best]
 

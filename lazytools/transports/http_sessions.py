@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 __all__ = ["SessionTable", "StreamBudget", "client_address", "idle_since", "stream_budget"]
 
@@ -77,15 +77,39 @@ class StreamBudget:
     @contextmanager
     def holding(self, address: str, close: Callable[[], None]) -> Iterator[None]:
         """Count a stream of `address` while it is held; `close` ends it (its client may open it again)."""
+        token = self._take(address, close)
+        try:
+            yield
+        finally:
+            self._drop(address, token)
+
+    @contextmanager
+    def holding_once_open(self, address: str, close: Callable[[], None], send: Send) -> Iterator[Send]:
+        """Count a GET of `address` as a stream held from when its answer starts as one (200, the one answer that
+        opens a stream) until it ends; yields the `send` to answer it through. A GET the SDK refuses (409 for a
+        second stream, 406, 400, 404) was counted before it was read, and closed another address's stream for
+        nothing: one client closed everyone's streams with requests that held none."""
+        token: object | None = None
+
+        async def sending(message: Message) -> None:
+            nonlocal token
+            if token is None and message["type"] == "http.response.start" and message["status"] == 200:
+                token = self._take(address, close)
+            await send(message)
+
+        try:
+            yield sending
+        finally:
+            if token is not None:
+                self._drop(address, token)
+
+    def _take(self, address: str, close: Callable[[], None]) -> object:
         if self._held >= self.most:
             self._close_one()
         token = object()
         self._by_address.setdefault(address, {})[token] = close
         self._held += 1
-        try:
-            yield
-        finally:
-            self._drop(address, token)
+        return token
 
     def _drop(self, address: str, token: object) -> bool:
         streams = self._by_address.get(address)
@@ -133,8 +157,8 @@ class SessionTable(StreamableHTTPSessionManager):
         transport = self._server_instances.get(session_id) if session_id is not None else None
         try:
             if transport is not None and self.streams is not None and scope.get("method") == "GET":
-                with self.streams.holding(address, transport.close_standalone_sse_stream):
-                    await super()._handle_stateful_request(scope, receive, send)
+                with self.streams.holding_once_open(address, transport.close_standalone_sse_stream, send) as sending:
+                    await super()._handle_stateful_request(scope, receive, sending)
             else:
                 await super()._handle_stateful_request(scope, receive, send)
         finally:

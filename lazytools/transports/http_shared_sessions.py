@@ -234,15 +234,15 @@ class SharedSessionManager:
         in the store (a client that only listens makes no requests)."""
         found = scope.get(SCOPE_KEY)
         held.principal = found if isinstance(found, Principal) else ANONYMOUS
-        budget = self.streams.holding(client_address(scope), held.transport.close_standalone_sse_stream) \
-            if self.streams is not None else nullcontext()
-        with budget:
+        budget = self.streams.holding_once_open(client_address(scope), held.transport.close_standalone_sse_stream,
+                                                send) if self.streams is not None else nullcontext(send)
+        with budget as sending:
             async with anyio.create_task_group() as tg, self.state.hold(key, held.push):
                 tg.start_soon(self._keep_alive, key)
                 if self.listening is not None and held.connection is not None:
                     tg.start_soon(self._follow, key, held)
                 try:
-                    await held.transport.handle_request(scope, receive, send)
+                    await held.transport.handle_request(scope, receive, sending)
                 finally:
                     held.changed = None
                     tg.cancel_scope.cancel()

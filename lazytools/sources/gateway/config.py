@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from ...errors import ConfigError
@@ -280,7 +280,7 @@ def parse_config(data: Any, *, environ: Mapping[str, str], path: Path | None = N
     prefixes: dict[str, str] = {}
     budget = Budget()
     for name, raw in entries.items():
-        if isinstance(raw, dict) and raw.get("disabled") is True:
+        if _disabled_alone(where, name, raw, environ, base, budget):
             continue  # not started, so its variables need not be set either
         server = _parse_server(where, name, raw, environ, base, budget)
         if server.disabled:
@@ -291,6 +291,25 @@ def parse_config(data: Any, *, environ: Mapping[str, str], path: Path | None = N
                               f"{server.tool_prefix!r}; rename one or set \"prefix\"")
         servers[name] = server
     return GatewayConfig(path=path, servers=servers)
+
+
+def _disabled_alone(where: str, name: str, raw: Any, environ: Mapping[str, str], base: Path, budget: Budget) -> bool:
+    """Whether the entry's `disabled`, read by itself, says it is: `"true"`, 1 or `"${OFF}"` as much as `true`. The
+    rest of the entry is not read, so a disabled server's unset variables refuse nothing (before, only the literal
+    `true` was looked at here, and `"true"` with an unset variable in `env` refused the whole config). A `disabled`
+    that cannot be read by itself is left to the whole entry's validation, which names what is wrong."""
+    if not isinstance(raw, dict) or "disabled" not in raw:
+        return False
+    if raw["disabled"] is True:
+        return True
+    try:
+        value = expand_tree(raw["disabled"], f"{where}: server {name!r}", environ, workspace_of(base), budget)
+        return _DISABLED.validate_python(value) is True
+    except (ConfigError, ValidationError):
+        return False
+
+
+_DISABLED: TypeAdapter[bool] = TypeAdapter(bool)
 
 
 def _parse_server(where: str, name: str, raw: Any, environ: Mapping[str, str], base: Path,

@@ -11,6 +11,7 @@ import mcp_types as types
 
 from ...errors import LazyToolsError
 from ...origin import ClientSide
+from .offerings import MAX_NAMED_URI
 from .relay import Relay, deliver
 from .resources import ResourceRoutes
 from .upstream import Upstream
@@ -39,6 +40,10 @@ class ResourceSubscriptions:
         self._wanted: Callable[[str, str], Awaitable[bool]] | None = None
 
     async def subscribe(self, uri: str, client: ClientSide) -> None:
+        if len(uri) > MAX_NAMED_URI:
+            # The count alone bounded nothing: 1,000 URIs of a request body's size each were kept here and on the
+            # upstream. Replicas refuse the same (state/sync.py, MAX_SUBSCRIPTION_URI).
+            raise LazyToolsError(f"Cannot subscribe: the URI is longer than {MAX_NAMED_URI} characters")
         upstream = self.routes.upstream_for(uri)
         if not upstream.offerings.subscribe:
             raise LazyToolsError(f"Upstream server {upstream.name!r} does not offer resource subscriptions")
