@@ -23,7 +23,7 @@ import uvicorn
 from mcp import Client
 from starlette.types import ASGIApp
 
-__all__ = ["ServerChild", "eventually", "free_port", "running_http", "spawned_http_server", "tool_names"]
+__all__ = ["HeldStreams", "ServerChild", "eventually", "free_port", "running_http", "spawned_http_server", "tool_names"]
 
 
 async def tool_names(client: Client) -> list[str]:
@@ -86,6 +86,27 @@ async def running_http(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0,
             yield f"http://{f'[{host}]' if ':' in host else host}:{bound}"
         finally:
             server.should_exit = True
+
+
+
+class HeldStreams:
+    """Sessions' GET streams at `url` (a `/mcp` URL), each held open in a task: which opened (200) and which ended,
+    in order."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.opened: list[str] = []
+        self.ended: list[str] = []
+
+    async def listen(self, http: httpx2.AsyncClient, key: str) -> None:
+        """Hold the stream of session `key` until the server ends it."""
+        async with http.stream("GET", self.url, headers={"accept": "text/event-stream",
+                                                        "mcp-session-id": key}) as stream:
+            assert stream.status_code == 200
+            self.opened.append(key)
+            async for _ in stream.aiter_lines():
+                pass
+        self.ended.append(key)
 
 
 @dataclass

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import httpx2
 import pytest
+from anyio.abc import TaskGroup
 
 from lazytools.transports.http_sessions import StreamBudget, stream_budget
 
-from .helpers import eventually
+from .helpers import HeldStreams, eventually
 from .test_http import ACCEPT, lazy, open_raw_session, rpc, serving
 
 
@@ -36,32 +39,18 @@ def test_the_stream_budget_keeps_connections_for_everything_else() -> None:
 async def test_a_flood_of_held_streams_closes_its_own_oldest_and_leaves_the_other_address_its_stream() -> None:
     # Before, a client that opened sessions each with its GET stream held a connection per stream until none was
     # left for anyone else: the fifth review's 512 streams got a newcomer's connection reset.
-    server = lazy(max_connections=12)  # room for 12 - 4 = 8 streams
-    async with serving(server) as url:
-        flood = httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.1"})
-        other = httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.2"})
-        async with flood, other, anyio.create_task_group() as tg:
-            ended: list[str] = []
-            opened: list[str] = []
+    async with _two_addresses() as (url, flood, other, tg, streams):
+        listen, opened, ended = streams.listen, streams.opened, streams.ended
 
-            async def listen(http: httpx2.AsyncClient, key: str) -> None:
-                async with http.stream("GET", url, headers={"accept": ACCEPT, "mcp-session-id": key}) as stream:
-                    assert stream.status_code == 200
-                    opened.append(key)
-                    async for _ in stream.aiter_lines():
-                        pass
-                ended.append(key)
-
-            floods = [await open_raw_session(flood, url) for _ in range(8)]
-            for number, key in enumerate(floods):
-                tg.start_soon(listen, flood, key)
-                await eventually(lambda count=number + 1: len(opened) == count)  # in order: the first is the oldest
-            mine = await open_raw_session(other, url)
-            tg.start_soon(listen, other, mine)
-            await eventually(lambda: ended == [floods[0]] and mine in opened)
-            for key in (*floods, mine):  # a stream closed, never a session
-                assert (await rpc(flood, url, "tools/list", session_id=key))[0].status_code == 200
-            tg.cancel_scope.cancel()
+        floods = [await open_raw_session(flood, url) for _ in range(8)]
+        for number, key in enumerate(floods):
+            tg.start_soon(listen, flood, key)
+            await eventually(lambda count=number + 1: len(opened) == count)  # in order: the first is the oldest
+        mine = await open_raw_session(other, url)
+        tg.start_soon(listen, other, mine)
+        await eventually(lambda: ended == [floods[0]] and mine in opened)
+        for key in (*floods, mine):  # a stream closed, never a session
+            assert (await rpc(flood, url, "tools/list", session_id=key))[0].status_code == 200
 
 
 @pytest.mark.process
@@ -83,34 +72,33 @@ async def test_a_get_refused_closes_no_one_elses_stream() -> None:
     # stream of a session: 409, no text/event-stream in Accept: 406, an unknown protocol version: 400) still closed
     # the oldest stream of the busiest address. One client with one session closed everyone's streams, one request
     # each, while holding none itself.
-    server = lazy(max_connections=12)  # room for 12 - 4 = 8 streams
-    async with serving(server) as url:
-        victim = httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.2"})
-        hostile = httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.1"})
-        async with victim, hostile, anyio.create_task_group() as tg:
-            ended: list[str] = []
-            opened: list[str] = []
+    async with _two_addresses() as (url, hostile, victim, tg, streams):
+        listen, opened, ended = streams.listen, streams.opened, streams.ended
 
-            async def listen(http: httpx2.AsyncClient, key: str) -> None:
-                async with http.stream("GET", url, headers={"accept": ACCEPT, "mcp-session-id": key}) as stream:
-                    assert stream.status_code == 200
-                    opened.append(key)
-                    async for _ in stream.aiter_lines():
-                        pass
-                ended.append(key)
+        mine = await open_raw_session(hostile, url)
+        tg.start_soon(listen, hostile, mine)
+        await eventually(lambda: mine in opened)
+        theirs = [await open_raw_session(victim, url) for _ in range(7)]  # the budget is full
+        for key in theirs:
+            tg.start_soon(listen, victim, key)
+        await eventually(lambda: len(opened) == 8)
+        refused = [{"accept": ACCEPT}, {"accept": "application/json"},
+                   {"accept": ACCEPT, "mcp-protocol-version": "1999-01-01"}]
+        for headers in refused:
+            response = await hostile.get(url, headers={**headers, "mcp-session-id": mine})
+            assert response.status_code in (400, 406, 409)
+        assert (await rpc(victim, url, "ping", session_id=theirs[0]))[0].status_code == 200  # a round trip
+        assert ended == []
 
-            mine = await open_raw_session(hostile, url)
-            tg.start_soon(listen, hostile, mine)
-            await eventually(lambda: mine in opened)
-            theirs = [await open_raw_session(victim, url) for _ in range(7)]  # the budget is full
-            for key in theirs:
-                tg.start_soon(listen, victim, key)
-            await eventually(lambda: len(opened) == 8)
-            refused = [{"accept": ACCEPT}, {"accept": "application/json"},
-                       {"accept": ACCEPT, "mcp-protocol-version": "1999-01-01"}]
-            for headers in refused:
-                response = await hostile.get(url, headers={**headers, "mcp-session-id": mine})
-                assert response.status_code in (400, 406, 409)
-            assert (await rpc(victim, url, "ping", session_id=theirs[0]))[0].status_code == 200  # a round trip
-            assert ended == [] and server.settings.max_connections == 12
-            tg.cancel_scope.cancel()
+
+@asynccontextmanager
+async def _two_addresses() -> AsyncIterator[tuple[str, httpx2.AsyncClient, httpx2.AsyncClient, TaskGroup,
+                                                  HeldStreams]]:
+    """A server with room for 8 streams (12 connections less 4), its `/mcp` URL, a client from 10.0.0.1 and one
+    from 10.0.0.2 (uvicorn reads X-Forwarded-For from the loopback proxy), a task group for their streams."""
+    async with serving(lazy(max_connections=12)) as url, \
+            httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.1"}) as first, \
+            httpx2.AsyncClient(timeout=60, headers={"x-forwarded-for": "10.0.0.2"}) as second, \
+            anyio.create_task_group() as tg:
+        yield url, first, second, tg, HeldStreams(url)
+        tg.cancel_scope.cancel()  # the streams still held

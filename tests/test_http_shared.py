@@ -21,7 +21,7 @@ from lazytools.state import MemoryShared, SessionRecord, StateUnavailableError
 from lazytools.transports.http import build_app
 
 from .conftest import make_settings, small_catalog
-from .helpers import _free_port, eventually, leaves_behind, running_http
+from .helpers import HeldStreams, _free_port, eventually, leaves_behind, running_http
 from .idp import running_idp
 from .test_http import decode
 from .test_learning import QUERY, notes_catalog
@@ -306,21 +306,12 @@ async def test_a_replica_holds_streams_within_its_budget_and_the_session_of_a_cl
     # address holding the most is closed; its session, in the store, answers on either replica.
     async with replicas(MemoryShared(ttl=60), max_connections=12) as (a, b), \
             httpx2.AsyncClient(timeout=30) as http, anyio.create_task_group() as tg:
-        opened: list[str] = []
-        ended: list[str] = []
-
-        async def listen(key: str) -> None:
-            async with http.stream("GET", a + "/mcp", headers={"accept": "text/event-stream",
-                                                              "mcp-session-id": key}) as stream:
-                assert stream.status_code == 200
-                opened.append(key)
-                async for _ in stream.aiter_lines():
-                    pass
-            ended.append(key)
+        streams = HeldStreams(a + "/mcp")
+        opened, ended = streams.opened, streams.ended
 
         keys = [(await post(http, a, INITIALIZE)).headers["mcp-session-id"] for _ in range(9)]
         for number, key in enumerate(keys):
-            tg.start_soon(listen, key)
+            tg.start_soon(streams.listen, http, key)
             await eventually(lambda count=number + 1: len(opened) == count)  # in order: the first is the oldest
         await eventually(lambda: ended == [keys[0]])
         assert await listed(http, b, keys[0]) == await listed(http, a, keys[0])
@@ -332,21 +323,12 @@ async def test_a_replicas_refused_get_closes_no_stream() -> None:
     # text/event-stream in Accept: 406) holds no stream, so it closes none of another client's.
     async with replicas(MemoryShared(ttl=60), max_connections=12) as (a, _), \
             httpx2.AsyncClient(timeout=30) as http, anyio.create_task_group() as tg:
-        opened: list[str] = []
-        ended: list[str] = []
-
-        async def listen(key: str) -> None:
-            async with http.stream("GET", a + "/mcp", headers={"accept": "text/event-stream",
-                                                              "mcp-session-id": key}) as stream:
-                assert stream.status_code == 200
-                opened.append(key)
-                async for _ in stream.aiter_lines():
-                    pass
-            ended.append(key)
+        streams = HeldStreams(a + "/mcp")
+        opened, ended = streams.opened, streams.ended
 
         keys = [(await post(http, a, INITIALIZE)).headers["mcp-session-id"] for _ in range(8)]  # the budget, full
         for key in keys:
-            tg.start_soon(listen, key)
+            tg.start_soon(streams.listen, http, key)
         await eventually(lambda: len(opened) == 8)
         for accept in ("text/event-stream", "application/json"):
             response = await http.get(a + "/mcp", headers={"accept": accept, "mcp-session-id": keys[-1]})
