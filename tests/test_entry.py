@@ -112,6 +112,26 @@ async def test_tools_list_stays_bounded_when_enabled_tools_have_huge_description
     assert all((tool.description or "").endswith("more characters not sent)") for tool in enabled)
 
 
+async def test_pinned_tools_are_held_to_the_tools_list_budget_too() -> None:
+    # Found by a README-only review: pinned tools (ALWAYS_AVAILABLE_TOOLS, or a server's "defer_loading": false)
+    # were listed whole whatever their size, so twenty at every cap made every session's tools/list 1.5 MB.
+    properties = {f"p{i}": {"type": "string", "description": "painting parameter " * 4} for i in range(265)}
+    schema = {"type": "object", "properties": properties}
+    catalog = Catalog()
+    catalog.set_group(Group("caps", "Tools at every cap."), [
+        ToolEntry(name=f"paint_{i}", group="caps", description=f"Paint picture {i}. " + "paint a picture " * 600,
+                  input_schema=schema, output_schema=schema, call=_never) for i in range(20)])
+    pinned = [f"paint_{i}" for i in range(20)]
+    async with client(build_server(catalog, make_settings(mode="dynamic", always_available_tools=pinned))) as c:
+        listed = (await c.list_tools()).tools
+    assert [tool.name for tool in listed][:20] == pinned and listed[-1].name == "invoke_tool"
+    size = len(compact_json([tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed]))
+    assert size < 1 << 20, size
+    whole = [tool for tool in listed[:20] if tool.output_schema is not None]
+    assert whole and whole == listed[:len(whole)] and len(whole) < 20
+    assert all(tool.input_schema == {"type": "object"} for tool in listed[len(whole):20])
+
+
 async def test_tools_list_stays_under_a_clients_event_limit_when_enabled_tools_are_at_every_cap() -> None:
     # Each field within its own bound (a description of 9,700 characters, input and output schemas of 31,000), twenty
     # such tools enabled by one search made tools/list 1.5 MB: the SDK client over HTTP refused it (its 1 MiB event)

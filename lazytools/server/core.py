@@ -216,11 +216,14 @@ class LazyServer(Server[Any]):
             self._definitions = {k: v for k, v in self._definitions.items() if k[0] == self.catalog.version}
             settings = self.settings
             visible = access.catalog
-            tools = [visible.get(name).to_mcp() for name in self.pinned if name in visible]
-            tools.append(search_tools_definition(visible, settings.search_max_limit, settings.search_limit,
-                                                 surface, settings.manifest_chars))
+            meta = [search_tools_definition(visible, settings.search_max_limit, settings.search_limit, surface,
+                                            settings.manifest_chars)]
             if view.offers_invoke:
-                tools.append(invoke_tool_definition())
+                meta.append(invoke_tool_definition())
+            # Pinned tools within the list's budget too: a pinned server whose tools passed 1 MiB made every
+            # session's tools/list too large for the SDK client over HTTP.
+            room = TOOLS_LIST_BYTES - sum(listed_bytes(tool) for tool in meta)
+            tools = [*_listed_within([visible.get(name) for name in self.pinned if name in visible], room), *meta]
             self._definitions[cache_key] = tools, sum(listed_bytes(tool) for tool in tools)
         return self._definitions[cache_key]
 
