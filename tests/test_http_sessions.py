@@ -12,6 +12,7 @@ import anyio
 import httpx2
 import pytest
 from anyio.abc import TaskGroup
+from starlette.types import Message
 
 from lazytools.transports.http_sessions import StreamBudget, stream_budget
 
@@ -22,13 +23,24 @@ from .test_http import ACCEPT, lazy, open_raw_session, rpc, serving
 async def test_a_stream_past_the_budget_closes_the_oldest_of_the_address_holding_the_most() -> None:
     budget = StreamBudget(2)
     closed: list[str] = []
-    with budget.holding("a", lambda: closed.append("a1")), budget.holding("a", lambda: closed.append("a2")):
-        with budget.holding("b", lambda: closed.append("b1")):
+
+    @asynccontextmanager
+    async def held(address: str, name: str) -> AsyncIterator[None]:
+        """A GET of `address` whose answer opened a stream (200), held until the block ends."""
+        async def sent(message: Message) -> None:
+            pass
+
+        with budget.holding_once_open(address, lambda: closed.append(name), sent) as sending:
+            await sending({"type": "http.response.start", "status": 200, "headers": []})
+            yield
+
+    async with held("a", "a1"), held("a", "a2"):
+        async with held("b", "b1"):
             assert closed == ["a1"]
-            with budget.holding("c", lambda: closed.append("c1")):
+            async with held("c", "c1"):
                 assert closed == ["a1", "a2"]  # a and b hold one each: the first address of the most goes
     assert closed == ["a1", "a2"] and budget.closed == 2
-    with budget.holding("a", lambda: closed.append("again")), budget.holding("b", lambda: closed.append("b2")):
+    async with held("a", "again"), held("b", "b2"):
         assert closed == ["a1", "a2"]  # every stream above ended: the count is back to nothing
 
 

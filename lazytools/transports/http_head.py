@@ -1,9 +1,9 @@
 """What the checks in front of `/mcp` read of a request's headers, read in one pass over them per request.
 
 The header count and size (http_limits.py), Host, Origin and the token (http_guard.py), the body's type and length
-and the session (http.py) are all read from one `Head`, made by whichever of them comes first and left on the ASGI
-scope for the others: building a Starlette `Headers` in each layer decoded and searched every header again and
-again. ASGI servers give header names lowercased (uvicorn does, with either parser), which the names below are.
+and the session (http.py, and the session table in http_sessions.py) are all read from one `Head`, made by whichever
+of them comes first and left on the ASGI scope for the others: building a Starlette `Headers` in each layer decoded
+and searched every header again and again. ASGI servers give header names lowercased (uvicorn does, with either parser), which the names below are.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class Head:
     it; every Host and every Origin is kept, since more than one is itself a reason to refuse."""
 
     __slots__ = ("authorization", "content_length", "content_type", "count", "hosts", "origins", "plain_type",
-                 "session", "size", "version")
+                 "session", "session_id", "size", "version")
 
     def __init__(self, scope: Scope) -> None:
         headers = scope.get("headers", ())
@@ -42,6 +42,8 @@ class Head:
         """MCP-Protocol-Version, which the SDK routes the request by."""
         self.session = False
         """Whether an Mcp-Session-Id came."""
+        self.session_id: str | None = None
+        """The first Mcp-Session-Id (the session table orders its sessions by their requests)."""
         self.plain_type = True
         """Whether every Content-Type's media type is spelled lowercase already (see `McpEndpoint`)."""
         # About the bytes of the request line and headers on the wire: `name: value` and CRLF for each field.
@@ -65,6 +67,8 @@ class Head:
                     self.content_type = value.decode("latin-1")
             elif field == _SESSION:
                 self.session = True
+                if self.session_id is None:
+                    self.session_id = value.decode("latin-1")
             elif field == _AUTHORIZATION:
                 if self.authorization is None:
                     self.authorization = value.decode("latin-1")

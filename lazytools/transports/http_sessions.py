@@ -34,26 +34,44 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Message, Receive, Scope, Send
 
-__all__ = ["SessionTable", "StreamBudget", "client_address", "idle_since", "stream_budget"]
+from .http_head import head_of
+
+__all__ = ["SessionTable", "Sparse", "StreamBudget", "client_address", "is_idle", "stream_budget"]
 
 logger = logging.getLogger(__name__)
 
-_SAY_EVERY = 60.0
-"""Seconds between two log lines saying that sessions were closed to make room."""
 _ADDRESS: ContextVar[str] = ContextVar("lazytools_session_address", default="")
 """The client address of the request being admitted (the manager's admission does not see the request)."""
 
 
-def idle_since(transport: StreamableHTTPServerTransport) -> float | None:
-    """When the session's last request ended (the event loop's clock), or None while one is in flight or the session
-    has no idle timeout (so it never idles out, and is never closed to make room)."""
+def is_idle(transport: StreamableHTTPServerTransport) -> bool:
+    """Whether the session has no request in flight and counts down to its idle timeout (False for one without an
+    idle timeout: it never idles out, and is never closed to make room)."""
     scope = transport.idle_scope
     timeout: float | None = getattr(transport, "_idle_timeout", None)
     in_flight: int = getattr(transport, "_requests_in_flight", 1)
-    if scope is None or timeout is None or in_flight or scope.cancel_called:
-        return None
-    deadline = scope.deadline
-    return deadline - timeout if math.isfinite(deadline) else None
+    # While a request is in flight the deadline is infinite; after the last one it is that end plus the timeout.
+    return (scope is not None and timeout is not None and not in_flight and not scope.cancel_called
+            and math.isfinite(scope.deadline))
+
+
+class Sparse:
+    """An event that floods can bring by the thousand (a session refused, one closed to make room), logged at most
+    once every `every` seconds: `count` says how many came since it was last said, when it is time to say it."""
+
+    def __init__(self, every: float = 60.0) -> None:
+        self.every = every
+        self._count = 0
+        self._said_at = -math.inf
+
+    def count(self) -> int | None:
+        """Count one; the number to log now (this one and those since the last line), or None to stay quiet."""
+        self._count += 1
+        now = anyio.current_time()
+        if now - self._said_at < self.every:
+            return None
+        count, self._count, self._said_at = self._count, 0, now
+        return count
 
 
 def stream_budget(max_connections: int) -> int:
@@ -72,16 +90,7 @@ class StreamBudget:
         self._held = 0
         self.closed = 0
         """Streams closed so far to make room for a new one."""
-        self._said_at = -math.inf
-
-    @contextmanager
-    def holding(self, address: str, close: Callable[[], None]) -> Iterator[None]:
-        """Count a stream of `address` while it is held; `close` ends it (its client may open it again)."""
-        token = self._take(address, close)
-        try:
-            yield
-        finally:
-            self._drop(address, token)
+        self._closings = Sparse()
 
     @contextmanager
     def holding_once_open(self, address: str, close: Callable[[], None], send: Send) -> Iterator[Send]:
@@ -127,12 +136,10 @@ class StreamBudget:
         self._drop(address, token)
         close()
         self.closed += 1
-        now = anyio.current_time()
-        if now - self._said_at >= _SAY_EVERY:
-            logger.warning("%d GET streams held (of LAZYTOOLS_MAX_CONNECTIONS, some kept for other requests): the "
-                           "oldest of %s, which holds %d, was closed for a new one (%d so far)", self.most,
-                           address or "an unknown address", holds, self.closed)
-            self._said_at = now
+        if (count := self._closings.count()) is not None:
+            logger.warning("%d GET streams held (of LAZYTOOLS_MAX_CONNECTIONS, some kept for other requests): %d "
+                           "closed for new ones since last said, the last the oldest of %s (which held %d)",
+                           self.most, count, address or "an unknown address", holds)
 
 
 class SessionTable(StreamableHTTPSessionManager):
@@ -145,15 +152,13 @@ class SessionTable(StreamableHTTPSessionManager):
         self._by_address: dict[str, dict[str, None]] = {}
         """Client address -> its sessions still in the table (ids), the one whose last request ended first first."""
         self._address_of: dict[str, str] = {}
-        self.made_room = 0
-        """Sessions closed so far to admit a new one."""
-        self._said_at = -math.inf
-        self._unsaid = 0
+        self._room_made = Sparse()
+        """Sessions closed to admit a new one, said once a minute at most."""
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         address = client_address(scope)
         token = _ADDRESS.set(address)
-        session_id = _session_id(scope)
+        session_id = head_of(scope).session_id
         transport = self._server_instances.get(session_id) if session_id is not None else None
         try:
             if transport is not None and self.streams is not None and scope.get("method") == "GET":
@@ -205,38 +210,26 @@ class SessionTable(StreamableHTTPSessionManager):
             # request in flight (a held GET stream) are passed over.
             session_id = next((key for key in self._by_address[address]
                                if (held := self._server_instances.get(key)) is not None
-                               and idle_since(held) is not None), None)
+                               and is_idle(held)), None)
             if session_id is None:
                 continue
             transport = self._server_instances.pop(session_id)
             self._session_owners.pop(session_id, None)
-            assert transport.idle_scope is not None  # idle_since is None without one
+            assert transport.idle_scope is not None  # not idle without one
             transport.idle_scope.cancel()  # its server task ends and terminates it, as after an idle timeout
-            self.made_room += 1
             self._say(address)
             self._forget(session_id)
             return
 
     def _say(self, address: str) -> None:
         """Log that sessions were closed to make room: once a minute at most (a flood makes room many times)."""
-        self._unsaid += 1
-        now = anyio.current_time()
-        if now - self._said_at >= _SAY_EVERY:
+        if (count := self._room_made.count()) is not None:
             logger.warning("the session table is full (LAZYTOOLS_MAX_SESSIONS=%s): %d idle session(s) closed for new "
-                           "ones since last said, the last of %s (which holds %d)", self.max_sessions, self._unsaid,
+                           "ones since last said, the last of %s (which holds %d)", self.max_sessions, count,
                            address or "an unknown address", len(self._by_address[address]))
-            self._said_at, self._unsaid = now, 0
 
 
 def client_address(scope: Scope) -> str:
     """The request's client address ("" when the server does not know it)."""
     client = scope.get("client")
     return str(client[0]) if client else ""
-
-
-def _session_id(scope: Scope) -> str | None:
-    """The request's Mcp-Session-Id (the first), if it has one."""
-    for name, value in scope.get("headers", ()):
-        if name == b"mcp-session-id":
-            return str(value.decode("latin-1"))
-    return None

@@ -53,14 +53,12 @@ from ..state.events import message_of
 from ..state.outbox import defer
 from ..state.sync import restore_connection
 from .http_guard import jsonrpc_error
-from .http_sessions import StreamBudget, client_address, idle_since
+from .http_sessions import Sparse, StreamBudget, client_address, is_idle
 
 __all__ = ["SharedSessionManager"]
 
 logger = logging.getLogger(__name__)
 
-_REFUSAL_LOG_EVERY = 60.0
-"""Seconds between warnings that sessions were refused for `max_sessions`."""
 
 
 class _SharedOutbound:
@@ -143,8 +141,7 @@ class SharedSessionManager:
         self._held: dict[str, _Held] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._lifespan_state: Any = None
-        self._refusals = 0
-        self._refusal_logged_at = -_REFUSAL_LOG_EVERY
+        self._refusals = Sparse()
         state.on_end(self._ended_elsewhere)
 
     def __len__(self) -> int:
@@ -346,11 +343,11 @@ class SharedSessionManager:
         if len(self._held) < self.max_sessions:
             return True
         # `_held` is in the order of the connections' last requests (`_used`): the first idle one is idle longest.
-        key = next((key for key, held in self._held.items() if idle_since(held.transport) is not None), None)
+        key = next((key for key, held in self._held.items() if is_idle(held.transport)), None)
         if key is None:
             return False
         held = self._held.pop(key)
-        assert held.transport.idle_scope is not None  # idle_since is None without one
+        assert held.transport.idle_scope is not None  # not idle without one
         held.transport.idle_scope.cancel()  # `_serve` ends and terminates it, as after its idle timeout
         logger.info("session %s: let go here to hold a newer one (LAZYTOOLS_MAX_SESSIONS=%d); it stays in the store",
                     key[:8], self.max_sessions)
@@ -364,14 +361,10 @@ class SharedSessionManager:
 
     def _refused(self) -> None:
         """A session refused for `max_sessions`: said once a minute at most (a full replica refuses many)."""
-        self._refusals += 1
-        now = anyio.current_time()
-        if now - self._refusal_logged_at >= _REFUSAL_LOG_EVERY:
+        if (count := self._refusals.count()) is not None:
             logger.warning("%d session(s) refused in the last minute: this replica holds LAZYTOOLS_MAX_SESSIONS=%d "
                            "sessions (see docs/scaling.md for sizing it and LAZYTOOLS_REPLICA_IDLE_TIMEOUT)",
-                           self._refusals, self.max_sessions)
-            self._refusals = 0
-            self._refusal_logged_at = now
+                           count, self.max_sessions)
 
     def _start(self, key: str, record: SessionRecord | None) -> _Held:
         """The session's connection, held from now on and started in the background; `started` is set once it is
