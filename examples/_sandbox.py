@@ -537,14 +537,8 @@ class _Ungranted(Sandbox):
         self.root = Path(os.devnull)
         self.why = why
 
-    def split(self, user_path: str) -> list[str]:
+    def open(self, user_path: str) -> Opened:  # every tool's way in: it says why
         raise ValueError(self.why)
 
-    def open(self, user_path: str) -> Opened:
-        raise ValueError(self.why)
-
-    def open_ref(self, ref: FileRef) -> Opened | None:
-        return None
-
-    def _open(self, parts: list[str], hops: list[int] | None = None) -> Opened:
+    def _open(self, parts: list[str], hops: list[int] | None = None) -> Opened:  # and every other way, in case
         raise ValueError(self.why)

@@ -283,8 +283,6 @@ def parse_config(data: Any, *, environ: Mapping[str, str], path: Path | None = N
         if _disabled_alone(where, name, raw, environ, base, budget):
             continue  # not started, so its variables need not be set either
         server = _parse_server(where, name, raw, environ, base, budget)
-        if server.disabled:
-            continue  # said otherwise than `true` ("true", 1, "${OFF}"): known only once validated
         other = prefixes.setdefault(server.tool_prefix, name)
         if other != name:
             raise ConfigError(f"{where}: servers {other!r} and {name!r} would share the tool-name prefix "
