@@ -3,7 +3,8 @@
 The header count and size (http_limits.py), Host, Origin and the token (http_guard.py), the body's type and length
 and the session (http.py, and the session table in http_sessions.py) are all read from one `Head`, made by whichever
 of them comes first and left on the ASGI scope for the others: building a Starlette `Headers` in each layer decoded
-and searched every header again and again. ASGI servers give header names lowercased (uvicorn does, with either parser), which the names below are.
+and searched every header again and again. ASGI servers give header names lowercased (uvicorn does, with either
+parser), which the names below are.
 """
 
 from __future__ import annotations
